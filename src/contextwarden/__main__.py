@@ -1,0 +1,3 @@
+from contextwarden.cli import main
+
+main()

@@ -1,0 +1,417 @@
+"""The event types of a session log and their one JSON codec.
+
+A session is an append-only sequence of events. Every event carries an envelope
+(``session_id``, ``seq``, ``id``, ``created_at``, ``parent_id``) and a ``kind`` that names
+its type. Callers build events with the envelope left at its defaults; the store assigns
+``session_id`` and ``seq`` when it appends them and returns the stored copies.
+
+``created_at`` is bookkeeping only: nothing renders it into a model prompt.
+
+The codec (:func:`event_to_dict` / :func:`event_from_dict`) is the single way events become
+JSON, for JSONL export and for every store. It rejects unknown kinds, missing fields and
+unknown fields with a :class:`~contextwarden.errors.CodecError` naming them, so a file can be
+imported losslessly or not at all.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Union
+
+from .errors import CodecError
+
+JSONValue = Union[str, int, float, bool, None, list["JSONValue"], dict[str, "JSONValue"]]
+"""A value that round-trips through JSON."""
+
+
+def new_event_id() -> str:
+    """Return a new stable, unique event id."""
+    return uuid.uuid4().hex
+
+
+# --------------------------------------------------------------------------- parts
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCall:
+    """One tool call made by the assistant."""
+
+    id: str
+    """The provider's call id; tool results refer to it."""
+    name: str
+    """The tool's name."""
+    arguments: dict[str, JSONValue] = field(default_factory=dict)
+    """Parsed arguments. Unparseable argument text is kept under ``{"_raw": text}``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThinkingBlock:
+    """A reasoning block the model produced before its answer or tool calls."""
+
+    text: str
+    """The visible reasoning text (may be empty when only a signature is kept)."""
+    signature: str = ""
+    """The provider's opaque signature or encrypted content, replayed verbatim when allowed."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class BinaryPart:
+    """A non-text part of a message or tool result: an image, a file, raw bytes."""
+
+    media_type: str
+    """MIME type, for example ``image/png`` or ``application/octet-stream``."""
+    data: bytes
+    """The raw bytes (base64 in JSON)."""
+    name: str = ""
+    """An optional file name or label."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextEdit:
+    """One change to what the model sees of an earlier event, recorded in a :class:`ContextEditBatch`."""
+
+    target_id: str
+    """The id of the event (usually a tool result) whose projection changes."""
+    action: Literal["mask", "supersede", "stale", "drop_thinking", "clear"]
+    """What happens to it: masked by age, superseded by a newer version, made stale by a change,
+    thinking dropped, or cleared to reclaim space."""
+    replacement: str
+    """The short text the model sees instead (a placeholder naming what was removed and how to get it)."""
+    reason: str = ""
+    """Why, for the decision log (for example ``superseded by read of src/a.py at seq 41``)."""
+
+
+# --------------------------------------------------------------------------- events
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """Fields every event carries. Do not instantiate directly; use a subclass."""
+
+    kind: ClassVar[str] = "event"
+    is_window_event: ClassVar[bool] = False
+
+    id: str = field(default_factory=new_event_id)
+    """Stable unique id, assigned when the event is created."""
+    session_id: str = ""
+    """The session the event belongs to; set by the store on append."""
+    seq: int = 0
+    """Gapless 1-based position within the session; set by the store on append (0 = not yet stored)."""
+    created_at: float = field(default_factory=time.time)
+    """Unix time of creation. Never rendered into a model prompt."""
+    parent_id: str | None = None
+    """For branches: the id of the event this one follows, when it is not simply the previous seq."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class UserMessage(Event):
+    """A message from the user."""
+
+    kind: ClassVar[str] = "user"
+    text: str
+    """What the user said."""
+    parts: tuple[BinaryPart, ...] = ()
+    """Attached images or files."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AssistantMessage(Event):
+    """One model response: text, reasoning and tool calls."""
+
+    kind: ClassVar[str] = "assistant"
+    text: str = ""
+    """The visible answer text."""
+    thinking: tuple[ThinkingBlock, ...] = ()
+    """Reasoning blocks, in order."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """Tool calls, in the order the model made them."""
+    model: str = ""
+    """The model that produced it, when known."""
+    stop_reason: str = ""
+    """Why generation stopped (``end_turn``, ``tool_use``, ``max_tokens``...), when known."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolResult(Event):
+    """The result of one tool call. ``output`` is stored in full; truncation happens in projection."""
+
+    kind: ClassVar[str] = "tool_result"
+    call_id: str
+    """The id of the :class:`ToolCall` this answers."""
+    tool_name: str
+    """The tool's name (repeated here so a result is readable without its call)."""
+    output: str
+    """The full text output. May contain NUL bytes and lone surrogates (undecodable bytes)."""
+    is_error: bool = False
+    """Whether the tool reported failure."""
+    exit_code: int | None = None
+    """The process exit code, when the tool ran a process and it is known."""
+    parts: tuple[BinaryPart, ...] = ()
+    """Binary or image parts of the result."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Instruction(Event):
+    """A system or developer instruction (system prompt, project rules, policy)."""
+
+    kind: ClassVar[str] = "instruction"
+    text: str
+    """The instruction text."""
+    role: Literal["system", "developer"] = "system"
+    """Which role it speaks with."""
+    source: str = ""
+    """Where it came from (a file path, ``default``, ``user``...)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Steering(Event):
+    """A later user constraint or correction that overrides earlier plans."""
+
+    kind: ClassVar[str] = "steering"
+    text: str
+    """The constraint or correction, verbatim."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pin(Event):
+    """An explicit pin: text that must stay visible verbatim in every request."""
+
+    kind: ClassVar[str] = "pin"
+    text: str
+    """The pinned text (a constraint, a fact, a rule)."""
+    label: str = "constraint"
+    """What it is (``constraint``, ``goal``, ``fact``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SettingChange(Event):
+    """A change of model or generation settings from this point on."""
+
+    kind: ClassVar[str] = "setting"
+    model: str = ""
+    """The new model name, or empty when only settings change."""
+    settings: dict[str, JSONValue] = field(default_factory=dict)
+    """Other settings (thinking level, temperature, ...)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class UsageReport(Event):
+    """Provider-reported usage for one model call."""
+
+    kind: ClassVar[str] = "usage"
+    input_tokens: int
+    """Total input tokens the provider counted, cached ones included."""
+    output_tokens: int = 0
+    """Output tokens (reasoning included)."""
+    cache_read_tokens: int = 0
+    """Input tokens served from the provider's prompt cache."""
+    cache_write_tokens: int = 0
+    """Input tokens written to the provider's prompt cache."""
+    request_id: str = ""
+    """The request this usage belongs to (the provider's id or our own)."""
+    response_event_id: str = ""
+    """The id of the assistant message the call produced, when recorded."""
+    model: str = ""
+    """The model billed."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Compaction(Event):
+    """A compaction: from here on the model sees ``summary`` instead of events before ``first_kept_seq``."""
+
+    kind: ClassVar[str] = "compaction"
+    is_window_event: ClassVar[bool] = True
+    summary: str
+    """The summary text that replaces the compacted events."""
+    first_kept_seq: int
+    """The first seq kept verbatim after the summary; events before it are covered by the summary."""
+    covered_from_seq: int = 1
+    """The first seq the summary covers."""
+    covered_to_seq: int = 0
+    """The last seq the summary covers."""
+    tokens_before: int = 0
+    """Context size before the compaction."""
+    tokens_after: int = 0
+    """Context size after the compaction."""
+    summarizer: str = ""
+    """Which summarizer (and model) wrote the summary."""
+    summarizer_input_tokens: int = 0
+    """Tokens the summarizer read."""
+    summarizer_output_tokens: int = 0
+    """Tokens the summarizer wrote."""
+    verification: dict[str, JSONValue] = field(default_factory=dict)
+    """What the post-compaction check found and repaired."""
+    state: dict[str, JSONValue] = field(default_factory=dict)
+    """A snapshot of the derived task state at the cut, so resume needs no older events."""
+    details: dict[str, JSONValue] = field(default_factory=dict)
+    """Anything else worth recording (trigger, focus, provider-side compaction data)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextEditBatch(Event):
+    """A batch of context edits (masking, supersession, clearing) applied from this point on."""
+
+    kind: ClassVar[str] = "context_edit"
+    is_window_event: ClassVar[bool] = True
+    edits: tuple[ContextEdit, ...]
+    """The edits, each naming its target event."""
+    reason: str = ""
+    """Why the planner chose this batch now."""
+    tokens_before: int = 0
+    """Context size before the batch."""
+    tokens_after: int = 0
+    """Context size after the batch."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolSetChange(Event):
+    """The set of tools exposed to the model changes from this point on."""
+
+    kind: ClassVar[str] = "tool_set"
+    is_window_event: ClassVar[bool] = True
+    exposed: tuple[str, ...]
+    """Names of the tools exposed from now on, in their stable order."""
+    reason: str = ""
+    """Why (a phase change, a lazy load)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ForkMarker(Event):
+    """The first event of a forked session: it names where the branch left its source."""
+
+    kind: ClassVar[str] = "fork"
+    source_session_id: str
+    """The session the branch was forked from."""
+    at_seq: int
+    """The last seq of the source that the branch shares."""
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.kind: cls
+    for cls in (
+        UserMessage,
+        AssistantMessage,
+        ToolResult,
+        Instruction,
+        Steering,
+        Pin,
+        SettingChange,
+        UsageReport,
+        Compaction,
+        ContextEditBatch,
+        ToolSetChange,
+        ForkMarker,
+    )
+}
+"""Every event kind and its class."""
+
+WINDOW_KINDS: frozenset[str] = frozenset(k for k, c in EVENT_TYPES.items() if c.is_window_event)
+"""Kinds that change the model's window (compaction, context edits, tool-set changes)."""
+
+
+# --------------------------------------------------------------------------- codec
+
+_PART_TYPES: dict[str, type[Any]] = {
+    "tool_calls": ToolCall,
+    "thinking": ThinkingBlock,
+    "parts": BinaryPart,
+    "edits": ContextEdit,
+}
+
+
+def _encode_value(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return {"$b64": base64.b64encode(value).decode("ascii")}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _encode_value(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_encode_value(v) for v in value]
+    return value
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    """Encode an event as a JSON-ready dict with its ``kind`` first."""
+    out: dict[str, Any] = {"kind": event.kind}
+    for f in dataclasses.fields(event):
+        out[f.name] = _encode_value(getattr(event, f.name))
+    return out
+
+
+def _decode_part(cls: type[Any], raw: Any, where: str) -> Any:
+    if not isinstance(raw, Mapping):
+        raise CodecError(f"{where}: expected an object, got {type(raw).__name__}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(raw) - names
+    if unknown:
+        raise CodecError(f"{where}: unknown field(s) {sorted(unknown)}")
+    kwargs: dict[str, Any] = {}
+    for name, value in raw.items():
+        if isinstance(value, Mapping) and set(value) == {"$b64"}:
+            value = base64.b64decode(value["$b64"])
+        kwargs[name] = value
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise CodecError(f"{where}: {exc}") from None
+
+
+def event_from_dict(raw: Mapping[str, Any]) -> Event:
+    """Decode a dict made by :func:`event_to_dict`. Raises :class:`CodecError` on any mismatch."""
+    if not isinstance(raw, Mapping):
+        raise CodecError(f"expected a JSON object, got {type(raw).__name__}")
+    kind = raw.get("kind")
+    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise CodecError(f"unknown event kind {kind!r}; known kinds: {sorted(EVENT_TYPES)}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = set(raw) - set(fields) - {"kind"}
+    if unknown:
+        raise CodecError(f"{kind} event: unknown field(s) {sorted(unknown)}")
+    kwargs: dict[str, Any] = {}
+    for name, value in raw.items():
+        if name == "kind":
+            continue
+        part_cls = _PART_TYPES.get(name)
+        if part_cls is not None:
+            if not isinstance(value, list):
+                raise CodecError(f"{kind} event: field {name!r} must be a list")
+            value = tuple(_decode_part(part_cls, v, f"{kind}.{name}[{i}]") for i, v in enumerate(value))
+        elif name == "exposed" and isinstance(value, list):
+            value = tuple(value)
+        kwargs[name] = value
+    missing = [
+        n
+        for n, f in fields.items()
+        if n not in kwargs and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        raise CodecError(f"{kind} event: missing field(s) {missing}")
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise CodecError(f"{kind} event: {exc}") from None
+
+
+def dumps_event(event: Event) -> str:
+    """Encode an event as one line of ASCII JSON (lone surrogates and NUL bytes survive as escapes)."""
+    return json.dumps(event_to_dict(event), ensure_ascii=True, separators=(",", ":"))
+
+
+def loads_event(line: str) -> Event:
+    """Decode one line made by :func:`dumps_event`."""
+    try:
+        raw = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise CodecError(f"invalid JSON: {exc}") from None
+    return event_from_dict(raw)
+
+
+def with_position(event: Event, *, session_id: str, seq: int) -> Event:
+    """Return a copy of ``event`` placed at ``seq`` in ``session_id`` (what a store does on append)."""
+    return dataclasses.replace(event, session_id=session_id, seq=seq)
