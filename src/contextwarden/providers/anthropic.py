@@ -1,0 +1,240 @@
+"""An Anthropic Messages API client.
+
+``POST {base_url}/v1/messages`` with the system prompt separate from ``messages``, tool calls as
+``tool_use`` blocks and their results as ``tool_result`` blocks in the next user message. Anthropic
+reports uncached input, cache writes and cache reads as three separate counts; :class:`Usage`
+adds them up so ``input_tokens`` is the total like every other provider's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from types import TracebackType
+
+import httpx
+
+from ..errors import MalformedResponse
+from ..events import JSONValue, ThinkingBlock, ToolCall
+from ._protocol import CallOptions, ChatMessage, ChatRequest, ChatResponse, Usage
+from .retry import HttpCall, RetryPolicy, json_count, make_error, post_json, resolve_call_settings
+
+ANTHROPIC_VERSION = "2023-06-01"
+"""The ``anthropic-version`` header value this client speaks."""
+
+THINKING_BUDGETS: dict[str, int] = {"minimal": 1024, "low": 4096, "medium": 10_000, "high": 32_000}
+"""Extended-thinking token budgets for each reasoning level (1,024 is the API's minimum)."""
+
+_MIN_THINKING_BUDGET = 1024
+
+
+class AnthropicProvider:
+    """A :class:`~contextwarden.providers.Provider` for the Anthropic Messages API."""
+
+    name: str
+
+    def __init__(
+        self,
+        api_key: str,
+        base_url: str = "https://api.anthropic.com",
+        *,
+        timeout: float = 120.0,
+        max_retries: int = 3,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+        name: str = "anthropic",
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """Create a client; ``transport`` replaces the network in tests, ``headers`` add beta flags."""
+        self.name = name
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.policy = RetryPolicy(max_retries=max_retries, backoff_base=backoff_base, backoff_max=backoff_max)
+        self._headers = {"x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION, **dict(headers or {})}
+        self._client = httpx.Client(transport=transport, timeout=timeout)
+
+    def complete(self, request: ChatRequest, *, options: CallOptions | None = None) -> ChatResponse:
+        """Send ``request`` to ``/v1/messages`` and return the parsed answer."""
+        timeout, policy, cancel = resolve_call_settings(options, timeout=self.timeout, policy=self.policy)
+        call = HttpCall(
+            provider=self.name,
+            url=f"{self.base_url}/v1/messages",
+            payload=render_request(request),
+            headers=self._headers,
+            timeout=timeout,
+            policy=policy,
+            cancel=cancel,
+        )
+        return parse_response(post_json(self._client, call), request, provider=self.name)
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
+
+    def __enter__(self) -> AnthropicProvider:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+# --------------------------------------------------------------------------- request
+
+
+def render_request(request: ChatRequest) -> dict[str, JSONValue]:
+    """Render ``request`` as a Messages API JSON body."""
+    system = "\n\n".join(m.content for m in request.messages if m.role == "system" and m.content)
+    payload: dict[str, JSONValue] = {
+        "model": request.model,
+        "max_tokens": request.max_tokens,
+        "messages": _render_messages(request.messages),
+    }
+    if system:
+        payload["system"] = system
+    if request.tools:
+        payload["tools"] = [_render_tool(t) for t in request.tools]
+    if request.temperature is not None:
+        payload["temperature"] = request.temperature
+    if request.stop:
+        payload["stop_sequences"] = list(request.stop)
+    thinking = _thinking_config(request.thinking, request.max_tokens)
+    if thinking is not None:
+        payload["thinking"] = thinking
+    return payload
+
+
+def _thinking_config(level: str | None, max_tokens: int) -> JSONValue:
+    if level is None or level in ("off", ""):
+        return None
+    # The budget must be below max_tokens; a budget under the API minimum means no room to think.
+    budget = min(THINKING_BUDGETS.get(level, THINKING_BUDGETS["medium"]), max_tokens - 1)
+    if budget < _MIN_THINKING_BUDGET:
+        return None
+    return {"type": "enabled", "budget_tokens": budget}
+
+
+def _render_messages(messages: tuple[ChatMessage, ...]) -> list[JSONValue]:
+    """User/assistant turns with content blocks; consecutive user-side content shares one message.
+
+    Every tool result of one assistant batch must arrive in the single user message that follows
+    it, so tool results (and user text right after them) are merged into one user turn.
+    """
+    out: list[dict[str, JSONValue]] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = _assistant_blocks(message) if role == "assistant" else _user_blocks(message)
+        if not blocks:
+            continue
+        previous = out[-1] if out else None
+        if previous is not None and previous["role"] == role and role == "user":
+            content = previous["content"]
+            assert isinstance(content, list)
+            content.extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    return list(out)
+
+
+def _user_blocks(message: ChatMessage) -> list[JSONValue]:
+    if message.role == "tool":
+        return [{"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}]
+    return [{"type": "text", "text": message.content}] if message.content else []
+
+
+def _assistant_blocks(message: ChatMessage) -> list[JSONValue]:
+    blocks: list[JSONValue] = []
+    for block in message.thinking:
+        # Only signed thinking can be replayed; unsigned text (from another provider) is dropped.
+        if block.signature and block.text:
+            blocks.append({"type": "thinking", "thinking": block.text, "signature": block.signature})
+        elif block.signature:
+            blocks.append({"type": "redacted_thinking", "data": block.signature})
+    if message.content:
+        blocks.append({"type": "text", "text": message.content})
+    for call in message.tool_calls:
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": dict(call.arguments)})
+    return blocks
+
+
+def _render_tool(tool: Mapping[str, JSONValue]) -> JSONValue:
+    if "input_schema" in tool:
+        return dict(tool)
+    source = tool.get("function") if tool.get("type") == "function" else tool
+    if not isinstance(source, dict):
+        source = dict(tool)
+    out: dict[str, JSONValue] = {"name": source.get("name", "")}
+    if source.get("description"):
+        out["description"] = source["description"]
+    schema = source.get("parameters")
+    out["input_schema"] = schema if schema is not None else {"type": "object", "properties": {}}
+    return out
+
+
+# --------------------------------------------------------------------------- response
+
+
+def parse_response(data: dict[str, JSONValue], request: ChatRequest, *, provider: str) -> ChatResponse:
+    """Turn a decoded Messages API body into a :class:`ChatResponse` (``MalformedResponse`` if not one)."""
+    if data.get("type") == "error":
+        raise make_error(provider, None, json.dumps(data))
+    content = data.get("content")
+    if not isinstance(content, list):
+        raise MalformedResponse(
+            f"{provider}: the response has no content list: {json.dumps(data)[:200]}", body=json.dumps(data)
+        )
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    thinking: list[ThinkingBlock] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(str(block.get("text", "")))
+        elif kind == "tool_use":
+            arguments = block.get("input")
+            calls.append(
+                ToolCall(
+                    id=str(block.get("id", f"toolu_{len(calls)}")),
+                    name=str(block.get("name", "")),
+                    arguments=arguments if isinstance(arguments, dict) else {},
+                )
+            )
+        elif kind == "thinking":
+            thinking.append(
+                ThinkingBlock(text=str(block.get("thinking", "")), signature=str(block.get("signature", "")))
+            )
+        elif kind == "redacted_thinking":
+            thinking.append(ThinkingBlock(text="", signature=str(block.get("data", ""))))
+    stop = data.get("stop_reason")
+    model = data.get("model")
+    return ChatResponse(
+        text="".join(texts),
+        tool_calls=tuple(calls),
+        # end_turn, max_tokens and tool_use are already the neutral names; others pass through.
+        stop_reason=stop if isinstance(stop, str) else "",
+        usage=parse_usage(data.get("usage")),
+        model=model if isinstance(model, str) and model else request.model,
+        raw=data,
+        thinking=tuple(thinking),
+    )
+
+
+def parse_usage(value: JSONValue) -> Usage:
+    """Read Anthropic ``usage``; ``input_tokens`` becomes uncached + cache reads + cache writes."""
+    if not isinstance(value, dict):
+        return Usage()
+    uncached = json_count(value.get("input_tokens"))
+    read = json_count(value.get("cache_read_input_tokens"))
+    write = json_count(value.get("cache_creation_input_tokens"))
+    return Usage(
+        input_tokens=uncached + read + write,
+        output_tokens=json_count(value.get("output_tokens")),
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+    )

@@ -1,0 +1,260 @@
+"""An OpenAI Chat Completions client for OpenAI and every server that speaks its format.
+
+``POST {base_url}/chat/completions`` with ``messages`` (system, user, assistant with
+``tool_calls``, ``tool`` results), ``tools`` and ``max_tokens``; usage is read from ``usage``
+(``prompt_tokens`` counts cached tokens too, ``prompt_tokens_details.cached_tokens`` says how
+many). Works with OpenAI, vLLM, llama.cpp / llama-cpp-python, Ollama's ``/v1``, LM Studio, ...
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from types import TracebackType
+
+import httpx
+
+from ..errors import MalformedResponse
+from ..events import JSONValue, ThinkingBlock, ToolCall
+from ._protocol import CallOptions, ChatMessage, ChatRequest, ChatResponse, Usage
+from .retry import HttpCall, RetryPolicy, json_count, make_error, post_json, resolve_call_settings
+
+_STOP_REASONS = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+}
+"""OpenAI ``finish_reason`` values and the neutral names they mean."""
+
+
+class OpenAICompatProvider:
+    """A :class:`~contextwarden.providers.Provider` for OpenAI-compatible Chat Completions APIs."""
+
+    name: str
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        timeout: float = 120.0,
+        max_retries: int = 3,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+        name: str = "openai-compat",
+        max_tokens_field: str = "max_tokens",
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """Create a client for ``base_url`` (for example ``https://api.openai.com/v1``).
+
+        ``max_tokens_field`` is ``max_completion_tokens`` for OpenAI's reasoning models;
+        ``transport`` replaces the network (``httpx.MockTransport`` in tests); ``headers`` are sent
+        with every request.
+        """
+        self.name = name
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.policy = RetryPolicy(max_retries=max_retries, backoff_base=backoff_base, backoff_max=backoff_max)
+        self.max_tokens_field = max_tokens_field
+        self._headers = dict(headers or {})
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._client = httpx.Client(transport=transport, timeout=timeout)
+
+    def complete(self, request: ChatRequest, *, options: CallOptions | None = None) -> ChatResponse:
+        """Send ``request`` to ``/chat/completions`` and return the parsed answer."""
+        timeout, policy, cancel = resolve_call_settings(options, timeout=self.timeout, policy=self.policy)
+        call = HttpCall(
+            provider=self.name,
+            url=f"{self.base_url}/chat/completions",
+            payload=render_request(request, max_tokens_field=self.max_tokens_field),
+            headers=self._headers,
+            timeout=timeout,
+            policy=policy,
+            cancel=cancel,
+        )
+        return parse_response(post_json(self._client, call), request, provider=self.name)
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
+
+    def __enter__(self) -> OpenAICompatProvider:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+# --------------------------------------------------------------------------- request
+
+
+def render_request(request: ChatRequest, *, max_tokens_field: str = "max_tokens") -> dict[str, JSONValue]:
+    """Render ``request`` as a Chat Completions JSON body."""
+    payload: dict[str, JSONValue] = {
+        "model": request.model,
+        "messages": [_render_message(m) for m in request.messages],
+        max_tokens_field: request.max_tokens,
+        "stream": False,
+    }
+    if request.tools:
+        payload["tools"] = [_render_tool(t) for t in request.tools]
+    if request.temperature is not None:
+        payload["temperature"] = request.temperature
+    if request.stop:
+        payload["stop"] = list(request.stop)
+    if request.thinking is not None and request.thinking not in ("off", ""):
+        payload["reasoning_effort"] = request.thinking
+    return payload
+
+
+def _render_message(message: ChatMessage) -> dict[str, JSONValue]:
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    out: dict[str, JSONValue] = {"role": message.role, "content": message.content}
+    if message.name:
+        out["name"] = message.name
+    if message.role == "assistant" and message.tool_calls:
+        # OpenAI wants null content, not "", beside tool calls.
+        out["content"] = message.content or None
+        out["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": _arguments_text(call.arguments)},
+            }
+            for call in message.tool_calls
+        ]
+    return out
+
+
+def _arguments_text(arguments: Mapping[str, JSONValue]) -> str:
+    raw = arguments.get("_raw")
+    if len(arguments) == 1 and isinstance(raw, str):
+        return raw  # arguments that never parsed go back exactly as the model wrote them
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def _render_tool(tool: Mapping[str, JSONValue]) -> JSONValue:
+    if tool.get("type") == "function" and isinstance(tool.get("function"), dict):
+        return dict(tool)
+    function: dict[str, JSONValue] = {"name": tool.get("name", "")}
+    if tool.get("description"):
+        function["description"] = tool["description"]
+    schema = tool.get("parameters", tool.get("input_schema"))
+    function["parameters"] = schema if schema is not None else {"type": "object", "properties": {}}
+    return {"type": "function", "function": function}
+
+
+# --------------------------------------------------------------------------- response
+
+
+def parse_response(data: dict[str, JSONValue], request: ChatRequest, *, provider: str) -> ChatResponse:
+    """Turn a decoded Chat Completions body into a :class:`ChatResponse`.
+
+    A 200 that carries an ``error`` object (some proxies do that) raises the classified error;
+    one without ``choices`` or a ``message`` raises ``MalformedResponse``.
+    """
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        if isinstance(data.get("error"), (dict, str)):
+            error = data["error"]
+            code = error.get("code") if isinstance(error, dict) else None
+            status = code if isinstance(code, int) and 400 <= code <= 599 else None
+            raise make_error(provider, status, json.dumps(data))
+        raise MalformedResponse(
+            f"{provider}: the response has no choices: {json.dumps(data)[:200]}", body=json.dumps(data)
+        )
+    choice = choices[0]
+    message = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(choice, dict) or not isinstance(message, dict):
+        raise MalformedResponse(f"{provider}: the first choice has no message", body=json.dumps(data))
+    finish = choice.get("finish_reason")
+    finish_text = finish if isinstance(finish, str) else ""
+    model = data.get("model")
+    return ChatResponse(
+        text=_content_text(message.get("content")),
+        tool_calls=_parse_tool_calls(message.get("tool_calls"), provider),
+        stop_reason=_STOP_REASONS.get(finish_text, finish_text),
+        usage=parse_usage(data.get("usage")),
+        model=model if isinstance(model, str) and model else request.model,
+        raw=data,
+        thinking=_parse_reasoning(message),
+    )
+
+
+def _content_text(content: JSONValue) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # some servers answer with content parts
+        return "".join(
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text"
+        )
+    return ""
+
+
+def _parse_reasoning(message: Mapping[str, JSONValue]) -> tuple[ThinkingBlock, ...]:
+    # DeepSeek and llama.cpp return reasoning as "reasoning_content"; OpenRouter and vLLM as "reasoning".
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return (ThinkingBlock(text=value),)
+    return ()
+
+
+def _parse_tool_calls(value: JSONValue, provider: str) -> tuple[ToolCall, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise MalformedResponse(f"{provider}: tool_calls is not a list", body=json.dumps(value))
+    calls: list[ToolCall] = []
+    for index, item in enumerate(value):
+        function = item.get("function") if isinstance(item, dict) else None
+        if not isinstance(item, dict) or not isinstance(function, dict):
+            raise MalformedResponse(f"{provider}: tool call {index} has no function", body=json.dumps(value))
+        call_id = item.get("id")
+        name = function.get("name")
+        calls.append(
+            ToolCall(
+                id=call_id if isinstance(call_id, str) and call_id else f"call_{index}",
+                name=name if isinstance(name, str) else "",
+                arguments=parse_arguments(function.get("arguments")),
+            )
+        )
+    return tuple(calls)
+
+
+def parse_arguments(value: JSONValue) -> dict[str, JSONValue]:
+    """Tool-call arguments as a dict; text that is not a JSON object is kept under ``_raw``."""
+    if isinstance(value, dict):
+        return value
+    if value is None or value == "":
+        return {}
+    text = value if isinstance(value, str) else json.dumps(value)
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError:
+        return {"_raw": text}
+    return parsed if isinstance(parsed, dict) else {"_raw": text}
+
+
+def parse_usage(value: JSONValue) -> Usage:
+    """OpenAI ``usage`` as :class:`Usage`; ``prompt_tokens`` already includes cached tokens."""
+    if not isinstance(value, dict):
+        return Usage()
+    details = value.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    if cached is None:
+        cached = value.get("prompt_cache_hit_tokens")  # DeepSeek's name for the same count
+    return Usage(
+        input_tokens=json_count(value.get("prompt_tokens")),
+        output_tokens=json_count(value.get("completion_tokens")),
+        cache_read_tokens=json_count(cached),
+        cache_write_tokens=0,
+    )

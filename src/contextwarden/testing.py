@@ -1,0 +1,127 @@
+"""Test doubles shipped with the library, so users test their agents the way we test ours.
+
+:class:`ScriptedProvider` is a :class:`~contextwarden.providers.Provider` that answers from a
+queue: responses, plain strings, callables or exceptions to raise. It records every request, so a
+test can assert what the model was shown::
+
+    provider = ScriptedProvider(["first answer", RateLimitError("slow down"), "second answer"])
+    provider.complete(request)          # -> ChatResponse(text="first answer", ...)
+    provider.requests[0].messages       # what was sent
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable
+
+from .errors import Cancelled, ContextOverflowError, UsageError
+from .events import ToolCall
+from .providers._protocol import CallOptions, ChatRequest, ChatResponse, Usage
+
+ScriptItem = ChatResponse | BaseException | str | Callable[[ChatRequest], ChatResponse]
+"""One scripted answer: a response, a text (wrapped in a response), a function of the request, or
+an exception to raise."""
+
+
+def estimate_request_tokens(request: ChatRequest) -> int:
+    """Estimate a request's size deterministically (about four characters per token) for scripted usage."""
+    chars = sum(len(m.content) + sum(len(str(c.arguments)) for c in m.tool_calls) for m in request.messages)
+    chars += sum(len(str(tool)) for tool in request.tools)
+    return chars // 4 + 4 * len(request.messages)
+
+
+def make_response(
+    text: str = "",
+    *,
+    tool_calls: Iterable[ToolCall] = (),
+    stop_reason: str | None = None,
+    usage: Usage | None = None,
+    model: str = "scripted-model",
+) -> ChatResponse:
+    """Build a :class:`ChatResponse`.
+
+    ``stop_reason`` defaults to ``tool_use`` with calls, else ``end_turn``.
+    """
+    calls = tuple(tool_calls)
+    return ChatResponse(
+        text=text,
+        tool_calls=calls,
+        stop_reason=stop_reason if stop_reason is not None else ("tool_use" if calls else "end_turn"),
+        usage=usage if usage is not None else Usage(output_tokens=max(1, len(text) // 4)),
+        model=model,
+    )
+
+
+class ScriptedProvider:
+    """A provider that returns queued responses or raises queued errors, and records each request.
+
+    With ``context_window`` set it behaves like a real server with a small window: a request whose
+    estimated size (:func:`estimate_request_tokens`) plus ``max_tokens`` exceeds it raises
+    ``ContextOverflowError`` without consuming a scripted item. A set cancel event raises
+    ``Cancelled`` the same way. An empty script raises ``UsageError``: the test forgot an answer.
+    """
+
+    name: str
+
+    def __init__(
+        self,
+        script: Iterable[ScriptItem] = (),
+        *,
+        name: str = "scripted",
+        model: str = "scripted-model",
+        context_window: int | None = None,
+    ) -> None:
+        """Queue ``script``; ``model`` names the model in responses built from strings."""
+        self.name = name
+        self.model = model
+        self.context_window = context_window
+        self.requests: list[ChatRequest] = []
+        """Every request received, in order (including those that raised)."""
+        self.options: list[CallOptions | None] = []
+        """The options of every call, in order."""
+        self._script: deque[ScriptItem] = deque(script)
+        self._lock = threading.Lock()
+
+    def push(self, *items: ScriptItem) -> None:
+        """Append answers to the script."""
+        with self._lock:
+            self._script.extend(items)
+
+    @property
+    def remaining(self) -> int:
+        """How many scripted answers are left."""
+        with self._lock:
+            return len(self._script)
+
+    def complete(self, request: ChatRequest, *, options: CallOptions | None = None) -> ChatResponse:
+        """Record ``request`` and answer with the next scripted item."""
+        with self._lock:
+            self.requests.append(request)
+            self.options.append(options)
+            if options is not None and options.cancel is not None and options.cancel.is_set():
+                raise Cancelled(f"{self.name}: the call was cancelled")
+            estimate = estimate_request_tokens(request)
+            if self.context_window is not None and estimate + request.max_tokens > self.context_window:
+                raise ContextOverflowError(
+                    f"{self.name}: request ({estimate} tokens + {request.max_tokens} output) exceeds the "
+                    f"context window of {self.context_window} tokens",
+                    status=400,
+                )
+            if not self._script:
+                raise UsageError(
+                    f"{self.name}: no scripted answer left for request {len(self.requests)}; "
+                    "push() one more response"
+                )
+            item = self._script.popleft()
+        if isinstance(item, BaseException):
+            raise item
+        if isinstance(item, ChatResponse):
+            return item
+        if isinstance(item, str):
+            return make_response(
+                item,
+                usage=Usage(input_tokens=estimate, output_tokens=max(1, len(item) // 4)),
+                model=self.model,
+            )
+        return item(request)
