@@ -1,0 +1,92 @@
+"""Render a :class:`~contextwarden.context.ModelContext` as an OpenAI Responses request body.
+
+The request is stateless (no ``previous_response_id``): the whole conversation is sent as input items.
+
+- The system prompt goes to ``instructions``; later system or developer messages stay input messages.
+- Reasoning is replayed as ``reasoning`` items only for thinking blocks that carry a Responses signature
+  (``"<item id>:<encrypted_content>"``, see :mod:`contextwarden.render._common`); other providers'
+  signatures and bare reasoning text are not sent (the API cannot verify them).
+- Tool results with images use the list form of ``function_call_output.output``
+  (``input_text`` and ``input_image`` parts).
+- Function tools are sent with ``"strict": false`` because Responses makes them strict by default,
+  which would reject ordinary JSON schemas.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..context import Message, ModelContext
+from ..events import BinaryPart
+from ._common import arguments_text, clean_text, data_url, join_text, split_parts, unpack_responses_signature
+from .pairing import normalize_pairing
+
+__all__ = ["render_openai_responses"]
+
+_EMPTY_SCHEMA: dict[str, object] = {"type": "object", "properties": {}}
+
+
+def render_openai_responses(ctx: ModelContext) -> dict[str, Any]:
+    """Return ``{"model", "instructions"?, "input", "tools"?}`` for ``POST /v1/responses``."""
+    messages, _ = normalize_pairing(ctx.messages)
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        items.extend(_items(message))
+    body: dict[str, Any] = {"model": ctx.model}
+    if ctx.system:
+        body["instructions"] = clean_text(ctx.system)
+    body["input"] = items
+    if ctx.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.parameters or _EMPTY_SCHEMA,
+                "strict": False,
+            }
+            for tool in ctx.tools
+        ]
+    return body
+
+
+def _items(message: Message) -> list[dict[str, Any]]:
+    images, notes = split_parts(message.parts)
+    text = join_text(message.text, notes)
+    if message.role == "assistant":
+        return _assistant_items(message, text)
+    if message.role == "tool":
+        output: str | list[dict[str, Any]] = text
+        if images:
+            output = _content(text, images)
+        return [{"type": "function_call_output", "call_id": message.tool_call_id, "output": output}]
+    if not text and not images:
+        return []
+    content: str | list[dict[str, Any]] = _content(text, images) if images else text
+    return [{"type": "message", "role": message.role, "content": content}]
+
+
+def _assistant_items(message: Message, text: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for block in message.thinking:
+        unpacked = unpack_responses_signature(block.signature)
+        if unpacked is None:
+            continue
+        item_id, encrypted = unpacked
+        summary = [{"type": "summary_text", "text": block.text}] if block.text else []
+        items.append({"type": "reasoning", "id": item_id, "summary": summary, "encrypted_content": encrypted})
+    if text:
+        items.append({"type": "message", "role": "assistant", "content": text})
+    items.extend(
+        {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": arguments_text(call)}
+        for call in message.tool_calls
+    )
+    return items
+
+
+def _content(text: str, images: list[BinaryPart]) -> list[dict[str, Any]]:
+    content: list[dict[str, Any]] = [{"type": "input_text", "text": text}] if text else []
+    content.extend(
+        {"type": "input_image", "image_url": data_url(image), "detail": "auto"} for image in images
+    )
+    return content

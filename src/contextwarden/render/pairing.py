@@ -1,0 +1,174 @@
+"""Tool-call/result pairing normalization: what every provider requires, made true before rendering.
+
+The rule: the results answering an assistant message's tool calls are the contiguous run of ``tool``
+messages right after it, one per call, in call order. :func:`normalize_pairing` makes any message
+sequence obey it, deterministically, and says what it changed:
+
+- a ``tool`` message outside such a run, answering a call id the preceding assistant message does not
+  have, or answering a call already answered, is an orphan and is dropped;
+- a call with no result in its run gets a synthetic error result (:data:`ABORTED_TEXT`);
+- of two calls with the same id in one assistant message the later one is dropped;
+- results are put in the order of their calls, so parallel calls stay together.
+
+Each message group (an assistant message and its run) is normalized on its own, so appending messages
+never changes how an earlier group normalizes. The one exception is the last group while its results
+may still arrive: ``pending_tail=True`` leaves its missing results alone instead of aborting them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from ..context import Decision, Message
+from ..events import ToolCall
+
+ABORTED_TEXT = "[aborted: no result was recorded for this call]"
+"""The content of the synthetic result given to a call that never got one."""
+
+__all__ = ["ABORTED_TEXT", "normalize_pairing", "normalize_with_origins"]
+
+
+def normalize_pairing(
+    messages: Sequence[Message], *, pending_tail: bool = False
+) -> tuple[tuple[Message, ...], tuple[Decision, ...]]:
+    """Return the messages with every tool call paired to exactly one result, and the decisions taken.
+
+    ``pending_tail``: when the last assistant message with tool calls is followed by nothing but tool
+    messages, its calls may still be running; leave their missing results missing instead of adding
+    aborted ones. A group closed by any later non-tool message is never pending.
+
+    Pure and idempotent: ``normalize_pairing(normalize_pairing(x)[0])`` returns ``x``'s result unchanged
+    and no decisions.
+    """
+    out, decisions, _ = normalize_with_origins(messages, pending_tail=pending_tail)
+    return out, decisions
+
+
+def normalize_with_origins(
+    messages: Sequence[Message], *, pending_tail: bool = False
+) -> tuple[tuple[Message, ...], tuple[Decision, ...], tuple[int, ...]]:
+    """Normalize like :func:`normalize_pairing`, and say where each output message comes from.
+
+    The third element gives, for each output message, the index of the input message it comes from (a
+    synthetic result: the last message of its group). Renderers use it to map
+    ``ModelContext.cache_breakpoints`` onto the normalized messages.
+    """
+    out: list[Message] = []
+    origins: list[int] = []
+    decisions: list[Decision] = []
+    count = len(messages)
+    i = 0
+    while i < count:
+        message = messages[i]
+        if message.role == "tool":
+            decisions.append(_orphan(message, "it does not follow an assistant message with tool calls"))
+            i += 1
+            continue
+        if message.role != "assistant" or not message.tool_calls:
+            out.append(message)
+            origins.append(i)
+            i += 1
+            continue
+        end = i + 1
+        while end < count and messages[end].role == "tool":
+            end += 1
+        pending = pending_tail and end == count
+        before = len(out)
+        _normalize_group(message, messages[i + 1 : end], pending, out, decisions)
+        origins.append(i)
+        for result in out[before + 1 :]:
+            origins.append(_origin(result, messages, i + 1, end))
+        i = end
+    return tuple(out), tuple(decisions), tuple(origins)
+
+
+def _origin(result: Message, messages: Sequence[Message], start: int, end: int) -> int:
+    for index in range(start, end):
+        if messages[index] is result:
+            return index
+    return end - 1  # the last message of the group (the assistant itself when the run is empty)
+
+
+def _normalize_group(
+    assistant: Message,
+    run: Sequence[Message],
+    pending: bool,
+    out: list[Message],
+    decisions: list[Decision],
+) -> None:
+    calls = _unique_calls(assistant, decisions)
+    if len(calls) != len(assistant.tool_calls):
+        assistant = dataclasses.replace(assistant, tool_calls=tuple(calls))
+    call_ids = {call.id for call in calls}
+    answers: dict[str, Message] = {}
+    for result in run:
+        if result.tool_call_id not in call_ids:
+            decisions.append(_orphan(result, "it answers no call of the assistant message before it"))
+        elif result.tool_call_id in answers:
+            decisions.append(_orphan(result, f"call {result.tool_call_id!r} was already answered"))
+        else:
+            answers[result.tool_call_id] = result
+    answered_order = list(answers)
+    call_order = [call.id for call in calls if call.id in answers]
+    if answered_order != call_order:
+        decisions.append(
+            Decision(
+                action="pairing",
+                target=assistant.source_ids[0] if assistant.source_ids else call_order[0],
+                reason="tool results reordered to follow the order of their calls",
+            )
+        )
+    out.append(assistant)
+    for call in calls:
+        answer = answers.get(call.id)
+        if answer is not None:
+            out.append(answer)
+        elif not pending:
+            out.append(_aborted(call))
+            decisions.append(
+                Decision(
+                    action="pairing",
+                    target=call.id,
+                    reason=f"call {call.id!r} to {call.name!r} had no result; an aborted result was added",
+                )
+            )
+
+
+def _unique_calls(assistant: Message, decisions: list[Decision]) -> list[ToolCall]:
+    seen: set[str] = set()
+    calls: list[ToolCall] = []
+    for call in assistant.tool_calls:
+        if call.id in seen:
+            decisions.append(
+                Decision(
+                    action="pairing",
+                    target=call.id,
+                    reason=f"duplicate call id {call.id!r} in one assistant message; the later call "
+                    f"to {call.name!r} was dropped",
+                )
+            )
+            continue
+        seen.add(call.id)
+        calls.append(call)
+    return calls
+
+
+def _aborted(call: ToolCall) -> Message:
+    return Message(
+        role="tool",
+        text=ABORTED_TEXT,
+        tool_call_id=call.id,
+        tool_name=call.name,
+        is_error=True,
+        section="tool_output",
+    )
+
+
+def _orphan(message: Message, why: str) -> Decision:
+    target = message.source_ids[0] if message.source_ids else message.tool_call_id
+    return Decision(
+        action="pairing",
+        target=target,
+        reason=f"orphan tool result for call {message.tool_call_id!r} dropped: {why}",
+    )
