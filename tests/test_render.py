@@ -722,3 +722,19 @@ def test_undecodable_output_still_encodes() -> None:
         encoded = json.dumps(render(ctx), ensure_ascii=False).encode("utf-8")
         assert "ok\ufffd\ufffd\\u0000end".encode() in encoded
         assert "\ufffd".encode() in encoded.split(b"ok")[0]  # the system prompt was cleaned too
+
+
+def test_thinking_without_output_is_not_sent() -> None:
+    ctx = ModelContext(
+        model="m",
+        system="",
+        messages=(
+            Message(role="user", text="hi"),
+            Message(role="assistant", thinking=(RESPONSES_SIGNED, SIGNED)),
+            Message(role="user", text="well?"),
+        ),
+    )
+    assert [i["type"] for i in render_openai_responses(ctx)["input"]] == ["message", "message"]
+    assert render_anthropic(ctx)["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "text", "text": "well?"}]}
+    ]

@@ -13,7 +13,7 @@ from ..errors import ImportFormatError
 from ..events import BinaryPart, ThinkingBlock, ToolCall
 from ._common import REDACTED_PREFIX, arguments_object, from_b64, from_data_url, parse_arguments
 
-__all__ = ["parse_request_messages"]
+__all__ = ["anthropic_assistant_content", "openai_tool_call", "parse_request_messages"]
 
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 
@@ -70,7 +70,7 @@ def _openai_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[str, list[M
             else:
                 system.append(text)
         elif role == "assistant":
-            calls = tuple(_openai_call(c) for c in raw.get("tool_calls") or () if isinstance(c, Mapping))
+            calls = tuple(openai_tool_call(c) for c in raw.get("tool_calls") or () if isinstance(c, Mapping))
             names.update((call.id, call.name) for call in calls)
             reasoning = raw.get("reasoning_content")
             thinking = (ThinkingBlock(text=reasoning),) if isinstance(reasoning, str) and reasoning else ()
@@ -92,7 +92,8 @@ def _openai_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[str, list[M
     return "\n\n".join(t for t in system if t), out
 
 
-def _openai_call(raw: Mapping[str, Any]) -> ToolCall:
+def openai_tool_call(raw: Mapping[str, Any]) -> ToolCall:
+    """Return the :class:`ToolCall` of one OpenAI Chat ``tool_calls`` entry (arguments parsed)."""
     function = raw.get("function")
     function = function if isinstance(function, Mapping) else {}
     return ToolCall(
@@ -154,6 +155,14 @@ def _anthropic_messages(messages: Sequence[Mapping[str, Any]]) -> list[Message]:
 
 
 def _anthropic_assistant(blocks: list[Mapping[str, Any]]) -> Message:
+    text, thinking, calls = anthropic_assistant_content(blocks)
+    return Message(role="assistant", text=text, thinking=thinking, tool_calls=calls)
+
+
+def anthropic_assistant_content(
+    blocks: Sequence[Mapping[str, Any]],
+) -> tuple[str, tuple[ThinkingBlock, ...], tuple[ToolCall, ...]]:
+    """Return the text, thinking and tool calls of Anthropic assistant content blocks."""
     texts: list[str] = []
     thinking: list[ThinkingBlock] = []
     calls: list[ToolCall] = []
@@ -175,7 +184,7 @@ def _anthropic_assistant(blocks: list[Mapping[str, Any]]) -> Message:
                     arguments=arguments_object(block.get("input")),
                 )
             )
-    return Message(role="assistant", text="".join(texts), thinking=tuple(thinking), tool_calls=tuple(calls))
+    return "".join(texts), tuple(thinking), tuple(calls)
 
 
 def _anthropic_user(blocks: list[Mapping[str, Any]], names: Mapping[str, str]) -> list[Message]:

@@ -104,6 +104,8 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
 
 
 def _assistant_blocks(message: Message, text: str) -> list[dict[str, Any]]:
+    if not text and not message.tool_calls:
+        return []  # thinking alone carries nothing the conversation refers to
     blocks: list[dict[str, Any]] = []
     for block in message.thinking:
         if not block.signature or is_foreign_to_anthropic_or_gemini(block.signature):

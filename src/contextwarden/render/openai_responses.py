@@ -67,6 +67,8 @@ def _items(message: Message) -> list[dict[str, Any]]:
 
 
 def _assistant_items(message: Message, text: str) -> list[dict[str, Any]]:
+    if not text and not message.tool_calls:
+        return []  # a reasoning item without the output it led to is rejected
     items: list[dict[str, Any]] = []
     for block in message.thinking:
         unpacked = unpack_responses_signature(block.signature)

@@ -38,8 +38,8 @@ def normalize_pairing(
     messages, its calls may still be running; leave their missing results missing instead of adding
     aborted ones. A group closed by any later non-tool message is never pending.
 
-    Pure and idempotent: ``normalize_pairing(normalize_pairing(x)[0])`` returns ``x``'s result unchanged
-    and no decisions.
+    Pure and idempotent: a normalized sequence normalizes (with the same ``pending_tail``) to itself,
+    with no decisions.
     """
     out, decisions, _ = normalize_with_origins(messages, pending_tail=pending_tail)
     return out, decisions
@@ -76,18 +76,13 @@ def normalize_with_origins(
         pending = pending_tail and end == count
         before = len(out)
         _normalize_group(message, messages[i + 1 : end], pending, out, decisions)
+        # Kept results are the input objects themselves; a synthetic one belongs to the group's end
+        # (the assistant itself when the run is empty).
+        where = {id(messages[k]): k for k in range(i + 1, end)}
         origins.append(i)
-        for result in out[before + 1 :]:
-            origins.append(_origin(result, messages, i + 1, end))
+        origins.extend(where.get(id(result), end - 1) for result in out[before + 1 :])
         i = end
     return tuple(out), tuple(decisions), tuple(origins)
-
-
-def _origin(result: Message, messages: Sequence[Message], start: int, end: int) -> int:
-    for index in range(start, end):
-        if messages[index] is result:
-            return index
-    return end - 1  # the last message of the group (the assistant itself when the run is empty)
 
 
 def _normalize_group(

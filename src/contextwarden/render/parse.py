@@ -22,15 +22,15 @@ from typing import Any
 from ..errors import MalformedResponse
 from ..events import AssistantMessage, ThinkingBlock, ToolCall, UsageReport
 from ._common import (
-    REDACTED_PREFIX,
     arguments_object,
     dumps_compact,
     pack_responses_signature,
     parse_arguments,
 )
-from ._requests import parse_request_messages
+from ._requests import anthropic_assistant_content, openai_tool_call, parse_request_messages
 
 __all__ = [
+    "map_stop_reason",
     "parse_anthropic_response",
     "parse_gemini_response",
     "parse_openai_chat_response",
@@ -106,17 +106,13 @@ def parse_openai_chat_response(body: Mapping[str, Any]) -> Parsed:
 
 def _chat_call(raw: object) -> ToolCall:
     call = _mapping(raw, "tool_calls[]")
-    function = _mapping(call.get("function"), "tool_calls[].function")
-    return ToolCall(
-        id=str(call.get("id", "")),
-        name=str(function.get("name", "")),
-        arguments=parse_arguments(str(function.get("arguments") or "")),
-    )
+    _mapping(call.get("function"), "tool_calls[].function")
+    return openai_tool_call(call)
 
 
 def parse_openai_responses_response(body: Mapping[str, Any]) -> Parsed:
     """Parse a Responses API response (``output`` items, ``status`` and ``usage``)."""
-    output = body.get("output")
+    output = _mapping(body, "response body").get("output")
     if not isinstance(output, list):
         raise MalformedResponse("OpenAI Responses body has no 'output' list")
     texts: list[str] = []
@@ -178,35 +174,14 @@ def _responses_reasoning(item: Mapping[str, Any]) -> ThinkingBlock:
 
 def parse_anthropic_response(body: Mapping[str, Any]) -> Parsed:
     """Parse a Messages API response (``content`` blocks, ``stop_reason`` and ``usage``)."""
-    content = body.get("content")
+    content = _mapping(body, "response body").get("content")
     if not isinstance(content, list):
         raise MalformedResponse("Anthropic body has no 'content' list")
-    texts: list[str] = []
-    thinking: list[ThinkingBlock] = []
-    calls: list[ToolCall] = []
-    for raw in content:
-        block = _mapping(raw, "content[]")
-        kind = block.get("type")
-        if kind == "text":
-            texts.append(str(block.get("text", "")))
-        elif kind == "thinking":
-            thinking.append(
-                ThinkingBlock(text=str(block.get("thinking", "")), signature=str(block.get("signature", "")))
-            )
-        elif kind == "redacted_thinking":
-            thinking.append(ThinkingBlock(text="", signature=REDACTED_PREFIX + str(block.get("data", ""))))
-        elif kind == "tool_use":
-            calls.append(
-                ToolCall(
-                    id=str(block.get("id", "")),
-                    name=str(block.get("name", "")),
-                    arguments=arguments_object(block.get("input")),
-                )
-            )
+    text, thinking, calls = anthropic_assistant_content([_mapping(raw, "content[]") for raw in content])
     assistant = AssistantMessage(
-        text="".join(texts),
-        thinking=tuple(thinking),
-        tool_calls=tuple(calls),
+        text=text,
+        thinking=thinking,
+        tool_calls=calls,
         model=str(body.get("model", "")),
         stop_reason=map_stop_reason(str(body.get("stop_reason") or ""), has_tool_calls=bool(calls)),
     )
@@ -232,7 +207,7 @@ def parse_gemini_response(body: Mapping[str, Any]) -> Parsed:
     message with stop reason ``content_filter``. Calls without an ``id`` get a deterministic one made
     from the response id (or a hash of the response) and the call's position.
     """
-    candidates = body.get("candidates")
+    candidates = _mapping(body, "response body").get("candidates")
     feedback = body.get("promptFeedback")
     if not candidates and isinstance(feedback, Mapping) and feedback.get("blockReason"):
         return _gemini_result(body, AssistantMessage(model=_gemini_model(body), stop_reason="content_filter"))
@@ -243,7 +218,8 @@ def parse_gemini_response(body: Mapping[str, Any]) -> Parsed:
     thinking: list[ThinkingBlock] = []
     calls: list[ToolCall] = []
     call_prefix = str(
-        body.get("responseId") or hashlib.sha256(dumps_compact(parts).encode()).hexdigest()[:16]
+        body.get("responseId")
+        or hashlib.sha256(dumps_compact(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
     )
     for raw in parts or ():
         part = _mapping(raw, "candidates[0].content.parts[]")
