@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Set up and run the whole test suite with the real services it needs:
+# PostgreSQL (a throwaway cluster), the llama.cpp server with SmolLM2, and headless Chromium.
+# Each service that cannot be had is reported, and the tests that need it skip saying why.
+#
+#   bash scripts/test.sh [pytest args...]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh || exit 1
+.venv/bin/python -m pip install -q -e ".[dev,peers]" || echo "test.sh: peer packages unavailable; peer strategies will skip" >&2
+
+cleanup() {
+    bash scripts/llama_server.sh stop >/dev/null 2>&1 || true
+    bash scripts/pg.sh stop >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+if dsn="$(bash scripts/pg.sh start)"; then
+    export CONTEXTWARDEN_PG_DSN="$dsn"
+else
+    echo "test.sh: PostgreSQL could not start; PostgreSQL tests will skip" >&2
+fi
+
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver) \
+        >/dev/null 2>&1 || echo "test.sh: chromium unavailable; browser tests will skip" >&2
+fi
+
+if line="$(bash scripts/llama_server.sh up | tail -n 1)" && [ -n "$line" ]; then
+    export "$line"
+else
+    echo "test.sh: local model server unavailable; local-model tests will skip" >&2
+fi
+
+.venv/bin/python -m pytest -q -ra "$@"

@@ -1,0 +1,111 @@
+"""The provider-neutral request the builder produces: :class:`ModelContext` and its messages.
+
+Renderers (``contextwarden.render``) turn a ``ModelContext`` into an OpenAI, Anthropic or Gemini
+payload; nothing here knows any provider's wire format.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .events import BinaryPart, ThinkingBlock, ToolCall
+
+Role = Literal["system", "developer", "user", "assistant", "tool"]
+
+SECTIONS: tuple[str, ...] = (
+    "system",
+    "tools",
+    "instructions",
+    "pinned",
+    "summary",
+    "conversation",
+    "tool_output",
+)
+"""Sections a request is measured by, in prompt order (tool_output is interleaved with conversation)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Message:
+    """One message of a request, in provider-neutral form."""
+
+    role: Role
+    """Who speaks. ``tool`` messages answer one tool call each."""
+    text: str = ""
+    """The text content."""
+    thinking: tuple[ThinkingBlock, ...] = ()
+    """Reasoning blocks replayed with an assistant message (when the provider allows)."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """Tool calls of an assistant message."""
+    tool_call_id: str = ""
+    """For ``tool`` messages: the call answered."""
+    tool_name: str = ""
+    """For ``tool`` messages: the tool's name."""
+    is_error: bool = False
+    """For ``tool`` messages: whether the tool failed."""
+    parts: tuple[BinaryPart, ...] = ()
+    """Images and files attached."""
+    section: str = "conversation"
+    """Which section of :data:`SECTIONS` the message belongs to."""
+    source_ids: tuple[str, ...] = ()
+    """Ids of the events this message was projected from."""
+    tokens: int = 0
+    """Token count of the message's content, by the builder's counter."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decision:
+    """One entry of the decision log: what was reduced or changed, and why."""
+
+    action: str
+    """``truncate``, ``mask``, ``supersede``, ``stale``, ``drop_thinking``, ``compact``, ``tool_set``,
+    ``pairing``, ``evict``..."""
+    target: str
+    """The event or item id concerned."""
+    reason: str
+    """Why, in words a person can check."""
+    tokens_saved: int = 0
+    """How many tokens it took out of the request."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolDefinition:
+    """A tool as the model sees it."""
+
+    name: str
+    """The tool's name."""
+    description: str
+    """What it does."""
+    parameters: dict[str, object] = field(default_factory=dict)
+    """JSON schema of its arguments."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelContext:
+    """Everything one model call sees, measured, with the reasons behind it."""
+
+    model: str
+    """The model profile's name."""
+    system: str
+    """The stable system prompt (no dates, ids or counts)."""
+    messages: tuple[Message, ...]
+    """The conversation, in order, pairing-normalized."""
+    tools: tuple[ToolDefinition, ...] = ()
+    """Tools exposed, in a stable order."""
+    sections: dict[str, int] = field(default_factory=dict)
+    """Tokens per section (see :data:`SECTIONS`)."""
+    total_tokens: int = 0
+    """Tokens of the whole request by ``counter``."""
+    budget: int = 0
+    """The usable input budget the request was fitted to."""
+    window: int | None = None
+    """The model's context window, when known."""
+    counter: str = ""
+    """Name of the token counter used."""
+    cache_breakpoints: tuple[int, ...] = ()
+    """Indices into ``messages`` after which a stable boundary lies (-1: after system and tools).
+    Anthropic renderers place ``cache_control`` there (at most 4)."""
+    decisions: tuple[Decision, ...] = ()
+    """What was reduced and why, oldest first."""
+    window_event_ids: tuple[str, ...] = ()
+    """Ids of window events the build appended to the log."""
