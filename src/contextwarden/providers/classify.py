@@ -53,8 +53,10 @@ OVERFLOW_PATTERNS: tuple[OverflowPattern, ...] = (
     # and the sizes as "n_prompt_tokens"/"n_ctx" (ggml-org/llama.cpp#15780; sent as 500 before that
     # PR, 400 after); newer builds say "request (4476 tokens) exceeds the available context size
     # (4096 tokens)". Older builds failed mid-generation with "context shift is disabled"
-    # (ggml-org/llama.cpp#13577). llama-cpp-python raises "Requested tokens (2285) exceed context
-    # window of 2048" (abetlen/llama-cpp-python#416), caught by the generic "context window" below.
+    # (ggml-org/llama.cpp#13577). llama-cpp-python's Llama raises "Requested tokens (2285) exceed
+    # context window of 2048" (abetlen/llama-cpp-python#416; caught by "context window" below) and
+    # its server rewrites that into the OpenAI 400 above, code "context_length_exceeded"
+    # (llama_cpp/server/errors.py).
     _p("llama.cpp", r"exceeds? the available context size"),
     _p("llama.cpp", r"exceed_context_size_error"),
     _p("llama.cpp", r"context shift is disabled"),
