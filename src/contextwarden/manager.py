@@ -1,0 +1,249 @@
+"""The context manager: from a session log to a model-ready, budget-true, cache-stable request.
+
+``ContextManager.build`` runs the pipeline of DESIGN.md on every model call:
+
+1. bring the window's projection up to date (only events new since the last call are read);
+2. ask the planner for a batch of reductions; record it as a window event;
+3. if still over the trigger, compact (when a compactor is configured); record it;
+4. order, pairing-normalize and measure the request; refuse to return one over the budget.
+
+The manager only ever appends its own window events; it never edits or deletes events.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .budget import BudgetPolicy
+from .context import Decision, Message, ModelContext, ToolDefinition
+from .errors import BudgetExceededError
+from .events import Compaction, ContextEditBatch, Event, UsageReport
+from .items import ContextItem
+from .models import ModelProfile, get_profile
+from .planner import Plan, PlannerSettings, plan
+from .policies.presets import CODING_TOOL_POLICIES, ToolPolicy
+from .projection import Projection, ProjectionConfig, message_tokens
+from .render.pairing import normalize_pairing
+from .store._protocol import SessionStore
+from .tokens import TokenCounter, best_counter
+from .window import compaction_blocks, latest_compaction
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextPolicy:
+    """Everything that decides what the model sees. Vary it with ``dataclasses.replace``."""
+
+    name: str = "contextwarden"
+    """A name for reports."""
+    tool_policies: tuple[ToolPolicy, ...] = CODING_TOOL_POLICIES
+    """Per-tool normalize/truncate/retain rules."""
+    max_item_tokens: int = 10_000
+    """Hard cap of every item."""
+    planner: PlannerSettings = field(default_factory=PlannerSettings)
+    """When and how much to reduce."""
+    budget: BudgetPolicy = field(default_factory=BudgetPolicy)
+    """Reserve, safety margin, trigger."""
+    compact: bool = True
+    """Compact when reductions are not enough (needs a compactor on the manager)."""
+
+
+class Compactor(Protocol):
+    """Makes a compaction event for a window that no longer fits (see ``contextwarden.compaction``)."""
+
+    def compact_window(
+        self, session_id: str, projection: Projection, *, profile: ModelProfile, reason: str
+    ) -> Compaction | None:
+        """Return the compaction to append, or None when nothing is old enough to summarize."""
+        ...
+
+
+@dataclass
+class _Session:
+    projection: Projection
+
+
+class ContextManager:
+    """Builds each model request of a session as a projection of its log."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        *,
+        counter: TokenCounter | None = None,
+        policy: ContextPolicy | None = None,
+        compactor: Compactor | None = None,
+    ) -> None:
+        self.store = store
+        self.counter = counter or best_counter()
+        self.policy = policy or ContextPolicy()
+        self.compactor = compactor
+        self._sessions: dict[str, _Session] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ window
+
+    def projection(self, session_id: str, *, policy: ContextPolicy | None = None) -> Projection:
+        """The up-to-date projection of the session's current window."""
+        policy = policy or self.policy
+        with self._lock:
+            cached = self._sessions.get(session_id)
+            if cached is None or cached.projection.config.tool_policies is not policy.tool_policies:
+                cached = _Session(projection=self._load(session_id, policy))
+                self._sessions[session_id] = cached
+            else:
+                self._catch_up(session_id, cached, policy)
+            return cached.projection
+
+    def _config(self, policy: ContextPolicy) -> ProjectionConfig:
+        return ProjectionConfig(counter=self.counter, tool_policies=policy.tool_policies,
+                                max_item_tokens=policy.max_item_tokens)
+
+    def _load(self, session_id: str, policy: ContextPolicy) -> Projection:
+        events = self.store.read_window(session_id)
+        return self._project(events, policy)
+
+    def _project(self, events: Sequence[Event], policy: ContextPolicy) -> Projection:
+        compaction = latest_compaction(events)
+        projection = Projection(self._config(policy), compaction=compaction)
+        if compaction is not None:
+            projection.add_blocks(compaction_blocks(compaction, self.counter))
+        for event in events:
+            if isinstance(event, Compaction):
+                projection.last_seq = max(projection.last_seq, event.seq)
+                continue
+            projection.add(event)
+        return projection
+
+    def _catch_up(self, session_id: str, cached: _Session, policy: ContextPolicy) -> None:
+        new = self.store.read(session_id, since_seq=cached.projection.last_seq)
+        if any(isinstance(e, Compaction) for e in new):
+            cached.projection = self._load(session_id, policy)
+            return
+        for event in new:
+            cached.projection.add(event)
+
+    # ------------------------------------------------------------------ build
+
+    def build(
+        self,
+        session_id: str,
+        *,
+        model: str | ModelProfile,
+        tools: Sequence[ToolDefinition] = (),
+        policy: ContextPolicy | None = None,
+    ) -> ModelContext:
+        """Build the request for the session's next model call (see the module docstring)."""
+        policy = policy or self.policy
+        profile = model if isinstance(model, ModelProfile) else get_profile(model)
+        projection = self.projection(session_id, policy=policy)
+        exposed = _exposed(tools, projection.exposed_tools)
+        fixed = self._fixed_tokens(projection.system, exposed)
+        window_ids: list[str] = []
+        budget = policy.budget.usable_input(profile, tool_schema_tokens=0)
+        trigger = min(policy.budget.trigger_for(profile), budget)
+        turns = sum(1 for i in projection.items if i.message.role == "assistant")
+        decision = plan(projection.items, projection.candidates, total=projection.total + fixed,
+                        trigger=trigger, profile=profile, turns_so_far=turns, settings=policy.planner,
+                        mask_edit=projection.mask_edit)
+        if decision.edits:
+            window_ids.append(self._record_edits(session_id, projection, decision))
+        if decision.needs_compaction and policy.compact and self.compactor is not None:
+            compaction = self.compactor.compact_window(session_id, projection, profile=profile,
+                                                       reason=decision.reason)
+            if compaction is not None:
+                stored = self.store.append(session_id, [compaction], expected_last_seq=projection.last_seq)
+                window_ids.append(stored[0].id)
+                projection = self.projection(session_id, policy=policy)
+        return self._assemble(projection, profile, exposed, fixed, budget, tuple(window_ids), decision)
+
+    def _fixed_tokens(self, system: str, tools: Sequence[ToolDefinition]) -> int:
+        return self.counter.count(system) + sum(self.counter.count(_tool_json(t)) for t in tools)
+
+    def _record_edits(self, session_id: str, projection: Projection, decision: Plan) -> str:
+        before = projection.total
+        batch = ContextEditBatch(edits=decision.edits, reason=decision.reason, tokens_before=before,
+                                 tokens_after=before - decision.saved_tokens)
+        stored = self.store.append(session_id, [batch], expected_last_seq=projection.last_seq)
+        projection.add(stored[0])
+        return stored[0].id
+
+    def _assemble(
+        self,
+        projection: Projection,
+        profile: ModelProfile,
+        tools: tuple[ToolDefinition, ...],
+        fixed: int,
+        budget: int,
+        window_ids: tuple[str, ...],
+        decision: Plan,
+    ) -> ModelContext:
+        messages, pairing = normalize_pairing([i.message for i in projection.items])
+        sections = _sections(projection.items, messages, self.counter)
+        sections["system"] = self.counter.count(projection.system)
+        sections["tools"] = fixed - sections["system"]
+        total = sum(sections.values())
+        decisions = (*projection.decisions, *pairing, Decision(action="plan", target="", reason=decision.reason))
+        if total > budget:
+            raise BudgetExceededError(
+                f"request for {profile.name} does not fit after every reduction",
+                budget=budget, total=total, sections=sections,
+            )
+        return ModelContext(
+            model=profile.name,
+            system=projection.system,
+            messages=messages,
+            tools=tools,
+            sections=sections,
+            total_tokens=total,
+            budget=budget,
+            window=profile.context_window,
+            counter=self.counter.name,
+            cache_breakpoints=_breakpoints(messages),
+            decisions=decisions,
+            window_event_ids=window_ids,
+        )
+
+    def record_usage(self, session_id: str, usage: UsageReport) -> None:
+        """Append a provider usage report (it anchors later size estimates)."""
+        last = self.store.get_session(session_id).last_seq
+        self.store.append(session_id, [usage], expected_last_seq=last)
+
+    def forget(self, session_id: str) -> None:
+        """Drop the cached projection (the next build reloads the window from the store)."""
+        with self._lock:
+            self._sessions.pop(session_id, None)
+
+
+def _tool_json(tool: ToolDefinition) -> str:
+    """The tool as the model receives it, for counting."""
+    return json.dumps({"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+                      ensure_ascii=False, separators=(",", ":"))
+
+
+def _exposed(tools: Sequence[ToolDefinition], exposed: tuple[str, ...] | None) -> tuple[ToolDefinition, ...]:
+    if exposed is None:
+        return tuple(tools)
+    by_name = {t.name: t for t in tools}
+    return tuple(by_name[n] for n in exposed if n in by_name)
+
+
+def _sections(items: Sequence[ContextItem], messages: Sequence[Message], counter: TokenCounter) -> dict[str, int]:
+    sections = {k: 0 for k in ("system", "tools", "instructions", "pinned", "summary", "conversation",
+                               "tool_output")}
+    for m in messages:
+        sections[m.section] = sections.get(m.section, 0) + (m.tokens or message_tokens(m, counter))
+    return sections
+
+
+def _breakpoints(messages: Sequence[Message]) -> tuple[int, ...]:
+    points = [-1]
+    stable = [n for n, m in enumerate(messages) if m.section in ("pinned", "summary")]
+    if stable:
+        points.append(stable[-1])
+    if messages:
+        points.append(len(messages) - 1)
+    return tuple(dict.fromkeys(points))

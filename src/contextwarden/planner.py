@@ -1,0 +1,175 @@
+"""The planner: when to reduce the context and how much, knowing what the cache costs.
+
+Every reduction rewrites the request from the first changed item on, so the provider must
+re-read (and, with explicit caching, re-write) that part at full price once. Clearing ``X``
+tokens whose first change sits ``P`` tokens into a cached tail pays back after about
+
+    turns = (write - read) / read * (P - X) / X
+
+later requests (each saves ``read * X``). The planner therefore waits and batches: it reduces
+when the context passes the trigger (the hard budget always wins), or earlier when the pending
+batch pays back within the turns the session is expected to still run. Lossless reductions
+(superseded, stale, duplicate outputs) come first, then masking of old tool results and old
+thinking; compaction is left to the caller as the last resort.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .events import ContextEdit
+from .items import ContextItem, Lifecycle
+from .models import ModelProfile
+
+MaskEdit = Callable[[str, str], "ContextEdit | None"]
+"""Makes the masking edit for an item id and a reason (``Projection.mask_edit``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannerSettings:
+    """Knobs of the planner (part of :class:`~contextwarden.manager.ContextPolicy`)."""
+
+    keep_recent_tool_results: int = 10
+    """Tool results newer than this many stay verbatim when masking."""
+    min_batch_tokens: int = 2_048
+    """A voluntary batch must save at least this many tokens (the hard budget ignores it)."""
+    cache_aware: bool = True
+    """Batch by payback; False reduces at every request as soon as something is reducible."""
+    expected_turns: int | None = None
+    """Turns the session is expected to still run; None estimates it as the turns so far (min 8)."""
+    drop_old_thinking: bool = True
+    """Drop thinking blocks of turns before the latest user message."""
+    mask: bool = True
+    """Mask old tool results at all (False: only lossless reductions)."""
+    pressure_target: float = 0.6
+    """Under pressure, mask down towards this share of the trigger."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """What the planner decided for this request."""
+
+    edits: tuple[ContextEdit, ...] = ()
+    """The batch to record (empty: change nothing, keep the cache)."""
+    reason: str = ""
+    """Why, in words."""
+    saved_tokens: int = 0
+    """Tokens the batch takes out."""
+    needs_compaction: bool = False
+    """Still over the trigger after every edit: the caller should compact."""
+
+
+def cache_prices(profile: ModelProfile) -> tuple[float, float]:
+    """(write, read) price multipliers relative to uncached input for the profile's cache style."""
+    base = profile.input_price or 1.0
+    if profile.cache_style == "none" or not profile.cache_read_price:
+        return 1.0, 1.0
+    write = (profile.cache_write_price or profile.input_price or base) / base
+    if profile.cache_style != "anthropic-breakpoints":
+        write = 1.0  # automatic caches charge a miss at the normal input price
+    return write, profile.cache_read_price / base
+
+
+def payback_turns(*, rewritten: int, saved: int, write: float, read: float) -> float:
+    """Later requests needed before clearing ``saved`` tokens beats keeping the cache."""
+    if saved <= 0:
+        return float("inf")
+    if read >= write:
+        return 0.0
+    return (write - read) / read * max(rewritten - saved, 0) / saved
+
+
+def _lossless(items: Sequence[ContextItem], candidates: dict[str, ContextEdit]) -> list[ContextEdit]:
+    return [candidates[i.id] for i in items if i.id in candidates]
+
+
+def _maskable(items: Sequence[ContextItem], settings: PlannerSettings, skip: set[str],
+              mask_edit: MaskEdit) -> list[ContextEdit]:
+    edits: list[ContextEdit] = []
+    tool_items = [i for i in items if i.message.role == "tool" and i.evictable and i.id not in skip]
+    keep = max(settings.keep_recent_tool_results, 0)
+    old = tool_items[: max(len(tool_items) - keep, 0)]
+    for item in old:
+        edit = mask_edit(item.id, f"older than the last {keep} tool results")
+        if edit is not None and item.tokens > len(edit.replacement) // 2 + 16:
+            edits.append(edit)
+    if settings.drop_old_thinking:
+        last_user = max((n for n, i in enumerate(items) if i.message.role == "user"), default=0)
+        for item in items[:last_user]:
+            if item.message.thinking and item.state is not Lifecycle.MASKED:
+                edits.append(ContextEdit(target_id=item.id, action="drop_thinking", replacement="",
+                                         reason="thinking of an earlier turn"))
+    return edits
+
+
+def _savings(items_by_id: dict[str, ContextItem], edits: Sequence[ContextEdit]) -> int:
+    total = 0
+    for e in edits:
+        item = items_by_id[e.target_id]
+        if e.action == "drop_thinking":
+            total += sum(len(b.text) // 4 + len(b.signature) // 4 for b in item.message.thinking)
+        else:
+            total += max(item.tokens - (len(e.replacement) // 3 + 4), 0)
+    return total
+
+
+def plan(
+    items: Sequence[ContextItem],
+    candidates: dict[str, ContextEdit],
+    *,
+    total: int,
+    trigger: int,
+    profile: ModelProfile,
+    turns_so_far: int,
+    settings: PlannerSettings,
+    mask_edit: MaskEdit,
+) -> Plan:
+    """Decide the next batch of reductions (see the module docstring)."""
+    by_id = {i.id: i for i in items}
+    lossless = _lossless(items, candidates)
+    skip = {e.target_id for e in lossless}
+    masking = _maskable(items, settings, skip, mask_edit) if settings.mask else []
+    if total > trigger:
+        return _under_pressure(items, by_id, lossless, masking, total=total, trigger=trigger, settings=settings)
+    batch = lossless + masking
+    saved = _savings(by_id, batch)
+    if not batch or saved < settings.min_batch_tokens:
+        return Plan(reason=f"nothing worth a batch ({saved} tokens reducible)")
+    if not settings.cache_aware:
+        return Plan(edits=tuple(batch), saved_tokens=saved, reason="reduce at every request (cache-unaware)")
+    first = min(n for n, i in enumerate(items) if i.id in {e.target_id for e in batch})
+    rewritten = sum(i.tokens for i in items[first:])
+    write, read = cache_prices(profile)
+    turns = payback_turns(rewritten=rewritten, saved=saved, write=write, read=read)
+    horizon = settings.expected_turns if settings.expected_turns is not None else max(turns_so_far, 8)
+    if turns <= horizon:
+        return Plan(edits=tuple(batch), saved_tokens=saved,
+                    reason=f"batch of {len(batch)} edits saves {saved} tokens; pays back in {turns:.1f} "
+                           f"turns (<= {horizon})")
+    return Plan(reason=f"waiting: {saved} tokens reducible but payback {turns:.1f} turns > {horizon}")
+
+
+def _under_pressure(
+    items: Sequence[ContextItem],
+    by_id: dict[str, ContextItem],
+    lossless: list[ContextEdit],
+    masking: list[ContextEdit],
+    *,
+    total: int,
+    trigger: int,
+    settings: PlannerSettings,
+) -> Plan:
+    batch = list(lossless)
+    saved = _savings(by_id, batch)
+    target = int(trigger * settings.pressure_target)
+    for edit in masking:
+        if total - saved <= target:
+            break
+        batch.append(edit)
+        saved += _savings(by_id, [edit])
+    needs = total - saved > trigger
+    reason = f"over the trigger ({total} > {trigger}): {len(batch)} edits save {saved} tokens"
+    if needs:
+        reason += "; still over, compaction needed"
+    return Plan(edits=tuple(batch), saved_tokens=saved, reason=reason, needs_compaction=needs)

@@ -1,0 +1,310 @@
+"""Derived task state: a pure fold over the session's events.
+
+The state is what must never be lost: the original goal, the user's constraints, the latest
+steering, which files were read and modified, the last test run and what failed, unresolved
+errors, and the working set. Compaction snapshots it into the compaction event
+(:meth:`TaskState.to_dict`), so resuming needs no events older than the window.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .events import (
+    AssistantMessage,
+    Compaction,
+    Event,
+    Instruction,
+    Pin,
+    Steering,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from .policies.presets import CODING_TOOL_POLICIES, policy_for
+from .policies.resources import resources_of
+
+MAX_CONSTRAINT_CHARS = 400
+"""A constraint sentence longer than this is cut (with an ellipsis): every pinned item has a cap."""
+MAX_CONSTRAINTS = 40
+"""At most this many constraints are tracked; beyond it the oldest non-pinned ones go first."""
+MAX_ERRORS = 8
+"""Unresolved errors tracked at once (newest kept)."""
+MAX_WORKING_SET = 12
+"""Files in the working set."""
+
+_RULE_WORDS = re.compile(
+    r"\b(?:don'?t|do not|must(?:n'?t)?|never|always|keep|avoid|only|should(?:n'?t| not)?|"
+    r"make sure|ensure|no longer|instead of|prefer|required?|forbidden|not allowed)\b"
+    r"|不要|必须|保持|禁止|不能|不得|务必|只能|一定要|别",
+    re.IGNORECASE,
+)
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？;；])\s+|\n+")
+_FAILED_TEST = re.compile(r"^(?:FAILED|ERROR)\s+(\S+)", re.MULTILINE)
+_PYTEST_SUMMARY = re.compile(r"=+ .*?(\d+) (?:failed|error)", re.IGNORECASE)
+_ERROR_LINE = re.compile(
+    r"^.*(?:Traceback \(most recent call last\)|\b\w*Error\b:|\bError:|\bFAILED\b|\bpanic(?:ked)?\b|"
+    r"\bfatal\b|command not found|No such file or directory|SyntaxError).*$",
+    re.MULTILINE | re.IGNORECASE,
+)
+
+
+def extract_constraints(text: str) -> list[str]:
+    """Sentences of a user message that state a rule ("don't", "must", "keep", "不要", ...)."""
+    found: list[str] = []
+    for raw in _SENTENCE_SPLIT.split(text):
+        sentence = raw.strip()
+        if sentence and _RULE_WORDS.search(sentence):
+            if len(sentence) > MAX_CONSTRAINT_CHARS:
+                sentence = sentence[: MAX_CONSTRAINT_CHARS - 1] + "…"
+            found.append(sentence)
+    return found
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestStatus:
+    """The latest run of one test target."""
+
+    target: str
+    """What was run (``tests/test_x.py``, ``all``)."""
+    passed: bool
+    """Whether the run succeeded."""
+    failing: tuple[str, ...] = ()
+    """Names of failing tests, when the output lists them."""
+    seq: int = 0
+    """Seq of the result."""
+    event_id: str = ""
+    """Id of the tool result holding the full output."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskState:
+    """What the agent is doing and what it must not forget. Build it with :func:`derive_state`."""
+
+    system: tuple[str, ...] = ()
+    """Leading system/developer instructions, verbatim, in order."""
+    goal: str = ""
+    """The original task: the first user message, verbatim (capped)."""
+    goal_event_id: str = ""
+    """Id of the event holding the goal."""
+    constraints: tuple[str, ...] = ()
+    """User constraints (explicit pins and rule sentences), oldest first."""
+    latest_steering: str = ""
+    """The most recent steering, verbatim."""
+    latest_user_intent: str = ""
+    """The most recent user message or steering."""
+    files_read: tuple[str, ...] = ()
+    """Files read, in first-read order."""
+    files_modified: tuple[str, ...] = ()
+    """Files changed, in first-change order."""
+    tests: tuple[TestStatus, ...] = ()
+    """Latest run per test target."""
+    unresolved_errors: tuple[str, ...] = ()
+    """Recent error lines not yet followed by a success of the same action."""
+    working_set: tuple[str, ...] = ()
+    """Files most relevant now (recency and reference count), most relevant first."""
+    last_assistant_text: str = ""
+    """The latest assistant text, a hint of the next step."""
+    compactions: int = 0
+    """Compactions so far."""
+    references: dict[str, int] = field(default_factory=dict)
+    """Resource key → how many calls touched it (drives the working set)."""
+    last_touch: dict[str, int] = field(default_factory=dict)
+    """Resource key → seq of the last call that touched it."""
+
+    @property
+    def failing_tests(self) -> tuple[str, ...]:
+        """Failing tests of the latest runs that did not pass."""
+        out: list[str] = []
+        for t in self.tests:
+            if not t.passed:
+                out.extend(t.failing or (t.target,))
+        return tuple(out)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready snapshot (stored in compaction events)."""
+        return {
+            "system": list(self.system),
+            "goal": self.goal,
+            "goal_event_id": self.goal_event_id,
+            "constraints": list(self.constraints),
+            "latest_steering": self.latest_steering,
+            "latest_user_intent": self.latest_user_intent,
+            "files_read": list(self.files_read),
+            "files_modified": list(self.files_modified),
+            "tests": [
+                {"target": t.target, "passed": t.passed, "failing": list(t.failing), "seq": t.seq,
+                 "event_id": t.event_id}
+                for t in self.tests
+            ],
+            "unresolved_errors": list(self.unresolved_errors),
+            "working_set": list(self.working_set),
+            "last_assistant_text": self.last_assistant_text,
+            "compactions": self.compactions,
+            "references": dict(self.references),
+            "last_touch": dict(self.last_touch),
+        }
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> TaskState:
+        """Rebuild a snapshot made by :meth:`to_dict` (missing keys take defaults)."""
+        tests = tuple(
+            TestStatus(
+                target=str(t["target"]), passed=bool(t["passed"]), failing=tuple(t.get("failing", ())),
+                seq=int(t.get("seq", 0)), event_id=str(t.get("event_id", "")),
+            )
+            for t in raw.get("tests", ())
+        )
+        return cls(
+            system=tuple(raw.get("system", ())),
+            goal=str(raw.get("goal", "")),
+            goal_event_id=str(raw.get("goal_event_id", "")),
+            constraints=tuple(raw.get("constraints", ())),
+            latest_steering=str(raw.get("latest_steering", "")),
+            latest_user_intent=str(raw.get("latest_user_intent", "")),
+            files_read=tuple(raw.get("files_read", ())),
+            files_modified=tuple(raw.get("files_modified", ())),
+            tests=tests,
+            unresolved_errors=tuple(raw.get("unresolved_errors", ())),
+            working_set=tuple(raw.get("working_set", ())),
+            last_assistant_text=str(raw.get("last_assistant_text", "")),
+            compactions=int(raw.get("compactions", 0)),
+            references={str(k): int(v) for k, v in dict(raw.get("references", {})).items()},
+            last_touch={str(k): int(v) for k, v in dict(raw.get("last_touch", {})).items()},
+        )
+
+
+def _append_unique(items: tuple[str, ...], *new: str) -> tuple[str, ...]:
+    out = list(items)
+    for n in new:
+        if n and n not in out:
+            out.append(n)
+    return tuple(out)
+
+
+def _test_outcome(result: ToolResult) -> tuple[bool, tuple[str, ...]]:
+    failing = tuple(dict.fromkeys(_FAILED_TEST.findall(result.output)))
+    failed = (
+        result.is_error
+        or (result.exit_code is not None and result.exit_code != 0)
+        or bool(failing)
+        or bool(_PYTEST_SUMMARY.search(result.output))
+    )
+    return (not failed), failing
+
+
+def _first_error_line(result: ToolResult) -> str:
+    m = _ERROR_LINE.search(result.output)
+    line = m.group(0).strip() if m else (result.output.strip().splitlines() or [""])[-1].strip()
+    return f"{result.tool_name}: {line[:200]}"
+
+
+class StateBuilder:
+    """Folds events into a :class:`TaskState` one at a time (incremental: O(1) per event)."""
+
+    def __init__(self, base: TaskState | None = None) -> None:
+        self.state = base or TaskState()
+        self._calls: dict[str, ToolCall] = {}
+        self._seen_user = bool(self.state.goal)
+
+    def apply(self, event: Event) -> None:
+        """Fold one event into the state."""
+        s = self.state
+        if isinstance(event, Instruction):
+            if not self._seen_user:
+                self.state = replace(s, system=(*s.system, event.text))
+        elif isinstance(event, UserMessage):
+            self._apply_user(event)
+        elif isinstance(event, Steering):
+            self.state = replace(
+                s,
+                latest_steering=event.text,
+                latest_user_intent=event.text,
+                constraints=self._add_constraints(s.constraints, [event.text[:MAX_CONSTRAINT_CHARS]]),
+            )
+        elif isinstance(event, Pin):
+            if event.label == "goal" and not s.goal:
+                self.state = replace(s, goal=event.text, goal_event_id=event.id)
+            else:
+                self.state = replace(s, constraints=self._add_constraints(s.constraints, [event.text]))
+        elif isinstance(event, AssistantMessage):
+            for call in event.tool_calls:
+                self._calls[call.id] = call
+            if event.text.strip():
+                self.state = replace(s, last_assistant_text=event.text.strip()[-600:])
+        elif isinstance(event, ToolResult):
+            self._apply_tool_result(event)
+        elif isinstance(event, Compaction):
+            self.state = replace(s, compactions=s.compactions + 1)
+
+    def _apply_user(self, event: UserMessage) -> None:
+        s = self.state
+        if not self._seen_user:
+            self._seen_user = True
+            s = replace(s, goal=event.text, goal_event_id=event.id)
+        self.state = replace(
+            s,
+            latest_user_intent=event.text[:2000],
+            constraints=self._add_constraints(s.constraints, extract_constraints(event.text)),
+        )
+
+    @staticmethod
+    def _add_constraints(existing: tuple[str, ...], new: Iterable[str]) -> tuple[str, ...]:
+        merged = _append_unique(existing, *new)
+        return merged[-MAX_CONSTRAINTS:]
+
+    def _apply_tool_result(self, result: ToolResult) -> None:
+        s = self.state
+        call = self._calls.get(result.call_id)
+        if call is None:
+            return
+        policy = policy_for(result.tool_name, call, CODING_TOOL_POLICIES)
+        resources = resources_of(call, policy.category)
+        refs = dict(s.references)
+        touch = dict(s.last_touch)
+        read, modified, tests = s.files_read, s.files_modified, list(s.tests)
+        errors = list(s.unresolved_errors)
+        failed = result.is_error or (result.exit_code not in (None, 0))
+        for r in resources:
+            refs[r.key] = refs.get(r.key, 0) + 1
+            touch[r.key] = result.seq
+            if r.kind == "file" and r.access == "read" and not failed:
+                read = _append_unique(read, r.key)
+            elif r.kind == "file" and r.access == "write" and not failed:
+                modified = _append_unique(modified, r.key)
+            elif r.kind == "test":
+                passed, failing = _test_outcome(result)
+                tests = [t for t in tests if t.target != r.key]
+                tests.append(TestStatus(target=r.key, passed=passed, failing=failing, seq=result.seq,
+                                        event_id=result.id))
+                failed = failed or not passed
+        prefix = f"{result.tool_name}: "
+        if failed:
+            errors = [e for e in errors if not e.startswith(prefix)] + [_first_error_line(result)]
+        else:
+            errors = [e for e in errors if not e.startswith(prefix)]
+        working = sorted(
+            (k for k in touch if k in read or k in modified),
+            key=lambda k: (-touch[k], -refs.get(k, 0), k),
+        )[:MAX_WORKING_SET]
+        self.state = replace(
+            s,
+            references=refs,
+            last_touch=touch,
+            files_read=read,
+            files_modified=modified,
+            tests=tuple(tests),
+            unresolved_errors=tuple(errors[-MAX_ERRORS:]),
+            working_set=tuple(working),
+        )
+
+
+def derive_state(events: Iterable[Event], *, base: TaskState | None = None) -> TaskState:
+    """The task state after ``events``, starting from ``base`` (a compaction snapshot) when given."""
+    builder = StateBuilder(base)
+    for event in events:
+        builder.apply(event)
+    return builder.state

@@ -1,0 +1,76 @@
+"""The window a compaction opens: its pinned block and its summary, rendered from the event.
+
+A compaction event carries everything the new window needs (the summary, and a snapshot of the
+task state with the goal, constraints and latest steering), so resuming reads nothing older.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from .context import Message
+from .events import Compaction, Event
+from .items import ContextItem, Tier
+from .state import TaskState
+from .tokens import TokenCounter
+
+PINNED_START = "<pinned_context>"
+PINNED_END = "</pinned_context>"
+SUMMARY_START = "<conversation_summary>"
+SUMMARY_END = "</conversation_summary>"
+
+
+def _defuse(text: str, end_marker: str) -> str:
+    """Keep untrusted text from closing the block that wraps it."""
+    return text.replace(end_marker, end_marker.replace("</", "<\\/"))
+
+
+def latest_compaction(events: Sequence[Event]) -> Compaction | None:
+    """The newest compaction among ``events``, if any."""
+    for event in reversed(events):
+        if isinstance(event, Compaction):
+            return event
+    return None
+
+
+def pinned_text(state: TaskState) -> str:
+    """The anchors kept verbatim outside any summary: goal, constraints, latest steering."""
+    lines = [PINNED_START, "These stay true whatever the summary below says.", "", "Original task (verbatim):",
+             _defuse(state.goal, PINNED_END) or "(none recorded)"]
+    if state.constraints:
+        lines += ["", "User constraints (verbatim):"]
+        lines += [f"- {_defuse(c, PINNED_END)}" for c in state.constraints]
+    if state.latest_steering:
+        lines += ["", "Latest steering (verbatim):", _defuse(state.latest_steering, PINNED_END)]
+    lines.append(PINNED_END)
+    return "\n".join(lines)
+
+
+def summary_text(summary: str, covered_to_seq: int) -> str:
+    """The summary as the model sees it, framed so it reads as history, not instructions."""
+    return (
+        f"{SUMMARY_START}\nThe conversation up to event {covered_to_seq} was compacted. "
+        f"Full details stay in the session log.\n\n{_defuse(summary, SUMMARY_END)}\n{SUMMARY_END}"
+    )
+
+
+def compaction_blocks(compaction: Compaction, counter: TokenCounter) -> list[ContextItem]:
+    """The pinned block and the summary block that open the compaction's window."""
+    from .projection import message_tokens
+
+    state = TaskState.from_dict(compaction.state)
+    blocks: list[ContextItem] = []
+    for kind, text, tier in (
+        ("pinned", pinned_text(state), Tier.GOAL),
+        ("summary", summary_text(compaction.summary, compaction.covered_to_seq), Tier.TASK_STATE),
+    ):
+        message = Message(role="user", text=text, section=kind, source_ids=(compaction.id,))
+        tokens = message_tokens(message, counter)
+        message = replace(message, tokens=tokens)
+        blocks.append(ContextItem(
+            id=f"{kind}:{compaction.id}", kind=kind, message=message, tokens=tokens, tier=tier,
+            pinned=kind == "pinned", compressible=kind == "summary", source_ids=(compaction.id,),
+            recency=compaction.seq, original_tokens=tokens,
+        ))
+    return blocks

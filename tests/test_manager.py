@@ -1,0 +1,233 @@
+"""The context builder end to end: budget-true, cache-stable, nothing that matters lost."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contextwarden.context import ModelContext, ToolDefinition
+from contextwarden.errors import BudgetExceededError
+from contextwarden.events import (
+    AssistantMessage,
+    BinaryPart,
+    ContextEditBatch,
+    Event,
+    Instruction,
+    Steering,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from contextwarden.manager import ContextManager, ContextPolicy
+from contextwarden.models import get_profile
+from contextwarden.planner import PlannerSettings
+from contextwarden.render.openai_chat import render_openai_chat
+from contextwarden.store.memory import MemoryStore
+from contextwarden.tokens import HeuristicCounter
+
+TOOLS = (
+    ToolDefinition(name="read_file", description="Read a file.", parameters={"type": "object"}),
+    ToolDefinition(name="edit_file", description="Edit a file.", parameters={"type": "object"}),
+    ToolDefinition(name="bash", description="Run a command.", parameters={"type": "object"}),
+)
+
+
+def small_profile(window: int = 40_000):
+    return dataclasses.replace(get_profile("gpt-4o"), name="test-small", context_window=window,
+                               max_output_tokens=2_000)
+
+
+class Session:
+    """A tiny driver that appends like an agent would."""
+
+    def __init__(self, store: MemoryStore, sid: str = "s") -> None:
+        self.store = store
+        self.sid = sid
+        store.create_session(sid)
+        self.n = 0
+
+    def add(self, *events: Event) -> None:
+        last = self.store.get_session(self.sid).last_seq
+        self.store.append(self.sid, list(events), expected_last_seq=last)
+
+    def call(self, name: str, output: str, **args: object) -> None:
+        self.n += 1
+        cid = f"c{self.n}"
+        self.add(AssistantMessage(tool_calls=(ToolCall(id=cid, name=name, arguments=dict(args)),)))  # type: ignore[arg-type]
+        self.add(ToolResult(call_id=cid, tool_name=name, output=output))
+
+
+def rendered(ctx: ModelContext) -> list[str]:
+    """The request as byte strings: tools first, then each message (OpenAI Chat wire format)."""
+    payload = render_openai_chat(ctx)
+    head = json.dumps(payload.get("tools", []), ensure_ascii=False)
+    return [head] + [json.dumps(m, ensure_ascii=False) for m in payload["messages"]]
+
+
+def extends(now: list[str], before: list[str]) -> bool:
+    return now[: len(before)] == before
+
+
+def new_manager(store: MemoryStore, **policy: object) -> ContextManager:
+    pol = ContextPolicy(**policy) if policy else ContextPolicy()  # type: ignore[arg-type]
+    return ContextManager(store, counter=HeuristicCounter(), policy=pol)
+
+
+def test_build_orders_system_then_goal_and_keeps_goal_verbatim() -> None:
+    store = MemoryStore()
+    s = Session(store)
+    s.add(Instruction(text="You are careful."), UserMessage(text="Fix sum(). Don't change the public API."))
+    s.call("read_file", "def sum(a, b): return str(a)+str(b)", path="calc.py")
+    ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS)
+    assert ctx.system == "You are careful."
+    assert ctx.messages[0].role == "user" and "Don't change the public API." in ctx.messages[0].text
+    assert [m.role for m in ctx.messages] == ["user", "assistant", "tool"]
+    assert ctx.total_tokens == sum(ctx.sections.values())
+    assert ctx.total_tokens <= ctx.budget
+
+
+def test_huge_tool_output_is_truncated_at_ingestion_with_marker_and_error_lines() -> None:
+    store = MemoryStore()
+    s = Session(store)
+    s.add(UserMessage(text="build it"))
+    lines = [f"compiling module {i}" for i in range(40_000)]
+    lines[20_000] = "error: undefined reference to `frobnicate`"
+    s.call("bash", "\n".join(lines), command="make")
+    ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS)
+    tool = ctx.messages[-1]
+    assert tool.role == "tool"
+    assert tool.tokens <= 10_000 + 64
+    assert "undefined reference to `frobnicate`" in tool.text
+    assert "read_range" in tool.text
+    assert any(d.action == "truncate" for d in ctx.decisions)
+
+
+def test_edit_marks_earlier_read_out_of_date_without_breaking_prefix() -> None:
+    store = MemoryStore()
+    s = Session(store)
+    s.add(UserMessage(text="fix calc.py"))
+    s.call("read_file", "OLD CONTENT v1\n" * 20, path="calc.py")
+    manager = new_manager(store)
+    first = manager.build("s", model="gpt-4o", tools=TOOLS)
+    s.call("edit_file", "edited calc.py", path="calc.py", old="a", new="b")
+    second = manager.build("s", model="gpt-4o", tools=TOOLS)
+    if not second.window_event_ids:
+        assert extends(rendered(second), rendered(first))
+    # the old read is either replaced or explicitly flagged as out of date after it
+    edit_result = second.messages[-1].text
+    old_read = next(m for m in second.messages if m.role == "tool")
+    assert "out of date" in edit_result or "OLD CONTENT" not in old_read.text
+
+
+def test_manager_only_appends_window_events() -> None:
+    store = MemoryStore()
+    s = Session(store)
+    s.add(UserMessage(text="explore"))
+    for i in range(40):
+        s.call("bash", f"output {i}\n" + "x " * 2_000, command=f"ls dir{i}")
+    before = store.read("s")
+    manager = new_manager(store)
+    ctx = manager.build("s", model=small_profile(), tools=TOOLS)
+    after = store.read("s")
+    assert after[: len(before)] == before
+    assert all(e.is_window_event for e in after[len(before):])
+    assert ctx.window_event_ids
+    assert ctx.total_tokens <= ctx.budget
+
+
+def test_over_budget_without_compactor_raises_with_breakdown() -> None:
+    store = MemoryStore()
+    s = Session(store)
+    s.add(UserMessage(text="word " * 9_000))
+    manager = new_manager(store)
+    with pytest.raises(BudgetExceededError) as info:
+        manager.build("s", model=small_profile(window=4_000), tools=TOOLS)
+    assert "conversation" in info.value.sections
+
+
+def test_single_user_message_larger_than_window_is_bounded() -> None:
+    store = MemoryStore()
+    s = Session(store)
+    s.add(UserMessage(text="data " * 200_000))
+    ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS)
+    assert ctx.messages[0].tokens <= 10_000 + 64
+
+
+def test_bad_input_orphans_duplicates_binary_empty() -> None:
+    store = MemoryStore()
+    s = Session(store)
+    s.add(Instruction(text="sys"))
+    ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS)
+    assert ctx.messages == ()
+    s.add(UserMessage(text="go"))
+    s.add(ToolResult(call_id="nope", tool_name="bash", output="orphan"))
+    s.add(AssistantMessage(tool_calls=(ToolCall(id="d", name="bash", arguments={}),
+                                       ToolCall(id="d", name="bash", arguments={}))))
+    s.add(ToolResult(call_id="d", tool_name="bash", output="\x00\udcff binary", parts=(
+        BinaryPart(media_type="image/png", data=b"\x89PNG\x00"),)))
+    s.add(ToolResult(call_id="d", tool_name="bash", output=""))
+    s.add(AssistantMessage(tool_calls=(ToolCall(id="lost", name="bash", arguments={}),)))
+    s.add(UserMessage(text="and?"))
+    ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS)
+    calls = [c.id for m in ctx.messages for c in m.tool_calls]
+    results = [m.tool_call_id for m in ctx.messages if m.role == "tool"]
+    assert sorted(calls) == sorted(results)
+    assert "nope" not in results
+    json.dumps(render_openai_chat(ctx))
+
+
+# --------------------------------------------------------------------------- property test
+
+action = st.one_of(
+    st.tuples(st.just("read"), st.integers(0, 4), st.integers(1, 3_000)),
+    st.tuples(st.just("edit"), st.integers(0, 4), st.integers(1, 50)),
+    st.tuples(st.just("test"), st.integers(0, 1), st.integers(1, 4_000)),
+    st.tuples(st.just("bash"), st.integers(0, 9), st.integers(1, 8_000)),
+    st.tuples(st.just("user"), st.integers(0, 3), st.integers(1, 60)),
+    st.tuples(st.just("steer"), st.integers(0, 3), st.integers(1, 30)),
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(actions=st.lists(action, min_size=5, max_size=45), window=st.sampled_from([30_000, 60_000, 200_000]))
+def test_property_prefix_stable_between_window_events_and_always_within_budget(actions, window) -> None:
+    store = MemoryStore()
+    s = Session(store)
+    s.add(Instruction(text="You are a coding agent."), UserMessage(text="Fix the bug. Never touch prod.cfg."))
+    profile = small_profile(window)
+    manager = ContextManager(store, counter=HeuristicCounter(),
+                             policy=ContextPolicy(planner=PlannerSettings(keep_recent_tool_results=4)))
+    previous: list[str] | None = None
+    for kind, k, size in actions:
+        if kind == "read":
+            s.call("read_file", f"line of f{k}\n" * size, path=f"src/f{k}.py")
+        elif kind == "edit":
+            s.call("edit_file", f"edited f{k}" * size, path=f"src/f{k}.py")
+        elif kind == "test":
+            s.call("bash", ("FAILED tests/test_a.py::t\n" if size % 2 else "ok\n") * (size // 10 + 1),
+                   command=f"pytest tests/test_{k}.py")
+        elif kind == "bash":
+            s.call("bash", f"out {k} " * size, command=f"ls d{k}")
+        elif kind == "user":
+            s.add(UserMessage(text=f"please also check f{k} " * size))
+        else:
+            s.add(Steering(text=f"Actually, do not edit f{k}.py"))
+        try:
+            ctx = manager.build("s", model=profile, tools=TOOLS)
+        except BudgetExceededError:
+            previous = None  # no compactor here: a clear error is the defined result
+            continue
+        assert ctx.total_tokens <= ctx.budget
+        assert all(m.tokens <= 10_000 + 64 for m in ctx.messages)
+        calls = [c.id for m in ctx.messages for c in m.tool_calls]
+        assert sorted(calls) == sorted(m.tool_call_id for m in ctx.messages if m.role == "tool")
+        assert "Never touch prod.cfg." in ctx.messages[0].text
+        now = rendered(ctx)
+        if previous is not None and not ctx.window_event_ids:
+            assert extends(now, previous)
+        previous = now
+    assert all(isinstance(e, ContextEditBatch) or not e.is_window_event for e in store.read("s"))
