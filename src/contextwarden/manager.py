@@ -148,7 +148,7 @@ class ContextManager:
         turns = sum(1 for i in projection.items if i.message.role == "assistant")
         decision = plan(projection.items, projection.candidates, total=projection.total + fixed,
                         trigger=trigger, profile=profile, turns_so_far=turns, settings=policy.planner,
-                        mask_edit=projection.mask_edit)
+                        mask_edit=projection.mask_edit, evidence=projection.state.evidence_ids)
         if decision.edits:
             window_ids.append(self._record_edits(session_id, projection, decision))
         if decision.needs_compaction and policy.compact and self.compactor is not None:

@@ -84,7 +84,7 @@ def _lossless(items: Sequence[ContextItem], candidates: dict[str, ContextEdit]) 
     return [candidates[i.id] for i in items if i.id in candidates]
 
 
-def _maskable(items: Sequence[ContextItem], settings: PlannerSettings, skip: set[str],
+def _maskable(items: Sequence[ContextItem], settings: PlannerSettings, skip: frozenset[str],
               mask_edit: MaskEdit) -> list[ContextEdit]:
     edits: list[ContextEdit] = []
     tool_items = [i for i in items if i.message.role == "tool" and i.evictable and i.id not in skip]
@@ -124,11 +124,16 @@ def plan(
     turns_so_far: int,
     settings: PlannerSettings,
     mask_edit: MaskEdit,
+    evidence: frozenset[str] = frozenset(),
 ) -> Plan:
-    """Decide the next batch of reductions (see the module docstring)."""
+    """Decide the next batch of reductions (see the module docstring).
+
+    ``evidence`` names tool results that must stay verbatim (failing tests, unresolved errors):
+    they are never masked, only superseded by a newer run of the same thing.
+    """
     by_id = {i.id: i for i in items}
     lossless = _lossless(items, candidates)
-    skip = {e.target_id for e in lossless}
+    skip = frozenset(e.target_id for e in lossless) | evidence
     masking = _maskable(items, settings, skip, mask_edit) if settings.mask else []
     if total > trigger:
         return _under_pressure(items, by_id, lossless, masking, total=total, trigger=trigger, settings=settings)

@@ -25,7 +25,7 @@ from .events import (
     UserMessage,
 )
 from .policies.presets import CODING_TOOL_POLICIES, policy_for
-from .policies.resources import resources_of
+from .policies.resources import Resource, resources_of
 
 MAX_CONSTRAINT_CHARS = 400
 """A constraint sentence longer than this is cut (with an ellipsis): every pinned item has a cap."""
@@ -104,6 +104,8 @@ class TaskState:
     """Latest run per test target."""
     unresolved_errors: tuple[str, ...] = ()
     """Recent error lines not yet followed by a success of the same action."""
+    unresolved_error_ids: tuple[str, ...] = ()
+    """Ids of the tool results holding those errors (never masked while unresolved)."""
     working_set: tuple[str, ...] = ()
     """Files most relevant now (recency and reference count), most relevant first."""
     last_assistant_text: str = ""
@@ -124,6 +126,11 @@ class TaskState:
                 out.extend(t.failing or (t.target,))
         return tuple(out)
 
+    @property
+    def evidence_ids(self) -> frozenset[str]:
+        """Tool results that must stay visible: failing test runs and unresolved errors."""
+        return frozenset((*self.unresolved_error_ids, *(t.event_id for t in self.tests if not t.passed)))
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready snapshot (stored in compaction events)."""
         return {
@@ -141,6 +148,7 @@ class TaskState:
                 for t in self.tests
             ],
             "unresolved_errors": list(self.unresolved_errors),
+            "unresolved_error_ids": list(self.unresolved_error_ids),
             "working_set": list(self.working_set),
             "last_assistant_text": self.last_assistant_text,
             "compactions": self.compactions,
@@ -169,6 +177,7 @@ class TaskState:
             files_modified=tuple(raw.get("files_modified", ())),
             tests=tests,
             unresolved_errors=tuple(raw.get("unresolved_errors", ())),
+            unresolved_error_ids=tuple(raw.get("unresolved_error_ids", ())),
             working_set=tuple(raw.get("working_set", ())),
             last_assistant_text=str(raw.get("last_assistant_text", "")),
             compactions=int(raw.get("compactions", 0)),
@@ -199,7 +208,17 @@ def _test_outcome(result: ToolResult) -> tuple[bool, tuple[str, ...]]:
 def _first_error_line(result: ToolResult) -> str:
     m = _ERROR_LINE.search(result.output)
     line = m.group(0).strip() if m else (result.output.strip().splitlines() or [""])[-1].strip()
-    return f"{result.tool_name}: {line[:200]}"
+    return line[:200]
+
+
+def _action_key(tool_name: str, call: ToolCall, resources: tuple[Resource, ...]) -> str:
+    """What a later success must repeat to resolve an error: the tool and what it acted on."""
+    if resources:
+        target = resources[0].key
+    else:
+        command = call.arguments.get("command") or call.arguments.get("cmd") or ""
+        target = str(command).split()[0] if str(command).split() else ""
+    return f"[{tool_name} {target}] "
 
 
 class StateBuilder:
@@ -266,7 +285,8 @@ class StateBuilder:
         refs = dict(s.references)
         touch = dict(s.last_touch)
         read, modified, tests = s.files_read, s.files_modified, list(s.tests)
-        errors = list(s.unresolved_errors)
+        errors = list(zip(s.unresolved_errors, s.unresolved_error_ids)) if len(s.unresolved_error_ids) == len(
+            s.unresolved_errors) else [(e, "") for e in s.unresolved_errors]
         failed = result.is_error or (result.exit_code not in (None, 0))
         for r in resources:
             refs[r.key] = refs.get(r.key, 0) + 1
@@ -281,11 +301,10 @@ class StateBuilder:
                 tests.append(TestStatus(target=r.key, passed=passed, failing=failing, seq=result.seq,
                                         event_id=result.id))
                 failed = failed or not passed
-        prefix = f"{result.tool_name}: "
+        key = _action_key(result.tool_name, call, resources)
+        errors = [e for e in errors if not e[0].startswith(key)]
         if failed:
-            errors = [e for e in errors if not e.startswith(prefix)] + [_first_error_line(result)]
-        else:
-            errors = [e for e in errors if not e.startswith(prefix)]
+            errors.append((key + _first_error_line(result), result.id))
         working = sorted(
             (k for k in touch if k in read or k in modified),
             key=lambda k: (-touch[k], -refs.get(k, 0), k),
@@ -297,7 +316,8 @@ class StateBuilder:
             files_read=read,
             files_modified=modified,
             tests=tuple(tests),
-            unresolved_errors=tuple(errors[-MAX_ERRORS:]),
+            unresolved_errors=tuple(e[0] for e in errors[-MAX_ERRORS:]),
+            unresolved_error_ids=tuple(e[1] for e in errors[-MAX_ERRORS:]),
             working_set=tuple(working),
         )
 
