@@ -1,0 +1,396 @@
+"""Reading shell command lines: which files a command reads or writes and which tests it runs.
+
+Textual only: nothing is executed and the filesystem is never touched. The parser understands
+``;``/``&&``/``||``/``|`` chains, ``cd`` within a chain, redirections, heredocs (whose bodies
+may carry a patch), ``bash -c`` wrappers, environment prefixes and wrappers such as ``timeout``,
+``uv run`` or ``sudo``. Anything it does not recognize yields no resource rather than a guess.
+"""
+
+from __future__ import annotations
+
+import functools
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass
+
+from ._paths import norm_path
+from ._testrun import test_targets
+
+_HEREDOC = re.compile(r"<<(-?)[ \t]*(['\"]?)([A-Za-z_][\w.-]*)\2[^\n]*\n")
+_FD_DUP = re.compile(r"(?<![\w>])\d*>&(?:\d+|-)")
+_FD_REDIRECT = re.compile(r"(?<![\w$])\d+(>>?)")
+_COMMENT_LINE = re.compile(r"^[ \t]*#.*$", re.MULTILINE)
+_PATCH_FILE = re.compile(
+    r"^(?:\*\*\* (?:Update|Add|Delete) File: (?P<codex>.+?)|\*\*\* Move to: (?P<move>.+?)"
+    r"|\+\+\+ (?:b/)?(?P<plus>[^\t\n]+?)|--- (?:a/)?(?P<minus>[^\t\n]+?))[ \t]*$",
+    re.MULTILINE,
+)
+_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", "|&", ";;"})
+_WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
+_WRAPPERS = frozenset({"sudo", "time", "nohup", "nice", "exec", "command", "builtin", "stdbuf", "unbuffer"})
+_RUNNERS = {
+    ("uv", "run"),
+    ("poetry", "run"),
+    ("pipenv", "run"),
+    ("pdm", "run"),
+    ("hatch", "run"),
+    ("rye", "run"),
+}
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
+_READERS = frozenset({"cat", "tac", "nl", "less", "more", "bat", "batcat", "view"})
+_SEARCHERS = frozenset(
+    {
+        "grep",
+        "egrep",
+        "fgrep",
+        "rg",
+        "ag",
+        "ack",
+        "find",
+        "fd",
+        "ls",
+        "tree",
+        "find_file",
+        "search_file",
+        "search_dir",
+        "locate",
+    }
+)
+_TRIVIAL = frozenset(
+    {
+        "cd",
+        "pwd",
+        "echo",
+        "printf",
+        "true",
+        "false",
+        "export",
+        "set",
+        "source",
+        ".",
+        "pushd",
+        "popd",
+        "clear",
+        "wc",
+        "sort",
+        "uniq",
+        "cut",
+        "tr",
+        "xargs",
+        "sleep",
+        "which",
+        "type",
+    }
+)
+_NULL_TARGETS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty")
+
+
+@dataclass(frozen=True)
+class Touch:
+    """One resource a command touches: ``kind`` file/test/search, ``access`` read/write/run."""
+
+    kind: str
+    key: str
+    access: str
+    part: str = ""
+
+
+@dataclass(frozen=True)
+class _Simple:
+    argv: tuple[str, ...]
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+    cwd: str
+
+
+def _heredocs(command: str) -> tuple[str, list[str]]:
+    """Remove heredoc bodies from ``command``; return the rest and the bodies."""
+    bodies: list[str] = []
+    out: list[str] = []
+    pos = 0
+    for match in _HEREDOC.finditer(command):
+        if match.start() < pos:
+            continue
+        tag = match.group(3)
+        end = re.compile(rf"^[ \t]*{re.escape(tag)}[ \t]*$", re.MULTILINE).search(command, match.end())
+        body_end = end.start() if end else len(command)
+        out.append(command[pos : match.start()] + " ")
+        bodies.append(command[match.end() : body_end])
+        pos = end.end() if end else len(command)
+        out.append("\n")
+    out.append(command[pos:])
+    return "".join(out), bodies
+
+
+def _tokens(command: str) -> list[str]:
+    command = command.replace("\\\n", " ")
+    command = _COMMENT_LINE.sub("", command)
+    command = _FD_DUP.sub(" ", command)
+    command = _FD_REDIRECT.sub(r" \1", command)
+    command = command.replace("\n", " ; ")
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    try:
+        return list(lexer)
+    except ValueError:  # an unbalanced quote: fall back to plain words
+        return command.split()
+
+
+def _unwrap(argv: list[str]) -> list[str]:
+    """Drop environment assignments and wrappers (``timeout 60``, ``uv run``, ``env X=1``...)."""
+    while argv:
+        head = posixpath.basename(argv[0])
+        if "=" in argv[0] and not argv[0].startswith(("-", "=")) and re.match(r"^[A-Za-z_]\w*=", argv[0]):
+            argv = argv[1:]
+        elif head == "env":
+            argv = argv[1:]
+            while argv and (argv[0].startswith("-") or "=" in argv[0]):
+                argv = argv[1:]
+        elif head in _WRAPPERS:
+            argv = argv[1:]
+            while argv and argv[0].startswith("-"):
+                argv = argv[1:]
+        elif head == "timeout":
+            argv = [a for a in argv[1:] if not a.startswith("-")][1:] if len(argv) > 2 else []
+        elif len(argv) > 1 and (head, argv[1]) in _RUNNERS:
+            argv = argv[2:]
+        elif head in ("npx", "bunx", "pnpx"):
+            argv = [a for a in argv[1:] if a not in ("--yes", "-y")]
+        else:
+            return argv
+    return argv
+
+
+def _simple_commands(command: str, cwd: str) -> tuple[list[_Simple], list[str]]:
+    text, bodies = _heredocs(command)
+    simples: list[_Simple] = []
+    words: list[str] = []
+    reads: list[str] = []
+    writes: list[str] = []
+    tokens = _tokens(text)
+    i = 0
+    while i <= len(tokens):
+        tok = tokens[i] if i < len(tokens) else ";"
+        if tok in _SEPARATORS:
+            argv = _unwrap(words)
+            if argv and posixpath.basename(argv[0]) in ("cd", "pushd"):
+                target = next((a for a in argv[1:] if not a.startswith("-")), "")
+                cwd = norm_path(target, cwd) if target and target != "-" else cwd
+            elif argv and posixpath.basename(argv[0]) in _SHELLS and "-c" in "".join(argv[1:2]) and len(argv) > 2:
+                inner, inner_bodies = _simple_commands(argv[2], cwd)
+                simples.extend(inner)
+                bodies.extend(inner_bodies)
+            elif argv or reads or writes:
+                simples.append(_Simple(tuple(argv), tuple(reads), tuple(writes), cwd))
+            words, reads, writes = [], [], []
+        elif tok in _WRITE_REDIRECTS or tok == "<":
+            target = tokens[i + 1] if i + 1 < len(tokens) else ""
+            if target and target not in _SEPARATORS and not target.startswith(_NULL_TARGETS):
+                (reads if tok == "<" else writes).append(target)
+            i += 1
+        elif tok in ("<<<", "<<"):
+            i += 1
+        else:
+            words.append(tok)
+        i += 1
+    return simples, bodies
+
+
+def patch_files(text: str) -> list[str]:
+    """Files named by a unified diff or a Codex ``*** Begin Patch`` block, in order."""
+    files: list[str] = []
+    for match in _PATCH_FILE.finditer(text):
+        name = next((g for g in match.groups() if g), "")
+        if name and name != "/dev/null" and name not in files:
+            files.append(name)
+    return files
+
+
+def _positionals(args: tuple[str, ...], with_value: frozenset[str] = frozenset()) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in with_value:
+            skip = True
+        elif not arg.startswith("-") or arg == "-":
+            out.append(arg)
+    return out
+
+
+def _head_tail(name: str, args: tuple[str, ...], cwd: str) -> list[Touch]:
+    count, files, skip = 10, [], False
+    from_line = False
+    for i, arg in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        value = ""
+        if arg in ("-n", "--lines") and i + 1 < len(args):
+            value, skip = args[i + 1], True
+        elif arg.startswith("--lines="):
+            value = arg.split("=", 1)[1]
+        elif re.fullmatch(r"-n[+-]?\d+", arg) or re.fullmatch(r"-\d+", arg):
+            value = arg[2:] if arg.startswith("-n") else arg[1:]
+        elif arg in ("-c", "--bytes"):
+            skip = True
+        elif not arg.startswith("-"):
+            files.append(arg)
+        if value:
+            from_line = value.startswith("+")
+            digits = value.lstrip("+-")
+            count = int(digits) if digits.isdigit() else count
+    tail_part = f"from line {count}" if from_line else f"last {count} lines"
+    part = f"lines 1-{count}" if name == "head" else tail_part
+    return [Touch("file", norm_path(f, cwd), "read", part) for f in files]
+
+
+def _sed(args: tuple[str, ...], cwd: str) -> list[Touch]:
+    in_place = any(a.startswith("-i") or a.startswith("--in-place") for a in args)
+    quiet = any(a in ("-n", "--quiet", "--silent") or re.fullmatch(r"-[a-zA-Z]*n[a-zA-Z]*", a) for a in args)
+    has_script_opt = any(a in ("-e", "-f") or a.startswith("--expression") for a in args)
+    positional = _positionals(args, frozenset({"-e", "-f", "--expression", "--file"}))
+    script = "" if has_script_opt else (positional[0] if positional else "")
+    files = positional if has_script_opt else positional[1:]
+    if not script:
+        script = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "-e"), "")
+    if in_place:
+        return [Touch("file", norm_path(f, cwd), "write") for f in files]
+    part = ""
+    if quiet:
+        m = re.fullmatch(r"\s*(\d+)(?:\s*,\s*(\d+|\$))?\s*p\s*;?\s*", script)
+        if m:
+            end = m.group(2) or m.group(1)
+            part = f"from line {m.group(1)}" if end == "$" else f"lines {m.group(1)}-{end}"
+        else:
+            part = "selected lines"
+    return [Touch("file", norm_path(f, cwd), "read", part) for f in files]
+
+
+def _git(args: tuple[str, ...], cwd: str, bodies: list[str]) -> list[Touch]:
+    if not args:
+        return []
+    sub, rest = args[0], args[1:]
+    if sub in ("apply", "am"):
+        named = [f for body in bodies for f in patch_files(body)]
+        return [Touch("file", norm_path(f, cwd), "write") for f in named]
+    if sub == "checkout" and "--" in rest:
+        files = rest[rest.index("--") + 1 :]
+        return [Touch("file", norm_path(f, cwd), "write") for f in files]
+    if sub == "checkout" and rest == (".",):
+        return [Touch("file", norm_path(".", cwd), "write")]
+    if (sub == "restore" and "--staged" not in rest) or (sub == "restore" and "--worktree" in rest):
+        return [Touch("file", norm_path(f, cwd), "write") for f in _positionals(rest, frozenset({"-s", "--source"}))]
+    if sub in ("reset", "stash") and ("--hard" in rest or (sub == "stash" and rest[:1] in ((), ("push",)))):
+        return [Touch("file", norm_path(".", cwd), "write")]
+    if sub == "grep":
+        return [Touch("search", " ".join(("git", *args)), "read")]
+    return []
+
+
+def swe_agent_touches(name: str, args: tuple[str, ...], cwd: str, open_file: str) -> list[Touch]:
+    """SWE-agent's file viewer and editor commands (they act on the file last opened)."""
+    if name == "open" and args:
+        part = f"window at line {args[1]}" if len(args) > 1 else "window at line 1"
+        return [Touch("file", norm_path(args[0], cwd), "read", part)]
+    if name in ("goto", "scroll_up", "scroll_down") and open_file:
+        part = f"window at line {args[0]}" if name == "goto" and args else f"window ({name})"
+        return [Touch("file", open_file, "read", part)]
+    if name in ("edit", "insert") and open_file:
+        return [Touch("file", open_file, "write")]
+    if name == "create" and args:
+        return [Touch("file", norm_path(args[0], cwd), "write")]
+    if name in ("find_file", "search_file", "search_dir"):
+        target = list(args)
+        if name == "search_file" and len(args) < 2 and open_file:
+            target.append(open_file)
+        return [Touch("search", " ".join((name, *target)), "read")]
+    if name == "str_replace_editor" and len(args) >= 2:
+        access = "read" if args[0] == "view" else "write"
+        return [Touch("file", norm_path(args[1], cwd), access)]
+    return []
+
+
+def _one(simple: _Simple, bodies: list[str], open_file: str) -> list[Touch]:  # noqa: C901 - a dispatch table
+    cwd = simple.cwd
+    touches = [Touch("file", norm_path(r, cwd), "read") for r in simple.reads]
+    touches += [Touch("file", norm_path(w, cwd), "write") for w in simple.writes]
+    if not simple.argv:
+        return touches
+    name, args = posixpath.basename(simple.argv[0]), simple.argv[1:]
+    tests = test_targets(name, args, cwd)
+    if tests is not None:
+        return touches + [Touch("test", key, "run") for key in tests]
+    if name in _READERS:
+        touches += [Touch("file", norm_path(f, cwd), "read") for f in _positionals(args, frozenset({"-r"}))]
+    elif name in ("head", "tail"):
+        touches += _head_tail(name, args, cwd)
+    elif name == "sed":
+        touches += _sed(args, cwd)
+    elif name in ("rm", "touch", "unlink", "shred", "truncate"):
+        touches += [Touch("file", norm_path(f, cwd), "write") for f in _positionals(args, frozenset({"-s"}))]
+    elif name == "mv":
+        touches += [Touch("file", norm_path(f, cwd), "write") for f in _positionals(args, frozenset({"-t"}))]
+    elif name == "cp":
+        files = _positionals(args, frozenset({"-t"}))
+        touches += [Touch("file", norm_path(f, cwd), "read") for f in files[:-1]]
+        touches += [Touch("file", norm_path(f, cwd), "write") for f in files[-1:]]
+    elif name == "tee":
+        touches += [Touch("file", norm_path(f, cwd), "write") for f in _positionals(args)]
+    elif name == "perl" and any(a.startswith("-i") or re.fullmatch(r"-\w*i\w*", a) for a in args):
+        touches += [Touch("file", norm_path(f, cwd), "write") for f in _positionals(args, frozenset({"-e"}))[1:]]
+    elif name in ("patch", "apply_patch", "applypatch"):
+        named = [f for body in bodies for f in patch_files(body)]
+        if not named and name == "patch":
+            named = _positionals(args, frozenset({"-p", "-i", "-d", "-o", "-r", "-F"}))[:1]
+        if not named and name != "patch":
+            named = [f for a in args for f in patch_files(a)]
+        touches += [Touch("file", norm_path(f, cwd), "write") for f in named]
+    elif name == "git":
+        touches += _git(args, cwd, bodies)
+    elif name in _SEARCHERS:
+        touches += swe_agent_touches(name, args, cwd, open_file) or [Touch("search", " ".join(simple.argv), "read")]
+    else:
+        touches += swe_agent_touches(name, args, cwd, open_file)
+    return touches
+
+
+@functools.lru_cache(maxsize=4096)
+def shell_touches(command: str, cwd: str = "", open_file: str = "") -> tuple[Touch, ...]:
+    """Every resource the command line reads, writes or runs, in order, without duplicates."""
+    simples, bodies = _simple_commands(command, cwd)
+    out: list[Touch] = []
+    for simple in simples:
+        for touch in _one(simple, bodies, open_file):
+            if touch.key and touch not in out:
+                out.append(touch)
+    return tuple(out)
+
+
+_VIEWERS = frozenset({"head", "tail", "sed", "open", "goto", "scroll_up", "scroll_down"})
+
+
+@functools.lru_cache(maxsize=4096)
+def classify(command: str) -> tuple[str, str]:
+    """Return (kind, program) for a command line.
+
+    kind is ``test`` when it runs tests, ``file_read`` when it only reads files, ``search`` when
+    it only searches (reads allowed), otherwise ``""``; program is the command that decided it.
+    """
+    simples, _ = _simple_commands(command, "")
+    touches = shell_touches(command)
+    names = [posixpath.basename(s.argv[0]) for s in simples if s.argv]
+    meaningful = [n for n in names if n not in _TRIVIAL]
+    if any(t.kind == "test" for t in touches):
+        runner = next((t.key.split(":", 1)[0] for t in touches if t.kind == "test"), "")
+        return "test", runner
+    if not touches or not meaningful or any(t.access == "write" for t in touches):
+        return "", ""
+    if all(n in _READERS or n in _VIEWERS for n in meaningful):
+        return "file_read", meaningful[0]
+    if all(n in _READERS or n in _SEARCHERS or n in _VIEWERS or n == "git" for n in meaningful):
+        return "search", next(n for n in meaningful if n in _SEARCHERS or n == "git")
+    return "", ""
