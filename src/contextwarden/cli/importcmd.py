@@ -1,0 +1,119 @@
+"""``contextwarden import``: store agent transcripts as sessions.
+
+Every file is read (and its format detected) before anything is stored, so a malformed file stops the
+command with nothing half-imported. Each transcript becomes one new session named after the file (made
+unique with ``-2``, ``-3``...) or after ``--session NAME`` (``NAME``, ``NAME-2``... for several files).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import SessionExists, SessionNotFound
+from ..events import JSONValue
+from ..importers import FORMATS, Transcript, load_transcript
+from ..store import SessionStore, open_store
+from ._common import echo_json, store_option
+
+_NAME_MAX = 120
+
+
+@click.command(name="import")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--session", "session_name", default=None, help="Session id (several files: NAME, NAME-2, ...).")
+@click.option(
+    "--format",
+    "format_name",
+    type=click.Choice(list(FORMATS)),
+    default=None,
+    help="Read every file as this format instead of detecting it.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@store_option
+def command(
+    files: tuple[Path, ...],
+    session_name: str | None,
+    format_name: str | None,
+    as_json: bool,
+    store_url: str | None,
+) -> None:
+    """Import agent transcripts (Claude Code, Codex, SWE-agent, mini-swe-agent, OpenHands, chat logs)."""
+    transcripts = [load_transcript(path, format=format_name) for path in files]
+    store = open_store(store_url)
+    try:
+        names = _session_names(store, files, session_name)
+        reports = [_store_one(store, name, t) for name, t in zip(names, transcripts, strict=True)]
+    finally:
+        store.close()
+    if as_json:
+        echo_json({"sessions": reports})
+        return
+    for report in reports:
+        counts = ", ".join(f"{kind} {n}" for kind, n in sorted(report["counts"].items()))
+        click.echo(
+            f"{report['file']}: session {report['session_id']} ({report['format']}), "
+            f"{report['events']} events: {counts or 'none'}"
+        )
+        for warning in report["warnings"]:
+            click.echo(f"  warning: {warning}")
+
+
+def _session_names(store: SessionStore, files: Sequence[Path], explicit: str | None) -> list[str]:
+    """Pick one new session id per file; an explicit name that is taken is an error, a file stem is not."""
+    taken: set[str] = set()
+    names: list[str] = []
+    for index, path in enumerate(files):
+        if explicit is not None:
+            name = explicit if index == 0 else f"{explicit}-{index + 1}"
+            if _exists(store, name):
+                raise SessionExists(f"session {name!r} already exists; choose another --session name")
+        else:
+            base = _clean(path.stem) or "transcript"
+            name, number = base, 1
+            while name in taken or _exists(store, name):
+                number += 1
+                name = f"{base}-{number}"
+        taken.add(name)
+        names.append(name)
+    return names
+
+
+def _exists(store: SessionStore, session_id: str) -> bool:
+    try:
+        store.get_session(session_id)
+    except SessionNotFound:
+        return False
+    return True
+
+
+def _clean(stem: str) -> str:
+    # File names can hold characters a session id may not (control characters, lone surrogates).
+    return "".join(c if c.isprintable() else "_" for c in stem)[:_NAME_MAX]
+
+
+def _store_one(store: SessionStore, session_id: str, transcript: Transcript) -> dict[str, Any]:
+    metadata: dict[str, JSONValue] = {
+        "source": str(Path(transcript.source).resolve()),
+        "format": transcript.format,
+        "transcript": transcript.metadata,
+    }
+    store.create_session(session_id, metadata=metadata)
+    try:
+        store.append(session_id, list(transcript.events), expected_last_seq=0)
+    except BaseException:
+        # An empty husk would take the name and look imported; remove it before reporting the error.
+        store.delete_session(session_id)
+        raise
+    return {
+        "file": transcript.source,
+        "session_id": session_id,
+        "format": transcript.format,
+        "events": len(transcript.events),
+        "counts": dict(Counter(e.kind for e in transcript.events)),
+        "warnings": list(transcript.warnings),
+    }

@@ -1,0 +1,169 @@
+"""Real agent transcripts in: Claude Code, Codex, SWE-agent, mini-swe-agent, OpenHands, plain chat logs.
+
+:func:`load_transcript` reads a file, detects its format from its content (not its name) unless
+``format=`` forces one, and returns a :class:`Transcript`: unstored events in order, ready to append to
+a new session, plus warnings about anything dropped and format-specific metadata. Each format's module
+docstring documents exactly how its records map to events.
+
+Transcripts are untrusted input: they are parsed with :func:`json.loads` only. A malformed file raises
+:class:`~contextwarden.errors.ImportFormatError` naming the file and the line (JSON Lines) or the JSON
+path; a JSON Lines file cut off in its last line imports what is complete and says what it dropped;
+unknown fields are ignored and unknown record types are skipped and counted in the warnings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import ImportFormatError, UsageError
+from . import chat_messages, claude_code, codex, openhands, swe_agent
+from ._common import Transcript
+from ._source import Importer, ImportOptions, SourceDocument, read_source
+
+__all__ = [
+    "FORMATS",
+    "ImportOptions",
+    "Importer",
+    "SourceDocument",
+    "Transcript",
+    "detect_format",
+    "load_transcript",
+    "read_source",
+]
+
+FORMATS: Mapping[str, Importer] = {
+    "claude-code": claude_code.load,
+    "codex": codex.load,
+    "swe-agent": swe_agent.load,
+    "mini-swe-agent": swe_agent.load,
+    "openhands": openhands.load,
+    "openai-chat": chat_messages.load,
+    "anthropic-messages": chat_messages.load,
+}
+"""Every format name and the importer that reads it."""
+
+_CODEX_ENVELOPES = frozenset({"session_meta", "response_item", "turn_context", "event_msg", "compacted"})
+_SAMPLE = 50
+
+
+def detect_format(path: str | Path) -> str:
+    """Return the format name of the transcript at ``path``, judged by its content."""
+    return _detect(read_source(path))
+
+
+def load_transcript(path: str | Path, *, format: str | None = None) -> Transcript:
+    """Read the transcript at ``path`` (format detected unless ``format`` names one of :data:`FORMATS`)."""
+    if format is not None and format not in FORMATS:
+        raise UsageError(f"unknown transcript format {format!r}; known formats: {', '.join(FORMATS)}")
+    doc = read_source(path)
+    name = format or _detect(doc)
+    try:
+        transcript = FORMATS[name](doc, ImportOptions(format=name))
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+        # A foreign file shaped in a way no check anticipated is still a format error, not a crash.
+        raise ImportFormatError(f"{doc.path}: cannot be read as {name}: {type(exc).__name__}: {exc}") from exc
+    if doc.warnings:
+        transcript = dataclasses.replace(transcript, warnings=doc.warnings + transcript.warnings)
+    return transcript
+
+
+def _detect(doc: SourceDocument) -> str:
+    if doc.is_jsonl:
+        found = _sniff_records([record for _, record in doc.lines[:_SAMPLE]])
+    else:
+        found = _sniff_document(doc.document)
+    if found is None:
+        raise ImportFormatError(
+            f"{doc.path}: not a transcript format contextwarden recognizes; "
+            f"force one with --format (one of: {', '.join(FORMATS)})"
+        )
+    return found
+
+
+def _sniff_records(records: Sequence[dict[str, Any]]) -> str | None:
+    for record in records:
+        kind = record.get("type")
+        kind = kind if isinstance(kind, str) else None
+        if kind in _CODEX_ENVELOPES and "payload" in record:
+            return "codex"
+        if kind in ("user", "assistant") and isinstance(record.get("message"), dict):
+            return "claude-code"
+        if kind == "system" and record.get("subtype") in ("init", "compact_boundary"):
+            return "claude-code"
+        if kind in ("summary", "file-history-snapshot"):
+            return "claude-code"
+        if "record_type" in record:
+            return "codex"
+        if kind in codex.ITEM_TYPES and ("role" in record or "call_id" in record or kind == "reasoning"):
+            return "codex"
+    if records and all(isinstance(r.get("role"), str) for r in records):
+        return _sniff_messages(records, {})
+    if any(_is_openhands_event(r) for r in records):
+        return "openhands"
+    return None
+
+
+def _sniff_document(document: Any) -> str | None:
+    if isinstance(document, dict):
+        if isinstance(document.get("history"), list) and any(
+            k in document for k in ("trajectory", "info", "environment")
+        ):
+            return "swe-agent"
+        messages = document.get("messages")
+        if isinstance(messages, list):
+            return "mini-swe-agent" if _is_mini(document) else _sniff_messages(messages, document)
+        events = document.get("events")
+        if isinstance(events, list) and any(_is_openhands_event(e) for e in events[:_SAMPLE]):
+            return "openhands"
+        # A JSON Lines transcript with a single line parses as one object.
+        return _sniff_records([document])
+    if isinstance(document, list):
+        items = [item for item in document[:_SAMPLE] if isinstance(item, dict)]
+        if any(_is_openhands_event(item) for item in items):
+            return "openhands"
+        if items and all(isinstance(item.get("role"), str) for item in items):
+            return _sniff_messages(document, {})
+    return None
+
+
+def _is_openhands_event(item: Any) -> bool:
+    return (
+        isinstance(item, dict)
+        and (isinstance(item.get("action"), str) or isinstance(item.get("observation"), str))
+        and ("source" in item or "tool_call_metadata" in item or "cause" in item)
+    )
+
+
+def _is_mini(document: dict[str, Any]) -> bool:
+    trajectory_format = document.get("trajectory_format")
+    if isinstance(trajectory_format, str) and trajectory_format.startswith("mini-swe-agent"):
+        return True
+    info = document.get("info")
+    if isinstance(info, dict) and ("mini_version" in info or {"model_stats", "exit_status"} <= info.keys()):
+        return True
+    return any(isinstance(m, dict) and isinstance(m.get("extra"), dict) for m in document["messages"][:_SAMPLE])
+
+
+def _sniff_messages(messages: Sequence[Any], root: Mapping[str, Any]) -> str:
+    """Tell OpenAI Chat from Anthropic Messages by what only one of them has."""
+    if "system" in root:
+        return "anthropic-messages"
+    items = [m for m in messages[:_SAMPLE] if isinstance(m, dict)]
+    roles = {m["role"] for m in items if isinstance(m.get("role"), str)}
+    if roles & {"system", "developer", "tool", "function"}:
+        return "openai-chat"
+    if any(m.get("tool_calls") or m.get("function_call") for m in items):
+        return "openai-chat"
+    block_types = {
+        block["type"]
+        for m in items
+        if isinstance(m.get("content"), list)
+        for block in m["content"]
+        if isinstance(block, dict) and isinstance(block.get("type"), str)
+    }
+    if block_types & {"tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document"}:
+        return "anthropic-messages"
+    return "openai-chat"

@@ -1,0 +1,227 @@
+"""What every importer shares: the :class:`Transcript` result, typed access and small converters.
+
+Typed access names the JSON path of anything malformed; the converters read timestamps, tool
+arguments, data URLs and provider usage the same way for every format.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from ..errors import ImportFormatError
+from ..events import (
+    BinaryPart,
+    Event,
+    JSONValue,
+    ToolCall,
+)
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """An imported transcript: events ready to append to a new session, plus what was learned on the way."""
+
+    events: tuple[Event, ...]
+    """The events in order, unstored (``session_id=""``, ``seq=0``)."""
+    format: str
+    """The format it was read as (``claude-code``, ``codex``, ``swe-agent``...)."""
+    source: str
+    """The path it was read from."""
+    warnings: tuple[str, ...] = ()
+    """What was dropped or skipped, one sentence each (``dropped truncated last line 812``)."""
+    metadata: dict[str, JSONValue] = field(default_factory=dict)
+    """Format-specific facts: model, agent version, the transcript's own usage totals, skip counts."""
+
+
+# --------------------------------------------------------------------------- typed access with paths
+
+
+def fail(source: str, where: str, problem: str) -> ImportFormatError:
+    """Build the error for a malformed transcript, naming the file and the line or JSON path."""
+    return ImportFormatError(f"{source}: {where}: {problem}")
+
+
+def as_dict(value: Any, source: str, where: str) -> dict[str, Any]:
+    """``value`` as an object, or an :class:`ImportFormatError` naming ``where``."""
+    if not isinstance(value, dict):
+        raise fail(source, where, f"expected an object, got {_type_name(value)}")
+    return value
+
+
+def as_list(value: Any, source: str, where: str) -> list[Any]:
+    """``value`` as an array, or an :class:`ImportFormatError` naming ``where``."""
+    if not isinstance(value, list):
+        raise fail(source, where, f"expected an array, got {_type_name(value)}")
+    return value
+
+
+def opt_str(obj: Mapping[str, Any], key: str, source: str, where: str) -> str:
+    """``obj[key]`` as a string; missing or null gives ``""``; any other type is an error."""
+    value = obj.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise fail(source, f"{where}.{key}", f"expected a string, got {_type_name(value)}")
+    return value
+
+
+def opt_int(value: Any) -> int:
+    """Read a token count from a foreign record: ints (and integral floats) pass, anything else is 0."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(value, 0)
+    if isinstance(value, float) and value.is_integer():
+        return max(int(value), 0)
+    return 0
+
+
+def _type_name(value: Any) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
+# --------------------------------------------------------------------------- small converters
+
+
+def parse_timestamp(value: Any) -> float | None:
+    """Unix time from an ISO 8601 string (``Z`` and any fraction length accepted) or a number."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        # Milliseconds since the epoch are common in JS-written logs.
+        return float(value) / 1000.0 if value > 1e11 else float(value)
+    if not isinstance(value, str) or not value:
+        return None
+    text = value.strip().replace("Z", "+00:00").replace("z", "+00:00")
+    # Python 3.10's fromisoformat wants exactly 3 or 6 fraction digits.
+    text = re.sub(r"\.(\d+)", lambda m: "." + (m.group(1) + "000000")[:6], text, count=1)
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.timestamp()
+
+
+def parse_arguments(raw: Any) -> dict[str, JSONValue]:
+    """Tool-call arguments as a dict: a JSON object string is parsed, anything else is kept under ``_raw``."""
+    if isinstance(raw, dict):
+        return raw
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, str):
+        try:
+            parsed = json.loads(raw)
+        except (ValueError, RecursionError):
+            return {"_raw": raw}
+        return parsed if isinstance(parsed, dict) else {"_raw": raw}
+    return {"_raw": json.dumps(raw)}
+
+
+_DATA_URL = re.compile(r"^data:([\w.+/-]+)?(;[^,]*)?,", re.DOTALL)
+
+
+def binary_from_data_url(url: str) -> BinaryPart | None:
+    """Decode a ``data:`` URL into a :class:`BinaryPart` (``None`` when it is not one or not decodable)."""
+    match = _DATA_URL.match(url)
+    if match is None:
+        return None
+    payload = url[match.end() :]
+    params = match.group(2) or ""
+    try:
+        data = base64.b64decode(payload, validate=False) if ";base64" in params else payload.encode()
+    except (binascii.Error, ValueError):
+        return None
+    return BinaryPart(media_type=match.group(1) or "application/octet-stream", data=data)
+
+
+def binary_from_base64(media_type: str, data: str, name: str = "") -> BinaryPart | None:
+    """Decode base64 text into a :class:`BinaryPart` (``None`` when it is not base64)."""
+    try:
+        raw = base64.b64decode(data, validate=False)
+    except (binascii.Error, ValueError):
+        return None
+    return BinaryPart(media_type=media_type or "application/octet-stream", data=raw, name=name)
+
+
+def openai_content(content: Any, source: str, where: str) -> tuple[str, list[BinaryPart]]:
+    """Split an OpenAI Chat ``content`` (a string, null, or an array of parts) into text and binary parts.
+
+    Text parts are joined with newlines; ``data:`` image URLs become :class:`BinaryPart`; other image
+    URLs are kept as an ``[image: URL]`` marker so nothing the model saw silently disappears.
+    """
+    if content is None:
+        return "", []
+    if isinstance(content, str):
+        return content, []
+    items = as_list(content, source, f"{where}.content")
+    texts: list[str] = []
+    parts: list[BinaryPart] = []
+    for index, item in enumerate(items):
+        item = as_dict(item, source, f"{where}.content[{index}]")
+        if isinstance(item.get("text"), str):
+            texts.append(item["text"])
+            continue
+        image = item.get("image_url")
+        url = image.get("url") if isinstance(image, dict) else image
+        if isinstance(url, str):
+            part = binary_from_data_url(url)
+            if part is not None:
+                parts.append(part)
+            else:
+                texts.append(f"[image: {url}]")
+    return "\n".join(texts), parts
+
+
+def openai_tool_calls(raw: Any, source: str, where: str) -> list[ToolCall]:
+    """Read an OpenAI Chat ``tool_calls`` array (``{"id", "function": {"name", "arguments"}}``)."""
+    if raw is None:
+        return []
+    calls: list[ToolCall] = []
+    for index, item in enumerate(as_list(raw, source, f"{where}.tool_calls")):
+        here = f"{where}.tool_calls[{index}]"
+        item = as_dict(item, source, here)
+        function = as_dict(item.get("function"), source, f"{here}.function")
+        call_id = opt_str(item, "id", source, here)
+        if not call_id:
+            raise fail(source, f"{here}.id", "a tool call needs an id")
+        name = opt_str(function, "name", source, f"{here}.function")
+        calls.append(ToolCall(id=call_id, name=name, arguments=parse_arguments(function.get("arguments"))))
+    return calls
+
+
+def usage_fields_openai(usage: Mapping[str, Any]) -> dict[str, int]:
+    """Read usage from an OpenAI Chat style record (also LiteLLM's, which may add Anthropic cache keys).
+
+    ``prompt_tokens`` already counts cached tokens on OpenAI. LiteLLM's Anthropic mapping has
+    counted cache writes and reads in ``prompt_tokens`` in some versions and not in others, so when
+    the parts exceed the reported total the parts are added.
+    """
+    prompt = opt_int(usage.get("prompt_tokens", usage.get("input_tokens")))
+    details = usage.get("prompt_tokens_details")
+    cached = opt_int(details.get("cached_tokens")) if isinstance(details, Mapping) else 0
+    read = max(cached, opt_int(usage.get("cache_read_input_tokens")))
+    write = opt_int(usage.get("cache_creation_input_tokens"))
+    total = prompt if prompt >= read + write else prompt + read + write
+    output = opt_int(usage.get("completion_tokens", usage.get("output_tokens")))
+    return {"input_tokens": total, "output_tokens": output, "cache_read": read, "cache_write": write}
+
+
+def usage_fields_anthropic(usage: Mapping[str, Any]) -> dict[str, int]:
+    """Read usage from an Anthropic Messages record (its ``input_tokens`` excludes cache reads/writes)."""
+    read = opt_int(usage.get("cache_read_input_tokens"))
+    write = opt_int(usage.get("cache_creation_input_tokens"))
+    total = opt_int(usage.get("input_tokens")) + read + write
+    return {
+        "input_tokens": total,
+        "output_tokens": opt_int(usage.get("output_tokens")),
+        "cache_read": read,
+        "cache_write": write,
+    }

@@ -1,0 +1,321 @@
+"""Codex CLI rollout JSONL (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
+
+Each line is ``{"timestamp": ..., "type": ..., "payload": {...}}`` with ``type`` one of
+``session_meta``, ``response_item``, ``turn_context``, ``event_msg`` and ``compacted``. Older rollouts
+(before the envelope) hold a meta line and bare response items; both are read. The mapping:
+
+- ``session_meta``: ``base_instructions.text`` → system :class:`Instruction`; ids, cwd, CLI version →
+  ``metadata``.
+- ``response_item`` ``message``: ``developer``/``system`` → :class:`Instruction`; ``user`` →
+  :class:`UserMessage`, except the harness's injected context (``<user_instructions>``,
+  ``<environment_context>``, ``# AGENTS.md instructions``) which becomes a developer
+  :class:`Instruction`; ``assistant`` → :class:`AssistantMessage`.
+- ``reasoning`` (summary or full text, ``encrypted_content`` kept as the signature), ``function_call``,
+  ``custom_tool_call`` and ``local_shell_call`` of one model response are merged into that response's
+  :class:`AssistantMessage`. A response ends at its ``token_count`` event (or, in rollouts without
+  usage, at the next non-assistant item).
+- ``function_call_output`` / ``custom_tool_call_output`` → :class:`ToolResult`; the exit code is read
+  from the ``{"output", "metadata": {"exit_code"}}`` JSON form or an ``Exit code: N`` header.
+- ``event_msg`` ``token_count``: ``info.last_token_usage`` → :class:`UsageReport` right after the
+  response it belongs to (``input_tokens`` already includes ``cached_input_tokens``); repeated reports
+  with an unchanged running total are dropped. Other events mirror response items and are skipped.
+- ``compacted`` → :class:`Compaction` with the summary text and ``details.provider_side = true``.
+- ``web_search_call`` (a server-side tool with no recorded result) and ``ghost_snapshot`` are skipped
+  and counted in ``metadata["skipped"]``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ..events import BinaryPart, JSONValue, ThinkingBlock, ToolCall
+from ._builder import TranscriptBuilder
+from ._common import (
+    Transcript,
+    as_dict,
+    binary_from_data_url,
+    fail,
+    opt_int,
+    opt_str,
+    parse_arguments,
+    parse_timestamp,
+)
+from ._source import ImportOptions, SourceDocument
+
+_ENVELOPE_TYPES = frozenset({"session_meta", "response_item", "turn_context", "event_msg", "compacted"})
+ITEM_TYPES = frozenset(
+    {
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "web_search_call",
+        "ghost_snapshot",
+        "compaction",
+        "compaction_summary",
+    }
+)
+_ASSISTANT_ITEMS = frozenset({"reasoning", "function_call", "custom_tool_call", "local_shell_call"})
+_INJECTED_PREFIXES = ("<user_instructions>", "<environment_context>", "# AGENTS.md instructions")
+_EXIT_HEADER = re.compile(r"^(?:Exit code: |Process exited with code )(-?\d+)", re.MULTILINE)
+
+
+def load(doc: SourceDocument, options: ImportOptions) -> Transcript:
+    """Read a Codex CLI rollout file."""
+    if doc.is_jsonl:
+        records = doc.lines
+    elif isinstance(doc.document, dict):
+        records = ((1, doc.document),)
+    else:
+        raise fail(doc.path, "$", "expected Codex rollout JSON Lines (one object per line)")
+    builder = TranscriptBuilder(source=doc.path, format=options.format)
+    with_usage = any(_is_token_count(r) for _, r in records)
+    reader = _Reader(builder, doc.path, ends_at_usage=with_usage)
+    for number, record in records:
+        reader.read(number, record)
+    return builder.build()
+
+
+def _is_token_count(record: dict[str, Any]) -> bool:
+    payload = record.get("payload")
+    return record.get("type") == "event_msg" and isinstance(payload, dict) and payload.get("type") == "token_count"
+
+
+class _Reader:
+    def __init__(self, builder: TranscriptBuilder, source: str, *, ends_at_usage: bool) -> None:
+        self.builder = builder
+        self.source = source
+        self.ends_at_usage = ends_at_usage
+        self.model = ""
+        self.response: str | None = None
+        self.responses = 0
+        self.last_total: Any = None
+
+    def read(self, number: int, record: dict[str, Any]) -> None:
+        kind = _kind(record)
+        where = f"line {number}"
+        at = parse_timestamp(record.get("timestamp"))
+        if kind in _ENVELOPE_TYPES:
+            self._envelope(kind, as_dict(record.get("payload"), self.source, f"{where}: payload"), where, at)
+        elif kind in ITEM_TYPES and "payload" not in record:
+            self._item(record, where, at)
+        elif "record_type" in record or ("type" not in record and "id" in record and "timestamp" in record):
+            self.builder.skip("legacy-state")
+        else:
+            self.builder.unknown(str(kind))
+
+    def _envelope(self, kind: str, payload: dict[str, Any], where: str, at: float | None) -> None:
+        if kind == "response_item":
+            self._item(payload, f"{where}: payload", at)
+        elif kind == "event_msg":
+            self._event(payload, at)
+        elif kind == "turn_context":
+            self.model = str(payload.get("model") or self.model)
+            if self.model:
+                self.builder.metadata.setdefault("model", self.model)
+        elif kind == "session_meta":
+            self._meta(payload)
+        else:
+            self._compacted(payload, at)
+
+    # -- envelope kinds
+
+    def _meta(self, payload: dict[str, Any]) -> None:
+        for key in ("id", "cwd", "originator", "cli_version", "model_provider", "source"):
+            if isinstance(payload.get(key), str):
+                self.builder.metadata[f"session_{key}" if key == "id" else key] = payload[key]
+        base = payload.get("base_instructions")
+        text = base.get("text") if isinstance(base, dict) else base
+        if isinstance(text, str):
+            self.builder.instruction(text, role="system", source="codex base_instructions")
+
+    def _compacted(self, payload: dict[str, Any], at: float | None) -> None:
+        self.response = None
+        details: dict[str, JSONValue] = {"provider_side": True}
+        history = payload.get("replacement_history")
+        if isinstance(history, list):
+            details["replacement_history_items"] = len(history)
+            retained = [
+                _message_text(item)[0]
+                for item in history
+                if isinstance(item, dict) and item.get("type") == "message" and item.get("role") == "user"
+            ]
+            details["retained_user_messages"] = [t for t in retained if t and not t.startswith(_INJECTED_PREFIXES)]
+            if any(isinstance(i, dict) and i.get("type") in ("compaction", "compaction_summary") for i in history):
+                details["encrypted"] = True
+        message = payload.get("message")
+        self.builder.compaction(message if isinstance(message, str) else "", details=details, at=at)
+
+    def _event(self, payload: dict[str, Any], at: float | None) -> None:
+        kind = payload.get("type")
+        if kind != "token_count":
+            self.builder.skip(f"event_msg:{kind}")
+            return
+        info = payload.get("info")
+        if isinstance(info, dict):
+            last, total = info.get("last_token_usage"), info.get("total_token_usage")
+        else:
+            last, total = (payload, None) if "input_tokens" in payload else (None, None)
+        if not isinstance(last, dict) or (total is not None and total == self.last_total):
+            # Rate-limit-only updates and repeats of the same running total carry no new call.
+            self.builder.skip("event_msg:token_count")
+            return
+        self.last_total = total
+        if isinstance(total, dict):
+            self.builder.metadata["usage_totals"] = {
+                "input_tokens": opt_int(total.get("input_tokens")),
+                "output_tokens": opt_int(total.get("output_tokens")),
+                "cache_read_tokens": opt_int(total.get("cached_input_tokens")),
+            }
+        fields = {
+            "input_tokens": opt_int(last.get("input_tokens")),
+            "output_tokens": opt_int(last.get("output_tokens")),
+            "cache_read": opt_int(last.get("cached_input_tokens")),
+        }
+        self.builder.usage(fields, model=self.model, key=self.response)
+        self.response = None
+
+    # -- response items
+
+    def _key(self) -> str:
+        if self.response is None:
+            self.responses += 1
+            self.response = f"response:{self.responses}"
+        return self.response
+
+    def _item(self, item: dict[str, Any], where: str, at: float | None) -> None:
+        kind = _kind(item)
+        if kind == "message":
+            self._message(item, where, at)
+        elif kind in _ASSISTANT_ITEMS:
+            self._assistant_item(item, where, at)
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            if not self.ends_at_usage:
+                self.response = None
+            self._output(item, where, at)
+        elif kind in ITEM_TYPES:
+            self.builder.skip(kind)
+        else:
+            self.builder.unknown(f"response_item:{kind}")
+
+    def _message(self, item: dict[str, Any], where: str, at: float | None) -> None:
+        role = opt_str(item, "role", self.source, where)
+        text, parts = _message_text(item)
+        if role == "assistant":
+            self.builder.assistant(text=text, model=self.model, key=self._key(), at=at)
+            return
+        self.response = None
+        if role in ("developer", "system"):
+            self.builder.instruction(text, role=role, source=f"codex {role} message", at=at)
+        elif role == "user" and text.lstrip().startswith(_INJECTED_PREFIXES):
+            self.builder.instruction(text, role="developer", source="codex injected context", at=at)
+        elif role == "user":
+            self.builder.user(text, parts=parts, at=at)
+        else:
+            raise fail(self.source, f"{where}.role", f"unknown message role {role!r}")
+
+    def _assistant_item(self, item: dict[str, Any], where: str, at: float | None) -> None:
+        kind = item.get("type")
+        if kind == "reasoning":
+            block = _reasoning(item)
+            if block is not None:
+                self.builder.assistant(thinking=[block], model=self.model, key=self._key(), at=at)
+            return
+        call_id = item.get("call_id") or item.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            raise fail(self.source, f"{where}.call_id", "a tool call needs a call_id")
+        if kind == "function_call":
+            call = ToolCall(
+                id=call_id, name=str(item.get("name") or ""), arguments=parse_arguments(item.get("arguments"))
+            )
+        elif kind == "custom_tool_call":
+            call = ToolCall(
+                id=call_id,
+                name=str(item.get("name") or ""),
+                arguments={"input": str(item.get("input") or "")},
+            )
+        else:
+            action = item.get("action")
+            call = ToolCall(id=call_id, name="local_shell", arguments=action if isinstance(action, dict) else {})
+        self.builder.assistant(tool_calls=[call], model=self.model, key=self._key(), at=at)
+
+    def _output(self, item: dict[str, Any], where: str, at: float | None) -> None:
+        call_id = opt_str(item, "call_id", self.source, where)
+        output = item.get("output")
+        success: Any = None
+        parts: list[BinaryPart] = []
+        if isinstance(output, dict):
+            success = output.get("success")
+            output = output.get("content")
+        if isinstance(output, list):
+            text, parts = _content_text(output)
+        elif isinstance(output, str):
+            text = output
+        elif output is None:
+            text = ""
+        else:
+            raise fail(self.source, f"{where}.output", "expected a string or an array of content items")
+        exit_code = _exit_code(text)
+        is_error = success is False or (exit_code is not None and exit_code != 0)
+        self.builder.tool_result(call_id, text, is_error=is_error, exit_code=exit_code, parts=parts, where=where, at=at)
+
+
+def _kind(record: dict[str, Any]) -> str:
+    kind = record.get("type")
+    return kind if isinstance(kind, str) else ""
+
+
+def _message_text(item: dict[str, Any]) -> tuple[str, list[BinaryPart]]:
+    content = item.get("content")
+    if isinstance(content, str):
+        return content, []
+    return _content_text(content if isinstance(content, list) else [])
+
+
+def _content_text(content: list[Any]) -> tuple[str, list[BinaryPart]]:
+    texts: list[str] = []
+    parts: list[BinaryPart] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif isinstance(block.get("image_url"), str):
+            part = binary_from_data_url(block["image_url"])
+            if part is not None:
+                parts.append(part)
+            else:
+                texts.append(f"[image: {block['image_url']}]")
+    return "\n".join(texts), parts
+
+
+def _reasoning(item: dict[str, Any]) -> ThinkingBlock | None:
+    def texts(key: str) -> list[str]:
+        value = item.get(key)
+        blocks = value if isinstance(value, list) else []
+        return [b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)]
+
+    text = "\n\n".join(texts("content") or texts("summary"))
+    signature = item.get("encrypted_content")
+    signature = signature if isinstance(signature, str) else ""
+    if not text and not signature:
+        return None
+    return ThinkingBlock(text=text, signature=signature)
+
+
+def _exit_code(text: str) -> int | None:
+    if text.startswith("{"):
+        try:
+            parsed = json.loads(text)
+        except (ValueError, RecursionError):
+            parsed = None
+        meta = parsed.get("metadata") if isinstance(parsed, dict) else None
+        if isinstance(meta, dict) and isinstance(meta.get("exit_code"), int):
+            return int(meta["exit_code"])
+    match = _EXIT_HEADER.search(text[:200])
+    return int(match.group(1)) if match else None

@@ -1,0 +1,606 @@
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contextwarden.cli import main
+from contextwarden.errors import ImportFormatError, UsageError
+from contextwarden.events import (
+    AssistantMessage,
+    Compaction,
+    Event,
+    Instruction,
+    ToolResult,
+    UsageReport,
+    UserMessage,
+)
+from contextwarden.importers import (
+    FORMATS,
+    ImportOptions,
+    SourceDocument,
+    Transcript,
+    detect_format,
+    load_transcript,
+)
+from contextwarden.store import open_store
+
+DATA = Path(__file__).parent / "data" / "transcripts"
+BUNDLED = Path(str(resources.files("contextwarden") / "data" / "trajectories"))
+SWE = BUNDLED / "swe-agent"
+OPENHANDS = BUNDLED / "openhands"
+
+SAMPLES = [
+    *sorted(SWE.glob("*.traj")),
+    *sorted(OPENHANDS.glob("*.json")),
+    *sorted(p for p in DATA.glob("*/*") if p.parent.name != "malformed" and p.name != "README.md"),
+]
+
+
+def _of(events: tuple[Event, ...], kind: type[Any]) -> list[Any]:
+    return [e for e in events if isinstance(e, kind)]
+
+
+# --------------------------------------------------------------------------- invariants on every sample
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.name)
+def test_every_tool_result_follows_its_call_and_usage_follows_its_response(path: Path) -> None:
+    transcript = load_transcript(path)
+    assert transcript.events, "a sample imports to something"
+    calls: dict[str, str] = {}
+    for index, event in enumerate(transcript.events):
+        assert event.seq == 0 and event.session_id == ""
+        if isinstance(event, AssistantMessage):
+            for call in event.tool_calls:
+                assert call.id not in calls, f"call id {call.id} used twice"
+                calls[call.id] = call.name
+        elif isinstance(event, ToolResult):
+            assert event.call_id in calls, f"orphan result {event.call_id}"
+            assert event.tool_name == calls[event.call_id]
+        elif isinstance(event, UsageReport) and event.response_event_id:
+            previous = transcript.events[index - 1]
+            assert isinstance(previous, AssistantMessage) and previous.id == event.response_event_id
+            assert event.input_tokens >= event.cache_read_tokens + event.cache_write_tokens
+    results = [e.call_id for e in _of(transcript.events, ToolResult)]
+    assert len(results) == len(set(results)), "one result per call"
+
+
+# --------------------------------------------------------------------------- SWE-agent (real)
+
+
+def test_swe_agent_text_actions_become_tool_calls_with_stable_ids() -> None:
+    transcript = load_transcript(SWE / "gpt4__pydicom-1458.traj")
+    assert transcript.format == "swe-agent"
+    events = transcript.events
+    instructions = _of(events, Instruction)
+    assert instructions[0].source == "swe-agent system prompt"
+    assert instructions[1].source == "swe-agent demonstration"
+    assert "Here is a demonstration" in instructions[1].text
+    users = _of(events, UserMessage)
+    assert len(users) == 1 and "Pixel Representation attribute should be optional" in users[0].text
+    assistants = _of(events, AssistantMessage)
+    assert [a.tool_calls[0].id for a in assistants] == [f"call-{n}" for n in range(1, 13)]
+    first = assistants[0]
+    assert first.tool_calls[0].name == "create"
+    assert first.tool_calls[0].arguments == {"command": "create reproduce_bug.py"}
+    assert first.text.startswith("First, I'll create a new Python script") and "```" not in first.text
+    assert assistants[-1].tool_calls[0].name == "submit"
+    results = _of(events, ToolResult)
+    assert len(results) == 11 and results[0].call_id == "call-1" and results[0].tool_name == "create"
+    assert results[0].output.startswith("[File: /pydicom__pydicom/reproduce_bug.py (1 lines total)]")
+    assert transcript.metadata["unanswered_calls"] == 1  # the final submit: the model never saw its output
+    assert transcript.metadata["usage_totals"] == {
+        "input_tokens": 122612,
+        "output_tokens": 1369,
+        "api_calls": 12,
+        "cost_usd": 1.26719,
+    }
+    assert not _of(events, UsageReport), "run totals are not invented into per-call usage"
+
+
+def test_swe_agent_function_calling_keeps_call_ids_and_renames_reused_ones() -> None:
+    transcript = load_transcript(SWE / "function_calling__marshmallow-1867.traj")
+    assistants = _of(transcript.events, AssistantMessage)
+    results = _of(transcript.events, ToolResult)
+    assert len(assistants) == len(results) == 11
+    assert assistants[0].tool_calls[0].id == "call_cyI71DYnRdoLHWwtZgIaW2wr"
+    assert assistants[0].tool_calls[0].arguments == {"filename": "reproduce.py"}
+    # The trajectory reuses call ids; each call still gets its own result, in order.
+    assert [r.call_id for r in results] == [a.tool_calls[0].id for a in assistants]
+    assert assistants[3].tool_calls[0].id == "call_5iDdbOYybq7L19vqXmR0DPaU-2"
+    assert transcript.metadata["renamed_call_ids"] == 5
+    assert "unanswered_calls" not in transcript.metadata
+    assert transcript.warnings == ()
+    assert results[-1].tool_name == "submit"
+
+
+def test_swe_agent_zero_model_stats_are_not_reported_as_usage() -> None:
+    transcript = load_transcript(SWE / "ctf__BabyEncryption.traj")
+    assert "usage_totals" not in transcript.metadata
+    names = Counter(c.name for a in _of(transcript.events, AssistantMessage) for c in a.tool_calls)
+    assert names["edit"] == 6 and names["python"] == 4 and names["submit"] == 1
+
+
+# --------------------------------------------------------------------------- OpenHands (real)
+
+
+def test_openhands_maps_model_responses_observations_and_usage() -> None:
+    transcript = load_transcript(OPENHANDS / "basic.json")
+    assert transcript.format == "openhands"
+    kinds = [e.kind for e in transcript.events]
+    assert kinds == ["user", "assistant", "usage", "tool_result", "assistant", "usage"]
+    user, call_message, usage, result, finish, _ = transcript.events
+    assert isinstance(user, UserMessage) and user.text.startswith("Please create a simple 2048 game")
+    assert isinstance(call_message, AssistantMessage)
+    assert call_message.text.startswith("I'll help you create a simple 2048 game")
+    assert call_message.tool_calls[0].id == "toolu_017nBp7UfiGqyrA7j77HgtFP"
+    assert call_message.tool_calls[0].arguments["path"] == "/workspace/game_2048.py"
+    assert isinstance(usage, UsageReport)
+    assert (usage.input_tokens, usage.output_tokens, usage.cache_write_tokens) == (3486, 1135, 3482)
+    assert usage.model == "claude-3-5-sonnet-20241022"
+    assert isinstance(result, ToolResult) and result.tool_name == "str_replace_editor"
+    assert result.output == "File created successfully at: /workspace/game_2048.py"
+    assert isinstance(finish, AssistantMessage) and not finish.tool_calls
+    assert finish.text.startswith("I've created a simple implementation of the 2048 game")
+
+
+def test_openhands_command_observations_carry_exit_codes() -> None:
+    transcript = load_transcript(OPENHANDS / "basic_gui_mode.json")
+    results = _of(transcript.events, ToolResult)
+    first_run, server = results[0], results[-1]
+    assert first_run.exit_code == 0 and not first_run.is_error
+    assert "[Command finished with exit code 0]" in first_run.output
+    assert server.exit_code == -1 and server.is_error  # timed out, still running
+    assert server.output.startswith("Serving HTTP on 0.0.0.0 port 8000")
+    assert transcript.metadata["skipped"] == {
+        "action:change_agent_state": 1,
+        "observation:agent_state_changed": 4,
+        "observation:null": 3,
+    }
+    usage = _of(transcript.events, UsageReport)
+    assert [u.cache_read_tokens for u in usage] == [0, 3435, 3595, 4763]
+
+
+# --------------------------------------------------------------------------- Claude Code
+
+
+def test_claude_code_session_merges_blocks_and_reads_usage() -> None:
+    transcript = load_transcript(DATA / "claude-code" / "session.jsonl")
+    assert transcript.format == "claude-code"
+    kinds = [e.kind for e in transcript.events]
+    assert kinds == [
+        "user", "assistant", "usage", "tool_result", "assistant", "usage", "tool_result", "tool_result",
+        "compaction", "user", "assistant", "usage",
+    ]  # fmt: skip
+    first = transcript.events[1]
+    assert isinstance(first, AssistantMessage)
+    assert first.text == "Let me run the failing test first."
+    assert first.thinking[0].text.startswith("Start by running") and first.thinking[0].signature
+    assert [c.name for c in first.tool_calls] == ["Bash"]
+    assert first.model == "claude-sonnet-4-20250514" and first.stop_reason == "tool_use"
+    usage = transcript.events[2]
+    assert isinstance(usage, UsageReport)
+    assert (usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens) == (
+        4 + 2210 + 14877,
+        14877,
+        2210,
+    )
+    assert usage.output_tokens == 187 and usage.request_id == "req_011CS7pXb2"
+    failed = transcript.events[3]
+    assert isinstance(failed, ToolResult) and failed.is_error and failed.exit_code == 1
+    parallel = transcript.events[4]
+    assert isinstance(parallel, AssistantMessage) and [c.name for c in parallel.tool_calls] == [
+        "Read",
+        "Grep",
+    ]
+    grep = transcript.events[7]
+    assert isinstance(grep, ToolResult) and grep.output.startswith("cart.py:9:") and grep.exit_code is None
+    later = transcript.events[9]
+    assert isinstance(later, UserMessage) and later.text == "Also keep the rounding to two decimals."
+    assert later.parts[0].media_type == "image/png" and later.parts[0].data.startswith(b"\x89PNG")
+    assert transcript.metadata["title"] == "Fix failing discount test in cart module"
+    assert transcript.metadata["skipped"] == {"file-history-snapshot": 1, "summary": 1}
+    assert any("sidechain" in w for w in transcript.warnings)
+
+
+def test_claude_code_compaction_becomes_a_compaction_event() -> None:
+    transcript = load_transcript(DATA / "claude-code" / "session.jsonl")
+    compaction = _of(transcript.events, Compaction)[0]
+    assert compaction.summary.startswith("This session is being continued from a previous conversation")
+    assert compaction.details == {"provider_side": True, "trigger": "auto", "pre_tokens": 167342}
+    position = transcript.events.index(compaction) + 1
+    assert compaction.covered_to_seq == position - 1 and compaction.first_kept_seq == position + 1
+
+
+def test_claude_code_rewound_branch_is_left_out() -> None:
+    transcript = load_transcript(DATA / "claude-code" / "rewound.jsonl")
+    texts = [e.text for e in transcript.events if isinstance(e, (UserMessage, AssistantMessage))]
+    assert texts == [
+        "Add a health endpoint.",
+        "Which database should the health check ping?",
+        "PostgreSQL.",
+        "OK, pinging PostgreSQL.",
+    ]
+    assert any("abandoned branches" in w for w in transcript.warnings)
+
+
+def test_claude_code_stream_json() -> None:
+    transcript = load_transcript(DATA / "claude-code" / "stream.jsonl")
+    assert transcript.format == "claude-code"
+    assert transcript.metadata["variant"] == "stream-json"
+    assert transcript.metadata["usage_totals"]["cost_usd"] == 0.0123
+    assert transcript.metadata["tools"][:2] == ["Task", "Bash"]
+    assistants = _of(transcript.events, AssistantMessage)
+    assert assistants[0].text == "I'll count the Python files." and assistants[0].tool_calls[0].name == "Bash"
+    assert assistants[-1].text == "There are 7 Python files."
+    assert "(subagent work)" not in [a.text for a in assistants]
+    usage = _of(transcript.events, UsageReport)
+    assert [u.output_tokens for u in usage] == [75, 11]
+
+
+# --------------------------------------------------------------------------- Codex
+
+
+def test_codex_rollout_maps_items_usage_and_compaction() -> None:
+    transcript = load_transcript(DATA / "codex" / "rollout.jsonl")
+    assert transcript.format == "codex"
+    events = transcript.events
+    instructions = _of(events, Instruction)
+    assert instructions[0].role == "system" and instructions[0].text.startswith("You are Codex")
+    assert [i.role for i in instructions[1:]] == ["developer", "developer"]
+    assert instructions[1].text.startswith("<user_instructions>")
+    users = _of(events, UserMessage)
+    assert [u.text for u in users] == [
+        "parse_date fails on ISO week dates like 2024-W05-2. Fix it.",
+        "Keep the old behaviour for plain dates, and do not touch vendor/.",
+    ]
+    assistants = _of(events, AssistantMessage)
+    assert len(assistants) == 5
+    assert assistants[0].thinking[0].text.startswith("**Locating parse_date**")
+    assert assistants[0].thinking[0].signature == "gAAAAABoy8Zq1xS1-reasoning-opaque-1"
+    assert assistants[0].tool_calls[0].arguments["command"] == ["bash", "-lc", 'rg -n "def parse_date"']
+    patch = assistants[2].tool_calls[0]
+    assert patch.name == "apply_patch" and patch.arguments["input"].startswith("*** Begin Patch")
+    assert all(a.model == "gpt-5-codex" for a in assistants)
+    usage = _of(events, UsageReport)
+    assert [(u.input_tokens, u.cache_read_tokens, u.output_tokens) for u in usage] == [
+        (5120, 3072, 210),
+        (5410, 5120, 64),
+        (5703, 5376, 301),
+        (6050, 5632, 40),  # its repeat with an unchanged running total is dropped
+        (2310, 0, 122),
+    ]
+    results = _of(events, ToolResult)
+    assert [(r.exit_code, r.is_error) for r in results] == [(0, False), (0, False), (0, False), (2, True)]
+    compaction = _of(events, Compaction)[0]
+    assert compaction.summary.startswith("Task: make parse_date accept ISO week dates")
+    assert compaction.details == {"provider_side": True}
+    assert transcript.warnings == ("skipped 1 record(s) of unknown type 'future_record_kind'",)
+    assert transcript.metadata["usage_totals"]["input_tokens"] == 5120 + 5410 + 5703 + 6050 + 2310
+
+
+def test_codex_legacy_rollout() -> None:
+    transcript = load_transcript(DATA / "codex" / "legacy.jsonl")
+    assert transcript.format == "codex"
+    assert [e.kind for e in transcript.events] == ["user", "assistant", "tool_result", "assistant"]
+    result = transcript.events[2]
+    assert isinstance(result, ToolResult) and result.tool_name == "shell" and result.exit_code == 0
+
+
+# --------------------------------------------------------------------------- mini-swe-agent and chat logs
+
+
+def test_mini_swe_agent_commands_and_observations() -> None:
+    transcript = load_transcript(DATA / "mini-swe-agent" / "slugify.traj.json")
+    assert transcript.format == "mini-swe-agent"
+    assistants = _of(transcript.events, AssistantMessage)
+    assert assistants[0].text == "THOUGHT: Let me find the slugify implementation."
+    assert assistants[0].tool_calls[0].id == "call-1" and assistants[0].tool_calls[0].name == "bash"
+    assert assistants[0].tool_calls[0].arguments == {"command": 'grep -rn "def slugify" .'}
+    results = _of(transcript.events, ToolResult)
+    assert [(r.call_id, r.exit_code, r.is_error) for r in results] == [
+        ("call-1", 0, False),
+        ("call-2", 1, True),
+    ]
+    usage = _of(transcript.events, UsageReport)
+    assert [(u.input_tokens, u.cache_read_tokens, u.cache_write_tokens) for u in usage] == [
+        (1843, 0, 1843),
+        (1960, 1843, 117),
+        (2102, 1960, 142),
+    ]
+    assert transcript.metadata["usage_totals"] == {"api_calls": 3, "cost_usd": 0.0154}
+    assert transcript.metadata["skipped"] == {"exit": 1}
+
+
+def test_openai_chat_with_extra_keys_parallel_calls_and_an_orphan() -> None:
+    transcript = load_transcript(DATA / "chat" / "openai.json")
+    assert transcript.format == "openai-chat"
+    assert transcript.metadata["model"] == "gpt-4.1-mini"
+    assert transcript.metadata["tools"][0]["function"]["name"] == "get_weather"
+    calls = _of(transcript.events, AssistantMessage)[0].tool_calls
+    assert calls[0].arguments == {"city": "Lyon"}
+    assert calls[1].arguments == {"_raw": '{"city": "Porto"'}  # unparseable arguments are kept verbatim
+    assert [r.call_id for r in _of(transcript.events, ToolResult)] == ["call_lyon01", "call_porto02"]
+    assert transcript.warnings == ("dropped a tool result for unknown call id 'call_unknown' at $.messages[5]",)
+    last = _of(transcript.events, UsageReport)[-1]
+    assert (last.input_tokens, last.cache_read_tokens, last.output_tokens) == (1180, 1024, 19)
+
+
+def test_openai_bare_list_and_legacy_function_calls() -> None:
+    bare = load_transcript(DATA / "chat" / "bare-list.json")
+    assert bare.format == "openai-chat"
+    assert [e.kind for e in bare.events] == ["user", "assistant", "user", "assistant"]
+    legacy = load_transcript(DATA / "chat" / "openai-functions.json")
+    call = _of(legacy.events, AssistantMessage)[0].tool_calls[0]
+    assert call.id == "function-call-1" and call.arguments == {"value": 3, "from": "mi", "to": "km"}
+    result = _of(legacy.events, ToolResult)[0]
+    assert result.call_id == "function-call-1" and result.output == "4.828"
+
+
+def test_anthropic_messages() -> None:
+    transcript = load_transcript(DATA / "chat" / "anthropic.json")
+    assert transcript.format == "anthropic-messages"
+    kinds = [e.kind for e in transcript.events]
+    assert kinds == [
+        "instruction", "user", "assistant", "usage", "tool_result", "user", "assistant", "tool_result",
+        "assistant",
+    ]  # fmt: skip
+    system = transcript.events[0]
+    assert isinstance(system, Instruction) and system.text == "You are a careful SRE assistant."
+    first = transcript.events[2]
+    assert isinstance(first, AssistantMessage) and first.thinking[0].signature == "ErUBCkYIBBgCIkB-sig"
+    usage = transcript.events[3]
+    assert isinstance(usage, UsageReport) and usage.input_tokens == 312 + 1450
+    steering = transcript.events[5]
+    assert isinstance(steering, UserMessage) and steering.text == "Don't delete anything without asking."
+    redacted = transcript.events[6]
+    assert isinstance(redacted, AssistantMessage) and redacted.thinking[0].text == ""
+    denied = transcript.events[7]
+    assert isinstance(denied, ToolResult) and denied.is_error and "Permission denied" in denied.output
+
+
+# --------------------------------------------------------------------------- detection
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        (SWE / "humanevalfix-python-0.traj", "swe-agent"),
+        (OPENHANDS / "basic.json", "openhands"),
+        (DATA / "claude-code" / "session.jsonl", "claude-code"),
+        (DATA / "claude-code" / "stream.jsonl", "claude-code"),
+        (DATA / "codex" / "rollout.jsonl", "codex"),
+        (DATA / "codex" / "legacy.jsonl", "codex"),
+        (DATA / "mini-swe-agent" / "slugify.traj.json", "mini-swe-agent"),
+        (DATA / "chat" / "openai.json", "openai-chat"),
+        (DATA / "chat" / "bare-list.json", "openai-chat"),
+        (DATA / "chat" / "anthropic.json", "anthropic-messages"),
+    ],
+    ids=lambda v: v.name if isinstance(v, Path) else v,
+)
+def test_detect_format(path: Path, expected: str) -> None:
+    assert detect_format(path) == expected
+
+
+def test_detection_reads_content_not_the_file_name(tmp_path: Path) -> None:
+    disguised = tmp_path / "notes.txt"
+    shutil.copy(DATA / "codex" / "rollout.jsonl", disguised)
+    assert detect_format(disguised) == "codex"
+    one_line = tmp_path / "one.json"
+    one_line.write_text((DATA / "claude-code" / "rewound.jsonl").read_text().splitlines()[0])
+    assert load_transcript(one_line).format == "claude-code"
+
+
+def test_messages_per_line_and_events_wrapper(tmp_path: Path) -> None:
+    lines = tmp_path / "chat.jsonl"
+    lines.write_text('{"role": "user", "content": "hi"}\n{"role": "assistant", "content": "hello"}\n')
+    assert [e.kind for e in load_transcript(lines).events] == ["user", "assistant"]
+    wrapped = tmp_path / "wrapped.json"
+    wrapped.write_text(json.dumps({"events": json.loads((OPENHANDS / "basic.json").read_text())}))
+    assert load_transcript(wrapped).format == "openhands"
+
+
+def test_format_can_be_forced(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
+    assert detect_format(plain) == "openai-chat"
+    assert load_transcript(plain, format="anthropic-messages").format == "anthropic-messages"
+    with pytest.raises(ImportFormatError, match=r"rollout\.jsonl: \$: expected an object"):
+        load_transcript(DATA / "codex" / "rollout.jsonl", format="swe-agent")
+    with pytest.raises(UsageError, match="unknown transcript format 'claude'"):
+        load_transcript(plain, format="claude")
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("bad-middle-line.jsonl", r"bad-middle-line\.jsonl: line 5 column 41: invalid JSON"),
+        ("bad-structure.json", r"bad-structure\.json: \$\.messages\[2\]: expected an object, got a string"),
+        ("truncated.traj.json", r"truncated\.traj\.json: line \d+ column \d+: invalid JSON"),
+        ("binary.bin", r"binary\.bin: binary data \(a NUL byte at offset 8\)"),
+        ("latin1.jsonl", r"latin1\.jsonl: not UTF-8 text \(invalid byte at offset 60\)"),
+        ("notes.txt", r"notes\.txt: not a JSON or JSON Lines transcript"),
+        ("empty.jsonl", r"empty\.jsonl: the file is empty"),
+        ("unknown.json", r"unknown\.json: not a transcript format contextwarden recognizes"),
+    ],
+)
+def test_malformed_files_name_the_file_and_the_place(name: str, message: str) -> None:
+    with pytest.raises(ImportFormatError, match=message):
+        load_transcript(DATA / "malformed" / name)
+
+
+def test_truncated_jsonl_keeps_what_is_complete() -> None:
+    whole = load_transcript(DATA / "claude-code" / "session.jsonl")
+    cut = load_transcript(DATA / "malformed" / "truncated.jsonl")
+    assert cut.warnings[0].startswith("dropped truncated last line 16 (")
+    assert [e.kind for e in cut.events] == [e.kind for e in whole.events][:-2]
+
+
+def test_a_cut_inside_a_utf8_character_is_a_truncation() -> None:
+    cut = load_transcript(DATA / "malformed" / "truncated-utf8.jsonl")
+    assert cut.warnings[0].startswith("dropped truncated last line 17 (")
+    assert len(cut.events) == len(load_transcript(DATA / "claude-code" / "session.jsonl").events)
+
+
+def test_deep_nesting_is_a_format_error(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(ImportFormatError, match="nested too deeply"):
+        load_transcript(deep)
+
+
+def test_transcript_text_is_data(tmp_path: Path) -> None:
+    hostile = "__import__('os').system('touch pwned') <script>alert(1)</script> \x00 \ud800"
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps([{"role": "user", "content": hostile}]))
+    event = load_transcript(path).events[0]
+    assert isinstance(event, UserMessage) and event.text == hostile
+    assert not (tmp_path / "pwned").exists()
+
+
+# Keys and words the importers look for, so random documents reach deep into every code path.
+# fmt: off
+_KEYS = [
+    "type", "role", "content", "message", "payload", "id", "call_id", "tool_calls", "function",
+    "arguments", "name", "usage", "history", "messages", "action", "observation", "args", "extras",
+    "tool_call_metadata", "tool_use_id", "text", "info", "extra", "output", "summary", "source",
+    "timestamp", "subtype", "isCompactSummary", "isSidechain", "parentUuid", "uuid", "model_response",
+    "choices", "last_token_usage", "total_token_usage", "input_tokens", "metadata", "exit_code",
+    "image_urls", "is_demo", "thought", "tool_call_ids", "tool_call_id", "replacement_history",
+    "base_instructions", "actions", "command", "encrypted_content", "input", "thinking", "signature",
+    "data", "image_url", "url", "events", "system", "model", "success",
+]
+_WORDS = [
+    "user", "assistant", "tool", "system", "developer", "text", "tool_use", "tool_result", "thinking",
+    "image", "base64", "message", "reasoning", "function_call", "function_call_output",
+    "custom_tool_call", "local_shell_call", "response_item", "event_msg", "token_count", "compacted",
+    "session_meta", "turn_context", "run", "edit", "error", "finish", "condensation", "agent",
+    "compact_boundary", "init", "result", "summary", "data:image/png;base64,iVBORw0KGgo=", "Exit",
+    "code", "1",
+]
+# fmt: on
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from(["", *_WORDS]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(_KEYS), inner, max_size=6),
+    max_leaves=30,
+)
+
+
+@pytest.mark.parametrize("format_name", list(FORMATS))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(document=_json)
+def test_foreign_shapes_give_a_transcript_or_a_format_error(format_name: str, document: Any) -> None:
+    # The importer itself, without load_transcript's safety net, so a crash here is a real bug.
+    docs = [SourceDocument(path="fuzz.json", document=document)]
+    if isinstance(document, dict):
+        docs.append(SourceDocument(path="fuzz.jsonl", lines=((1, document), (2, document)), is_jsonl=True))
+    for doc in docs:
+        try:
+            transcript = FORMATS[format_name](doc, ImportOptions(format=format_name))
+        except ImportFormatError as exc:
+            assert str(exc).startswith("fuzz.json")
+        else:
+            assert isinstance(transcript, Transcript)
+
+
+@settings(max_examples=300, deadline=None)
+@given(document=_json)
+def test_detection_of_foreign_shapes_never_crashes(document: Any) -> None:
+    from contextwarden.importers import _detect
+
+    docs = [SourceDocument(path="fuzz.json", document=document)]
+    if isinstance(document, dict):
+        docs.append(SourceDocument(path="fuzz.jsonl", lines=((1, document),), is_jsonl=True))
+    for doc in docs:
+        try:
+            name = _detect(doc)
+            FORMATS[name](doc, ImportOptions(format=name))
+        except ImportFormatError as exc:
+            assert str(exc).startswith("fuzz.json")
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_cli_import_stores_sessions_with_unique_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store_path = str(tmp_path / "sessions.db")
+    files = [str(SWE / "gpt4__test-repo-i1.traj"), str(DATA / "claude-code" / "session.jsonl")]
+    code, out, _ = _run(["import", "--store", store_path, *files, files[1]], capsys)
+    assert code == 0
+    assert "session gpt4__test-repo-i1 (swe-agent), 12 events" in out
+    assert "session session-2 (claude-code)" in out and "warning: skipped 1 sidechain" in out
+    store = open_store(store_path)
+    try:
+        assert sorted(s.id for s in store.list_sessions()) == ["gpt4__test-repo-i1", "session", "session-2"]
+        stored = store.read("session")
+        expected = load_transcript(files[1]).events
+        assert [e.kind for e in stored] == [e.kind for e in expected]
+        assert [e.seq for e in stored] == list(range(1, len(expected) + 1))
+        compaction = next(e for e in stored if isinstance(e, Compaction))
+        assert compaction.first_kept_seq == compaction.seq + 1
+        window = store.read_window("session")
+        assert [e.seq for e in window] == list(range(compaction.seq, len(expected) + 1))
+        info = store.get_session("session")
+        assert info.metadata["format"] == "claude-code"
+        assert info.metadata["transcript"]["title"] == "Fix failing discount test in cart module"
+    finally:
+        store.close()
+
+
+def test_cli_import_json_and_explicit_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store_path = str(tmp_path / "sessions.db")
+    files = [str(DATA / "codex" / "rollout.jsonl"), str(DATA / "chat" / "anthropic.json")]
+    code, out, _ = _run(["import", "--store", store_path, "--session", "run", "--json", *files], capsys)
+    assert code == 0
+    sessions = json.loads(out)["sessions"]
+    assert [(s["session_id"], s["format"]) for s in sessions] == [
+        ("run", "codex"),
+        ("run-2", "anthropic-messages"),
+    ]
+    assert sessions[0]["counts"]["usage"] == 5 and sessions[0]["events"] == 20
+    assert sessions[0]["warnings"] == ["skipped 1 record(s) of unknown type 'future_record_kind'"]
+    code, _, err = _run(["import", "--store", store_path, "--session", "run", files[0]], capsys)
+    assert code == 1 and "session 'run' already exists" in err
+
+
+def test_cli_import_stores_nothing_when_a_file_is_malformed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store_path = str(tmp_path / "sessions.db")
+    good, bad = str(DATA / "chat" / "openai.json"), str(DATA / "malformed" / "bad-middle-line.jsonl")
+    code, _, err = _run(["import", "--store", store_path, good, bad], capsys)
+    assert code == 1 and "bad-middle-line.jsonl: line 5" in err
+    store = open_store(store_path)
+    try:
+        assert store.list_sessions() == []
+    finally:
+        store.close()
+
+
+def test_cli_import_forced_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
+    code, out, _ = _run(
+        ["import", "--store", str(tmp_path / "s.db"), "--format", "anthropic-messages", "--json", str(plain)],
+        capsys,
+    )
+    assert code == 0 and json.loads(out)["sessions"][0]["format"] == "anthropic-messages"
