@@ -232,6 +232,23 @@ def test_claude_code_rewound_branch_is_left_out() -> None:
     assert any("abandoned branches" in w for w in transcript.warnings)
 
 
+def test_claude_code_parallel_results_beside_the_chain_are_kept() -> None:
+    transcript = load_transcript(DATA / "claude-code" / "parallel-siblings.jsonl")
+    assert [e.kind for e in transcript.events] == [
+        "user",
+        "assistant",
+        "usage",
+        "tool_result",
+        "tool_result",
+        "assistant",
+        "usage",
+    ]
+    merged = transcript.events[1]
+    assert isinstance(merged, AssistantMessage) and merged.text == "Reading both files."
+    assert [c.id for c in merged.tool_calls] == ["toolu_A", "toolu_B"]
+    assert transcript.warnings == ()
+
+
 def test_claude_code_stream_json() -> None:
     transcript = load_transcript(DATA / "claude-code" / "stream.jsonl")
     assert transcript.format == "claude-code"
@@ -377,6 +394,7 @@ def test_anthropic_messages() -> None:
         (OPENHANDS / "basic.json", "openhands"),
         (DATA / "claude-code" / "session.jsonl", "claude-code"),
         (DATA / "claude-code" / "stream.jsonl", "claude-code"),
+        (DATA / "claude-code" / "parallel-siblings.jsonl", "claude-code"),
         (DATA / "codex" / "rollout.jsonl", "codex"),
         (DATA / "codex" / "legacy.jsonl", "codex"),
         (DATA / "mini-swe-agent" / "slugify.traj.json", "mini-swe-agent"),

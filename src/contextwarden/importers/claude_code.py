@@ -94,33 +94,75 @@ def _active_branch(records: tuple[Record, ...], builder: TranscriptBuilder) -> t
     """Follow ``parentUuid`` back from the last message so rewound branches are left out."""
     if not any("parentUuid" in r for _, r in records):
         return records
-    by_uuid = {r["uuid"]: i for i, (_, r) in enumerate(records) if isinstance(r.get("uuid"), str)}
-    leaves = [i for i, (_, r) in enumerate(records) if r.get("type") in ("user", "assistant") and "uuid" in r]
-    if not leaves:
+    keep = _chain(records)
+    if keep is None:
+        builder.warn("the parentUuid chain is broken (lines lost or never written); using file order")
         return records
+    _attach_siblings(records, keep)
+    kept = tuple(r for i, r in enumerate(records) if i in keep or "uuid" not in r[1])
+    dropped = sum(1 for i, (_, r) in enumerate(records) if i not in keep and _is_message(r))
+    if dropped:
+        builder.warn(f"skipped {dropped} message record(s) on abandoned branches (rewound or edited turns)")
+    return kept
+
+
+def _is_message(record: dict[str, Any]) -> bool:
+    return record.get("type") in ("user", "assistant") and isinstance(record.get("uuid"), str)
+
+
+def _chain(records: tuple[Record, ...]) -> set[int] | None:
+    """Indexes on the path from the last message to its root (across compaction boundaries)."""
+    by_uuid = {r["uuid"]: i for i, (_, r) in enumerate(records) if isinstance(r.get("uuid"), str)}
+    leaves = [i for i, (_, r) in enumerate(records) if _is_message(r)]
     keep: set[int] = set()
-    current: int | None = leaves[-1]
+    current: int | None = leaves[-1] if leaves else None
     while current is not None and current not in keep:
         keep.add(current)
         record = records[current][1]
         parent = record.get("parentUuid") or record.get("logicalParentUuid")
-        if parent is None:
-            current = None
-        elif parent in by_uuid:
-            current = by_uuid[parent]
-        else:
-            # A broken chain (lines lost or never written): file order is the better guess.
-            builder.warn(f"parentUuid chain broken at line {records[current][0]}; using file order")
-            return records
-    kept = tuple(r for i, r in enumerate(records) if i in keep or "uuid" not in r[1])
-    dropped = sum(
-        1
-        for i, (_, r) in enumerate(records)
-        if i not in keep and r.get("type") in ("user", "assistant") and "uuid" in r
-    )
-    if dropped:
-        builder.warn(f"skipped {dropped} message record(s) on abandoned branches (rewound or edited turns)")
-    return kept
+        if parent is not None and not (isinstance(parent, str) and parent in by_uuid):
+            return None
+        current = by_uuid[parent] if parent is not None else None
+    return keep
+
+
+def _attach_siblings(records: tuple[Record, ...], keep: set[int]) -> None:
+    """Add records that hang off the chain as siblings rather than links.
+
+    Blocks of one response and the results of parallel tool calls may each point at their own
+    tool_use line, so they sit beside the chain, not on it; they are part of the live conversation.
+    """
+    blocks = [_blocks(r) for _, r in records]
+    kinds = [r.get("type") for _, r in records]
+    responses = {_message_id(r) for i, (_, r) in enumerate(records) if i in keep and kinds[i] == "assistant"}
+    responses.discard("")
+    for index, (_, record) in enumerate(records):
+        if kinds[index] == "assistant" and _message_id(record) in responses:
+            keep.add(index)
+    calls = {
+        b["id"]
+        for i in keep
+        if kinds[i] == "assistant"
+        for b in blocks[i]
+        if b.get("type") == "tool_use" and isinstance(b.get("id"), str)
+    }
+    for index in range(len(records)):
+        ids = [b.get("tool_use_id") for b in blocks[index] if b.get("type") == "tool_result"]
+        answered = bool(ids) and all(isinstance(i, str) and i in calls for i in ids)
+        if kinds[index] == "user" and answered and len(ids) == len(blocks[index]):
+            keep.add(index)
+
+
+def _blocks(record: dict[str, Any]) -> list[dict[str, Any]]:
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _message_id(record: dict[str, Any]) -> str:
+    message = record.get("message")
+    value = message.get("id") if isinstance(message, dict) else None
+    return value if isinstance(value, str) else ""
 
 
 class _Reader:
