@@ -11,9 +11,12 @@ from __future__ import annotations
 import functools
 import gzip
 import hashlib
-import importlib.resources
+import importlib.machinery
+import importlib.util
 import os
+import sys
 import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -49,19 +52,55 @@ _SLICE_CHARS: Final = 500_000
 Count = Callable[[str], int]
 
 
+def _bpe_openai_dir() -> Path:
+    """The installed bpe_openai package directory, found without importing the package."""
+    if sys.modules.get("bpe_openai", False) is None:
+        raise ImportError("bpe_openai is blocked in sys.modules")
+    spec = importlib.util.find_spec("bpe_openai")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("No module named 'bpe_openai'")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _bindings_module() -> Any:
+    """bpe-openai's compiled tokenizer module, loaded without running the package's ``__init__``.
+
+    Importing the package builds metadata for every encoding in Python, which takes seconds and
+    emits a DeprecationWarning; the compiled module needs none of it. It is registered under its
+    usual name, so a later ``import bpe_openai`` reuses it instead of initialising it twice.
+    """
+    loaded = sys.modules.get("bpe_openai._bindings")
+    if loaded is not None:
+        return loaded
+    if "bpe_openai" not in sys.modules:
+        directory = _bpe_openai_dir()
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = directory / f"_bindings{suffix}"
+            spec = importlib.util.spec_from_file_location("bpe_openai._bindings", path)
+            if path.is_file() and spec is not None and spec.loader is not None:
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                sys.modules["bpe_openai._bindings"] = module
+                return module
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from bpe_openai import _bindings
+    return _bindings
+
+
 def _bpe_openai_count(encoding: str) -> Count:
     """Load the fastest bpe-openai entry point for ``encoding``; ImportError when unavailable."""
     try:
-        from bpe_openai import _bindings
-
         # The Rust tokenizer's own count(): no size limit, no token list built.
-        counter: Count = _bindings.tokenizer_for_encoding(encoding).count
+        counter: Count = _bindings_module().tokenizer_for_encoding(encoding).count
         return counter
     except (ImportError, AttributeError):
         pass  # no bindings module of that shape: use the public, tiktoken-compatible API below
-    import bpe_openai
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import bpe_openai
 
-    enc = bpe_openai.get_encoding(encoding)
+        enc = bpe_openai.get_encoding(encoding)
 
     def count(text: str) -> int:
         total = 0
@@ -170,7 +209,7 @@ def seed_tiktoken_cache(cache_dir: str | os.PathLike[str] | None = None) -> list
     """
     directory = Path(cache_dir) if cache_dir is not None else _tiktoken_cache_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    data = importlib.resources.files("bpe_openai") / "data"
+    data = _bpe_openai_dir() / "data"
     written: list[Path] = []
     for encoding in ENCODINGS:
         target = directory / hashlib.sha1(_TIKTOKEN_URLS[encoding].encode()).hexdigest()
