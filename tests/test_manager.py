@@ -231,3 +231,23 @@ def test_property_prefix_stable_between_window_events_and_always_within_budget(a
             assert extends(now, previous)
         previous = now
     assert all(isinstance(e, ContextEditBatch) or not e.is_window_event for e in store.read("s"))
+
+
+def test_retrieval_reads_back_masked_output_and_is_bounded() -> None:
+    store = MemoryStore()
+    s = Session(store)
+    s.add(UserMessage(text="look"))
+    s.call("bash", "\n".join(f"row {i}" for i in range(1, 30_001)), command="cat big.csv")
+    manager = new_manager(store)
+    ctx = manager.build("s", model="gpt-4o", tools=TOOLS)
+    assert [t.name for t in ctx.tools][-2:] == ["read_range", "recall"]
+    artifact = store.read("s")[-1].id
+    assert artifact in ctx.messages[-1].text
+    answer = manager.retrieve("s", ToolCall(id="r1", name="read_range",
+                                            arguments={"artifact_id": artifact, "start_line": 15_000,
+                                                       "end_line": 15_002}))
+    assert "row 15001" in answer.output and "row 14998" not in answer.output
+    found = manager.retrieve("s", ToolCall(id="r2", name="recall", arguments={"query": "row 29999"}))
+    assert artifact in found.output
+    with pytest.raises(Exception, match="not a retrieval tool"):
+        manager.retrieve("s", ToolCall(id="r3", name="bash", arguments={}))

@@ -20,17 +20,29 @@ from typing import Protocol
 
 from .budget import BudgetPolicy
 from .context import Decision, Message, ModelContext, ToolDefinition
-from .errors import BudgetExceededError
-from .events import Compaction, ContextEditBatch, Event, UsageReport
+from .errors import BudgetExceededError, UsageError
+from .events import Compaction, ContextEditBatch, Event, ToolCall, ToolResult, UsageReport
 from .items import ContextItem
 from .models import ModelProfile, get_profile
 from .planner import Plan, PlannerSettings, plan
 from .policies.presets import CODING_TOOL_POLICIES, ToolPolicy
 from .projection import Projection, ProjectionConfig, message_tokens
 from .render.pairing import normalize_pairing
+from .retrieval import read_range, recall
 from .store._protocol import SessionStore
 from .tokens import TokenCounter, best_counter
+from .tools import READ_RANGE, RECALL, ToolSpec
 from .window import compaction_blocks, latest_compaction
+
+ToolLike = ToolDefinition | ToolSpec
+"""A tool as callers pass it: a neutral definition or a registry spec."""
+
+
+def _int(value: object, default: int) -> int:
+    try:
+        return int(value)  # type: ignore[call-overload, no-any-return]
+    except (TypeError, ValueError):
+        return default
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +61,11 @@ class ContextPolicy:
     """Reserve, safety margin, trigger."""
     compact: bool = True
     """Compact when reductions are not enough (needs a compactor on the manager)."""
+    retrieval_tools: bool = True
+    """Expose ``read_range`` and ``recall`` so evicted content can be read back (served by
+    :meth:`ContextManager.retrieve`)."""
+    retrieval_max_tokens: int = 4_000
+    """Cap of one retrieval answer."""
 
 
 class Compactor(Protocol):
@@ -133,14 +150,14 @@ class ContextManager:
         session_id: str,
         *,
         model: str | ModelProfile,
-        tools: Sequence[ToolDefinition] = (),
+        tools: Sequence[ToolLike] = (),
         policy: ContextPolicy | None = None,
     ) -> ModelContext:
         """Build the request for the session's next model call (see the module docstring)."""
         policy = policy or self.policy
         profile = model if isinstance(model, ModelProfile) else get_profile(model)
         projection = self.projection(session_id, policy=policy)
-        exposed = _exposed(tools, projection.exposed_tools)
+        exposed = _exposed(tools, projection.exposed_tools, retrieval=policy.retrieval_tools)
         fixed = self._fixed_tokens(projection.system, exposed)
         window_ids: list[str] = []
         budget = policy.budget.usable_input(profile, tool_schema_tokens=0)
@@ -207,6 +224,26 @@ class ContextManager:
             window_event_ids=window_ids,
         )
 
+    def retrieve(self, session_id: str, call: ToolCall, *, policy: ContextPolicy | None = None) -> ToolResult:
+        """Serve a ``read_range`` or ``recall`` call from the full log; the caller appends the result.
+
+        Eviction is not forgetting: masked, superseded and truncated outputs stay in the log, and
+        this reads them back (bounded like any tool output). It reads the whole log, on demand only.
+        """
+        policy = policy or self.policy
+        events = self.store.read(session_id)
+        args = call.arguments
+        if call.name == READ_RANGE.name:
+            text = read_range(events, str(args.get("artifact_id", "")), _int(args.get("start_line"), 1),
+                              _int(args.get("end_line"), 1), max_tokens=policy.retrieval_max_tokens,
+                              counter=self.counter, policies=policy.tool_policies)
+        elif call.name == RECALL.name:
+            text = recall(events, str(args.get("query", "")), counter=self.counter,
+                          max_tokens=policy.retrieval_max_tokens, policies=policy.tool_policies)
+        else:
+            raise UsageError(f"{call.name!r} is not a retrieval tool; expected read_range or recall")
+        return ToolResult(call_id=call.id, tool_name=call.name, output=text)
+
     def record_usage(self, session_id: str, usage: UsageReport) -> None:
         """Append a provider usage report (it anchors later size estimates)."""
         last = self.store.get_session(session_id).last_seq
@@ -224,11 +261,27 @@ def _tool_json(tool: ToolDefinition) -> str:
                       ensure_ascii=False, separators=(",", ":"))
 
 
-def _exposed(tools: Sequence[ToolDefinition], exposed: tuple[str, ...] | None) -> tuple[ToolDefinition, ...]:
-    if exposed is None:
-        return tuple(tools)
-    by_name = {t.name: t for t in tools}
-    return tuple(by_name[n] for n in exposed if n in by_name)
+def _definition(tool: ToolLike) -> ToolDefinition:
+    if isinstance(tool, ToolDefinition):
+        return tool
+    return ToolDefinition(name=tool.name, description=tool.description, parameters=dict(tool.parameters))
+
+
+def _exposed(tools: Sequence[ToolLike], exposed: tuple[str, ...] | None, *, retrieval: bool) -> tuple[
+        ToolDefinition, ...]:
+    """The tools of this request, in a stable order.
+
+    The caller's tools (filtered by the last recorded tool-set change) come first, then the
+    retrieval tools when enabled and not already offered.
+    """
+    chosen = [_definition(t) for t in tools]
+    if exposed is not None:
+        by_name = {t.name: t for t in chosen}
+        chosen = [by_name[n] for n in exposed if n in by_name]
+    if retrieval:
+        names = {t.name for t in chosen}
+        chosen += [_definition(t) for t in (READ_RANGE, RECALL) if t.name not in names]
+    return tuple(chosen)
 
 
 def _sections(items: Sequence[ContextItem], messages: Sequence[Message], counter: TokenCounter) -> dict[str, int]:
