@@ -135,19 +135,13 @@ def test_schema_tokens_count_the_sorted_openai_tools_json(registry: ToolRegistry
     }
     # order of the input does not change the cost; more tools cost more; none cost nothing
     assert registry.schema_tokens(reversed(names), COUNTER) == registry.schema_tokens(names, COUNTER)
-    assert registry.schema_tokens(registry.exposure("release"), COUNTER) > registry.schema_tokens(
-        names, COUNTER
-    )
+    assert registry.schema_tokens(registry.exposure("release"), COUNTER) > registry.schema_tokens(names, COUNTER)
     assert registry.schema_tokens([], COUNTER) == 0
 
 
 def test_schema_text_does_not_depend_on_key_insertion_order() -> None:
-    a = ToolSpec(
-        "t", "d", {"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "integer"}}}
-    )
-    b = ToolSpec(
-        "t", "d", {"properties": {"y": {"type": "integer"}, "x": {"type": "string"}}, "type": "object"}
-    )
+    a = ToolSpec("t", "d", {"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "integer"}}})
+    b = ToolSpec("t", "d", {"properties": {"y": {"type": "integer"}, "x": {"type": "string"}}, "type": "object"})
     ra, rb = ToolRegistry(include_builtins=False), ToolRegistry(include_builtins=False)
     ra.register(a)
     rb.register(b)

@@ -72,11 +72,7 @@ def _catalog_files(root: Path, home: Path) -> list[tuple[str, Path, Path | None]
     for base, within in ((root / PROJECT_DIR, root), (home, None)):
         skills, agents = base / "skills", base / "agents"
         if skills.is_dir():
-            found += [
-                ("skill", d / "SKILL.md", within)
-                for d in sorted(skills.iterdir())
-                if (d / "SKILL.md").exists()
-            ]
+            found += [("skill", d / "SKILL.md", within) for d in sorted(skills.iterdir()) if (d / "SKILL.md").exists()]
         if agents.is_dir():
             found += [("agent", f, within) for f in sorted(agents.glob("*.md"))]
     return found
@@ -98,9 +94,7 @@ def discover_catalog(root: Path, home: Path, notes: list[str]) -> list[CatalogEn
         if len(description) > _MAX_DESCRIPTION:
             description = description[: _MAX_DESCRIPTION - 1] + "…"
         # Project entries come first, so a global entry of the same name does not shadow them.
-        entries.setdefault(
-            (kind, name), CatalogEntry(kind=kind, name=name, description=description, path=str(path))
-        )
+        entries.setdefault((kind, name), CatalogEntry(kind=kind, name=name, description=description, path=str(path)))
     return sorted(entries.values(), key=lambda e: (e.kind != "skill", e.name, e.path))
 
 

@@ -64,9 +64,7 @@ def _load(home: Path | None) -> dict[str, TrustRecord]:
     records: dict[str, TrustRecord] = {}
     for key, value in projects.items():
         when = value.get("trusted_at", 0.0) if isinstance(value, dict) else 0.0
-        records[key] = TrustRecord(
-            path=key, trusted_at=float(when) if isinstance(when, (int, float)) else 0.0
-        )
+        records[key] = TrustRecord(path=key, trusted_at=float(when) if isinstance(when, (int, float)) else 0.0)
     return records
 
 

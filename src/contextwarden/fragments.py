@@ -117,9 +117,7 @@ class FragmentType:
         if self.role not in _ROLES:
             raise FragmentError(f"fragment type {self.name!r}: role must be one of {sorted(_ROLES)}")
         if self.frequency not in _FREQUENCIES:
-            raise FragmentError(
-                f"fragment type {self.name!r}: frequency must be one of {sorted(_FREQUENCIES)}"
-            )
+            raise FragmentError(f"fragment type {self.name!r}: frequency must be one of {sorted(_FREQUENCIES)}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -220,9 +218,7 @@ class FragmentRegistry:
     def _neutralize(self, body: str) -> str:
         # A body must not open or close any registered fragment: escape the '<' of such tags.
         if self._tag_pattern is None:
-            names = sorted(
-                {_tag_name(m) for t in self._types.values() for m in (t.start_marker, t.end_marker)}
-            )
+            names = sorted({_tag_name(m) for t in self._types.values() for m in (t.start_marker, t.end_marker)})
             alternatives = "|".join(re.escape(n) for n in names) or "(?!)"
             self._tag_pattern = re.compile(rf"<(/?)({alternatives})(?=[\s>/])", re.IGNORECASE)
         return self._tag_pattern.sub(r"&lt;\1\2", body)
@@ -312,9 +308,7 @@ BUILTIN_TYPES: tuple[FragmentType, ...] = (
         "Project rule files (AGENTS.md...), each in a <project_instructions path=...> section.",
         tag="project_context",
     ),
-    _builtin(
-        "skills_catalog", "developer", 2_000, "session", "Names, descriptions and paths of skills/agents."
-    ),
+    _builtin("skills_catalog", "developer", 2_000, "session", "Names, descriptions and paths of skills/agents."),
     _builtin(
         "additional_context",
         "developer",

@@ -163,9 +163,7 @@ def _pick_rule_file(directory: Path, names: tuple[str, ...]) -> Path | None:
     return None
 
 
-def _rule_candidates(
-    cwd: Path, root: Path, home: Path, options: InstructionOptions
-) -> list[tuple[Path, Path | None]]:
+def _rule_candidates(cwd: Path, root: Path, home: Path, options: InstructionOptions) -> list[tuple[Path, Path | None]]:
     found: list[tuple[Path, Path | None]] = []
     global_file = _pick_rule_file(home, options.rule_file_names)
     if global_file is not None:
@@ -228,9 +226,7 @@ def _load_rules(
     return files, omitted
 
 
-def _fit(
-    build: Callable[[int], str], cap: int, type_name: str, counter: TokenCounter | None
-) -> tuple[str, int]:
+def _fit(build: Callable[[int], str], cap: int, type_name: str, counter: TokenCounter | None) -> tuple[str, int]:
     """Build with the byte cap, then shrink it until the text fits the fragment type's token cap."""
     text = build(cap)
     if counter is None:
@@ -261,9 +257,7 @@ def _system_prompt(
                     "to load its .contextwarden/ files"
                 )
                 continue
-            read = read_text_file(
-                path, limit=options.max_system_bytes, within=root if directory == project else None
-            )
+            read = read_text_file(path, limit=options.max_system_bytes, within=root if directory == project else None)
             if read.text is None:
                 notes.append(str(read.note))
                 continue
@@ -277,8 +271,7 @@ def _system_prompt(
             found = dynamic_values(text)
             if found:
                 notes.append(
-                    f"{path} contains values that look dynamic {list(found)[:3]}: "
-                    "they break caching if they change"
+                    f"{path} contains values that look dynamic {list(found)[:3]}: they break caching if they change"
                 )
             sources.append(str(path))
             if name == "SYSTEM.md":
@@ -339,9 +332,7 @@ def assemble_system(
         project_rules, cap = _fit(build_rules, options.max_rule_bytes, "project_instructions", counter)
         notes += read_notes
         notes += [
-            f"cut {f.path} at {len(f.text.encode())} of {f.size} bytes (rule cap {cap})"
-            for f in files
-            if f.truncated
+            f"cut {f.path} at {len(f.text.encode())} of {f.size} bytes (rule cap {cap})" for f in files if f.truncated
         ]
         sources += [f.path for f in files]
 

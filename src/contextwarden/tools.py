@@ -220,9 +220,7 @@ class ToolRegistry:
         """Return ``current`` plus ``names`` (for example a tool the model looked up), in stable order."""
         return self.ordered([*current, *names])
 
-    def exposed_set_change(
-        self, old: Sequence[str], new: Iterable[str], *, reason: str = ""
-    ) -> ToolSetChange | None:
+    def exposed_set_change(self, old: Sequence[str], new: Iterable[str], *, reason: str = "") -> ToolSetChange | None:
         """Return the window event that switches the exposed tools from ``old`` to ``new``.
 
         ``None`` when the request would not change.
