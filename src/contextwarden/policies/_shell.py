@@ -102,6 +102,8 @@ class _Simple:
     reads: tuple[str, ...]
     writes: tuple[str, ...]
     cwd: str
+    piped: bool = False
+    """Reads the previous command's output (after ``|``)."""
 
 
 def _heredocs(command: str) -> tuple[str, list[str]]:
@@ -133,9 +135,17 @@ def _tokens(command: str) -> list[str]:
     lexer.whitespace_split = True
     lexer.commenters = ""
     try:
-        return list(lexer)
+        tokens = list(lexer)
     except ValueError:  # an unbalanced quote: fall back to plain words
-        return command.split()
+        tokens = command.split()
+    # A word starting with # comments out the rest of its line (newlines became ";").
+    out: list[str] = []
+    comment = False
+    for tok in tokens:
+        comment = (comment or tok.startswith("#")) and tok != ";"
+        if not comment:
+            out.append(tok)
+    return out
 
 
 def _unwrap(argv: list[str]) -> list[str]:
@@ -163,12 +173,18 @@ def _unwrap(argv: list[str]) -> list[str]:
     return argv
 
 
+def _is_shell_c(argv: list[str]) -> bool:
+    """``bash -c 'script'`` (also ``-lc``, ``-ec``...)."""
+    return len(argv) > 2 and posixpath.basename(argv[0]) in _SHELLS and argv[1].startswith("-") and "c" in argv[1][1:]
+
+
 def _simple_commands(command: str, cwd: str) -> tuple[list[_Simple], list[str]]:
     text, bodies = _heredocs(command)
     simples: list[_Simple] = []
     words: list[str] = []
     reads: list[str] = []
     writes: list[str] = []
+    piped = False
     tokens = _tokens(text)
     i = 0
     while i <= len(tokens):
@@ -178,13 +194,14 @@ def _simple_commands(command: str, cwd: str) -> tuple[list[_Simple], list[str]]:
             if argv and posixpath.basename(argv[0]) in ("cd", "pushd"):
                 target = next((a for a in argv[1:] if not a.startswith("-")), "")
                 cwd = norm_path(target, cwd) if target and target != "-" else cwd
-            elif argv and posixpath.basename(argv[0]) in _SHELLS and "-c" in "".join(argv[1:2]) and len(argv) > 2:
+            elif _is_shell_c(argv):
                 inner, inner_bodies = _simple_commands(argv[2], cwd)
                 simples.extend(inner)
                 bodies.extend(inner_bodies)
             elif argv or reads or writes:
-                simples.append(_Simple(tuple(argv), tuple(reads), tuple(writes), cwd))
+                simples.append(_Simple(tuple(argv), tuple(reads), tuple(writes), cwd, piped))
             words, reads, writes = [], [], []
+            piped = tok in ("|", "|&")
         elif tok in _WRITE_REDIRECTS or tok == "<":
             target = tokens[i + 1] if i + 1 < len(tokens) else ""
             if target and target not in _SEPARATORS and not target.startswith(_NULL_TARGETS):
@@ -341,7 +358,9 @@ def _one(simple: _Simple, bodies: list[str], open_file: str) -> list[Touch]:  # 
     elif name == "tee":
         touches += [Touch("file", norm_path(f, cwd), "write") for f in _positionals(args)]
     elif name == "perl" and any(a.startswith("-i") or re.fullmatch(r"-\w*i\w*", a) for a in args):
-        touches += [Touch("file", norm_path(f, cwd), "write") for f in _positionals(args, frozenset({"-e"}))[1:]]
+        files = _positionals(args, frozenset({"-e", "-pe", "-pie", "-ne"}))
+        inline = any(a in ("-e", "-pe", "-pie", "-ne") for a in args)
+        touches += [Touch("file", norm_path(f, cwd), "write") for f in (files if inline else files[1:])]
     elif name in ("patch", "apply_patch", "applypatch"):
         named = [f for body in bodies for f in patch_files(body)]
         if not named and name == "patch":
@@ -351,6 +370,8 @@ def _one(simple: _Simple, bodies: list[str], open_file: str) -> list[Touch]:  # 
         touches += [Touch("file", norm_path(f, cwd), "write") for f in named]
     elif name == "git":
         touches += _git(args, cwd, bodies)
+    elif name in _SEARCHERS and simple.piped:
+        pass  # filters the previous command's output: not a search of the workspace
     elif name in _SEARCHERS:
         touches += swe_agent_touches(name, args, cwd, open_file) or [Touch("search", " ".join(simple.argv), "read")]
     else:

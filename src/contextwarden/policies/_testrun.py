@@ -57,7 +57,11 @@ def _paths(targets: list[str], cwd: str) -> list[str]:
     return out
 
 
+_DJANGO_VALUE_OPTS = frozenset({"-v", "--verbosity", "--settings", "--parallel", "-k", "--tag", "--exclude-tag"})
+
+
 def _pytest(runner: str, args: tuple[str, ...], cwd: str) -> tuple[str, ...]:
+    value_opts = _DJANGO_VALUE_OPTS if runner in ("django", "runtests", "run_tests", "runtest") else _PYTEST_VALUE_OPTS
     targets: list[str] = []
     selector = ""
     skip_next = ""
@@ -66,7 +70,7 @@ def _pytest(runner: str, args: tuple[str, ...], cwd: str) -> tuple[str, ...]:
             if skip_next == "-k":
                 selector = f" -k {arg}"
             skip_next = ""
-        elif arg in _PYTEST_VALUE_OPTS:
+        elif arg in value_opts:
             skip_next = arg
         elif arg.startswith("-k") and len(arg) > 2:
             selector = f" -k {arg[2:]}"

@@ -272,12 +272,14 @@ class _Cutter:
             if not middle_errors:
                 errors = " The omitted part has no error-like lines (error, fail, exception, panic, non-zero exit)."
             elif len(picked) == middle_errors:
-                errors = f" Its {middle_errors:,} error-like line(s) are shown below with their line numbers."
-            else:
+                errors = f" Its {middle_errors:,} error-like line(s) are shown below, each with its line number."
+            elif picked:
                 errors = (
-                    f" It has {middle_errors:,} error-like lines; {len(picked):,} of them (the first and"
-                    " the last) are shown below with their line numbers."
+                    f" It has {middle_errors:,} error-like lines; {len(picked):,} of them, from its start and its"
+                    " end, are shown below, each with its line number."
                 )
+            else:
+                errors = f" It has {middle_errors:,} error-like lines; none fit here, so read them."
         return (
             f"[... output truncated: the full output is {self.size} and {self.lines:,} lines; shown here:"
             f" {self._shown(head, tail)}. Omitted: lines {a}-{b}.{errors} To read omitted lines call {call};"
