@@ -1,0 +1,30 @@
+"""Every Python example in the README runs, and the Quick start holds exactly two one-line commands."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def _blocks(lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+
+
+def test_readme_python_examples_run(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    blocks = _blocks("python")
+    assert blocks, "the README must show a library example"
+    for block in blocks:
+        exec(compile(block, str(README), "exec"), {"__name__": "readme_example"})
+
+
+def test_quick_start_is_two_single_line_commands() -> None:
+    text = README.read_text(encoding="utf-8")
+    quick = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"```bash\n(.*?)```", quick, flags=re.S)
+    assert len(commands) == 2
+    assert all(c.strip() and "\n" not in c.strip() for c in commands)
+    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
+    assert commands[1].strip() in ci
