@@ -2,6 +2,9 @@ from __future__ import annotations
 
 import re
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from contextwarden.events import (
     AssistantMessage,
     ContextEdit,
@@ -189,3 +192,16 @@ def test_swe_agent_scrolling_back_into_an_evicted_file_counts() -> None:
     s.mask(opened.id)
     s.tool("goto", "[File: a.py]\n", line_number=200)
     assert ReReadTracker.from_events(s.events).re_reads == 1
+
+
+@given(
+    start=st.integers(min_value=-5, max_value=400),
+    length=st.integers(min_value=-3, max_value=400),
+    limit=st.integers(min_value=1, max_value=600),
+)
+@settings(max_examples=150, deadline=None)
+def test_read_range_never_exceeds_its_limit(start: int, length: int, limit: int) -> None:
+    s = _Session()
+    result = s.tool("Bash", _log(300), command="make")
+    out = read_range(s.events, result.id, start, start + length, max_tokens=limit, counter=COUNTER)
+    assert COUNTER.count(out) <= limit or out.startswith("read_range: ")

@@ -243,3 +243,15 @@ def test_one_hundred_megabytes_are_bounded() -> None:
     assert not cut.original_tokens_exact and "(estimated)" in cut.text
     assert cut.original_lines == line_count(text)
     assert f"[line {half.count(chr(10)) + 1}] error[E0432]: unresolved import" in cut.text
+
+
+def test_error_lines_are_numbered_right_after_letters_that_lowercase_longer(exact: TokenCounter) -> None:
+    # "İ".lower() is two characters; the scan must not shift offsets.
+    lines = [f"İstanbul İzmir row {i} processed" for i in range(1_000)]
+    lines[600] = "FATAL: disk full while writing row 600"
+    lines[700] = "构建失败：找不到模块 parser"
+    lines[800] = "Killed"
+    cut = truncate_output("\n".join(lines), max_tokens=700, counter=exact, artifact_id="u")
+    assert "[line 601] FATAL: disk full while writing row 600" in cut.text
+    assert "[line 701] 构建失败：找不到模块 parser" in cut.text
+    assert "[line 801] Killed" in cut.text

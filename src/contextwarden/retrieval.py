@@ -129,9 +129,14 @@ def read_range(
         f" lines {first}-{last} of {total:,}{clipped}]\n"
     )
     selected = "\n".join(_lines(text)[first - 1 : last]) + "\n"
-    room = max(1, max_tokens - counter.count(header))
-    body = truncate_output(selected, max_tokens=room, counter=counter, artifact_id=artifact_id, first_line=first)
-    return header + body.text
+    room = max_tokens - counter.count(header)
+    if room >= 16:
+        body = truncate_output(selected, max_tokens=room, counter=counter, artifact_id=artifact_id, first_line=first)
+        answer = header + body.text
+        if counter.count(answer) <= max_tokens:
+            return answer
+    # A limit too small for the header, or a count that grew at the seam: bound the whole answer.
+    return truncate_output(header + selected, max_tokens=max_tokens, counter=counter, artifact_id=artifact_id).text
 
 
 # --------------------------------------------------------------------------- recall

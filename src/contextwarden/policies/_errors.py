@@ -31,6 +31,10 @@ _KEYWORDS: tuple[str, ...] = (
     "undefined reference",
     "timed out",
     "exit",
+    "killed",
+    "错误",
+    "失败",
+    "异常",
     "\u2717",  # ✗
     "\u2718",  # ✘
     "\u2715",  # ✕
@@ -45,7 +49,7 @@ _PRECISE = re.compile(
     | \bfatal\b | \bpanic(?:ked|s)?\b | \btraceback\b | \bassert(?:ion|ions)?\b
     | segmentation\ fault | core\ dumped | \babort(?:ed)?\b
     | command\ not\ found | no\ such\ file | permission\ denied | out\ of\ memory
-    | undefined\ reference | \btimed\ out\b
+    | undefined\ reference | \btimed\ out\b | \bkilled\b | 错误 | 失败 | 异常
     | non-zero\ exit | exit(?:ed)?(?:\ with)?\ (?:code|status)\s*[:=]?\s*-?[1-9]
     | [\u2717\u2718\u2715]
     """,

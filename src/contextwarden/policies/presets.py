@@ -14,6 +14,8 @@ Presets are plain tuples, so a new kind of agent is one line away::
 from __future__ import annotations
 
 import fnmatch
+import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -95,8 +97,13 @@ class ToolPolicy:
 
     def matches(self, tool_name: str) -> bool:
         """Whether the policy applies to ``tool_name`` (case-insensitive)."""
-        lowered = tool_name.lower()
-        return any(fnmatch.fnmatchcase(lowered, p.lower()) for p in self.patterns)
+        return _matcher(self.patterns).match(tool_name.lower()) is not None
+
+
+@functools.lru_cache(maxsize=512)
+def _matcher(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """One compiled regex for a policy's patterns (matching runs for every tool result)."""
+    return re.compile("|".join(f"(?:{fnmatch.translate(p.lower())})" for p in patterns))
 
 
 def _reclassified(policies: Sequence[ToolPolicy], command: str) -> ToolPolicy | None:
@@ -110,7 +117,7 @@ def _reclassified(policies: Sequence[ToolPolicy], command: str) -> ToolPolicy | 
         return None
     program = command_program(command).lower()
     same = [p for p in policies if p.category == kind]
-    named = next((p for p in same if any(fnmatch.fnmatchcase(program, q.lower()) for q in p.patterns)), None)
+    named = next((p for p in same if _matcher(p.patterns).match(program)), None)
     return named or (same[0] if same else None)
 
 
@@ -122,7 +129,7 @@ def policy_for(tool_name: str, call: ToolCall | None, policies: Sequence[ToolPol
     """
     lowered = tool_name.lower()
     for policy in policies:
-        if not any(fnmatch.fnmatchcase(lowered, p.lower()) for p in policy.patterns):
+        if _matcher(policy.patterns).match(lowered) is None:
             continue
         if policy.category == "shell" and call is not None:
             command = command_of(call)

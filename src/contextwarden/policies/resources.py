@@ -30,8 +30,9 @@ from typing import Literal, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from ..events import JSONValue, ToolCall
+from ._commands import patch_files, swe_agent_touches
 from ._paths import norm_path
-from ._shell import classify, patch_files, shell_touches, swe_agent_touches
+from ._shell import classify, shell_touches
 
 __all__ = [
     "Resource",
