@@ -222,7 +222,7 @@ class PostgresStore:
         new_id = sh.check_id(new_session_id if new_session_id is not None else sh.new_session_id())
         marker = sh.fork_marker(session_id, new_id, at_seq)
         with self._transaction() as cur:
-            # a shared lock: the parent cannot be deleted under the new fork, appends may go on
+            # a share lock: the parent cannot be deleted (or appended to) until the fork is recorded
             parent = _get_info(cur, session_id, lock=True, mode="FOR SHARE")
             if at_seq > parent.last_seq:
                 raise UsageError(

@@ -1,0 +1,267 @@
+"""Session store benchmarks: append throughput and resume time.
+
+    .venv/bin/python benchmarks/bench_store.py [--sizes 10000,100000,1000000] [--pg-dsn DSN] [--json out.json]
+
+- SQLite append throughput, one event per durable commit and batched;
+- PostgreSQL the same with 1 and 16 writers (each writer its own connection and session), when a
+  DSN is given (``--pg-dsn`` or CONTEXTWARDEN_PG_DSN);
+- resume time (``read_window``) for sessions of 10K, 100K and 1M events whose latest compaction is
+  50 events from the end: it must stay flat, because only the window's rows are read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from contextwarden.events import Compaction, Event, ToolResult, UserMessage
+from contextwarden.store import PostgresStore, SessionStore, SQLiteStore
+
+WINDOW_TAIL = 50
+"""Events the benchmark sessions keep after their latest compaction."""
+
+
+@dataclass(frozen=True)
+class Row:
+    store: str
+    case: str
+    writers: int
+    events: int
+    seconds: float
+    events_per_s: float
+    ms_p50: float
+    ms_p95: float
+
+
+def _payload(i: int) -> Event:
+    if i % 4 == 3:
+        return ToolResult(call_id=f"c{i}", tool_name="bash", output=f"$ make test\nok {i}\n" + "." * 400)
+    return UserMessage(text=f"message {i}: " + "lorem ipsum " * 12)
+
+
+def _percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _appender(store: SessionStore, session_id: str, appends: int, batch: int) -> list[float]:
+    """Append ``appends`` batches of ``batch`` events, one commit each; return per-append seconds."""
+    last = store.get_session(session_id).last_seq
+    latencies = []
+    for a in range(appends):
+        events = [_payload(a * batch + j) for j in range(batch)]
+        t = time.perf_counter()
+        store.append(session_id, events, expected_last_seq=last)
+        latencies.append(time.perf_counter() - t)
+        last += batch
+    return latencies
+
+
+def bench_append(
+    name: str, open_store: Callable[[], SessionStore], *, writers: int, appends: int, batch: int
+) -> Row:
+    """``writers`` threads, each with its own store object and session, appending at once."""
+    stores = [open_store() for _ in range(writers)]
+    sids = [s.create_session().id for s in stores]
+    results: list[list[float]] = [[] for _ in range(writers)]
+    start = threading.Barrier(writers + 1)
+
+    def run(k: int) -> None:
+        start.wait()
+        results[k] = _appender(stores[k], sids[k], appends, batch)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(writers)]
+    for t in threads:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - t0
+    for s in stores:
+        s.close()
+    latencies = [x for r in results for x in r]
+    events = writers * appends * batch
+    case = "single" if batch == 1 else f"batch {batch}"
+    return Row(
+        name,
+        case,
+        writers,
+        events,
+        elapsed,
+        events / elapsed,
+        _percentile(latencies, 0.5) * 1e3,
+        _percentile(latencies, 0.95) * 1e3,
+    )
+
+
+def build_session(store: SessionStore, session_id: str, size: int) -> None:
+    """A session of ``size`` events whose latest compaction leaves a window of ``WINDOW_TAIL`` events."""
+    store.create_session(session_id)
+    compaction_at = size - WINDOW_TAIL + 1
+    last = 0
+    chunk = 10_000
+    while last < size:
+        n = min(chunk, size - last)
+        events: list[Event] = []
+        for seq in range(last + 1, last + n + 1):
+            if seq == compaction_at:
+                events.append(Compaction(summary="summary of the work so far " * 40, first_kept_seq=seq - 10))
+            elif seq % 5000 == 0 and seq < compaction_at:
+                events.append(Compaction(summary="an older compaction", first_kept_seq=seq - 10))
+            else:
+                events.append(_payload(seq))
+        store.append(session_id, events, expected_last_seq=last)
+        last += n
+
+
+def bench_resume(
+    name: str, open_store: Callable[[], SessionStore], size: int, repeats: int
+) -> dict[str, float]:
+    """Time opening the store and reading the window, ``repeats`` times; median and p95 in ms."""
+    sid = f"resume-{size}"
+    store = open_store()
+    t = time.perf_counter()
+    build_session(store, sid, size)
+    build_s = time.perf_counter() - t
+    window = store.get_session(sid).window_start_seq
+    store.close()
+    samples, open_samples = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        store = open_store()
+        t1 = time.perf_counter()
+        events = store.read_window(sid)
+        t2 = time.perf_counter()
+        store.close()
+        assert events[0].seq == window and len(events) == size - window + 1
+        samples.append(t2 - t1)
+        open_samples.append(t2 - t0)
+    return {
+        "size": size,
+        "window_events": len(events),
+        "read_window_ms_p50": statistics.median(samples) * 1e3,
+        "read_window_ms_p95": _percentile(samples, 0.95) * 1e3,
+        "open_and_read_ms_p50": statistics.median(open_samples) * 1e3,
+        "build_s": build_s,
+    }
+
+
+def _print_appends(rows: list[Row]) -> None:
+    print(
+        f"{'store':<10} {'case':<10} {'writers':>7} {'events':>8} {'events/s':>10} "
+        f"{'p50 ms':>8} {'p95 ms':>8}"
+    )
+    for r in rows:
+        print(
+            f"{r.store:<10} {r.case:<10} {r.writers:>7} {r.events:>8} {r.events_per_s:>10.0f} "
+            f"{r.ms_p50:>8.2f} {r.ms_p95:>8.2f}"
+        )
+
+
+def _print_resume(rows: list[dict[str, float | str]]) -> None:
+    print(
+        f"\n{'store':<10} {'session':>9} {'window':>7} {'read_window p50':>16} {'p95':>8} "
+        f"{'open+read p50':>14}"
+    )
+    for r in rows:
+        print(
+            f"{r['store']!s:<10} {r['size']:>9} {r['window_events']:>7} {r['read_window_ms_p50']:>13.2f} ms "
+            f"{r['read_window_ms_p95']:>8.2f} {r['open_and_read_ms_p50']:>11.2f} ms"
+        )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--sizes", default="10000,100000,1000000", help="Resume session sizes (comma-separated)."
+    )
+    parser.add_argument("--pg-sizes", default=None, help="Resume sizes for PostgreSQL (default: --sizes).")
+    parser.add_argument("--pg-dsn", default=os.environ.get("CONTEXTWARDEN_PG_DSN"), help="PostgreSQL DSN.")
+    parser.add_argument("--appends", type=int, default=300, help="Single-event appends per writer.")
+    parser.add_argument("--repeats", type=int, default=15, help="Resume timings per size.")
+    parser.add_argument("--dir", default=None, help="Where SQLite files go (default: a temporary directory).")
+    parser.add_argument("--json", dest="json_path", default=None, help="Also write the results here as JSON.")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    pg_sizes = [int(s) for s in args.pg_sizes.split(",") if s] if args.pg_sizes is not None else sizes
+    workdir = Path(args.dir or tempfile.mkdtemp(prefix="cw-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+
+    def sqlite_at(name: str) -> Callable[[], SessionStore]:
+        return lambda: SQLiteStore(workdir / f"{name}.db")
+
+    appends: list[Row] = [
+        bench_append("sqlite", sqlite_at("append"), writers=1, appends=args.appends, batch=1),
+        bench_append("sqlite", sqlite_at("append"), writers=1, appends=100, batch=100),
+        bench_append("sqlite", sqlite_at("append"), writers=1, appends=10, batch=1000),
+    ]
+    resume: list[dict[str, float | str]] = []
+    for size in sizes:
+        resume.append(
+            {"store": "sqlite", **bench_resume("sqlite", sqlite_at(f"resume-{size}"), size, args.repeats)}
+        )
+    if args.pg_dsn:
+        dsn = args.pg_dsn
+        schema = _fresh_schema(dsn)
+        try:
+
+            def pg() -> SessionStore:
+                return PostgresStore(_with_schema(dsn, schema))
+
+            for writers in (1, 16):
+                appends.append(bench_append("postgres", pg, writers=writers, appends=args.appends, batch=1))
+                appends.append(bench_append("postgres", pg, writers=writers, appends=20, batch=100))
+            for size in pg_sizes:
+                resume.append({"store": "postgres", **bench_resume("postgres", pg, size, args.repeats)})
+        finally:
+            _drop_schema(dsn, schema)
+    else:
+        print("PostgreSQL skipped: no --pg-dsn / CONTEXTWARDEN_PG_DSN", file=sys.stderr)
+    _print_appends(appends)
+    _print_resume(resume)
+    if args.json_path:
+        machine = {"cpus": os.cpu_count(), "python": sys.version.split()[0], "platform": platform.platform()}
+        data = {"machine": machine, "appends": [asdict(r) for r in appends], "resume": resume}
+        Path(args.json_path).write_text(json.dumps(data, indent=2) + "\n")
+
+
+def _fresh_schema(dsn: str) -> str:
+    import psycopg
+
+    schema = f"cwbench_{os.getpid()}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        conn.execute(f"CREATE SCHEMA {schema}")
+    return schema
+
+
+def _drop_schema(dsn: str, schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def _with_schema(dsn: str, schema: str) -> str:
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    params = conninfo_to_dict(dsn)
+    params["options"] = f"{params.get('options', '')} -csearch_path={schema}".strip()
+    return make_conninfo("", **params)
+
+
+if __name__ == "__main__":
+    main()
