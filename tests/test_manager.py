@@ -14,7 +14,6 @@ from contextwarden.errors import BudgetExceededError
 from contextwarden.events import (
     AssistantMessage,
     BinaryPart,
-    ContextEditBatch,
     Event,
     Instruction,
     Steering,
@@ -72,9 +71,9 @@ def extends(now: list[str], before: list[str]) -> bool:
     return now[: len(before)] == before
 
 
-def new_manager(store: MemoryStore, **policy: object) -> ContextManager:
+def new_manager(store: MemoryStore, *, compactor: str | None = None, **policy: object) -> ContextManager:
     pol = ContextPolicy(**policy) if policy else ContextPolicy()  # type: ignore[arg-type]
-    return ContextManager(store, counter=HeuristicCounter(), policy=pol)
+    return ContextManager(store, counter=HeuristicCounter(), policy=pol, compactor=compactor)  # type: ignore[arg-type]
 
 
 def test_build_orders_system_then_goal_and_keeps_goal_verbatim() -> None:
@@ -136,6 +135,19 @@ def test_manager_only_appends_window_events() -> None:
     assert after[: len(before)] == before
     assert all(e.is_window_event for e in after[len(before):])
     assert ctx.window_event_ids
+    assert ctx.total_tokens <= ctx.budget
+
+
+def test_default_manager_compacts_with_the_structured_summarizer() -> None:
+    store = MemoryStore()
+    s = Session(store)
+    s.add(UserMessage(text="Port the parser. Never change the CLI flags."))
+    for i in range(30):
+        s.add(UserMessage(text=f"next step {i}: " + "detail " * 900))
+    ctx = ContextManager(store, counter=HeuristicCounter()).build("s", model=small_profile(), tools=TOOLS)
+    assert any(e.kind == "compaction" for e in store.read("s"))
+    assert ctx.sections["summary"] > 0 and ctx.sections["pinned"] > 0
+    assert "Never change the CLI flags." in "".join(m.text for m in ctx.messages)
     assert ctx.total_tokens <= ctx.budget
 
 
@@ -219,7 +231,7 @@ def test_property_prefix_stable_between_window_events_and_always_within_budget(a
         try:
             ctx = manager.build("s", model=profile, tools=TOOLS)
         except BudgetExceededError:
-            previous = None  # no compactor here: a clear error is the defined result
+            previous = None  # pinned content alone over a tiny window: a clear error is the defined result
             continue
         assert ctx.total_tokens <= ctx.budget
         assert all(m.tokens <= 10_000 + 64 for m in ctx.messages)
@@ -230,7 +242,8 @@ def test_property_prefix_stable_between_window_events_and_always_within_budget(a
         if previous is not None and not ctx.window_event_ids:
             assert extends(now, previous)
         previous = now
-    assert all(isinstance(e, ContextEditBatch) or not e.is_window_event for e in store.read("s"))
+    kinds = {e.kind for e in store.read("s") if e.is_window_event}
+    assert kinds <= {"context_edit", "compaction"}
 
 
 def test_retrieval_reads_back_masked_output_and_is_bounded() -> None:

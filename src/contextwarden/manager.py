@@ -16,7 +16,7 @@ import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from .budget import BudgetPolicy
 from .context import Decision, Message, ModelContext, ToolDefinition
@@ -92,12 +92,22 @@ class ContextManager:
         *,
         counter: TokenCounter | None = None,
         policy: ContextPolicy | None = None,
-        compactor: Compactor | None = None,
+        compactor: Compactor | Literal["structured"] | None = "structured",
     ) -> None:
+        """Build requests from ``store``.
+
+        ``compactor`` compacts a window that reductions cannot bring under the trigger; the
+        default is contextwarden's structured compactor, which needs no model. ``None`` turns
+        compaction off (an over-budget window then raises :class:`BudgetExceededError`).
+        """
         self.store = store
         self.counter = counter or best_counter()
         self.policy = policy or ContextPolicy()
-        self.compactor = compactor
+        if compactor == "structured":
+            from .compaction.compactor import WindowCompactor  # the compaction package builds on this module
+
+            compactor = WindowCompactor(store, counter=self.counter)
+        self.compactor: Compactor | None = compactor
         self._sessions: dict[str, _Session] = {}
         self._lock = threading.Lock()
 
