@@ -131,7 +131,7 @@ class EventTokenCache:
     invalidates the cache.
     """
 
-    def __init__(self, *, maxsize: int = 200_000) -> None:
+    def __init__(self, *, maxsize: int = 100_000) -> None:
         self._lru: _LRU[tuple[str, str]] = _LRU(maxsize)
 
     def tokens(self, event: Event, counter: TokenCounter) -> int:

@@ -120,7 +120,9 @@ _SLICE_CHARS: Final = 1 << 20
 
 def _runs(only: bytes, unit: bytes) -> int:
     """Count the maximal runs of ``unit`` in a string of ``unit`` and spaces."""
-    return only.count(b" " + unit) + only.startswith(unit)
+    # Count run ends, not starts: the search then skips along the rarer byte (unit), which is
+    # several times faster than stopping at every space.
+    return only.count(unit + b" ") + only.endswith(unit)
 
 
 def _feature_sum(text: str, w: HeuristicWeights) -> float:
