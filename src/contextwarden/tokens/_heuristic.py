@@ -2,14 +2,16 @@
 
 Plain ``len(text) / 4`` is off by a factor that depends on what the text is: it over-counts
 English and Python by 10-25% and under-counts Chinese by about 65% and ANSI-coloured terminal
-logs by 40-60% (measured against o200k, see ``docs/benchmarks.md``). A BPE tokenizer first
+logs by 40-60% (measured against o200k, see ``docs/benchmarks.md``); under-counting is what
+overflows a window. A BPE tokenizer first
 splits text into *pieces* with a regular expression (a word with its leading space, a run of
 digits up to three long, a run of punctuation, a run of newlines, an indentation run) and then
 merges bytes inside each piece; common pieces are one token. So this counter approximates
 o200k's piece count for ASCII text, adds a little for long words and long punctuation runs
-(rarer, so split further), and weighs non-ASCII text by script: CJK ideographs and other
-three-byte characters roughly one token each, two-byte characters (accented Latin, Greek,
-Cyrillic) half a token, four-byte characters (emoji) one and a half.
+(rarer, so split further) and for ANSI escapes, and weighs non-ASCII text by script: CJK
+ideographs about 0.8 token each (o200k merges common pairs), other three-byte characters about
+one, a two-byte character one inside a Latin word but about a quarter inside a run of them (whole
+Greek or Cyrillic words), four-byte characters (emoji) one and a half.
 
 Everything is computed with ``bytes.translate`` and ``bytes.count`` over a class string (one
 byte per input byte saying "lower", "upper", "digit", "space", "newline", "punctuation" or which
