@@ -67,9 +67,7 @@ def _appender(store: SessionStore, session_id: str, appends: int, batch: int) ->
     return latencies
 
 
-def bench_append(
-    name: str, open_store: Callable[[], SessionStore], *, writers: int, appends: int, batch: int
-) -> Row:
+def bench_append(name: str, open_store: Callable[[], SessionStore], *, writers: int, appends: int, batch: int) -> Row:
     """``writers`` threads, each with its own store object and session, appending at once."""
     stores = [open_store() for _ in range(writers)]
     sids = [s.create_session().id for s in stores]
@@ -125,9 +123,7 @@ def build_session(store: SessionStore, session_id: str, size: int) -> None:
         last += n
 
 
-def bench_resume(
-    name: str, open_store: Callable[[], SessionStore], size: int, repeats: int
-) -> dict[str, float]:
+def bench_resume(name: str, open_store: Callable[[], SessionStore], size: int, repeats: int) -> dict[str, float]:
     """Time opening the store and reading the window, ``repeats`` times; median and p95 in ms."""
     sid = f"resume-{size}"
     store = open_store()
@@ -158,10 +154,7 @@ def bench_resume(
 
 
 def _print_appends(rows: list[Row]) -> None:
-    print(
-        f"{'store':<10} {'case':<10} {'writers':>7} {'events':>8} {'events/s':>10} "
-        f"{'p50 ms':>8} {'p95 ms':>8}"
-    )
+    print(f"{'store':<10} {'case':<10} {'writers':>7} {'events':>8} {'events/s':>10} {'p50 ms':>8} {'p95 ms':>8}")
     for r in rows:
         print(
             f"{r.store:<10} {r.case:<10} {r.writers:>7} {r.events:>8} {r.events_per_s:>10.0f} "
@@ -170,10 +163,7 @@ def _print_appends(rows: list[Row]) -> None:
 
 
 def _print_resume(rows: list[dict[str, float | str]]) -> None:
-    print(
-        f"\n{'store':<10} {'session':>9} {'window':>7} {'read_window p50':>16} {'p95':>8} "
-        f"{'open+read p50':>14}"
-    )
+    print(f"\n{'store':<10} {'session':>9} {'window':>7} {'read_window p50':>16} {'p95':>8} {'open+read p50':>14}")
     for r in rows:
         print(
             f"{r['store']!s:<10} {r['size']:>9} {r['window_events']:>7} {r['read_window_ms_p50']:>13.2f} ms "
@@ -182,12 +172,8 @@ def _print_resume(rows: list[dict[str, float | str]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--sizes", default="10000,100000,1000000", help="Resume session sizes (comma-separated)."
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10000,100000,1000000", help="Resume session sizes (comma-separated).")
     parser.add_argument("--pg-sizes", default=None, help="Resume sizes for PostgreSQL (default: --sizes).")
     parser.add_argument("--pg-dsn", default=os.environ.get("CONTEXTWARDEN_PG_DSN"), help="PostgreSQL DSN.")
     parser.add_argument("--appends", type=int, default=300, help="Single-event appends per writer.")
@@ -210,9 +196,7 @@ def main(argv: list[str] | None = None) -> None:
     ]
     resume: list[dict[str, float | str]] = []
     for size in sizes:
-        resume.append(
-            {"store": "sqlite", **bench_resume("sqlite", sqlite_at(f"resume-{size}"), size, args.repeats)}
-        )
+        resume.append({"store": "sqlite", **bench_resume("sqlite", sqlite_at(f"resume-{size}"), size, args.repeats)})
     if args.pg_dsn:
         dsn = args.pg_dsn
         schema = _fresh_schema(dsn)

@@ -104,9 +104,7 @@ def test_import_errors_are_one_line(db: Path, tmp_path: Path, capsys: pytest.Cap
     assert code == 2 and "No such file or directory" in err
 
 
-def test_rm_asks_unless_yes(
-    db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_rm_asks_unless_yes(db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     code, _, err = run(capsys, "sessions", "rm", "demo", "--yes")
     assert code == 1 and "forks that share its events" in err and "branch" in err
     monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))

@@ -110,15 +110,11 @@ def one_of_each() -> list[Event]:
         AssistantMessage(
             text="looking",
             thinking=(ThinkingBlock(text="hmm", signature="sig=="),),
-            tool_calls=(
-                ToolCall(id="c1", name="read", arguments={"path": "a.py", "n": [1, 2.5, None, True]}),
-            ),
+            tool_calls=(ToolCall(id="c1", name="read", arguments={"path": "a.py", "n": [1, 2.5, None, True]}),),
             model="m-1",
             stop_reason="tool_use",
         ),
-        ToolResult(
-            call_id="c1", tool_name="read", output="x = 1\n", is_error=True, exit_code=2, parts=(png,)
-        ),
+        ToolResult(call_id="c1", tool_name="read", output="x = 1\n", is_error=True, exit_code=2, parts=(png,)),
         Steering(text="do not touch tests"),
         Pin(text="goal: green CI", label="goal"),
         SettingChange(model="m-2", settings={"temperature": 0.2, "thinking": {"level": "high"}}),
@@ -575,9 +571,7 @@ def test_postgres_fork_does_not_copy_and_rows_are_append_only(pg_schema_dsn: str
         store.fork("p", at_seq=100, new_session_id="f")
         assert "PostgresStore(" in repr(store) and "password" not in repr(store)
     with psycopg.connect(pg_schema_dsn) as conn:
-        assert conn.execute(
-            "SELECT count(*) FROM contextwarden_events WHERE session_id = 'f'"
-        ).fetchone() == (1,)
+        assert conn.execute("SELECT count(*) FROM contextwarden_events WHERE session_id = 'f'").fetchone() == (1,)
         with pytest.raises(psycopg.Error, match="append-only"):
             conn.execute("UPDATE contextwarden_events SET data = '{}' WHERE seq = 1")
 

@@ -268,9 +268,7 @@ def test_postgres_many_writers_many_sessions(pg_schema_dsn: str) -> None:
                 while True:
                     last = store.get_session(sid).last_seq
                     try:
-                        stored = store.append(
-                            sid, [UserMessage(id=x, text=x) for x in ids], expected_last_seq=last
-                        )
+                        stored = store.append(sid, [UserMessage(id=x, text=x) for x in ids], expected_last_seq=last)
                     except ConflictError:
                         continue
                     with lock:

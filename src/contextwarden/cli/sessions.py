@@ -157,9 +157,7 @@ def ls_command(store_url: str | None, as_json: bool) -> None:
 @command.command(name="show")
 @click.argument("session_id")
 @store_option
-@click.option(
-    "--last", "last_n", default=10, show_default=True, type=click.IntRange(min=0), help="Events to list."
-)
+@click.option("--last", "last_n", default=10, show_default=True, type=click.IntRange(min=0), help="Events to list.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def show_command(session_id: str, store_url: str | None, last_n: int, as_json: bool) -> None:
     """Show a session: header, events per kind, and its last events."""
@@ -210,9 +208,7 @@ def show_command(session_id: str, store_url: str | None, last_n: int, as_json: b
 @command.command(name="export")
 @click.argument("session_id")
 @store_option
-@click.option(
-    "-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write here (default stdout)."
-)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write here (default stdout).")
 def export_command(session_id: str, store_url: str | None, output: str | None) -> None:
     """Export a session as JSON Lines (a header line, then one event per line)."""
     with _opened(store_url) as store:
@@ -248,9 +244,7 @@ def rm_command(session_id: str, store_url: str | None, yes: bool) -> None:
     with _opened(store_url) as store:
         info = store.get_session(session_id)
         if not yes:
-            click.confirm(
-                f"delete session {session_id} and its {info.last_seq} events?", abort=True, err=True
-            )
+            click.confirm(f"delete session {session_id} and its {info.last_seq} events?", abort=True, err=True)
         store.delete_session(session_id)
     click.echo(f"deleted session {session_id}")
 

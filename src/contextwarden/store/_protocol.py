@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from ..events import JSONValue, Event
+from ..events import Event, JSONValue
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -42,9 +42,7 @@ def check_id(value: object, what: str = "session id") -> str:
     lone surrogates (which PostgreSQL and UTF-8 reject) are refused here rather than deep in a driver.
     """
     if not isinstance(value, str) or not value or len(value) > _ID_MAX or not value.isprintable():
-        raise UsageError(
-            f"invalid {what} {value!r}: use 1-{_ID_MAX} printable characters (no control characters)"
-        )
+        raise UsageError(f"invalid {what} {value!r}: use 1-{_ID_MAX} printable characters (no control characters)")
     return value
 
 
@@ -157,9 +155,7 @@ class RestoreTracker:
         for event in events:
             seq = self.last_seq + 1
             if event.seq not in (0, seq):
-                raise CodecError(
-                    f"event {event.id!r} has seq {event.seq}, expected {seq} (seq must be gapless)"
-                )
+                raise CodecError(f"event {event.id!r} has seq {event.seq}, expected {seq} (seq must be gapless)")
             prepared = place(event, self.session_id, seq)
             if prepared.event.id in self._seen:
                 raise CodecError(f"event id {prepared.event.id!r} appears twice")
@@ -221,9 +217,7 @@ def lineage(
         try:
             current = get_info(current.parent_session_id)
         except SessionNotFound:
-            raise StoreError(
-                f"session {info.id!r} is a fork of {current.parent_session_id!r}, which is gone"
-            ) from None
+            raise StoreError(f"session {info.id!r} is a fork of {current.parent_session_id!r}, which is gone") from None
     segments.reverse()
     return segments
 

@@ -25,9 +25,7 @@ from ._shared import SupportsRestore, check_id, new_session_id
 FORMAT = "contextwarden.session/1"
 """The header's ``format`` value; a file with another one is refused."""
 
-_HEADER_FIELDS = frozenset(
-    {"kind", "format", "id", "created_at", "metadata", "parent_session_id", "fork_seq"}
-)
+_HEADER_FIELDS = frozenset({"kind", "format", "id", "created_at", "metadata", "parent_session_id", "fork_seq"})
 
 
 def export_jsonl(store: SessionStore, session_id: str, fp: IO[str]) -> int:
@@ -50,9 +48,7 @@ def export_jsonl(store: SessionStore, session_id: str, fp: IO[str]) -> int:
     return count
 
 
-def import_jsonl(
-    store: SessionStore, fp: IO[str] | IO[bytes], *, session_id: str | None = None
-) -> SessionInfo:
+def import_jsonl(store: SessionStore, fp: IO[str] | IO[bytes], *, session_id: str | None = None) -> SessionInfo:
     """Create a session from a file written by :func:`export_jsonl`, in one transaction.
 
     The session id is ``session_id`` if given, else the header's, else the first event's. Events
@@ -93,9 +89,7 @@ class _Lines:
                 try:
                     raw = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise CodecError(
-                        f"line {self.line}: not UTF-8 ({exc.reason} at byte {exc.start})"
-                    ) from None
+                    raise CodecError(f"line {self.line}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
             if not raw.strip():
                 continue
             try:
@@ -120,9 +114,7 @@ def _header(record: dict[str, Any], line: int) -> SessionInfo:
     if not isinstance(sid, str) or not isinstance(created_at, (int, float)) or isinstance(created_at, bool):
         raise CodecError(f"line {line}: session header needs a string 'id' and a numeric 'created_at'")
     if not isinstance(metadata, dict) or not (parent is None or isinstance(parent, str)):
-        raise CodecError(
-            f"line {line}: session header 'metadata' must be an object, 'parent_session_id' a string"
-        )
+        raise CodecError(f"line {line}: session header 'metadata' must be an object, 'parent_session_id' a string")
     return SessionInfo(id=sid, created_at=float(created_at), metadata=metadata, parent_session_id=parent)
 
 
@@ -151,9 +143,7 @@ def _events(reader: _Lines, pending: tuple[int, Any] | None) -> Iterator[Event]:
             raise CodecError(f"line {line}: {exc}") from None
         seq += 1
         if event.seq not in (0, seq):
-            raise CodecError(
-                f"line {line}: event has seq {event.seq}, expected {seq} (seq must be gapless from 1)"
-            )
+            raise CodecError(f"line {line}: event has seq {event.seq}, expected {seq} (seq must be gapless from 1)")
         if event.id in seen:
             raise CodecError(f"line {line}: event id {event.id!r} appears twice in the file")
         seen.add(event.id)

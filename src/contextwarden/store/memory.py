@@ -88,9 +88,7 @@ class MemoryStore:
                 if s.info.parent_session_id == session_id and s.info.fork_seq > 0
             ]
             if forks:
-                raise UsageError(
-                    f"session {session_id!r} has forks that share its events: {forks}; delete them first"
-                )
+                raise UsageError(f"session {session_id!r} has forks that share its events: {forks}; delete them first")
             del self._sessions[session_id]
             self._ids.difference_update(row[0] for row in session.rows)
 
@@ -145,9 +143,7 @@ class MemoryStore:
         with self._lock:
             parent = self._get(session_id).info
             if at_seq > parent.last_seq:
-                raise UsageError(
-                    f"cannot fork {session_id!r} at seq {at_seq}: it has {parent.last_seq} events"
-                )
+                raise UsageError(f"cannot fork {session_id!r} at seq {at_seq}: it has {parent.last_seq} events")
             if new_id in self._sessions:
                 raise SessionExists(f"session {new_id!r} already exists")
             segments = sh.lineage(parent, self._info, upto_seq=at_seq)

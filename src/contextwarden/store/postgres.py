@@ -74,9 +74,7 @@ def _psycopg() -> Any:
     try:
         import psycopg
     except ImportError as exc:
-        raise ImportError(
-            "the PostgreSQL store needs psycopg 3: pip install 'contextwarden[postgres]'"
-        ) from exc
+        raise ImportError("the PostgreSQL store needs psycopg 3: pip install 'contextwarden[postgres]'") from exc
     return psycopg
 
 
@@ -139,9 +137,7 @@ class PostgresStore:
     def list_sessions(self) -> list[SessionInfo]:
         """All sessions, oldest first."""
         with self._transaction() as cur:
-            rows = cur.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM {_SESSIONS} ORDER BY created_at, ord"
-            ).fetchall()
+            rows = cur.execute(f"SELECT {_SESSION_COLUMNS} FROM {_SESSIONS} ORDER BY created_at, ord").fetchall()
         return [_info_from_row(r) for r in rows]
 
     def delete_session(self, session_id: str) -> None:
@@ -155,9 +151,7 @@ class PostgresStore:
                 )
             ]
             if forks:
-                raise UsageError(
-                    f"session {session_id!r} has forks that share its events: {forks}; delete them first"
-                )
+                raise UsageError(f"session {session_id!r} has forks that share its events: {forks}; delete them first")
             cur.execute(f"DELETE FROM {_EVENTS} WHERE session_id = %s", (session_id,))
             cur.execute(f"DELETE FROM {_SESSIONS} WHERE id = %s", (session_id,))
 
@@ -192,9 +186,7 @@ class PostgresStore:
                 )
         except _SeqTaken:
             # only reachable if a writer skipped the row lock; the key still keeps the log gapless
-            raise ConflictError(
-                session_id, expected_last_seq, self.get_session(session_id).last_seq
-            ) from None
+            raise ConflictError(session_id, expected_last_seq, self.get_session(session_id).last_seq) from None
         return [p.event for p in prepared]
 
     def read(self, session_id: str, *, since_seq: int = 0) -> list[Event]:
@@ -225,9 +217,7 @@ class PostgresStore:
             # a share lock: the parent cannot be deleted (or appended to) until the fork is recorded
             parent = _get_info(cur, session_id, lock=True, mode="FOR SHARE")
             if at_seq > parent.last_seq:
-                raise UsageError(
-                    f"cannot fork {session_id!r} at seq {at_seq}: it has {parent.last_seq} events"
-                )
+                raise UsageError(f"cannot fork {session_id!r} at seq {at_seq}: it has {parent.last_seq} events")
             segments = sh.lineage(parent, lambda sid: _get_info(cur, sid), upto_seq=at_seq)
             info = SessionInfo(
                 id=new_id,
@@ -333,9 +323,7 @@ class PostgresStore:
             current = int(row[0]) if row else 0
             latest = _MIGRATIONS[-1][0]
             if current > latest:
-                raise StoreError(
-                    f"the database has schema version {current}, newer than this contextwarden ({latest})"
-                )
+                raise StoreError(f"the database has schema version {current}, newer than this contextwarden ({latest})")
             for version, statements in _MIGRATIONS:
                 if version > current:
                     for statement in statements:
@@ -386,9 +374,7 @@ def _get_info(
     cur: psycopg.Cursor[Any], session_id: str, *, lock: bool = False, mode: str = "FOR UPDATE"
 ) -> SessionInfo:
     suffix = f" {mode}" if lock else ""
-    row = cur.execute(
-        f"SELECT {_SESSION_COLUMNS} FROM {_SESSIONS} WHERE id = %s{suffix}", (session_id,)
-    ).fetchone()
+    row = cur.execute(f"SELECT {_SESSION_COLUMNS} FROM {_SESSIONS} WHERE id = %s{suffix}", (session_id,)).fetchone()
     if row is None:
         raise SessionNotFound(f"no session {session_id!r}")
     return _info_from_row(row)

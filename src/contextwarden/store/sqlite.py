@@ -68,9 +68,7 @@ class SQLiteStore:
         self._lock = threading.RLock()
         try:
             # autocommit mode: transactions are opened explicitly, so BEGIN IMMEDIATE is ours to choose
-            self._conn = sqlite3.connect(
-                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
-            )
+            self._conn = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = FULL")
@@ -119,9 +117,7 @@ class SQLiteStore:
     def list_sessions(self) -> list[SessionInfo]:
         """All sessions, oldest first."""
         with self._read() as cur:
-            rows = cur.execute(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created_at, rowid"
-            ).fetchall()
+            rows = cur.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created_at, rowid").fetchall()
         return [_info_from_row(r) for r in rows]
 
     def delete_session(self, session_id: str) -> None:
@@ -135,9 +131,7 @@ class SQLiteStore:
                 )
             ]
             if forks:
-                raise UsageError(
-                    f"session {session_id!r} has forks that share its events: {forks}; delete them first"
-                )
+                raise UsageError(f"session {session_id!r} has forks that share its events: {forks}; delete them first")
             cur.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
             cur.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
 
@@ -149,9 +143,7 @@ class SQLiteStore:
         sh.check_seq(expected_last_seq, "expected_last_seq")
         prepared, window_start = sh.prepare_append(session_id, events, expected_last_seq=expected_last_seq)
         with self._write() as cur:
-            row = cur.execute(
-                "SELECT last_seq, window_start_seq FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
+            row = cur.execute("SELECT last_seq, window_start_seq FROM sessions WHERE id = ?", (session_id,)).fetchone()
             if row is None:
                 raise SessionNotFound(f"no session {session_id!r}")
             if row[0] != expected_last_seq:
@@ -192,9 +184,7 @@ class SQLiteStore:
         with self._write() as cur:
             parent = _get_info(cur, session_id)
             if at_seq > parent.last_seq:
-                raise UsageError(
-                    f"cannot fork {session_id!r} at seq {at_seq}: it has {parent.last_seq} events"
-                )
+                raise UsageError(f"cannot fork {session_id!r} at seq {at_seq}: it has {parent.last_seq} events")
             segments = sh.lineage(parent, lambda sid: _get_info(cur, sid), upto_seq=at_seq)
             info = SessionInfo(
                 id=new_id,
@@ -223,8 +213,7 @@ class SQLiteStore:
             info = _get_info(cur, session_id)
             for seg in sh.lineage(info, lambda sid: _get_info(cur, sid)):
                 rows = cur.execute(
-                    "SELECT kind, count(*) FROM events WHERE session_id = ? AND seq > ? AND seq <= ? "
-                    "GROUP BY kind",
+                    "SELECT kind, count(*) FROM events WHERE session_id = ? AND seq > ? AND seq <= ? GROUP BY kind",
                     (seg.session_id, seg.after_seq, seg.upto_seq),
                 )
                 for kind, n in rows:
@@ -285,9 +274,7 @@ class SQLiteStore:
 
     def _migrate(self) -> None:
         with self._write() as cur:
-            cur.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)"
-            )
+            cur.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL)")
             current = cur.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()[0]
             latest = _MIGRATIONS[-1][0]
             if current > latest:
@@ -333,16 +320,13 @@ class SQLiteStore:
         except sqlite3.IntegrityError as exc:
             # executemany stops at the failing row, which is the last one the generator handed out
             if "events.id" in str(exc):
-                raise UsageError(
-                    f"event id {last_id!r} is already stored; event ids must be unique"
-                ) from None
+                raise UsageError(f"event id {last_id!r} is already stored; event ids must be unique") from None
             raise StoreError(f"SQLite store {self.path!r}: {exc}") from None
 
     def _fetch(self, segment: sh.Segment, after: int) -> list[tuple[int, str]]:
         with self._read() as cur:
             rows = cur.execute(
-                "SELECT seq, data FROM events WHERE session_id = ? AND seq > ? AND seq <= ? "
-                "ORDER BY seq LIMIT ?",
+                "SELECT seq, data FROM events WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
                 (segment.session_id, after, segment.upto_seq, sh.PAGE_SIZE),
             ).fetchall()
         return [(int(seq), str(data)) for seq, data in rows]
