@@ -1,0 +1,112 @@
+"""The HTML report in a real headless Chromium: it renders, its charts exist, and transcript text stays inert."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contextwarden.report import render_report, write_report
+from test_report import PAYLOAD, results
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--window-size=1400,1000",
+)  # fmt: skip
+
+
+def _binary(path: str, name: str) -> str:
+    if Path(path).exists():
+        return path
+    found = shutil.which(name)
+    if found is None:
+        pytest.skip(f"{name} is not installed (apt-get install chromium chromium-driver)")
+    return found
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed: pip install selenium")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = _binary(CHROMIUM, "chromium")
+    for flag in FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    d = webdriver.Chrome(service=Service(_binary(CHROMEDRIVER, "chromedriver")), options=options)
+    d.set_page_load_timeout(60)
+    try:
+        yield d
+    finally:
+        d.quit()
+
+
+def _open(driver: Any, path: Path) -> list[dict[str, Any]]:
+    driver.get(path.resolve().as_uri())
+    assert driver.execute_script("return document.readyState") == "complete"
+    return list(driver.get_log("browser"))
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+def test_report_renders_with_charts_and_a_readable_screenshot(driver: Any, tmp_path: Path) -> None:
+    report = tmp_path / "report.html"
+    write_report(results(n=40), report)
+    logs = _open(driver, report)
+    assert not [e for e in logs if e.get("level") == "SEVERE"], logs  # e.g. a stylesheet refused by the CSP
+    charts = driver.find_elements("css selector", "svg.chart")
+    assert len(charts) == 2 * (3 + 3)  # per file: input, cost, cached + one composition per strategy
+    first = charts[0]
+    assert first.size["width"] > 300 and first.size["height"] > 100
+    assert driver.execute_script("return document.querySelectorAll('svg.chart polyline').length") >= 9
+    assert driver.execute_script("return document.querySelectorAll('svg.chart polygon').length") >= 8
+    # the hashed stylesheet applied: the header is dark
+    background = driver.execute_script("return getComputedStyle(document.querySelector('header')).backgroundColor")
+    assert background == "rgb(29, 35, 48)"
+    height = driver.execute_script("return document.body.scrollHeight")
+    driver.set_window_size(1400, min(int(height) + 120, 5000))
+    shot = tmp_path / "report.png"
+    assert driver.save_screenshot(str(shot))
+    data = shot.read_bytes()
+    width, tall = _png_size(data)
+    assert width >= 1000 and tall >= 1000 and len(data) > 50_000
+
+
+def test_transcript_markup_renders_as_text_and_executes_nothing(driver: Any, tmp_path: Path) -> None:
+    report = tmp_path / "hostile.html"
+    write_report(results(payload=PAYLOAD), report)
+    _open(driver, report)
+    assert driver.execute_script("return typeof window.__pwned") == "undefined"
+    assert driver.execute_script("return document.querySelectorAll('script, img, iframe, object, embed').length") == 0
+    body = driver.find_element("css selector", "body").text
+    assert PAYLOAD in body  # the literal text is visible
+    handlers = driver.execute_script(
+        "return [...document.querySelectorAll('*')].flatMap(e => [...e.attributes].map(a => a.name))"
+        ".filter(n => n.startsWith('on')).length")
+    assert handlers == 0
+    driver.save_screenshot(str(tmp_path / "hostile.png"))
+
+
+def test_the_policy_blocks_script_even_if_escaping_failed(driver: Any, tmp_path: Path) -> None:
+    # Defence in depth: splice live markup into the page as an escaping bug would; the CSP still stops it.
+    doc = render_report(results()).replace("<main>", f"<main>{PAYLOAD}", 1)
+    report = tmp_path / "spliced.html"
+    report.write_text(doc, encoding="utf-8")
+    logs = _open(driver, report)
+    assert driver.execute_script("return document.querySelectorAll('script').length") == 1  # it is there...
+    assert driver.execute_script("return typeof window.__pwned") == "undefined"  # ...and did not run
+    assert any("Content Security Policy" in str(e.get("message", "")) for e in logs), logs
