@@ -135,6 +135,7 @@ def test_normalize_url() -> None:
         ("# just a comment\ncat a.py  # trailing words", [("file", "a.py", "read", "")]),
         ("cat 'my file.py'", [("file", "my file.py", "read", "")]),
         ("echo 'unbalanced", []),
+        ("cat <<< 'hello'\ncat a.py", [("file", "a.py", "read", "")]),
         ("", []),
     ],
 )  # fmt: skip

@@ -255,3 +255,19 @@ def test_error_lines_are_numbered_right_after_letters_that_lowercase_longer(exac
     assert "[line 601] FATAL: disk full while writing row 600" in cut.text
     assert "[line 701] 构建失败：找不到模块 parser" in cut.text
     assert "[line 801] Killed" in cut.text
+
+
+def test_error_counts_in_the_marker_match_the_omitted_part(exact: TokenCounter) -> None:
+    for first in range(10, 80, 3):
+        lines = _numbered(2_000)
+        errors = [*range(first, first + 12), 1_000]
+        for i in errors:
+            lines[i - 1] = f"error: problem at step {i}"
+        cut = truncate_output("\n".join(lines), max_tokens=900, counter=exact, artifact_id="c")
+        shown_here = re.search(r"shown here: lines 1-(\d+) and lines (\d+)-2000", cut.text)
+        assert shown_here is not None
+        head_end, tail_start = int(shown_here.group(1)), int(shown_here.group(2))
+        in_middle = [i for i in errors if head_end < i < tail_start]
+        shown = re.findall(r"^\[line (\d+)\] error", cut.text, re.MULTILINE)
+        assert all(head_end < int(n) < tail_start for n in shown)
+        assert len(shown) + cut.error_lines_omitted == len(in_middle), first

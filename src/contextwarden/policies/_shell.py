@@ -18,7 +18,7 @@ from ._commands import Touch, git_touches, patch_files, positionals, read_tail_h
 from ._paths import norm_path
 from ._testrun import test_targets
 
-_HEREDOC = re.compile(r"<<(-?)[ \t]*(['\"]?)([A-Za-z_][\w.-]*)\2[^\n]*\n")
+_HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)[ \t]*(['\"]?)([A-Za-z_][\w.-]*)\2[^\n]*\n")
 _FD_DUP = re.compile(r"(?<![\w>])\d*>&(?:\d+|-)")
 _FD_REDIRECT = re.compile(r"(?<![\w$])\d+(>>?)")
 _COMMENT_LINE = re.compile(r"^[ \t]*#.*$", re.MULTILINE)
@@ -35,50 +35,17 @@ _RUNNERS = {
 }
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 _READERS = frozenset({"cat", "tac", "nl", "less", "more", "bat", "batcat", "view"})
-_SEARCHERS = frozenset(
-    {
-        "grep",
-        "egrep",
-        "fgrep",
-        "rg",
-        "ag",
-        "ack",
-        "find",
-        "fd",
-        "ls",
-        "tree",
-        "find_file",
-        "search_file",
-        "search_dir",
-        "locate",
-    }
-)
-_TRIVIAL = frozenset(
-    {
-        "cd",
-        "pwd",
-        "echo",
-        "printf",
-        "true",
-        "false",
-        "export",
-        "set",
-        "source",
-        ".",
-        "pushd",
-        "popd",
-        "clear",
-        "wc",
-        "sort",
-        "uniq",
-        "cut",
-        "tr",
-        "xargs",
-        "sleep",
-        "which",
-        "type",
-    }
-)
+# fmt: off
+_SEARCHERS = frozenset({
+    "grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd", "ls", "tree", "find_file", "search_file", "search_dir",
+    "locate",
+})
+# Commands that neither read nor change the workspace in a way that matters for classification.
+_TRIVIAL = frozenset({
+    "cd", "pwd", "echo", "printf", "true", "false", "export", "set", "source", ".", "pushd", "popd", "clear", "wc",
+    "sort", "uniq", "cut", "tr", "xargs", "sleep", "which", "type",
+})
+# fmt: on
 _NULL_TARGETS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty")
 
 

@@ -12,38 +12,14 @@ import re
 
 from ._paths import norm_path
 
-_PYTEST_VALUE_OPTS = frozenset(
-    {
-        "-k",
-        "-m",
-        "-p",
-        "-n",
-        "-c",
-        "-o",
-        "-W",
-        "-r",
-        "--maxfail",
-        "--tb",
-        "--rootdir",
-        "--junitxml",
-        "--deselect",
-        "--ignore",
-        "--ignore-glob",
-        "--log-level",
-        "--durations",
-        "--cov",
-        "--cov-report",
-        "--basetemp",
-        "--confcutdir",
-        "--import-mode",
-        "--color",
-        "--timeout",
-        "--dist",
-        "--numprocesses",
-        "--capture",
-        "--count",
-    }
-)
+# Options whose value is the next word (so the value is not taken for a test target).
+# fmt: off
+_PYTEST_VALUE_OPTS = frozenset({
+    "-k", "-m", "-p", "-n", "-c", "-o", "-W", "-r", "--maxfail", "--tb", "--rootdir", "--junitxml", "--deselect",
+    "--ignore", "--ignore-glob", "--log-level", "--durations", "--cov", "--cov-report", "--basetemp", "--confcutdir",
+    "--import-mode", "--color", "--timeout", "--dist", "--numprocesses", "--capture", "--count",
+})
+# fmt: on
 _PYTHONS = re.compile(r"^(?:python|python3|python3\.\d+|py|pypy3?)$")
 
 

@@ -215,6 +215,7 @@ class _Cutter:
             # Give what the error lines did not need back to the head and tail.
             head, tail = self._edges(budget - used)
             picked = [e for e in picked if head.offset <= e.start < tail.offset]
+            middle_errors = bisect_left(self.error_starts, tail.offset) - bisect_left(self.error_starts, head.offset)
         shown = head.offset + len(head.partial) + len(self.text) - tail.offset + len(tail.partial)
         if shown >= len(self.text):
             return _Cut(self.text, "", (), 0)
