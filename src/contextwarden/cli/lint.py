@@ -1,0 +1,83 @@
+"""``contextwarden lint SOURCE``: check model-visible context against the six rules (seed 003).
+
+SOURCE is a JSONL file of rendered requests from any agent (one payload per line, in call order;
+``-`` reads stdin) or the id of a stored session. Exit status 1 when something is found, 0 when
+clean, 2 when the source cannot be read.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import SessionNotFound
+from ..governance.lint import RULES, LintOptions, LintReport, lint_requests
+from ..governance.requests import read_requests
+from ..governance.session import lint_session
+from ..store import open_store
+from ._common import default_store_url, echo_json, store_option
+
+
+def _print(report: LintReport, console: Console) -> None:
+    if report.findings:
+        table = Table(title=f"lint: {report.source}", show_lines=False)
+        table.add_column("rule", no_wrap=True)
+        table.add_column("req", justify="right", no_wrap=True)
+        table.add_column("item", overflow="fold", ratio=1)
+        table.add_column("finding", overflow="fold", ratio=3)
+        for f in report.findings:
+            times = f" (x{f.occurrences})" if f.occurrences > 1 else ""
+            table.add_row(f.rule, str(f.request), f.item, f"{RULES[f.rule]}: {f.message}{times}")
+        console.print(table)
+    counts = ", ".join(f"{rule}={n}" for rule, n in report.counts.items() if n)
+    kept = len(report.findings)
+    total = sum(report.counts.values())
+    more = f" (showing {kept})" if kept < total else ""
+    summary = f"{report.requests} requests, {report.breaks} prefix breaks, {total} findings{more}"
+    console.print(summary + (f": {counts}" if counts else ": clean"))
+    if report.unchecked_pairs:
+        console.print(f"{report.unchecked_pairs} stateful requests (previous_response_id) could not be compared")
+    if report.bad_line_count:
+        first = ", ".join(f"line {b.line}: {b.error}" for b in report.bad_lines[:3])
+        console.print(f"skipped {report.bad_line_count} unreadable line(s): {first}", style="yellow")
+
+
+@click.command(name="lint")
+@click.argument("source")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--model", default=None, help="Model to build a session's requests for (default: the session's).")
+@click.option("--max-breaks", type=int, default=LintOptions().max_breaks_per_10, show_default=True,
+              help="R2: prefix breaks allowed per 10 requests.")
+@click.option("--known-kind", "known_kinds", multiple=True,
+              help="R5: a kind already reviewed (tool_output:bash, fragment:env...); repeatable.")
+@store_option
+def command(source: str, as_json: bool, model: str | None, max_breaks: int, known_kinds: tuple[str, ...],
+            store_url: str | None) -> None:
+    """Check the requests in SOURCE (a JSONL file of request payloads, or a session id)."""
+    options = LintOptions(max_breaks_per_10=max_breaks, known_kinds=frozenset(known_kinds))
+    if source == "-" or os.path.isfile(source):
+        report = lint_requests(read_requests(source), options=options, source=source)
+        if report.requests == 0:
+            raise click.UsageError(f"{source} holds no request payloads "
+                                   f"({report.bad_line_count} unreadable line(s))")
+    else:
+        url = store_url or default_store_url()
+        if store_url is None and not os.path.exists(url):
+            raise click.UsageError(f"no file named {source!r}, and no session store at {url}")
+        store = open_store(url)
+        try:
+            report = lint_session(store, source, model=model, options=options)
+        except SessionNotFound:
+            raise click.UsageError(f"no file named {source!r}, and no session {source!r} in {url}") from None
+        finally:
+            store.close()
+    if as_json:
+        echo_json(report.to_dict())
+    else:
+        _print(report, Console(soft_wrap=False))
+    # sys.exit, not ctx.exit: the lazy group runs with standalone_mode=False, which drops Exit codes.
+    sys.exit(0 if report.ok else 1)

@@ -1,0 +1,224 @@
+"""Our own sessions as request sequences: replay a log through a fresh manager, turn by turn.
+
+:func:`replay_session` copies a session's events, in order, into a :class:`MemoryStore` watched by a
+new :class:`~contextwarden.manager.ContextManager` (with the offline structured compactor), and
+builds the request the manager would send before each assistant message. Window decisions are the
+fresh manager's own: compactions and context-edit batches recorded in the original log are not
+copied (the replay re-derives them), tool-set changes are (they are the agent's choice). Each turn
+knows the window events recorded since the previous one, which is what tells a planned prefix
+change from a history rewrite.
+
+:func:`lint_session` runs the six rules over those requests, exactly: it knows which items the
+harness injected and checks them against the fragment registry, and knows every item's hard cap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+
+from ..compaction import WindowCompactor
+from ..context import ModelContext
+from ..errors import BudgetExceededError
+from ..events import (
+    AssistantMessage,
+    Compaction,
+    ContextEditBatch,
+    Event,
+    ForkMarker,
+    Instruction,
+    Pin,
+    SettingChange,
+    Steering,
+    ToolCall,
+    ToolResult,
+    UsageReport,
+    UserMessage,
+)
+from ..fragments import DEFAULT_REGISTRY, FragmentRegistry
+from ..manager import ContextManager, ContextPolicy, ToolLike
+from ..policies.presets import policy_for
+from ..store import MemoryStore, SessionStore
+from ..tokens import MESSAGE_OVERHEAD, TokenCounter, best_counter
+from ._contexts import ContextRequestOptions, request_from_context
+from ._items import fragment_tag
+from .lint import Finding, Linter, LintOptions, LintReport
+
+DEFAULT_MODEL = "claude-sonnet-4-5"
+"""The model a replay builds for when neither the caller nor the log names one."""
+
+CAP_SLACK = 64
+"""Tokens an item may exceed its text cap by: message framing and supersession notes."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplayedTurn:
+    """One request the manager would have built for a session."""
+
+    turn: int
+    """1-based position among the session's model calls."""
+    seq: int
+    """Seq (in the original log) of the assistant message the request produced."""
+    context: ModelContext | None
+    """The request, or ``None`` when it could not be built (see ``error``)."""
+    window_events: tuple[str, ...]
+    """Kinds of the window events recorded since the previous request."""
+    injected: frozenset[str]
+    """Ids of events whose items the harness injected (instructions after the start, pins, steering)."""
+    caps: dict[str, int]
+    """Hard caps in tokens by source event id."""
+    usage: UsageReport | None = None
+    """The provider usage recorded for the call, when the log has it."""
+    error: str = ""
+    """Why the request could not be built (over the budget after every reduction)."""
+
+
+class _Replay:
+    """State of one replay: the copy, the manager, what is known about each event."""
+
+    def __init__(self, session_id: str, *, policy: ContextPolicy | None, counter: TokenCounter | None) -> None:
+        self.store = MemoryStore()
+        self.session_id = session_id
+        self.store.create_session(session_id)
+        self.policy = policy or ContextPolicy()
+        counter = counter or best_counter()
+        self.manager = ContextManager(self.store, counter=counter, policy=self.policy,
+                                      compactor=WindowCompactor(self.store, counter=counter))
+        self.pending: list[Event] = []
+        self.window: list[str] = []
+        self.injected: set[str] = set()
+        self.caps: dict[str, int] = {}
+        self.calls: dict[str, ToolCall] = {}
+        self.seen_user = False
+
+    def note(self, event: Event) -> None:
+        if isinstance(event, UserMessage):
+            self.seen_user = True
+        elif isinstance(event, (Pin, Steering)) or (isinstance(event, Instruction) and self.seen_user):
+            self.injected.add(event.id)
+        if isinstance(event, AssistantMessage):
+            self.calls.update((c.id, c) for c in event.tool_calls)
+        elif isinstance(event, ToolResult):
+            policy = policy_for(event.tool_name, self.calls.get(event.call_id), self.policy.tool_policies)
+            self.caps[event.id] = min(policy.max_tokens, self.policy.max_item_tokens) + CAP_SLACK
+        elif isinstance(event, (UserMessage, Instruction)):
+            self.caps[event.id] = self.policy.max_item_tokens + CAP_SLACK
+        if event.is_window_event:
+            self.window.append(event.kind)
+
+    def flush(self) -> None:
+        if self.pending:
+            last = self.store.get_session(self.session_id).last_seq
+            self.store.append(self.session_id, self.pending, expected_last_seq=last)
+            self.pending = []
+
+
+def _copy(event: Event) -> Event | None:
+    """The event as the replay appends it, or ``None`` for what the fresh manager re-derives."""
+    if isinstance(event, (Compaction, ContextEditBatch, ForkMarker)):
+        return None
+    return replace(event, session_id="", seq=0)
+
+
+def replay_session(
+    store: SessionStore,
+    session_id: str,
+    *,
+    model: str | None = None,
+    tools: Sequence[ToolLike] = (),
+    policy: ContextPolicy | None = None,
+    counter: TokenCounter | None = None,
+) -> Iterator[ReplayedTurn]:
+    """Yield, turn by turn, the request a fresh manager would build before each assistant message.
+
+    ``model`` fixes the model; otherwise each turn uses the model its assistant message names (or
+    the last :class:`SettingChange`, the session's ``metadata["model"]``, or :data:`DEFAULT_MODEL`).
+    """
+    info = store.get_session(session_id)
+    replay = _Replay(session_id, policy=policy, counter=counter)
+    current = str(info.metadata.get("model") or DEFAULT_MODEL)
+    turn = 0
+    waiting: ReplayedTurn | None = None
+    for event in store.iter_events(session_id):
+        if isinstance(event, UsageReport) and waiting is not None and waiting.usage is None:
+            waiting = replace(waiting, usage=event)
+        if isinstance(event, SettingChange) and event.model:
+            current = event.model
+        if isinstance(event, AssistantMessage):
+            if waiting is not None:
+                yield waiting
+            turn += 1
+            replay.flush()
+            waiting = _build(replay, turn, event, model or event.model or current, tools)
+        copied = _copy(event)
+        if copied is not None:
+            replay.note(copied)
+            replay.pending.append(copied)
+    if waiting is not None:
+        yield waiting
+
+
+def _build(replay: _Replay, turn: int, event: AssistantMessage, model: str, tools: Sequence[ToolLike]) -> ReplayedTurn:
+    window = tuple(replay.window)
+    replay.window = []
+    try:
+        ctx = replay.manager.build(replay.session_id, model=model, tools=tools)
+    except BudgetExceededError as exc:
+        return ReplayedTurn(turn=turn, seq=event.seq, context=None, window_events=window,
+                            injected=frozenset(replay.injected), caps=dict(replay.caps), error=str(exc))
+    appended = [e.kind for e in replay.store.read(replay.session_id) if e.id in set(ctx.window_event_ids)]
+    return ReplayedTurn(turn=turn, seq=event.seq, context=ctx, window_events=(*window, *appended),
+                        injected=frozenset(replay.injected), caps=dict(replay.caps))
+
+
+def _system_findings(store: SessionStore, session_id: str, registry: FragmentRegistry) -> list[Finding]:
+    """Tagged blocks in the leading instructions must come from registered fragment types."""
+    findings: list[Finding] = []
+    for event in store.iter_events(session_id):
+        if isinstance(event, UserMessage):
+            break
+        if isinstance(event, Instruction):
+            tag = fragment_tag(event.text)
+            if tag is not None and registry.find(event.text) is None:
+                findings.append(Finding(rule="R6", request=1, line=0, item=f"system (event {event.id})",
+                                        message=f"system instruction block <{tag}> is not a registered fragment type",
+                                        details={"tag": tag, "source": event.id}))
+    return findings
+
+
+def lint_session(
+    store: SessionStore,
+    session_id: str,
+    *,
+    model: str | None = None,
+    options: LintOptions | None = None,
+    policy: ContextPolicy | None = None,
+    counter: TokenCounter | None = None,
+) -> LintReport:
+    """Check the requests a fresh manager builds for a stored session against the six rules."""
+    options = options or LintOptions()
+    registry = options.registry or DEFAULT_REGISTRY
+    if options.registry is None:
+        options = replace(options, registry=registry)
+    counter = counter or best_counter()
+    linter = Linter(options, source=f"session {session_id}")
+    for finding in _system_findings(store, session_id, registry):
+        linter.add(finding)
+    for turn in replay_session(store, session_id, model=model, policy=policy, counter=counter):
+        if turn.context is None:
+            linter.add(Finding(rule="R4", request=turn.turn, line=0, item=f"request before event {turn.seq}",
+                               message=f"no request fits: {turn.error}", details={"error": turn.error}))
+            continue
+        caps = dict(turn.caps)
+        for message in turn.context.messages:
+            source = message.source_ids[0] if message.source_ids else ""
+            ftype = registry.find(message.text) if source in turn.injected or message.section in (
+                "pinned", "summary") else None
+            if ftype is not None and ftype.max_tokens is not None:
+                caps[source] = ftype.max_tokens + MESSAGE_OVERHEAD
+        request = request_from_context(
+            turn.context, number=turn.turn, counter=counter,
+            options=ContextRequestOptions(injected=turn.injected, caps=caps, window_events=turn.window_events),
+        )
+        linter.feed(request)
+    return linter.report()
