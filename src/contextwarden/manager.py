@@ -19,15 +19,13 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from .budget import BudgetPolicy
-from .context import Decision, Message, ModelContext, ToolDefinition
+from .context import SECTIONS, Decision, Message, ModelContext, ToolDefinition
 from .errors import BudgetExceededError, UsageError
 from .events import Compaction, ContextEditBatch, Event, ToolCall, ToolResult, UsageReport
-from .items import ContextItem
 from .models import ModelProfile, get_profile
 from .planner import Plan, PlannerSettings, plan
 from .policies.presets import CODING_TOOL_POLICIES, ToolPolicy
-from .projection import Projection, ProjectionConfig, message_tokens
-from .render.pairing import normalize_pairing
+from .projection import Projection, ProjectionConfig
 from .retrieval import read_range, recall
 from .store._protocol import SessionStore
 from .tokens import TokenCounter, best_counter
@@ -172,10 +170,9 @@ class ContextManager:
         window_ids: list[str] = []
         budget = policy.budget.usable_input(profile, tool_schema_tokens=0)
         trigger = min(policy.budget.trigger_for(profile), budget)
-        turns = sum(1 for i in projection.items if i.message.role == "assistant")
-        decision = plan(projection.items, projection.candidates, total=projection.total + fixed,
-                        trigger=trigger, profile=profile, turns_so_far=turns, settings=policy.planner,
-                        mask_edit=projection.mask_edit, evidence=projection.state.evidence_ids)
+        turns = projection.assistant_turns
+        decision = plan(projection, total=projection.total + fixed, trigger=trigger, profile=profile,
+                        turns_so_far=turns, settings=policy.planner, evidence=projection.state.evidence_ids)
         if decision.edits:
             window_ids.append(self._record_edits(session_id, projection, decision))
         if decision.needs_compaction and policy.compact and self.compactor is not None:
@@ -208,8 +205,8 @@ class ContextManager:
         window_ids: tuple[str, ...],
         decision: Plan,
     ) -> ModelContext:
-        messages, pairing = normalize_pairing([i.message for i in projection.items])
-        sections = _sections(projection.items, messages, self.counter)
+        messages, pairing, measured = projection.normalized()
+        sections = {k: measured.get(k, 0) for k in SECTIONS}
         sections["system"] = self.counter.count(projection.system)
         sections["tools"] = fixed - sections["system"]
         total = sum(sections.values())
@@ -294,19 +291,13 @@ def _exposed(tools: Sequence[ToolLike], exposed: tuple[str, ...] | None, *, retr
     return tuple(chosen)
 
 
-def _sections(items: Sequence[ContextItem], messages: Sequence[Message], counter: TokenCounter) -> dict[str, int]:
-    sections = {k: 0 for k in ("system", "tools", "instructions", "pinned", "summary", "conversation",
-                               "tool_output")}
-    for m in messages:
-        sections[m.section] = sections.get(m.section, 0) + (m.tokens or message_tokens(m, counter))
-    return sections
-
-
 def _breakpoints(messages: Sequence[Message]) -> tuple[int, ...]:
     points = [-1]
-    stable = [n for n, m in enumerate(messages) if m.section in ("pinned", "summary")]
-    if stable:
-        points.append(stable[-1])
+    opening = 0  # a compacted window opens with its pinned block and summary
+    while opening < len(messages) and messages[opening].section in ("pinned", "summary"):
+        opening += 1
+    if opening:
+        points.append(opening - 1)
     if messages:
         points.append(len(messages) - 1)
     return tuple(dict.fromkeys(points))

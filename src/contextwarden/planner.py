@@ -15,15 +15,39 @@ thinking; compaction is left to the caller as the last resort.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from .events import ContextEdit
-from .items import ContextItem, Lifecycle
 from .models import ModelProfile
 
-MaskEdit = Callable[[str, str], "ContextEdit | None"]
-"""Makes the masking edit for an item id and a reason (``Projection.mask_edit``)."""
+
+class ReductionPool(Protocol):
+    """What the planner can reduce, kept up to date incrementally (``Projection`` implements it)."""
+
+    def lossless_edits(self) -> list[ContextEdit]:
+        """Recorded candidates: superseded, stale and duplicate outputs."""
+        ...
+
+    def mask_edits(self, keep_recent: int, protected: frozenset[str]) -> list[ContextEdit]:
+        """Masking edits for tool results older than the last ``keep_recent``, oldest first."""
+        ...
+
+    def thinking_edits(self) -> list[ContextEdit]:
+        """Edits dropping thinking blocks of turns before the latest user message."""
+        ...
+
+    def savings(self, edit: ContextEdit) -> int:
+        """Tokens ``edit`` would take out."""
+        ...
+
+    def position(self, item_id: str) -> int:
+        """Index of the item in the window."""
+        ...
+
+    def tail_tokens(self, position: int) -> int:
+        """Tokens of the items from ``position`` to the end."""
+        ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,50 +104,14 @@ def payback_turns(*, rewritten: int, saved: int, write: float, read: float) -> f
     return (write - read) / read * max(rewritten - saved, 0) / saved
 
 
-def _lossless(items: Sequence[ContextItem], candidates: dict[str, ContextEdit]) -> list[ContextEdit]:
-    return [candidates[i.id] for i in items if i.id in candidates]
-
-
-def _maskable(items: Sequence[ContextItem], settings: PlannerSettings, skip: frozenset[str],
-              mask_edit: MaskEdit) -> list[ContextEdit]:
-    edits: list[ContextEdit] = []
-    tool_items = [i for i in items if i.message.role == "tool" and i.evictable and i.id not in skip]
-    keep = max(settings.keep_recent_tool_results, 0)
-    old = tool_items[: max(len(tool_items) - keep, 0)]
-    for item in old:
-        edit = mask_edit(item.id, f"older than the last {keep} tool results")
-        if edit is not None and item.tokens > len(edit.replacement) // 2 + 16:
-            edits.append(edit)
-    if settings.drop_old_thinking:
-        last_user = max((n for n, i in enumerate(items) if i.message.role == "user"), default=0)
-        for item in items[:last_user]:
-            if item.message.thinking and item.state is not Lifecycle.MASKED:
-                edits.append(ContextEdit(target_id=item.id, action="drop_thinking", replacement="",
-                                         reason="thinking of an earlier turn"))
-    return edits
-
-
-def _savings(items_by_id: dict[str, ContextItem], edits: Sequence[ContextEdit]) -> int:
-    total = 0
-    for e in edits:
-        item = items_by_id[e.target_id]
-        if e.action == "drop_thinking":
-            total += sum(len(b.text) // 4 + len(b.signature) // 4 for b in item.message.thinking)
-        else:
-            total += max(item.tokens - (len(e.replacement) // 3 + 4), 0)
-    return total
-
-
 def plan(
-    items: Sequence[ContextItem],
-    candidates: dict[str, ContextEdit],
+    pool: ReductionPool,
     *,
     total: int,
     trigger: int,
     profile: ModelProfile,
     turns_so_far: int,
     settings: PlannerSettings,
-    mask_edit: MaskEdit,
     evidence: frozenset[str] = frozenset(),
 ) -> Plan:
     """Decide the next batch of reductions (see the module docstring).
@@ -131,20 +119,23 @@ def plan(
     ``evidence`` names tool results that must stay verbatim (failing tests, unresolved errors):
     they are never masked, only superseded by a newer run of the same thing.
     """
-    by_id = {i.id: i for i in items}
-    lossless = _lossless(items, candidates)
+    lossless = pool.lossless_edits()
     skip = frozenset(e.target_id for e in lossless) | evidence
-    masking = _maskable(items, settings, skip, mask_edit) if settings.mask else []
+    masking: list[ContextEdit] = []
+    if settings.mask:
+        masking = pool.mask_edits(settings.keep_recent_tool_results, skip)
+        if settings.drop_old_thinking:
+            masking += pool.thinking_edits()
     if total > trigger:
-        return _under_pressure(items, by_id, lossless, masking, total=total, trigger=trigger, settings=settings)
+        return _under_pressure(pool, lossless, masking, total=total, trigger=trigger, settings=settings)
     batch = lossless + masking
-    saved = _savings(by_id, batch)
+    saved = sum(pool.savings(e) for e in batch)
     if not batch or saved < settings.min_batch_tokens:
         return Plan(reason=f"nothing worth a batch ({saved} tokens reducible)")
     if not settings.cache_aware:
         return Plan(edits=tuple(batch), saved_tokens=saved, reason="reduce at every request (cache-unaware)")
-    first = min(n for n, i in enumerate(items) if i.id in {e.target_id for e in batch})
-    rewritten = sum(i.tokens for i in items[first:])
+    first = min(pool.position(e.target_id) for e in batch)
+    rewritten = pool.tail_tokens(first)
     write, read = cache_prices(profile)
     turns = payback_turns(rewritten=rewritten, saved=saved, write=write, read=read)
     horizon = settings.expected_turns if settings.expected_turns is not None else max(turns_so_far, 8)
@@ -156,8 +147,7 @@ def plan(
 
 
 def _under_pressure(
-    items: Sequence[ContextItem],
-    by_id: dict[str, ContextItem],
+    pool: ReductionPool,
     lossless: list[ContextEdit],
     masking: list[ContextEdit],
     *,
@@ -166,13 +156,13 @@ def _under_pressure(
     settings: PlannerSettings,
 ) -> Plan:
     batch = list(lossless)
-    saved = _savings(by_id, batch)
+    saved = sum(pool.savings(e) for e in batch)
     target = int(trigger * settings.pressure_target)
     for edit in masking:
         if total - saved <= target:
             break
         batch.append(edit)
-        saved += _savings(by_id, [edit])
+        saved += pool.savings(edit)
     needs = total - saved > trigger
     reason = f"over the trigger ({total} > {trigger}): {len(batch)} edits save {saved} tokens"
     if needs:

@@ -37,11 +37,13 @@ from .policies.placeholders import masked_placeholder, stale_placeholder, supers
 from .policies.presets import ToolPolicy, apply_policy, policy_for
 from .policies.resources import Resource, resources_of
 from .policies.truncate import truncate_output
+from .render.pairing import normalize_pairing
 from .state import StateBuilder, TaskState
 from .tokens import IMAGE_TOKENS, MESSAGE_OVERHEAD, TOOL_CALL_OVERHEAD, TokenCounter
 
 MAX_ARGUMENT_CHARS = 8_000
 """A string tool-call argument longer than this is cut in the middle with a marker."""
+_REDUCED = frozenset({Lifecycle.MASKED, Lifecycle.SUPERSEDED, Lifecycle.STALE})
 _PARTIAL_READ_KEYS = frozenset(
     {"view_range", "offset", "limit", "start_line", "end_line", "line", "line_number", "lines", "range"}
 )
@@ -125,6 +127,21 @@ class Projection:
         self._fingerprints: dict[str, str] = {}
         self._results: dict[str, tuple[ToolResult, int]] = {}
         self._seen_user = bool(base and base.goal)
+        self.assistant_turns = 0
+        # Pairing normalization is group-local, so the prefix up to the start of the last group
+        # normalizes once and is reused; an edit inside it resets the cache.
+        self._settled: list[Message] = []
+        self._settled_decisions: list[Decision] = []
+        self._settled_upto = 0
+        self._settled_sections: dict[str, int] = {}
+        self._tool_ids: list[str] = []
+        self._tool_floor = 0
+        self._thinking_ids: list[str] = []
+        self._thinking_floor = 0
+        self._last_user_pos = -1
+        self._mask_cache: dict[str, ContextEdit] = {}
+        self._cum: list[int] = []
+        self._cum_valid = 0
         if compaction is not None:
             details = compaction.details.get("exposed_tools")
             if isinstance(details, list):
@@ -146,6 +163,107 @@ class Projection:
         """The item with that id, if it is in the window."""
         pos = self._pos.get(item_id)
         return self.items[pos] if pos is not None else None
+
+    def normalized(self) -> tuple[tuple[Message, ...], tuple[Decision, ...], dict[str, int]]:
+        """The items' messages, pairing-normalized, their decisions and tokens per section.
+
+        O(new items) per call: only the part after the settled prefix is normalized and measured.
+        """
+        items = self.items
+        boundary = len(items) - 1
+        while boundary > self._settled_upto and items[boundary].message.role == "tool":
+            boundary -= 1
+        if boundary > self._settled_upto:
+            done, decisions = normalize_pairing([i.message for i in items[self._settled_upto : boundary]])
+            self._settled.extend(done)
+            self._settled_decisions.extend(decisions)
+            self._settled_upto = boundary
+            self._add_sections(self._settled_sections, done)
+        tail, tail_decisions = normalize_pairing([i.message for i in items[self._settled_upto :]])
+        sections = dict(self._settled_sections)
+        self._add_sections(sections, tail)
+        return (*self._settled, *tail), (*self._settled_decisions, *tail_decisions), sections
+
+    def _add_sections(self, sections: dict[str, int], messages: Sequence[Message]) -> None:
+        for m in messages:
+            sections[m.section] = sections.get(m.section, 0) + (m.tokens or message_tokens(m, self.config.counter))
+
+    # ------------------------------------------------------------------ the planner's pool
+
+    def lossless_edits(self) -> list[ContextEdit]:
+        """Recorded candidates (superseded, stale, duplicate), in detection order."""
+        return list(self.candidates.values())
+
+    def mask_edits(self, keep_recent: int, protected: frozenset[str]) -> list[ContextEdit]:
+        """Masking edits for tool results older than the last ``keep_recent``, oldest first.
+
+        A floor skips the prefix that is already reduced, so a call costs O(results still
+        pending), not O(window).
+        """
+        end = max(len(self._tool_ids) - max(keep_recent, 0), 0)
+        edits: list[ContextEdit] = []
+        advancing = True
+        for n in range(self._tool_floor, end):
+            item_id = self._tool_ids[n]
+            item = self.items[self._pos[item_id]]
+            if item.state in _REDUCED:
+                if advancing:
+                    self._tool_floor = n + 1
+                continue
+            advancing = False
+            if item_id in protected:
+                continue
+            edit = self._mask_cache.get(item_id) or self.mask_edit(item_id, f"older than the last {keep_recent} "
+                                                                             "tool results")
+            if edit is not None and item.tokens > len(edit.replacement) // 2 + 16:
+                self._mask_cache[item_id] = edit
+                edits.append(edit)
+        return edits
+
+    def thinking_edits(self) -> list[ContextEdit]:
+        """Edits dropping the thinking of assistant turns before the latest user message."""
+        edits: list[ContextEdit] = []
+        advancing = True
+        for n in range(self._thinking_floor, len(self._thinking_ids)):
+            item_id = self._thinking_ids[n]
+            pos = self._pos[item_id]
+            if pos > self._last_user_pos:
+                break
+            if not self.items[pos].message.thinking:
+                if advancing:
+                    self._thinking_floor = n + 1
+                continue
+            advancing = False
+            edits.append(ContextEdit(target_id=item_id, action="drop_thinking", replacement="",
+                                     reason="thinking of an earlier turn"))
+        return edits
+
+    def savings(self, edit: ContextEdit) -> int:
+        """Tokens ``edit`` would take out of the window."""
+        item = self.item(edit.target_id)
+        if item is None:
+            return 0
+        if edit.action == "drop_thinking":
+            reduced = replace(item.message, thinking=())
+        else:
+            reduced = replace(item.message, text=edit.replacement, parts=())
+        return max(item.tokens - message_tokens(reduced, self.config.counter), 0)
+
+    def position(self, item_id: str) -> int:
+        """Index of the item in the window."""
+        return self._pos[item_id]
+
+    def tail_tokens(self, position: int) -> int:
+        """Tokens of the items from ``position`` on (prefix sums, rebuilt only after edits)."""
+        if self._cum_valid < len(self.items):
+            running = self._cum[self._cum_valid - 1] if self._cum_valid else 0
+            del self._cum[self._cum_valid :]
+            for item in self.items[self._cum_valid :]:
+                running += item.tokens
+                self._cum.append(running)
+            self._cum_valid = len(self.items)
+        before = self._cum[position - 1] if position > 0 else 0
+        return self.total - before
 
     def add_blocks(self, blocks: Sequence[ContextItem]) -> None:
         """Put items made outside the event stream (a compaction's pinned block and summary)."""
@@ -181,6 +299,11 @@ class Projection:
             self.candidates.pop(edit.target_id, None)
             if pos is None:
                 continue
+            if pos < self._settled_upto:
+                self._settled, self._settled_decisions, self._settled_upto = [], [], 0
+                self._settled_sections = {}
+            self._cum_valid = min(self._cum_valid, pos)
+            self._mask_cache.pop(edit.target_id, None)
             item = self.items[pos]
             if edit.action == "drop_thinking":
                 message = replace(item.message, thinking=())
@@ -203,6 +326,15 @@ class Projection:
     # ------------------------------------------------------------------ events
 
     def _push(self, item: ContextItem) -> None:
+        role = item.message.role
+        if role == "assistant":
+            self.assistant_turns += 1
+            if item.message.thinking:
+                self._thinking_ids.append(item.id)
+        elif role == "tool":
+            self._tool_ids.append(item.id)
+        elif role == "user" and item.kind == "user":
+            self._last_user_pos = len(self.items)
         self._pos[item.id] = len(self.items)
         self.items.append(item)
         self.total += item.tokens

@@ -247,14 +247,12 @@ class CompactionHook:
         if not self.settings.consult_planner or not self.manager.policy.compact:
             return False
         decision = plan(
-            projection.items,
-            projection.candidates,
+            projection,
             total=estimate.tokens,
             trigger=threshold,
             profile=turn.model,
             turns_so_far=0,
             settings=self.manager.policy.planner,
-            mask_edit=projection.mask_edit,
             evidence=projection.state.evidence_ids,
         )
         return not decision.needs_compaction

@@ -1,0 +1,230 @@
+"""Build latency per model call as a session grows, side by side with peers, in one run.
+
+For sessions of 1K, 10K and 100K events (a coding agent's turns: one tool call and its result,
+outputs of 50-3,000 tokens, a user message every 25 turns), this measures the time of *one more
+call*: append one turn, then produce the next request. contextwarden builds incrementally (only
+the new events are projected; compaction keeps the window bounded), so its per-call cost should
+stay flat. The peers, run on the very same messages:
+
+- langchain-core ``trim_messages(..., token_counter=count_tokens_approximately, strategy="last")``
+  over the full message list, as LangChain's docs use it before each model call;
+- openhands-sdk's condenser ``View.from_events`` over the full event list (skipped, with the
+  reason, when openhands-sdk is not installed).
+
+The session is pre-built with a build every 20 turns, so compactions happen as they would live.
+
+    .venv/bin/python benchmarks/bench_build.py [--sizes 1000,10000,100000] [--calls 30] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from contextwarden.context import ToolDefinition
+from contextwarden.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
+from contextwarden.manager import ContextManager
+from contextwarden.store.memory import MemoryStore
+from contextwarden.tokens import best_counter
+
+MODEL = "gpt-4.1"
+TOOLS = (
+    ToolDefinition(name="read_file", description="Read a file", parameters={"type": "object"}),
+    ToolDefinition(name="bash", description="Run a shell command", parameters={"type": "object"}),
+)
+WORDS = "def return self value error test file path import class None for in if else".split()
+
+
+def turn_events(rng: random.Random, n: int) -> list[Event]:
+    """One agent turn: an assistant tool call and its result (and sometimes a user message)."""
+    out: list[Event] = []
+    if n % 25 == 0:
+        out.append(UserMessage(text=f"Step {n}: keep going, and don't touch the public API."))
+    cid = f"call-{n}"
+    if rng.random() < 0.5:
+        call = ToolCall(id=cid, name="read_file", arguments={"path": f"src/mod{rng.randrange(40)}.py"})
+    else:
+        call = ToolCall(id=cid, name="bash", arguments={"command": f"pytest tests/test_{rng.randrange(10)}.py"})
+    size = int(rng.paretovariate(1.3) * 60) % 3_000 + 50
+    body = " ".join(rng.choice(WORDS) for _ in range(size))
+    out.append(AssistantMessage(text="Looking at it.", tool_calls=(call,)))
+    out.append(ToolResult(call_id=cid, tool_name=call.name, output=body))
+    return out
+
+
+def _timed(fn: Callable[[], Any], calls: int, step: Callable[[], None]) -> list[float]:
+    times = []
+    for _ in range(calls):
+        step()
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1000)
+    return times
+
+
+def bench_contextwarden(n_events: int, calls: int, seed: int) -> dict[str, Any]:
+    rng = random.Random(seed)
+    store = MemoryStore()
+    store.create_session("s")
+    manager = ContextManager(store, counter=best_counter())
+    store.append("s", [UserMessage(text="Fix the failing tests. Never edit migrations/.")], expected_last_seq=0)
+    turn = 0
+    while store.get_session("s").last_seq < n_events:
+        turn += 1
+        last = store.get_session("s").last_seq
+        store.append("s", turn_events(rng, turn), expected_last_seq=last)
+        if turn % 20 == 0:
+            manager.build("s", model=MODEL, tools=TOOLS)
+    manager.build("s", model=MODEL, tools=TOOLS)
+
+    def step() -> None:
+        nonlocal turn
+        turn += 1
+        store.append("s", turn_events(rng, turn), expected_last_seq=store.get_session("s").last_seq)
+
+    times = _timed(lambda: manager.build("s", model=MODEL, tools=TOOLS), calls, step)
+    compactions = sum(1 for e in store.read("s") if e.kind == "compaction")
+    return {"system": "contextwarden", "events": n_events, "median_ms": statistics.median(times),
+            "p90_ms": sorted(times)[int(0.9 * (len(times) - 1))], "compactions": compactions}
+
+
+def _lc_messages(events: list[Event]) -> list[Any]:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    out: list[Any] = [SystemMessage(content="You are a coding agent.")]
+    for e in events:
+        if isinstance(e, UserMessage):
+            out.append(HumanMessage(content=e.text))
+        elif isinstance(e, AssistantMessage):
+            out.append(AIMessage(content=e.text, tool_calls=[
+                {"id": c.id, "name": c.name, "args": dict(c.arguments)} for c in e.tool_calls]))
+        elif isinstance(e, ToolResult):
+            out.append(ToolMessage(content=e.output, tool_call_id=e.call_id))
+    return out
+
+
+def bench_langchain(n_events: int, calls: int, seed: int) -> dict[str, Any]:
+    try:
+        from langchain_core.messages import trim_messages
+        from langchain_core.messages.utils import count_tokens_approximately
+    except ImportError as exc:
+        return {"system": "langchain trim_messages", "events": n_events, "skipped": f"langchain-core missing: {exc}"}
+    rng = random.Random(seed)
+    events: list[Event] = [UserMessage(text="Fix the failing tests. Never edit migrations/.")]
+    turn = 0
+    while len(events) < n_events:
+        turn += 1
+        events += turn_events(rng, turn)
+    messages = _lc_messages(events)
+
+    def step() -> None:
+        nonlocal turn
+        turn += 1
+        messages.extend(_lc_messages(turn_events(rng, turn))[1:])
+
+    def call() -> Any:
+        return trim_messages(messages, max_tokens=900_000, token_counter=count_tokens_approximately,
+                             strategy="last", start_on="human", include_system=True)
+
+    times = _timed(call, calls, step)
+    return {"system": "langchain trim_messages", "events": n_events, "median_ms": statistics.median(times),
+            "p90_ms": sorted(times)[int(0.9 * (len(times) - 1))]}
+
+
+def bench_openhands(n_events: int, calls: int, seed: int) -> dict[str, Any]:
+    try:
+        from benchmarks_openhands import openhands_view_timer  # type: ignore[import-not-found]
+    except ImportError:
+        openhands_view_timer = None
+    if openhands_view_timer is None:
+        try:
+            from openhands.sdk.context.view import View  # noqa: F401
+        except ImportError as exc:
+            return {"system": "openhands View.from_events", "events": n_events,
+                    "skipped": f"openhands-sdk not importable here: {exc}"}
+    return _openhands(n_events, calls, seed)
+
+
+def _openhands(n_events: int, calls: int, seed: int) -> dict[str, Any]:
+    from openhands.sdk.context.view import View
+    from openhands.sdk.event import ActionEvent, MessageEvent, ObservationEvent
+    from openhands.sdk.llm import Message, MessageToolCall, TextContent
+    from openhands.sdk.tool.builtins import FinishAction  # a concrete Action the SDK ships
+    from openhands.sdk.tool.schema import Observation
+
+    rng = random.Random(seed)
+    oh_events: list[Any] = []
+
+    def convert(events: list[Event]) -> None:
+        for e in events:
+            if isinstance(e, UserMessage):
+                oh_events.append(MessageEvent(source="user", llm_message=Message(
+                    role="user", content=[TextContent(text=e.text)])))
+            elif isinstance(e, AssistantMessage):
+                for c in e.tool_calls:
+                    oh_events.append(ActionEvent(
+                        source="agent", thought=[TextContent(text=e.text)], action=FinishAction(message="x"),
+                        tool_name=c.name, tool_call_id=c.id,
+                        tool_call=MessageToolCall(id=c.id, name=c.name, arguments=json.dumps(c.arguments),
+                                                  origin="completion"),
+                        llm_response_id=f"r-{c.id}"))
+            elif isinstance(e, ToolResult):
+                oh_events.append(ObservationEvent(
+                    source="environment", observation=Observation.from_text(e.output),
+                    action_id=oh_events[-1].id, tool_name=e.tool_name, tool_call_id=e.call_id))
+
+    turn = 0
+    convert([UserMessage(text="Fix the failing tests. Never edit migrations/.")])
+    while len(oh_events) < n_events:
+        turn += 1
+        convert(turn_events(rng, turn))
+
+    def step() -> None:
+        nonlocal turn
+        turn += 1
+        convert(turn_events(rng, turn))
+
+    times = _timed(lambda: View.from_events(oh_events), calls, step)
+    return {"system": "openhands View.from_events", "events": n_events, "median_ms": statistics.median(times),
+            "p90_ms": sorted(times)[int(0.9 * (len(times) - 1))]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--calls", type=int, default=30)
+    parser.add_argument("--json", dest="json_out")
+    args = parser.parse_args()
+    rows = []
+    for n in (int(x) for x in args.sizes.split(",")):
+        for bench in (bench_contextwarden, bench_langchain, bench_openhands):
+            try:
+                row = bench(n, args.calls, seed=n)
+            except Exception as exc:  # a peer's API drift must not hide the other figures
+                row = {"system": bench.__name__, "events": n, "skipped": f"{type(exc).__name__}: {exc}"}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    print()
+    print(f"{'events':>8}  {'system':<30} {'median ms/call':>15} {'p90 ms':>9}  vs contextwarden")
+    for n in sorted({r["events"] for r in rows}):
+        ours = next((r for r in rows if r["events"] == n and r["system"] == "contextwarden"), None)
+        for r in (r for r in rows if r["events"] == n):
+            if "skipped" in r:
+                print(f"{n:>8}  {r['system']:<30} skipped: {r['skipped'][:70]}")
+                continue
+            ratio = r["median_ms"] / ours["median_ms"] if ours and "median_ms" in ours else float("nan")
+            print(f"{n:>8}  {r['system']:<30} {r['median_ms']:>15.2f} {r['p90_ms']:>9.2f}  {ratio:>6.1f}x")
+    if args.json_out:
+        with open(args.json_out, "w", encoding="utf-8") as fh:
+            json.dump({"machine": platform.platform(), "python": platform.python_version(), "rows": rows}, fh,
+                      indent=2)
+
+
+if __name__ == "__main__":
+    main()
