@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from contextwarden.events import AssistantMessage, ToolCall, ToolResult, UserMessage
 from contextwarden.replay.results import FileResult, ReplayResults, RequestRecord, StrategyResult, UsageCheck
 from contextwarden.report import CONTENT_SECURITY_POLICY, render_report, write_report
 from contextwarden.report.html import CSS
@@ -110,6 +111,25 @@ def test_report_escapes_every_field_and_has_no_active_content() -> None:
     # the payload reads as the literal text in the file names, strategy names, notes, examples, model
     assert text.count(PAYLOAD) >= 8
     assert "&lt;script&gt;window.__pwned=2&lt;/script&gt;" in doc
+
+
+def test_transcript_timeline_shows_task_inputs_and_answers_escaped() -> None:
+    res = results(n=3)
+    events = [
+        UserMessage(text=f"Fix it. {PAYLOAD}"),
+        AssistantMessage(text="", tool_calls=(ToolCall(id="c1", name="bash", arguments={"command": "ls"}),)),
+        ToolResult(call_id="c1", tool_name="bash", output="a.py\n" + PAYLOAD, exit_code=2),
+        AssistantMessage(text=f"answer {PAYLOAD}"),
+        AssistantMessage(text="x" * 1000),
+    ]
+    doc = render_report(res, transcripts={res.files[0]: events})
+    checker = parse(doc)
+    assert "script" not in [t for t, _ in checker.tags] and "img" not in [t for t, _ in checker.tags]
+    text = "".join(checker.text)
+    assert f"Fix it. {PAYLOAD}" in text
+    assert f"bash (error) → a.py {PAYLOAD} (2 lines)" in text
+    assert f"answer {PAYLOAD}" in text and "x" * 239 + "…" in text and "x" * 241 not in text
+    assert doc.count("Transcript, request by request") == 1  # only the file given
 
 
 def test_report_declares_a_strict_content_security_policy_matching_its_stylesheet() -> None:

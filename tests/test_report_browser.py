@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import struct
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from contextwarden.replay import ReplaySettings, load_inputs, replay
 from contextwarden.report import render_report, write_report
 from test_report import PAYLOAD, results
 
@@ -110,3 +112,29 @@ def test_the_policy_blocks_script_even_if_escaping_failed(driver: Any, tmp_path:
     assert driver.execute_script("return document.querySelectorAll('script').length") == 1  # it is there...
     assert driver.execute_script("return typeof window.__pwned") == "undefined"  # ...and did not run
     assert any("Content Security Policy" in str(e.get("message", "")) for e in logs), logs
+
+
+def test_a_hostile_transcript_replayed_end_to_end_stays_text(driver: Any, tmp_path: Path) -> None:
+    # A real transcript file through the importer and the replay engine: markup in the task, a tool
+    # output, the model's answer, a tool argument and the file name itself.
+    messages = [
+        {"role": "user", "content": f"Look at page.html and report. {PAYLOAD}"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "bash", "arguments": json.dumps({"command": f"cat page.html # {PAYLOAD}"})}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": PAYLOAD},
+        {"role": "assistant", "content": f"The page holds {PAYLOAD}"},
+    ]
+    transcript = tmp_path / "<img src=x onerror=window.__pwned=3>.json"
+    transcript.write_text(json.dumps({"messages": messages}), encoding="utf-8")
+    inputs = load_inputs([str(transcript)])
+    results = replay(inputs, ["raw", "mask-last-n:0"], settings=ReplaySettings(model="gpt-4o"))
+    report = tmp_path / "replayed.html"
+    write_report(results, report, transcripts={i.source: i.events for i in inputs})
+    _open(driver, report)
+    driver.execute_script("document.querySelectorAll('details').forEach(d => d.open = true)")
+    assert driver.execute_script("return typeof window.__pwned") == "undefined"
+    assert driver.execute_script("return document.querySelectorAll('script, img').length") == 0
+    body = driver.find_element("css selector", "body").text
+    assert body.count(PAYLOAD) >= 3  # task, tool output, answer
+    assert "<img src=x onerror=window.__pwned=3>" in body  # the file name
+    driver.save_screenshot(str(tmp_path / "replayed.png"))

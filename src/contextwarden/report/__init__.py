@@ -14,16 +14,27 @@ how transcript text is kept inert.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ..events import Event
 from ..replay.results import ReplayResults
 from .html import CONTENT_SECURITY_POLICY, render_report
 
 __all__ = ["CONTENT_SECURITY_POLICY", "render_report", "write_report"]
 
 
-def write_report(results: ReplayResults, path: str | os.PathLike[str]) -> None:
-    """Write :func:`render_report` of ``results`` to ``path`` (UTF-8), creating parent directories."""
+def write_report(
+    results: ReplayResults,
+    path: str | os.PathLike[str],
+    *,
+    transcripts: Mapping[str, Sequence[Event]] | None = None,
+) -> None:
+    """Write :func:`render_report` of ``results`` to ``path`` (UTF-8), creating parent directories.
+
+    ``transcripts`` (replayed file → its events, e.g. ``{i.source: i.events for i in inputs}``) adds
+    each transcript's task and a request-by-request excerpt beside its charts.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_report(results), encoding="utf-8")
+    target.write_text(render_report(results, transcripts=transcripts), encoding="utf-8")

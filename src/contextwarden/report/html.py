@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import accumulate
 
 from ..context import SECTIONS
+from ..events import Event
 from ..replay.results import FileResult, ReplayResults, StrategyResult
 from . import _tables
+from ._timeline import timeline
 from .svg import (
     SECTION_COLORS,
     STRATEGY_COLORS,
@@ -57,11 +59,13 @@ svg .we{stroke:#fff;stroke-width:.8}
 table.fig{border-collapse:collapse;margin:8px 0;font-size:13px}
 table.fig th,table.fig td{border-bottom:1px solid #e3e6eb;padding:4px 9px;text-align:left;vertical-align:top}
 table.fig th{background:#f0f2f5;font-weight:600}
+table.tl td{max-width:640px;overflow-wrap:anywhere}
 table.fig td:first-child{min-width:150px;max-width:420px;overflow-wrap:anywhere}
 table.fig .num{text-align:right;font-variant-numeric:tabular-nums}
 .scroll{overflow:auto;max-height:520px}
 pre.ex{white-space:pre-wrap;word-break:break-word;max-width:760px;margin:0;font-size:12px;background:#f6f7f9;
 padding:4px 6px}
+.task{max-height:240px;overflow:auto}
 .sw svg{vertical-align:-1px}
 .note{color:#5b6475}
 .ok{color:#2a7a3b}
@@ -141,7 +145,8 @@ def _composition(name: str, f: FileResult) -> str:
                               events=tuple(zip(marks, notes, strict=True)), kind="composition")
 
 
-def _file_section(results: ReplayResults, file_index: int, colors: dict[str, str]) -> str:
+def _file_section(results: ReplayResults, file_index: int, colors: dict[str, str],
+                  events: Sequence[Event] | None) -> str:
     runs = [(s, s.per_file[file_index]) for s in _ran(results) if file_index < len(s.per_file)]
     first = runs[0][1] if runs else None
     title = first.name if first else results.files[file_index]
@@ -149,6 +154,8 @@ def _file_section(results: ReplayResults, file_index: int, colors: dict[str, str
     requests = len(first.requests) if first else 0
     parts = [f"<details{' open' if file_index == 0 else ''}><summary>{esc(title)} · {fmt_int(requests)} requests"
              f"</summary><p class=\"note\">{esc(path)}</p>"]
+    if events is not None:
+        parts.append(timeline(events))
     parts.append(_file_charts(results, file_index, colors))
     parts.append("<h3>Figures</h3>")
     parts.append(_tables.figures_table([(s.name, colors[s.name], f.figures()) for s, f in runs]))
@@ -187,7 +194,9 @@ def _overview(results: ReplayResults, colors: dict[str, str]) -> str:
              "the share of (request, probe) pairs kept: task, constraints, latest tool result, failing "
              "evidence, modified files.</p>"]
     skipped = [(s.name, s.skipped) for s in results.strategies if s.skipped]
-    notes: Sequence[str] = results.notes
+    # The engine also lists skipped strategies among its notes; say each thing once.
+    said = {f"{n} skipped: {why}" for n, why in skipped}
+    notes: Sequence[str] = [n for n in results.notes if n not in said]
     if skipped or notes:
         parts.append("<h3>Notes</h3><ul class=\"notes\">")
         parts += [f"<li>{esc(n)} skipped: {esc(why)}</li>" for n, why in skipped]
@@ -197,10 +206,15 @@ def _overview(results: ReplayResults, colors: dict[str, str]) -> str:
     return "".join(parts)
 
 
-def render_report(results: ReplayResults) -> str:
-    """The whole report as one HTML document (see the module docstring for what makes it safe)."""
+def render_report(results: ReplayResults, *, transcripts: Mapping[str, Sequence[Event]] | None = None) -> str:
+    """The whole report as one HTML document (see the module docstring for what makes it safe).
+
+    ``transcripts`` maps a replayed file (an entry of ``results.files``) to its events; a file
+    given there gets its task statement and a request-by-request excerpt of the transcript.
+    """
     colors = _colors(results)
-    files = [_file_section(results, n, colors) for n in range(len(results.files))]
+    given = transcripts or {}
+    files = [_file_section(results, n, colors, given.get(f)) for n, f in enumerate(results.files)]
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{esc(CONTENT_SECURITY_POLICY)}">'

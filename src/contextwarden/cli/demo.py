@@ -1,0 +1,160 @@
+"""``contextwarden demo``: the whole job on the embedded default, in seconds.
+
+It imports a real SWE-agent trajectory bundled with the package (MIT, with its LICENSE beside it)
+into the SQLite session store, replays it with the raw history, observation masking and
+contextwarden, prints the table and writes the HTML report. Running it again reuses the session it
+imported the first time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import SessionNotFound
+from ..importers import load_transcript
+from ..replay import ReplayResults, ReplaySettings, load_inputs, replay
+from ..replay.engine import DEFAULT_MODEL
+from ..report import write_report
+from ..store import SessionStore, open_store
+from ._common import echo_json, store_option
+
+DEMO_STRATEGIES: tuple[str, ...] = ("raw", "mask-last-n:10", "contextwarden")
+"""What the demo compares: no management, SWE-agent-style masking, and contextwarden's default policy."""
+DEFAULT_TRAJECTORY = "ctf__i_got_id_demo"
+"""The longest bundled SWE-agent trajectory (21 model calls)."""
+REPORT_NAME = "contextwarden-report.html"
+"""The report's file name inside ``--out``."""
+
+
+def bundled_trajectories() -> dict[str, Path]:
+    """Bundled real trajectories by name (file stem) → path."""
+    root = resources.files("contextwarden") / "data" / "trajectories"
+    found: dict[str, Path] = {}
+    for folder in sorted(root.iterdir(), key=lambda p: p.name):
+        if not folder.is_dir():
+            continue
+        for entry in sorted(folder.iterdir(), key=lambda p: p.name):
+            if entry.name.endswith((".traj", ".json")):
+                found[entry.name.rsplit(".", 1)[0]] = Path(str(entry))
+    return found
+
+
+def _import(store: SessionStore, path: Path) -> tuple[str, bool]:
+    """The demo session for ``path``: reused when an earlier demo imported the same file, else imported now."""
+    from .importcmd import _store_one
+
+    source = str(path.resolve())
+    base = f"demo-{path.stem}"
+    name, number = base, 1
+    while True:
+        try:
+            info = store.get_session(name)
+        except SessionNotFound:
+            break
+        if info.metadata.get("source") == source and info.last_seq > 0:
+            return name, False
+        number += 1
+        name = f"{base}-{number}"
+    _store_one(store, name, load_transcript(path))
+    return name, True
+
+
+@contextmanager
+def _progress(total: int, enabled: bool) -> Iterator[Any]:
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, transient=True) as bar:
+        task = bar.add_task("replay", total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+def _ratio(value: float, base: float) -> str:
+    return f"{value / base:.2f}×" if base else "–"
+
+
+def print_table(results: ReplayResults, title: str) -> None:
+    """The figures of every strategy as a Rich table, with ratios to ``raw``."""
+    from rich.console import Console
+    from rich.table import Table
+
+    ran = [s for s in results.strategies if not s.skipped]
+    raw = next((s.figures() for s in ran if s.name == "raw"), None)
+    table = Table(title=title)
+    for heading in ("strategy", "calls", "input/call", "tokens vs raw", "cost", "cost vs raw", "cache hit",
+                    "window events", "retention", "overflows"):
+        table.add_column(heading, justify="left" if heading == "strategy" else "right")
+    for s in ran:
+        f = s.figures()
+        table.add_row(
+            s.name, f"{f['requests']:,}", f"{f['input_tokens_mean']:,.0f}",
+            _ratio(f["input_tokens_mean"], raw["input_tokens_mean"]) if raw else "–", f"${f['cost_usd']:.4f}",
+            _ratio(f["cost_usd"], raw["cost_usd"]) if raw else "–", f"{f['cache_hit_ratio']:.1%}",
+            f"{f['window_events']:,}", f"{f['retention']:.1%}", f"{f['overflows']:,}",
+        )
+    console = Console()
+    if not console.is_terminal:
+        # Piped or captured output has no width to respect; 80 columns would crop the figures.
+        console = Console(width=140)
+    console.print(table)
+    counter = f"{results.counter} ({'exact' if results.counter_exact else 'estimated'})"
+    console.print(f"model {results.model} ({results.cache_style} caching), tokens counted with {counter}",
+                  markup=False)
+    for note in results.notes:
+        console.print(f"note: {note}", markup=False)
+
+
+def run_demo(*, store_url: str | None, trajectory: str, model: str, out: Path,
+             strategies: Sequence[str] = DEMO_STRATEGIES, show_progress: bool = False) -> dict[str, Any]:
+    """Import, replay, report; returns what happened (session, report path, results, seconds)."""
+    started = time.perf_counter()
+    path = bundled_trajectories()[trajectory]
+    store = open_store(store_url)
+    try:
+        session, imported = _import(store, path)
+        inputs = load_inputs([session], store=store)
+        total = sum(i.requests for i in inputs) * len(strategies)
+        with _progress(total, show_progress) as advance:
+            results = replay(inputs, list(strategies), settings=ReplaySettings(model=model), progress=advance)
+    finally:
+        store.close()
+    report = out / REPORT_NAME
+    write_report(results, report, transcripts={i.source: i.events for i in inputs})
+    return {"session": session, "imported": imported, "trajectory": str(path), "report": str(report),
+            "results": results, "seconds": time.perf_counter() - started}
+
+
+@click.command(name="demo")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              show_default=True, help=f"Directory the report ({REPORT_NAME}) is written to.")
+@click.option("--trajectory", type=click.Choice(sorted(bundled_trajectories())), default=DEFAULT_TRAJECTORY,
+              show_default=True, help="Which bundled real trajectory to use.")
+@click.option("--model", default=DEFAULT_MODEL, show_default=True, help="Model profile to budget and price for.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of the table.")
+@store_option
+def command(out_dir: Path, trajectory: str, model: str, as_json: bool, store_url: str | None) -> None:
+    """Replay a bundled real trajectory with raw, masking and contextwarden; print the table, write the report.
+
+    The trajectory is imported into the session store first (reused on later runs).
+    """
+    done = run_demo(store_url=store_url, trajectory=trajectory, model=model, out=out_dir,
+                    show_progress=not as_json)
+    results: ReplayResults = done["results"]
+    if as_json:
+        echo_json({**results.to_dict(), "session": done["session"], "report": done["report"],
+                   "seconds": round(done["seconds"], 2)})
+        return
+    verb = "imported" if done["imported"] else "reused"
+    click.echo(f"{verb} {Path(done['trajectory']).name} as session {done['session']}")
+    print_table(results, f"{trajectory}: {results.strategies[0].figures()['requests']} model calls replayed")
+    click.echo(f"report: {done['report']}  ({done['seconds']:.1f} s)")
