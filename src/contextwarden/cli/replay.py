@@ -1,0 +1,226 @@
+"""``contextwarden replay``: real transcripts under several context strategies, side by side.
+
+Each argument is a transcript file (any format ``contextwarden import`` reads) or the id of a stored
+session. Prints one table of totals over every file (and a per-file table for several files),
+notes skipped peers and probe misses, and on request writes the JSON figures, every rendered request
+(``--dump-requests``) and the HTML report.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from ..importers import FORMATS
+from ..replay import DEFAULT_MODEL, DEFAULT_STRATEGIES, ReplayResults, ReplaySettings, load_inputs, replay
+from ..store import open_store
+from ._common import store_option
+
+
+@click.command(name="replay")
+@click.argument("sources", nargs=-1, required=True)
+@click.option(
+    "--strategy",
+    "strategies",
+    multiple=True,
+    help="raw, mask-last-n:N, contextwarden[:options], or a peer (repeatable; default: "
+    + ", ".join(DEFAULT_STRATEGIES)
+    + ").",
+)
+@click.option("--model", default=DEFAULT_MODEL, show_default=True, help="Model profile to budget and price for.")
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the figures as JSON to this file.",
+)
+@click.option("--per-request", is_flag=True, help="Include every request's figures in the --json output.")
+@click.option(
+    "--dump-requests",
+    "dump_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write DIR/<strategy>/<file>.jsonl, one rendered OpenAI Chat request per line.",
+)
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the HTML report to this file.",
+)
+@click.option(
+    "--interval",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="Seconds between requests when the transcript has no timestamps.",
+)
+@click.option(
+    "--cache-ttl",
+    type=click.Choice(["5m", "1h"]),
+    default="5m",
+    show_default=True,
+    help="Lifetime explicit cache breakpoints are written with (Anthropic-style caching).",
+)
+@click.option(
+    "--format",
+    "format_name",
+    type=click.Choice(list(FORMATS)),
+    default=None,
+    help="Read every file as this format instead of detecting it.",
+)
+@click.option("--no-optimum", is_flag=True, help="Skip the offline optimum (faster).")
+@store_option
+def command(
+    sources: tuple[str, ...],
+    strategies: tuple[str, ...],
+    model: str,
+    json_path: Path | None,
+    per_request: bool,
+    dump_dir: Path | None,
+    report_path: Path | None,
+    interval: float,
+    cache_ttl: str,
+    format_name: str | None,
+    no_optimum: bool,
+    store_url: str | None,
+) -> None:
+    """Replay transcripts (files or stored session ids) and compare tokens, cost and retention."""
+    write_report = _report_writer() if report_path is not None else None
+    needs_store = any(not Path(s).exists() for s in sources)
+    store = open_store(store_url) if needs_store else None
+    try:
+        inputs = load_inputs(sources, store=store, format=format_name)
+    finally:
+        if store is not None:
+            store.close()
+    settings = ReplaySettings(
+        model=model, interval_seconds=interval, cache_ttl="1h" if cache_ttl == "1h" else "5m", optimum=not no_optimum
+    )
+    names = list(strategies or DEFAULT_STRATEGIES)
+    err = Console(stderr=True)
+    total = sum(i.requests for i in inputs) * len(names)
+    with Progress(
+        TextColumn("replaying"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+        disable=total < 200,
+    ) as bar:
+        task = bar.add_task("replay", total=total)
+        results = replay(inputs, names, settings=settings, dump_dir=dump_dir, progress=lambda n: bar.advance(task, n))
+    _print(results)
+    if json_path is not None:
+        json_path.write_text(json.dumps(results.to_dict(per_request=per_request), indent=2) + "\n", encoding="utf-8")
+        click.echo(f"wrote {json_path}")
+    if write_report is not None and report_path is not None:
+        write_report(results, report_path)
+        click.echo(f"wrote {report_path}")
+
+
+def _report_writer() -> Any:
+    try:
+        from ..report import write_report
+    except ImportError as exc:
+        raise click.ClickException(
+            f"--report needs contextwarden.report, which is not available here ({exc})"
+        ) from None
+    return write_report
+
+
+def _ratio(value: float, base: float) -> str:
+    return f"{value / base:.2f}×" if base else "-"
+
+
+def _print(results: ReplayResults) -> None:
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)  # piped output has no width to respect; 80 columns would crop figures
+    runs = [s for s in results.strategies if not s.skipped]
+    raw = next((s.figures() for s in runs if s.name == "raw"), None)
+    counter = f"{results.counter} ({'exact' if results.counter_exact else 'estimate'})"
+    table = Table(
+        title=f"{len(results.files)} transcript(s), model {results.model} ({results.cache_style}), tokens by {counter}"
+    )
+    for column in (
+        "strategy",
+        "requests",
+        "mean input",
+        "× raw",
+        "peak",
+        "cost $",
+        "× raw",
+        "× optimum",
+        "cache hit",
+        "breaks",
+        "window ev.",
+        "retention",
+        "overflows",
+    ):
+        table.add_column(column, justify="left" if column == "strategy" else "right")
+    for s in runs:
+        f = s.figures()
+        ratio = f["optimum_ratio"]
+        table.add_row(
+            s.name,
+            str(f["requests"]),
+            f"{f['input_tokens_mean']:,.0f}",
+            _ratio(f["input_tokens_mean"], raw["input_tokens_mean"]) if raw else "-",
+            f"{f['input_tokens_peak']:,}",
+            f"{f['cost_usd']:.4f}",
+            _ratio(f["cost_usd"], raw["cost_usd"]) if raw else "-",
+            f"{ratio:.2f}×" if ratio else "-",
+            f"{f['cache_hit_ratio']:.0%}",
+            str(f["prefix_breaks"]),
+            str(f["window_events"]),
+            f"{f['retention']:.3f}",
+            str(f["overflows"]),
+        )
+    console.print(table)
+    if len(results.files) > 1:
+        _print_per_file(console, results)
+    for s in runs:
+        misses = {k: v for k, v in s.figures()["probe_misses"].items() if v}
+        if misses:
+            console.print(f"{s.name}: probe misses " + ", ".join(f"{k} {v}" for k, v in misses.items()))
+    for s in runs:
+        for result in s.per_file:
+            if result.usage is not None:
+                u = result.usage
+                console.print(
+                    f"{result.name}: transcript usage ({u.source}) {u.real_input_tokens:,} input tokens, "
+                    f"model {u.predicted_input_tokens:,} ({u.input_error:+.1%}); cost ${u.real_cost_usd:.4f} "
+                    f"vs ${u.predicted_cost_usd:.4f} ({u.cost_error:+.1%})"
+                )
+    for note in results.notes:
+        console.print(f"note: {note}")
+
+
+def _print_per_file(console: Console, results: ReplayResults) -> None:
+    runs = [s for s in results.strategies if not s.skipped]
+    table = Table(title="per file: mean input tokens / cost $")
+    table.add_column("file")
+    table.add_column("requests", justify="right")
+    for s in runs:
+        table.add_column(s.name, justify="right")
+    for index, source in enumerate(results.files):
+        cells = []
+        for s in runs:
+            f = s.per_file[index].figures()
+            cells.append(f"{f['input_tokens_mean']:,.0f} / {f['cost_usd']:.4f}")
+        table.add_row(
+            runs[0].per_file[index].name if runs else source,
+            str(len(runs[0].per_file[index].requests)) if runs else "-",
+            *cells,
+        )
+    console.print(table)

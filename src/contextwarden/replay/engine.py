@@ -1,0 +1,464 @@
+"""The replay engine: every request a strategy would have sent over a real transcript, measured.
+
+For one transcript and one strategy, the transcript's events are appended one by one to a fresh
+in-memory session. Right before each assistant message (one model request each) the strategy
+builds its request; the engine renders it as OpenAI Chat, measures it block by block with the
+replay's counter, prices it with the cache model (:mod:`.costmodel`), checks the retention probes
+(:mod:`.probes`) and, when asked, dumps it. Then the transcript's own assistant message and the
+events after it are appended as they happened, so every strategy sees the same outputs.
+
+Time: requests are ``interval_seconds`` apart unless the transcript's assistant messages carry real,
+increasing timestamps. Window events recorded in the transcript itself (a compaction the original
+agent made) are not replayed: each strategy makes its own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, Any
+
+from ..context import SECTIONS, Message, ModelContext
+from ..errors import SessionNotFound, UsageError
+from ..events import AssistantMessage, Event, JSONValue, UsageReport
+from ..models import ModelProfile, get_profile
+from ..projection import message_tokens
+from ..render.openai_chat import render_openai_chat
+from ..store import MemoryStore
+from ..store._protocol import SessionStore
+from ..tokens import MESSAGE_OVERHEAD, HeuristicCounter, TokenCounter
+from .costmodel import Block, BlockMeter, CacheSimulator, CacheTTL, CostSettings, price_call
+from .probes import ProbeTracker
+from .results import FileResult, ReplayResults, RequestRecord, StrategyResult, UsageCheck
+from .strategies import Built, RunEnv, Strategy, parse_strategy
+
+DEFAULT_MODEL = "claude-sonnet-4-5"
+"""The profile a replay prices and budgets against when none is named."""
+
+Progress = Callable[[int], None]
+"""Called with the number of requests just measured."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplaySettings:
+    """How a replay runs. Vary it with ``dataclasses.replace``."""
+
+    model: str = DEFAULT_MODEL
+    """The model profile requests are budgeted and priced for."""
+    interval_seconds: float = 30.0
+    """Seconds between requests when the transcript has no timestamps."""
+    cache_ttl: CacheTTL = "5m"
+    """Explicit caching: the lifetime breakpoints are written with."""
+    optimum: bool = True
+    """Compute the offline optimum of every transcript (see :mod:`.optimum`)."""
+    summarizer_model: str | None = None
+    """The profile summarizer calls are priced with (None: the replay's model)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplayInput:
+    """One transcript to replay: its events as they happened."""
+
+    name: str
+    """A short name (the file stem or the session id)."""
+    source: str
+    """The file path or ``session:<id>``."""
+    events: tuple[Event, ...]
+    """The events in order."""
+    format: str = ""
+    """The transcript format, when read from a file."""
+    metadata: dict[str, JSONValue] = field(default_factory=dict)
+    """Format-specific facts (model, usage totals...)."""
+
+    @property
+    def requests(self) -> int:
+        """Assistant messages: one request each."""
+        return sum(1 for e in self.events if isinstance(e, AssistantMessage))
+
+
+def load_inputs(
+    specs: Iterable[str], *, store: SessionStore | None = None, format: str | None = None
+) -> list[ReplayInput]:
+    """Read each spec as a transcript file, or else as a session id of ``store``."""
+    from ..importers import load_transcript
+
+    inputs: list[ReplayInput] = []
+    for spec in specs:
+        if os.path.exists(spec):
+            t = load_transcript(spec, format=format)
+            inputs.append(
+                ReplayInput(
+                    name=Path(spec).stem, source=str(spec), events=t.events, format=t.format, metadata=dict(t.metadata)
+                )
+            )
+            continue
+        if store is None:
+            raise UsageError(f"{spec}: no such file (and no session store to look it up in)")
+        try:
+            events = store.read(spec)
+        except SessionNotFound:
+            raise UsageError(f"{spec}: neither a file nor a session in the store") from None
+        meta = store.get_session(spec).metadata
+        inner = meta.get("transcript")
+        inputs.append(
+            ReplayInput(
+                name=spec,
+                source=f"session:{spec}",
+                events=tuple(events),
+                format=str(meta.get("format", "")),
+                metadata=dict(inner) if isinstance(inner, dict) else {},
+            )
+        )
+    return inputs
+
+
+def default_counter() -> TokenCounter:
+    """The exact o200k counter when installed, else the heuristic."""
+    try:
+        from ..tokens import ExactCounter
+
+        return ExactCounter("o200k_base")
+    except ImportError:
+        return HeuristicCounter()
+
+
+# --------------------------------------------------------------------------- alignment
+
+
+def _expected_role(m: Message) -> str:
+    return "system" if m.role in ("system", "developer") else m.role
+
+
+def align(ctx: ModelContext, body: Mapping[str, Any]) -> tuple[list[str], dict[int, int]]:
+    """The section of every rendered block, and where each of ``ctx.messages`` landed among the blocks.
+
+    Rendering drops empty messages and may add a user message carrying tool images, so the two
+    lists are walked together by role (and call id for tool messages).
+    """
+    sections: list[str] = []
+    if body.get("tools"):
+        sections.append("tools")
+    rendered = list(body.get("messages", ()))
+    r = 0
+    if ctx.system and rendered:
+        sections.append("system")
+        r = 1
+    landed: dict[int, int] = {-1: len(sections) - 1}
+    for j, m in enumerate(ctx.messages):
+        if (
+            r < len(rendered)
+            and rendered[r].get("role") == _expected_role(m)
+            and (m.role != "tool" or rendered[r].get("tool_call_id") == m.tool_call_id)
+        ):
+            sections.append(m.section)
+            r += 1
+        landed[j] = len(sections) - 1
+        while (
+            r < len(rendered)
+            and m.role == "tool"
+            and rendered[r].get("role") == "user"
+            and isinstance(rendered[r].get("content"), list)
+        ):
+            sections.append(m.section)  # the images of a run of tool results
+            r += 1
+    sections.extend("conversation" for _ in rendered[r:])
+    return sections, landed
+
+
+def block_breakpoints(ctx: ModelContext, landed: Mapping[int, int]) -> list[int]:
+    """The context's cache breakpoints as block indices."""
+    return sorted({landed[b] for b in ctx.cache_breakpoints if landed.get(b, -1) >= 0})
+
+
+# --------------------------------------------------------------------------- one transcript
+
+
+class _Clock:
+    """The send time of each request: real timestamps when the transcript has them."""
+
+    def __init__(self, events: Sequence[Event], interval: float) -> None:
+        stamps = [e.created_at for e in events if isinstance(e, AssistantMessage)]
+        real = len(stamps) > 1 and stamps[-1] > stamps[0] and all(b >= a for a, b in itertools.pairwise(stamps))
+        self.times = [s - stamps[0] for s in stamps] if real else [i * interval for i in range(len(stamps))]
+        self.real = real
+
+    def __call__(self, index: int) -> float:
+        return self.times[index] if index < len(self.times) else index * 30.0
+
+
+def output_tokens(event: AssistantMessage, counter: TokenCounter) -> int:
+    """Tokens the model wrote for ``event``: text, reasoning and tool calls."""
+    message = Message(role="assistant", text=event.text, thinking=event.thinking, tool_calls=event.tool_calls)
+    return max(message_tokens(message, counter) - MESSAGE_OVERHEAD, 0)
+
+
+@dataclass
+class _Measured:
+    records: list[RequestRecord] = field(default_factory=list)
+    usage: dict[int, UsageReport] = field(default_factory=dict)
+    misses: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, str] = field(default_factory=dict)
+    summarizer_tokens: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+class _FileReplay:
+    """One strategy over one transcript."""
+
+    def __init__(
+        self,
+        inp: ReplayInput,
+        strategy: Strategy,
+        *,
+        profile: ModelProfile,
+        meter: BlockMeter,
+        settings: ReplaySettings,
+        summarizer: ModelProfile,
+        dump: IO[str] | None,
+    ) -> None:
+        self.inp = inp
+        self.profile = profile
+        self.meter = meter
+        self.summarizer = summarizer
+        self.dump = dump
+        self.store = MemoryStore()
+        self.sid = self.store.create_session("replay").id
+        self.run = strategy.start(RunEnv(store=self.store, session_id=self.sid, profile=profile, counter=meter.counter))
+        self.tracker = ProbeTracker()
+        self.sim = CacheSimulator(profile, CostSettings(ttl=settings.cache_ttl))
+        self.clock = _Clock(inp.events, settings.interval_seconds)
+        self.previous: list[Block] = []
+        self.index_of: dict[str, int] = {}
+        self.out = _Measured()
+
+    def play(self, progress: Progress | None) -> _Measured:
+        for event in self.inp.events:
+            if event.is_window_event:
+                continue
+            if isinstance(event, AssistantMessage):
+                self._request(event, self.run.build())
+                if progress is not None:
+                    progress(1)
+            if isinstance(event, UsageReport) and self.out.records:
+                target = self.index_of.get(event.response_event_id, len(self.out.records) - 1)
+                self.out.usage.setdefault(target, event)
+            last = self.store.get_session(self.sid).last_seq
+            stored = self.store.append(self.sid, [event], expected_last_seq=last)[0]
+            self.run.observe(stored)
+            self.tracker.add(stored)
+        return self.out
+
+    def _request(self, event: AssistantMessage, built: Built) -> None:
+        ctx = built.context
+        body = render_openai_chat(ctx)
+        if self.dump is not None:
+            self.dump.write(json.dumps(body, ensure_ascii=True) + "\n")
+        blocks = self.meter.blocks(body)
+        sections_of, landed = align(ctx, body)
+        index = len(self.out.records)
+        self.index_of[event.id] = index
+        out_tokens = output_tokens(event, self.meter.counter)
+        cost = self.sim.observe(
+            blocks, at=self.clock(index), output_tokens=out_tokens, breakpoints=block_breakpoints(ctx, landed)
+        )
+        keys = [b.key for b in blocks]
+        prefix_break = bool(self.previous) and keys[: len(self.previous)] != [b.key for b in self.previous]
+        self.previous = blocks
+        sections = {k: 0 for k in SECTIONS}
+        for section, block in zip(sections_of, blocks, strict=True):
+            sections[section] = sections.get(section, 0) + block.tokens
+        probes = self.tracker.check(body)
+        for kind, what in probes.missing.items():
+            self.out.misses[kind] = self.out.misses.get(kind, 0) + 1
+            self.out.examples.setdefault(kind, f"request {index}: {what}")
+        summarized = built.summarizer_input_tokens + built.summarizer_output_tokens
+        self.out.summarizer_tokens += summarized
+        extra = (
+            price_call(
+                self.summarizer,
+                input_tokens=built.summarizer_input_tokens,
+                output_tokens=built.summarizer_output_tokens,
+            )
+            if summarized
+            else 0.0
+        )
+        window = bool(built.window_event_kinds) if built.reports_window_events else prefix_break
+        kinds = built.window_event_kinds if built.reports_window_events else (("edit",) if prefix_break else ())
+        if built.note:
+            self.out.notes.append(f"request {index}: {built.note}")
+        limit = self.profile.input_window
+        self.out.records.append(
+            RequestRecord(
+                index=index,
+                at=self.clock(index),
+                input_tokens=cost.input_tokens,
+                cache_read_tokens=cost.cache_read_tokens,
+                cache_write_tokens=cost.cache_write_tokens,
+                output_tokens=out_tokens,
+                cost_usd=cost.cost_usd + extra,
+                messages=len(body.get("messages", ())),
+                sections=sections,
+                window_event=window,
+                window_event_kinds=kinds,
+                prefix_break=prefix_break,
+                shared_prefix_tokens=cost.shared_prefix_tokens,
+                summarizer_tokens=summarized,
+                overflow=limit is not None and cost.input_tokens > limit,
+                probes=dict(probes.results),
+            )
+        )
+
+
+def _usage_check(
+    inp: ReplayInput, records: list[RequestRecord], usage: Mapping[int, UsageReport], profile: ModelProfile
+) -> UsageCheck | None:
+    if usage:
+        pairs = [(records[i], u) for i, u in sorted(usage.items()) if i < len(records)]
+
+        def real_cost(u: UsageReport) -> float:
+            return (
+                profile.cost(
+                    input_tokens=u.input_tokens,
+                    output_tokens=u.output_tokens,
+                    cache_read_tokens=u.cache_read_tokens,
+                    cache_write_tokens=u.cache_write_tokens,
+                )
+                or 0.0
+            )
+
+        return UsageCheck(
+            requests=len(pairs),
+            real_input_tokens=sum(u.input_tokens for _, u in pairs),
+            predicted_input_tokens=sum(r.input_tokens for r, _ in pairs),
+            real_cache_read_tokens=sum(u.cache_read_tokens for _, u in pairs),
+            predicted_cache_read_tokens=sum(r.cache_read_tokens for r, _ in pairs),
+            real_cost_usd=sum(real_cost(u) for _, u in pairs),
+            predicted_cost_usd=sum(r.cost_usd for r, _ in pairs),
+        )
+    totals = inp.metadata.get("usage_totals")
+    if not isinstance(totals, dict) or not isinstance(totals.get("input_tokens"), int):
+        return None
+    real_in, real_out = int(totals["input_tokens"] or 0), int(totals.get("output_tokens") or 0)  # type: ignore[arg-type]
+    predicted_in = sum(r.input_tokens for r in records)
+    predicted_out = sum(r.output_tokens for r in records)
+    # Run totals carry no cache figures: compare both sides uncached.
+    return UsageCheck(
+        requests=len(records),
+        real_input_tokens=real_in,
+        predicted_input_tokens=predicted_in,
+        real_cache_read_tokens=0,
+        predicted_cache_read_tokens=0,
+        real_cost_usd=price_call(profile, input_tokens=real_in, output_tokens=real_out),
+        predicted_cost_usd=price_call(profile, input_tokens=predicted_in, output_tokens=predicted_out),
+        source="totals",
+    )
+
+
+def replay_file(
+    inp: ReplayInput,
+    strategy: Strategy,
+    *,
+    profile: ModelProfile,
+    meter: BlockMeter,
+    settings: ReplaySettings,
+    dump: IO[str] | None = None,
+    progress: Progress | None = None,
+) -> FileResult:
+    """Replay one strategy over one transcript."""
+    summarizer = get_profile(settings.summarizer_model) if settings.summarizer_model else profile
+    measured = _FileReplay(
+        inp, strategy, profile=profile, meter=meter, settings=settings, summarizer=summarizer, dump=dump
+    ).play(progress)
+    records = measured.records
+    for index, u in measured.usage.items():
+        records[index] = replace(
+            records[index], usage_input_tokens=u.input_tokens, usage_cache_read_tokens=u.cache_read_tokens
+        )
+    usage = _usage_check(inp, records, measured.usage, profile) if strategy.name == "raw" else None
+    note = "; ".join(measured.notes[:3]) + (f" (+{len(measured.notes) - 3} more)" if len(measured.notes) > 3 else "")
+    return FileResult(
+        file=inp.source,
+        name=inp.name,
+        requests=tuple(records),
+        summarizer_tokens=measured.summarizer_tokens,
+        usage=usage,
+        probe_misses=dict(measured.misses),
+        miss_examples=dict(measured.examples),
+        note=note,
+    )
+
+
+def _dump_file(dump_dir: str | Path | None, strategy: str, name: str) -> IO[str] | None:
+    if dump_dir is None:
+        return None
+    folder = Path(dump_dir) / strategy.replace(os.sep, "_")
+    folder.mkdir(parents=True, exist_ok=True)
+    return (folder / f"{name}.jsonl").open("w", encoding="utf-8")
+
+
+def replay(
+    inputs: Sequence[ReplayInput],
+    strategies: Sequence[str | Strategy],
+    *,
+    settings: ReplaySettings | None = None,
+    counter: TokenCounter | None = None,
+    dump_dir: str | Path | None = None,
+    progress: Progress | None = None,
+) -> ReplayResults:
+    """Replay every strategy over every transcript (see the module docstring)."""
+    from .optimum import offline_optimum
+    from .peers import PeerStrategy, PeerUnavailable
+
+    settings = settings or ReplaySettings()
+    profile = get_profile(settings.model)
+    counter = counter or default_counter()
+    meter = BlockMeter(counter)
+    parsed = [parse_strategy(s) if isinstance(s, str) else s for s in strategies]
+    notes: list[str] = []
+    if not profile.known:
+        notes.append(f"model {settings.model!r} is not a known profile: generic window and no prices")
+    optimum: dict[str, float | None] = {}
+    if settings.optimum:
+        for inp in inputs:
+            optimum[inp.source] = offline_optimum(inp.events, profile=profile, meter=meter, settings=settings).cost_usd
+    results: list[StrategyResult] = []
+    for strategy in parsed:
+        skipped = strategy.availability() if isinstance(strategy, PeerStrategy) else ""
+        if skipped:
+            notes.append(f"{strategy.name} skipped: {skipped}")
+            results.append(StrategyResult(name=strategy.name, skipped=skipped))
+            if progress is not None:
+                progress(sum(i.requests for i in inputs))
+            continue
+        per_file: list[FileResult] = []
+        for inp in inputs:
+            dump = _dump_file(dump_dir, strategy.name, inp.name)
+            try:
+                result = replay_file(
+                    inp, strategy, profile=profile, meter=meter, settings=settings, dump=dump, progress=progress
+                )
+            except PeerUnavailable as exc:  # pragma: no cover - availability() is checked first
+                raise UsageError(f"{strategy.name}: {exc}") from None
+            finally:
+                if dump is not None:
+                    dump.close()
+            per_file.append(replace(result, optimum_cost_usd=optimum.get(inp.source)))
+        results.append(StrategyResult(name=strategy.name, per_file=tuple(per_file)))
+    return ReplayResults(
+        files=tuple(i.source for i in inputs),
+        strategies=tuple(results),
+        counter=counter.name,
+        counter_exact=bool(getattr(counter, "exact", False)),
+        model=profile.name,
+        cache_style=profile.cache_style,
+        settings={
+            "interval_seconds": settings.interval_seconds,
+            "cache_ttl": settings.cache_ttl,
+            "summarizer_model": settings.summarizer_model or profile.name,
+        },
+        notes=tuple(notes),
+    )

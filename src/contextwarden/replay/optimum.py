@@ -1,0 +1,192 @@
+"""The offline optimum: the cheapest schedule of reduction batches a transcript allowed, known in hindsight.
+
+A *schedule* is a set of batch points (request indices). At a batch point every reduction available
+then that keeps every retention probe is applied at once: superseded and stale tool results become
+their placeholders, and every other tool result is masked except the ones the probes need (the
+latest tool result and the latest failing test or unresolved error output). Between batch points
+nothing earlier changes: new events are appended verbatim, so each request extends the previous one
+and the cache keeps hitting. Items are projected as contextwarden projects them (tool output bounded
+at ingestion), so the optimum and the ``contextwarden`` strategy start from the same items.
+
+Dynamic programming over batch points finds the cheapest schedule. With ``F[b]`` the least cost of
+requests ``0..b`` given a batch at ``b``::
+
+    F[0] = cost(request 0)
+    F[b] = min over a < b of  F[a] + tail(a, b) + first(a, b)
+    optimum = min over a of  F[a] + tail(a, n)
+
+where ``tail(a, b)`` prices requests ``a+1 .. b-1`` built with batch ``a``'s reductions, one after the
+other in one cache, and ``first(a, b)`` prices request ``b`` with its own batch applied against the
+cache those requests left. A request over the model's input window makes its schedule infeasible.
+
+Compaction is not among the reductions: its cost depends on a summarizer's output, which a
+hindsight bound cannot know, and the structured summary cannot be checked by the probes beyond
+their anchors; the bound is therefore over supersession and masking, which the probes fully check.
+Output tokens are included (they are the same for every schedule), so ratios compare like with like.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from ..context import Message, ModelContext
+from ..events import AssistantMessage, Event, with_position
+from ..models import ModelProfile
+from ..policies.presets import CODING_TOOL_POLICIES
+from ..projection import Projection, ProjectionConfig
+from ..render.openai_chat import render_openai_chat
+from ..render.pairing import normalize_pairing
+from .costmodel import Block, BlockMeter, CacheSimulator, CostSettings
+from .engine import ReplaySettings, _Clock, align, output_tokens
+from .probes import ProbeTracker
+
+_INFEASIBLE = float("inf")
+_MASK_REASON = "offline optimum"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Optimum:
+    """The cheapest schedule found for one transcript."""
+
+    cost_usd: float
+    """Its cache-adjusted cost (output included); ``inf`` when no schedule fits the window."""
+    batch_points: tuple[int, ...]
+    """Requests at which it applies a batch."""
+    never_cost_usd: float
+    """The cost of never reducing (items bounded at ingestion only), for reference."""
+    requests: int
+    """Requests in the transcript."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Snapshot:
+    """What the optimum needs of one request point."""
+
+    system: str
+    ids: tuple[str, ...]
+    edited: Mapping[str, Message]
+    out_tokens: int
+    at: float
+
+
+class _Blocks:
+    """Block of each (item, variant), learned from renders of the base and fully reduced requests."""
+
+    def __init__(self, meter: BlockMeter) -> None:
+        self.meter = meter
+        self.by_variant: dict[tuple[str, str], Block] = {}
+        self.prefix: dict[str, list[Block]] = {}
+
+    def learn(self, profile: ModelProfile, system: str, messages: Sequence[Message]) -> None:
+        normalized, _ = normalize_pairing(messages)
+        ctx = ModelContext(model=profile.name, system=system, messages=normalized)
+        body = render_openai_chat(ctx)
+        blocks = self.meter.blocks(body)
+        _, landed = align(ctx, body)
+        self.prefix[system] = blocks[: landed[-1] + 1]
+        for j, m in enumerate(normalized):
+            k = landed[j]
+            if m.source_ids and k >= 0 and k != landed[j - 1]:  # landed[-1] is the system block
+                self.by_variant[(m.source_ids[0], m.text)] = blocks[k]
+
+    def request(self, snap: _Snapshot, base: Mapping[str, Message], edits: Mapping[str, Message]) -> list[Block]:
+        out = list(self.prefix.get(snap.system, ()))
+        for item_id in snap.ids:
+            message = edits.get(item_id) or base[item_id]
+            block = self.by_variant.get((item_id, message.text))
+            if block is not None:
+                out.append(block)
+        return out
+
+
+def _snapshots(
+    events: Sequence[Event], profile: ModelProfile, meter: BlockMeter, settings: ReplaySettings
+) -> tuple[list[_Snapshot], dict[str, Message], _Blocks]:
+    config = ProjectionConfig(counter=meter.counter, tool_policies=CODING_TOOL_POLICIES)
+    projection = Projection(config)
+    tracker = ProbeTracker()
+    clock = _Clock(events, settings.interval_seconds)
+    base: dict[str, Message] = {}
+    learned = _Blocks(meter)
+    snaps: list[_Snapshot] = []
+    seq = 0
+    for event in events:
+        if event.is_window_event:
+            continue
+        if isinstance(event, AssistantMessage):
+            protected = tracker.protected_ids()
+            edited: dict[str, Message] = {}
+            for item in projection.items:
+                base.setdefault(item.id, item.message)
+                candidate = projection.candidates.get(item.id)
+                if candidate is None and item.message.role == "tool" and item.evictable and item.id not in protected:
+                    candidate = projection.mask_edit(item.id, _MASK_REASON)
+                if candidate is not None and candidate.action != "drop_thinking":
+                    edited[item.id] = replace(item.message, text=candidate.replacement, parts=())
+            snap = _Snapshot(
+                system=projection.system,
+                ids=tuple(i.id for i in projection.items),
+                edited=edited,
+                out_tokens=output_tokens(event, meter.counter),
+                at=clock(len(snaps)),
+            )
+            learned.learn(profile, snap.system, [base[i] for i in snap.ids])
+            learned.learn(profile, snap.system, [edited.get(i) or base[i] for i in snap.ids])
+            snaps.append(snap)
+        seq += 1
+        stored = with_position(event, session_id="optimum", seq=seq)
+        projection.add(stored)
+        tracker.add(stored)
+    return snaps, base, learned
+
+
+def offline_optimum(
+    events: Sequence[Event], *, profile: ModelProfile, meter: BlockMeter, settings: ReplaySettings
+) -> Optimum:
+    """The cheapest batch schedule for ``events`` under ``profile``'s cache (see the module docstring)."""
+    snaps, base, learned = _snapshots(events, profile, meter, settings)
+    n = len(snaps)
+    if n == 0:
+        return Optimum(cost_usd=0.0, batch_points=(), never_cost_usd=0.0, requests=0)
+    window = profile.input_window
+    cost_settings = CostSettings(ttl=settings.cache_ttl)
+
+    def priced(sim: CacheSimulator, blocks: list[Block], snap: _Snapshot, *, commit: bool) -> float:
+        if window is not None and sum(b.tokens for b in blocks) > window:
+            return _INFEASIBLE
+        price = sim.observe if commit else sim.peek
+        points = [len(learned.prefix.get(snap.system, ())) - 1, len(blocks) - 1]
+        return price(blocks, at=snap.at, output_tokens=snap.out_tokens, breakpoints=points).cost_usd
+
+    tail: list[list[float]] = []  # tail[a][b - a - 1]: cumulative cost of requests a+1..b-1 under batch a
+    first: list[list[float]] = []  # first[a][b - a - 1]: request b with its own batch after segment a
+    start_cost = 0.0
+    for a in range(n):
+        sim = CacheSimulator(profile, cost_settings)
+        cost_a = priced(sim, learned.request(snaps[a], base, snaps[a].edited if a else {}), snaps[a], commit=True)
+        if a == 0:
+            start_cost = cost_a
+        running, tails, firsts = 0.0, [0.0], []
+        for r in range(a + 1, n):
+            firsts.append(priced(sim, learned.request(snaps[r], base, snaps[r].edited), snaps[r], commit=False))
+            running += priced(sim, learned.request(snaps[r], base, snaps[a].edited if a else {}), snaps[r], commit=True)
+            tails.append(running)
+        tail.append(tails)
+        first.append(firsts)
+    best = [_INFEASIBLE] * n
+    parent = [-1] * n
+    best[0] = start_cost
+    for b in range(1, n):
+        for a in range(b):
+            value = best[a] + tail[a][b - a - 1] + first[a][b - a - 1]
+            if value < best[b]:
+                best[b], parent[b] = value, a
+    finals = [best[a] + tail[a][n - a - 1] for a in range(n)]
+    last = min(range(n), key=lambda a: finals[a])
+    points: list[int] = []
+    node = last
+    while node > 0:
+        points.append(node)
+        node = parent[node]
+    return Optimum(cost_usd=finals[last], batch_points=tuple(reversed(points)), never_cost_usd=finals[0], requests=n)

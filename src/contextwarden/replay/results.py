@@ -1,0 +1,241 @@
+"""The figures a replay produces: per request, per file, per strategy, and their JSON form.
+
+:class:`RequestRecord` holds one request's series point (what the report draws), :class:`FileResult`
+one strategy on one transcript, :class:`StrategyResult` one strategy over every transcript with its
+totals, :class:`ReplayResults` the whole run. ``to_dict()`` gives the ``--json`` document::
+
+    {"files": [...], "strategies": [{"name": ..., <totals>, "per_file": [...]}], "counter": ..., "model": ...}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .probes import PROBE_KINDS
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequestRecord:
+    """One request a strategy would have sent: its size, cache, cost, composition and probes."""
+
+    index: int
+    """0-based position among the transcript's requests."""
+    at: float
+    """Seconds since the first request (the cost model's clock)."""
+    input_tokens: int
+    """Tokens of the rendered request."""
+    cache_read_tokens: int
+    """Of those, read from the cache."""
+    cache_write_tokens: int
+    """Of those, written to the cache (explicit caching)."""
+    output_tokens: int
+    """Output tokens of the transcript's response."""
+    cost_usd: float
+    """Cache-adjusted cost of this request, summarizer calls made for it included."""
+    messages: int
+    """Rendered messages."""
+    sections: dict[str, int]
+    """Tokens per section (system, tools, instructions, pinned, summary, conversation, tool_output)."""
+    window_event: bool
+    """Whether the strategy changed earlier context for this request (a window event)."""
+    window_event_kinds: tuple[str, ...] = ()
+    """What it did (``context_edit``, ``compaction``, ``edit``)."""
+    prefix_break: bool = False
+    """Whether the request does not extend the previous one message for message."""
+    shared_prefix_tokens: int = 0
+    """Tokens of the longest prefix shared with a live earlier request."""
+    summarizer_tokens: int = 0
+    """Summarizer input plus output tokens spent for this request."""
+    overflow: bool = False
+    """Whether the request exceeds the model's input window."""
+    probes: dict[str, bool] = field(default_factory=dict)
+    """Probe kind → kept (applicable probes only)."""
+    usage_input_tokens: int | None = None
+    """The provider's reported input tokens for this call, when the transcript has them."""
+    usage_cache_read_tokens: int | None = None
+    """The provider's reported cache reads for this call, when the transcript has them."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class UsageCheck:
+    """The cost model's prediction against the usage a transcript recorded (raw strategy only)."""
+
+    requests: int
+    """Requests with reported usage."""
+    real_input_tokens: int
+    """Reported input tokens over those requests."""
+    predicted_input_tokens: int
+    """Our measured input tokens over the same requests."""
+    real_cache_read_tokens: int
+    """Reported cache reads."""
+    predicted_cache_read_tokens: int
+    """Cache reads the model predicts."""
+    real_cost_usd: float
+    """The reported usage priced with the replay's profile."""
+    predicted_cost_usd: float
+    """The model's cost over the same requests."""
+    source: str = "per-call"
+    """``per-call`` (usage events) or ``totals`` (only run totals in the transcript's metadata)."""
+
+    @property
+    def input_error(self) -> float:
+        """(predicted − real) / real input tokens."""
+        return _rel(self.predicted_input_tokens, self.real_input_tokens)
+
+    @property
+    def cost_error(self) -> float:
+        """(predicted − real) / real cost."""
+        return _rel(self.predicted_cost_usd, self.real_cost_usd)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, errors included."""
+        return {**asdict(self), "input_error": self.input_error, "cost_error": self.cost_error}
+
+
+def _rel(predicted: float, real: float) -> float:
+    return (predicted - real) / real if real else 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileResult:
+    """One strategy replayed on one transcript."""
+
+    file: str
+    """The transcript's path or session id."""
+    name: str
+    """A short name (the file stem)."""
+    requests: tuple[RequestRecord, ...]
+    """Every request, in order."""
+    summarizer_tokens: int = 0
+    """Summarizer input plus output tokens."""
+    usage: UsageCheck | None = None
+    """Prediction against the transcript's own usage, when it has some (raw strategy)."""
+    probe_misses: dict[str, int] = field(default_factory=dict)
+    """Probe kind → requests that missed it."""
+    miss_examples: dict[str, str] = field(default_factory=dict)
+    """Probe kind → what the first miss could not see."""
+    optimum_cost_usd: float | None = None
+    """The offline optimum's cost on this transcript (see ``optimum.py``)."""
+    note: str = ""
+    """Anything the reader should know (a fallback, a skipped part)."""
+
+    def figures(self) -> dict[str, Any]:
+        """The per-file figures of the ``--json`` document."""
+        return {
+            "file": self.file,
+            "name": self.name,
+            **_figures(self.requests, self.summarizer_tokens),
+            "probe_misses": dict(self.probe_misses),
+            "miss_examples": dict(self.miss_examples),
+            "optimum_cost_usd": self.optimum_cost_usd,
+            "optimum_ratio": _ratio(sum(r.cost_usd for r in self.requests), self.optimum_cost_usd),
+            "usage_check": self.usage.to_dict() if self.usage else None,
+            "note": self.note,
+        }
+
+
+def _ratio(value: float, base: float | None) -> float | None:
+    return value / base if base else None
+
+
+def _figures(requests: Sequence[RequestRecord], summarizer_tokens: int) -> dict[str, Any]:
+    n = len(requests)
+    total = sum(r.input_tokens for r in requests)
+    read = sum(r.cache_read_tokens for r in requests)
+    pairs = sum(len(r.probes) for r in requests)
+    kept = sum(sum(1 for v in r.probes.values() if v) for r in requests)
+    return {
+        "requests": n,
+        "input_tokens_total": total,
+        "input_tokens_mean": total / n if n else 0.0,
+        "input_tokens_peak": max((r.input_tokens for r in requests), default=0),
+        "output_tokens_total": sum(r.output_tokens for r in requests),
+        "cost_usd": sum(r.cost_usd for r in requests),
+        "cache_hit_ratio": read / total if total else 0.0,
+        "cache_read_tokens": read,
+        "cache_write_tokens": sum(r.cache_write_tokens for r in requests),
+        "prefix_breaks": sum(1 for r in requests if r.prefix_break),
+        "window_events": sum(1 for r in requests if r.window_event),
+        "summarizer_tokens": summarizer_tokens,
+        "retention": kept / pairs if pairs else 1.0,
+        "overflows": sum(1 for r in requests if r.overflow),
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class StrategyResult:
+    """One strategy over every transcript."""
+
+    name: str
+    """The strategy's name as given (``raw``, ``mask-last-n:10``, ``contextwarden:keep=3``...)."""
+    per_file: tuple[FileResult, ...] = ()
+    """One result per transcript, in input order."""
+    skipped: str = ""
+    """Why the strategy did not run (a peer whose package is missing), empty when it ran."""
+
+    def figures(self) -> dict[str, Any]:
+        """Totals over every file (means and ratios over all requests together)."""
+        requests = [r for f in self.per_file for r in f.requests]
+        out = _figures(requests, sum(f.summarizer_tokens for f in self.per_file))
+        misses = {k: sum(f.probe_misses.get(k, 0) for f in self.per_file) for k in PROBE_KINDS}
+        optimum = [f.optimum_cost_usd for f in self.per_file]
+        known = None if any(o is None for o in optimum) else sum(o or 0.0 for o in optimum)
+        out.update(probe_misses=misses, optimum_cost_usd=known, optimum_ratio=_ratio(out["cost_usd"], known))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The strategy's entry of the ``--json`` document."""
+        if self.skipped:
+            return {"name": self.name, "skipped": self.skipped, "per_file": []}
+        return {"name": self.name, **self.figures(), "per_file": [f.figures() for f in self.per_file]}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplayResults:
+    """A whole replay: every strategy on every transcript."""
+
+    files: tuple[str, ...]
+    """The transcripts replayed, in order."""
+    strategies: tuple[StrategyResult, ...]
+    """One entry per strategy, in the order asked."""
+    counter: str
+    """The token counter used (``o200k_base`` exact, or ``heuristic``)."""
+    counter_exact: bool
+    """Whether the counter is exact."""
+    model: str
+    """The model profile priced and budgeted against."""
+    cache_style: str
+    """The profile's cache mechanics (``openai-auto``, ``anthropic-breakpoints``...)."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """The replay settings (interval, cache lifetime...)."""
+    notes: tuple[str, ...] = ()
+    """Anything skipped or approximated, one sentence each."""
+
+    def strategy(self, name: str) -> StrategyResult:
+        """The result of the strategy called ``name`` (KeyError when absent)."""
+        for s in self.strategies:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def to_dict(self, *, per_request: bool = False) -> dict[str, Any]:
+        """The ``--json`` document; ``per_request`` adds every request's record under each file."""
+        strategies = []
+        for s in self.strategies:
+            entry = s.to_dict()
+            if per_request:
+                for f, fd in zip(s.per_file, entry["per_file"], strict=True):
+                    fd["per_request"] = [asdict(r) for r in f.requests]
+            strategies.append(entry)
+        return {
+            "files": list(self.files),
+            "strategies": strategies,
+            "counter": self.counter,
+            "counter_exact": self.counter_exact,
+            "model": self.model,
+            "cache_style": self.cache_style,
+            "settings": dict(self.settings),
+            "notes": list(self.notes),
+        }

@@ -1,0 +1,370 @@
+"""Context strategies a replay compares: ``raw``, ``mask-last-n:N``, ``contextwarden`` and its variants.
+
+A :class:`Strategy` is started once per transcript (:meth:`Strategy.start`) and gives a
+:class:`StrategyRun`, which is told every event as it happened (:meth:`StrategyRun.observe`) and
+asked, right before each assistant message, for the request it would send (:meth:`StrategyRun.build`).
+Peers (other systems' released code) live in :mod:`contextwarden.replay.peers`; :func:`parse_strategy`
+knows every name.
+
+- ``raw``: the whole history, every time (what an agent without context management sends).
+- ``mask-last-n:N``: observation masking as SWE-agent's ``LastNObservations`` and the Complexity Trap
+  paper do it: at every request every tool result but the last N reads
+  ``Old environment output: (K lines omitted)``. Its own small projection, not the planner.
+- ``contextwarden``: the default :class:`~contextwarden.manager.ContextPolicy` with the structured
+  compactor when :mod:`contextwarden.compaction` is installed. Variants take options after a colon,
+  comma-separated: ``contextwarden:keep=3``, ``contextwarden:no-cache-aware``,
+  ``contextwarden:no-compact,min-batch=4096``; any :class:`~contextwarden.planner.PlannerSettings`
+  field works as ``name=value`` (dashes for underscores), and ``trigger=N`` sets the budget trigger.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from ..budget import BudgetPolicy
+from ..context import Message, ModelContext
+from ..errors import BudgetExceededError, UsageError
+from ..events import (
+    AssistantMessage,
+    Compaction,
+    Event,
+    Instruction,
+    Pin,
+    Steering,
+    ToolResult,
+    UserMessage,
+)
+from ..manager import Compactor, ContextManager, ContextPolicy
+from ..models import ModelProfile
+from ..planner import PlannerSettings
+from ..render.pairing import normalize_pairing
+from ..store._protocol import SessionStore
+from ..tokens import TokenCounter
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunEnv:
+    """What a strategy run works with: the replay session, the model and the counter."""
+
+    store: SessionStore
+    """The store holding the replayed session (events appended as they happened)."""
+    session_id: str
+    """The replayed session."""
+    profile: ModelProfile
+    """The model the requests are for."""
+    counter: TokenCounter
+    """The replay's token counter."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Built:
+    """One request a strategy would send, and what it did to produce it."""
+
+    context: ModelContext
+    """The request, provider-neutral; the engine renders it as OpenAI Chat."""
+    window_event_kinds: tuple[str, ...] = ()
+    """Window events recorded for this request (``context_edit``, ``compaction``)."""
+    reports_window_events: bool = False
+    """True when the strategy records its window events; otherwise the engine counts a request
+    that rewrites earlier context (a prefix break) as one."""
+    summarizer_input_tokens: int = 0
+    """Tokens a summarizer read to produce this request."""
+    summarizer_output_tokens: int = 0
+    """Tokens a summarizer wrote to produce this request."""
+    note: str = ""
+    """Anything unusual (an over-budget request sent anyway)."""
+
+
+class StrategyRun(Protocol):
+    """One strategy on one transcript."""
+
+    def observe(self, event: Event) -> None:
+        """Take one transcript event, as stored (seq assigned), in order."""
+        ...
+
+    def build(self) -> Built:
+        """The request the strategy would send now."""
+        ...
+
+
+class Strategy(Protocol):
+    """A named way of deciding what the model sees."""
+
+    @property
+    def name(self) -> str:
+        """The name reports use."""
+        ...
+
+    def start(self, env: RunEnv) -> StrategyRun:
+        """Begin one transcript."""
+        ...
+
+
+# --------------------------------------------------------------------------- the plain history
+
+
+class History:
+    """The transcript as plain messages: what an agent without context management keeps."""
+
+    def __init__(self) -> None:
+        self.system_parts: list[str] = []
+        self.messages: list[Message] = []
+
+    def add(self, event: Event) -> None:
+        """Append what ``event`` adds to the conversation (nothing for usage and window events)."""
+        if isinstance(event, Instruction):
+            if not self.messages:
+                self.system_parts.append(event.text)
+            else:
+                self.messages.append(
+                    Message(role="system", text=event.text, section="instructions", source_ids=(event.id,))
+                )
+        elif isinstance(event, UserMessage):
+            self.messages.append(Message(role="user", text=event.text, parts=event.parts, source_ids=(event.id,)))
+        elif isinstance(event, (Steering, Pin)):
+            self.messages.append(Message(role="user", text=event.text, section="pinned", source_ids=(event.id,)))
+        elif isinstance(event, AssistantMessage):
+            self.messages.append(
+                Message(
+                    role="assistant",
+                    text=event.text,
+                    thinking=event.thinking,
+                    tool_calls=event.tool_calls,
+                    source_ids=(event.id,),
+                )
+            )
+        elif isinstance(event, ToolResult):
+            self.messages.append(
+                Message(
+                    role="tool",
+                    text=event.output,
+                    tool_call_id=event.call_id,
+                    tool_name=event.tool_name,
+                    is_error=event.is_error,
+                    parts=event.parts,
+                    section="tool_output",
+                    source_ids=(event.id,),
+                )
+            )
+
+    @property
+    def system(self) -> str:
+        """The leading instructions, joined."""
+        return "\n\n".join(self.system_parts)
+
+
+def plain_context(
+    profile: ModelProfile, system: str, messages: Sequence[Message], counter: TokenCounter
+) -> ModelContext:
+    """A request of ``messages`` as they are, pairing-normalized, with breakpoints at system end and last message."""
+    normalized, _ = normalize_pairing(messages)
+    return ModelContext(
+        model=profile.name,
+        system=system,
+        messages=normalized,
+        window=profile.input_window,
+        counter=counter.name,
+        cache_breakpoints=(-1, len(normalized) - 1) if normalized else (-1,),
+    )
+
+
+@dataclass(frozen=True)
+class RawStrategy:
+    """The whole history every time."""
+
+    name: str = "raw"
+
+    def start(self, env: RunEnv) -> StrategyRun:
+        """Begin one transcript."""
+        return _RawRun(env)
+
+
+class _RawRun:
+    def __init__(self, env: RunEnv) -> None:
+        self.env = env
+        self.history = History()
+
+    def observe(self, event: Event) -> None:
+        self.history.add(event)
+
+    def build(self) -> Built:
+        return Built(
+            context=plain_context(self.env.profile, self.history.system, self.history.messages, self.env.counter)
+        )
+
+
+MASK_TEMPLATE = "Old environment output: ({lines} lines omitted)"
+"""SWE-agent's ``LastNObservations`` placeholder for a masked observation."""
+
+
+@dataclass(frozen=True)
+class MaskLastN:
+    """Observation masking: every tool result but the last ``keep`` is replaced, at every request."""
+
+    keep: int = 10
+    """Tool results kept verbatim."""
+
+    @property
+    def name(self) -> str:
+        """``mask-last-n:<keep>``."""
+        return f"mask-last-n:{self.keep}"
+
+    def start(self, env: RunEnv) -> StrategyRun:
+        """Begin one transcript."""
+        return _MaskRun(env, self.keep)
+
+
+class _MaskRun(_RawRun):
+    def __init__(self, env: RunEnv, keep: int) -> None:
+        super().__init__(env)
+        self.keep = keep
+
+    def build(self) -> Built:
+        messages = list(self.history.messages)
+        tool_positions = [n for n, m in enumerate(messages) if m.role == "tool"]
+        old = tool_positions[: max(len(tool_positions) - self.keep, 0)]
+        for n in old:
+            lines = len(messages[n].text.splitlines())
+            messages[n] = replace(messages[n], text=MASK_TEMPLATE.format(lines=lines), parts=())
+        return Built(context=plain_context(self.env.profile, self.history.system, messages, self.env.counter))
+
+
+# --------------------------------------------------------------------------- contextwarden
+
+
+@dataclass(frozen=True)
+class ContextWardenStrategy:
+    """contextwarden's own builder: :class:`ContextManager` with a policy, and the compactor when available."""
+
+    name: str = "contextwarden"
+    policy: ContextPolicy = field(default_factory=ContextPolicy)
+    compact: bool = True
+
+    def start(self, env: RunEnv) -> StrategyRun:
+        """Begin one transcript."""
+        compactor = _structured_compactor(env) if self.compact and self.policy.compact else None
+        manager = ContextManager(env.store, counter=env.counter, policy=self.policy, compactor=compactor)
+        return _WardenRun(env, manager)
+
+
+def _structured_compactor(env: RunEnv) -> Compactor | None:
+    try:
+        from ..compaction import WindowCompactor
+    except ImportError:  # pragma: no cover - the compaction package ships with contextwarden
+        return None
+    return WindowCompactor(env.store, counter=env.counter)
+
+
+class _WardenRun:
+    def __init__(self, env: RunEnv, manager: ContextManager) -> None:
+        self.env = env
+        self.manager = manager
+
+    def observe(self, event: Event) -> None:
+        """The manager reads the store itself."""
+
+    def build(self) -> Built:
+        store, sid = self.env.store, self.env.session_id
+        before = store.get_session(sid).last_seq
+        note = ""
+        try:
+            ctx = self.manager.build(sid, model=self.env.profile)
+        except BudgetExceededError as exc:
+            # Replay keeps going: the request that would not fit is measured as the builder left it.
+            projection = self.manager.projection(sid)
+            ctx = plain_context(
+                self.env.profile, projection.system, [i.message for i in projection.items], self.env.counter
+            )
+            note = f"over budget: {exc}"
+        kinds: list[str] = []
+        read = written = 0
+        for event in store.read(sid, since_seq=before):
+            if event.is_window_event:
+                kinds.append(event.kind)
+            if isinstance(event, Compaction):
+                read += event.summarizer_input_tokens
+                written += event.summarizer_output_tokens
+        return Built(
+            context=ctx,
+            window_event_kinds=tuple(kinds),
+            reports_window_events=True,
+            summarizer_input_tokens=read,
+            summarizer_output_tokens=written,
+            note=note,
+        )
+
+
+def _convert(raw: str, default: Any, option: str) -> Any:
+    try:
+        if isinstance(default, bool):
+            if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(raw)
+            return raw.lower() in ("true", "1", "yes")
+        if isinstance(default, int) or default is None:
+            return int(raw)
+        if isinstance(default, float):
+            return float(raw)
+    except ValueError:
+        raise UsageError(f"strategy option {option!r}: {raw!r} is not a valid value") from None
+    return raw
+
+
+def contextwarden_variant(options: str, *, name: str | None = None) -> ContextWardenStrategy:
+    """The ``contextwarden`` strategy with comma-separated options (see the module docstring)."""
+    planner = PlannerSettings()
+    budget = BudgetPolicy()
+    compact = True
+    fields = {f.name: f for f in dataclasses.fields(PlannerSettings)}
+    for option in filter(None, (o.strip() for o in options.split(","))):
+        key, _, value = option.partition("=")
+        attr = key.replace("-", "_")
+        if option == "no-compact":
+            compact = False
+        elif key.startswith("no-") and not value and key[3:].replace("-", "_") in fields:
+            planner = replace(planner, **{key[3:].replace("-", "_"): False})
+        elif key == "keep" and value:
+            planner = replace(planner, keep_recent_tool_results=_convert(value, 0, option))
+        elif key == "min-batch" and value:
+            planner = replace(planner, min_batch_tokens=_convert(value, 0, option))
+        elif key == "trigger" and value:
+            budget = replace(budget, trigger_tokens=_convert(value, 0, option))
+        elif attr in fields and value:
+            planner = replace(planner, **{attr: _convert(value, getattr(planner, attr), option)})
+        else:
+            known = ", ".join(
+                ["no-compact", "keep=N", "min-batch=N", "trigger=N", *(f"{f.replace('_', '-')}=..." for f in fields)]
+            )
+            raise UsageError(f"unknown contextwarden option {option!r}; known: {known}")
+    policy = ContextPolicy(name=name or "contextwarden", planner=planner, budget=budget, compact=compact)
+    return ContextWardenStrategy(
+        name=name or (f"contextwarden:{options}" if options else "contextwarden"), policy=policy, compact=compact
+    )
+
+
+def parse_strategy(spec: str) -> Strategy:
+    """The strategy a name stands for: ``raw``, ``mask-last-n[:N]``, ``contextwarden[:options]`` or a peer."""
+    from .peers import PEERS, peer_strategy
+
+    spec = spec.strip()
+    head, _, tail = spec.partition(":")
+    if spec == "raw":
+        return RawStrategy()
+    if head == "mask-last-n":
+        keep = _convert(tail, 0, spec) if tail else 10
+        if keep < 0:
+            raise UsageError(f"{spec}: N must not be negative")
+        return MaskLastN(keep)
+    if head == "contextwarden":
+        return contextwarden_variant(tail, name=spec)
+    if head in PEERS:
+        return peer_strategy(head)
+    raise UsageError(
+        f"unknown strategy {spec!r}; known: raw, mask-last-n:N, contextwarden[:options], {', '.join(PEERS)}"
+    )
+
+
+DEFAULT_STRATEGIES: tuple[str, ...] = ("raw", "mask-last-n:10", "contextwarden")
+"""What ``contextwarden replay`` compares when no ``--strategy`` is given."""
