@@ -38,7 +38,7 @@ TOOLS = (
     ToolDefinition(name="read_file", description="Read a file", parameters={"type": "object"}),
     ToolDefinition(name="bash", description="Run a shell command", parameters={"type": "object"}),
 )
-WORDS = "def return self value error test file path import class None for in if else".split()
+WORDS = ["def", "return", "self", "value", "error", "test", "file", "path", "import", "class", "None", "for", "in"]
 
 
 def turn_events(rng: random.Random, n: int) -> list[Event]:

@@ -264,3 +264,41 @@ def test_retrieval_reads_back_masked_output_and_is_bounded() -> None:
     assert artifact in found.output
     with pytest.raises(Exception, match="not a retrieval tool"):
         manager.retrieve("s", ToolCall(id="r3", name="bash", arguments={}))
+
+
+def test_supersession_and_staleness_become_placeholders_that_say_by_what() -> None:
+    store = MemoryStore()
+    s = Session(store)
+    s.add(UserMessage(text="fix it"))
+    s.call("read_file", "v1 " * 3_000, path="a.py")
+    s.call("read_file", "lines 10-20 " * 900, path="b.py", view_range=[10, 20])
+    s.call("read_file", "other lines " * 900, path="b.py", view_range=[30, 40])
+    s.call("bash", "FAILED tests/test_a.py::t1\n" * 300, command="pytest tests/test_a.py")
+    s.call("read_file", "v1 again " * 3_000, path="a.py")
+    s.call("edit_file", "ok", path="a.py", old_str="x", new_str="y")
+    s.call("bash", "1 passed", command="pytest tests/test_a.py")
+    policy = ContextPolicy(planner=PlannerSettings(cache_aware=False, min_batch_tokens=0, mask=False))
+    ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS, policy=policy)
+    tools = [m for m in ctx.messages if m.role == "tool"]
+    first_read, b1, b2, failing, second_read = tools[:5]
+    assert "superseded" in first_read.text and "seq" in first_read.text
+    assert "lines 10-20" in b1.text and "other lines" in b2.text  # different parts stay current
+    assert "superseded" in failing.text  # the later passing run of the same target replaces it
+    assert "stale" in second_read.text and "read_range" in second_read.text
+    assert tools[-1].text.startswith("1 passed")
+
+
+def test_failing_test_output_is_never_masked_while_unresolved() -> None:
+    store = MemoryStore()
+    s = Session(store)
+    s.add(UserMessage(text="make the tests pass"))
+    s.call("bash", "FAILED tests/test_core.py::test_sum - assert 23 == 5\n" + "trace\n" * 800,
+           command="pytest tests/test_core.py")
+    for i in range(12):
+        s.call("read_file", f"module {i} " * 800, path=f"m{i}.py")
+    policy = ContextPolicy(planner=PlannerSettings(cache_aware=False, min_batch_tokens=0,
+                                                   keep_recent_tool_results=2))
+    ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS, policy=policy)
+    texts = [m.text for m in ctx.messages if m.role == "tool"]
+    assert "assert 23 == 5" in texts[0]
+    assert sum("masked" in t for t in texts) == 10

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Literal, Union
 
 from .errors import CodecError
 
-JSONValue = Union[str, int, float, bool, None, list["JSONValue"], dict[str, "JSONValue"]]
+JSONValue = Union[str, int, float, bool, None, list["JSONValue"], dict[str, "JSONValue"]]  # noqa: UP007 (recursive alias)
 """A value that round-trips through JSON."""
 
 

@@ -35,7 +35,7 @@ from .events import (
 from .items import ContextItem, Lifecycle, Tier
 from .policies.placeholders import masked_placeholder, stale_placeholder, superseded_placeholder
 from .policies.presets import ToolPolicy, apply_policy, policy_for
-from .policies.resources import Resource, resources_of
+from .policies.resources import Resource, covers, resources_of
 from .policies.truncate import truncate_output
 from .render.pairing import normalize_pairing
 from .state import StateBuilder, TaskState
@@ -44,9 +44,6 @@ from .tokens import IMAGE_TOKENS, MESSAGE_OVERHEAD, TOOL_CALL_OVERHEAD, TokenCou
 MAX_ARGUMENT_CHARS = 8_000
 """A string tool-call argument longer than this is cut in the middle with a marker."""
 _REDUCED = frozenset({Lifecycle.MASKED, Lifecycle.SUPERSEDED, Lifecycle.STALE})
-_PARTIAL_READ_KEYS = frozenset(
-    {"view_range", "offset", "limit", "start_line", "end_line", "line", "line_number", "lines", "range"}
-)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,10 +89,6 @@ def _bound_arguments(call: ToolCall) -> tuple[ToolCall, bool]:
             changed = True
         bounded[key] = value
     return (replace(call, arguments=bounded) if changed else call), changed
-
-
-def _is_partial_read(call: ToolCall | None) -> bool:
-    return call is not None and any(k in _PARTIAL_READ_KEYS for k in call.arguments)
 
 
 class Projection:
@@ -459,11 +452,13 @@ class Projection:
                     seqs = ", ".join(str(self.items[self._pos[o]].recency) for o in older if o in self._pos)
                     notes.append(f"[note: {r.key} changed; its earlier output at seq {seqs} is out of date]")
             elif r.kind == "file" and r.access == "read" and not failed:
-                if not _is_partial_read(call):
-                    for old in self._readers.get(r.key, []):
+                remaining = []
+                for old in self._readers.get(r.key, []):
+                    if any(covers(r, o) for o in self._resources_of(old) if o.key == r.key):
                         self._candidate(old, "supersede", superseded_placeholder, event, r.key)
-                    self._readers[r.key] = []
-                self._readers.setdefault(r.key, []).append(event.id)
+                    else:
+                        remaining.append(old)  # a read of other lines stays current
+                self._readers[r.key] = [*remaining, event.id]
             elif r.kind in ("test", "page"):
                 for old in self._runs.get(r.key, []):
                     self._candidate(old, "supersede", superseded_placeholder, event, r.key)
@@ -477,6 +472,10 @@ class Projection:
                 self._candidate(previous, "supersede", superseded_placeholder, event, "identical output")
             self._fingerprints[fingerprint] = event.id
         return "\n".join(notes)
+
+    def _resources_of(self, item_id: str) -> tuple[Resource, ...]:
+        item = self.item(item_id)
+        return item.resources if item is not None else ()
 
     def _candidate(self, target_id: str, action: str, make: object, by: ToolResult, what: str) -> None:
         item = self.item(target_id)

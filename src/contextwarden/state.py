@@ -285,8 +285,9 @@ class StateBuilder:
         refs = dict(s.references)
         touch = dict(s.last_touch)
         read, modified, tests = s.files_read, s.files_modified, list(s.tests)
-        errors = list(zip(s.unresolved_errors, s.unresolved_error_ids)) if len(s.unresolved_error_ids) == len(
-            s.unresolved_errors) else [(e, "") for e in s.unresolved_errors]
+        ids = s.unresolved_error_ids if len(s.unresolved_error_ids) == len(s.unresolved_errors) else ("",) * len(
+            s.unresolved_errors)  # snapshots written before error ids were recorded
+        errors = list(zip(s.unresolved_errors, ids, strict=True))
         failed = result.is_error or (result.exit_code not in (None, 0))
         for r in resources:
             refs[r.key] = refs.get(r.key, 0) + 1
