@@ -23,6 +23,7 @@ import json
 import platform
 import random
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -139,15 +140,10 @@ def bench_langchain(n_events: int, calls: int, seed: int) -> dict[str, Any]:
 
 def bench_openhands(n_events: int, calls: int, seed: int) -> dict[str, Any]:
     try:
-        from benchmarks_openhands import openhands_view_timer  # type: ignore[import-not-found]
-    except ImportError:
-        openhands_view_timer = None
-    if openhands_view_timer is None:
-        try:
-            from openhands.sdk.context.view import View  # noqa: F401
-        except ImportError as exc:
-            return {"system": "openhands View.from_events", "events": n_events,
-                    "skipped": f"openhands-sdk not importable here: {exc}"}
+        from openhands.sdk.context.view import View  # noqa: F401
+    except ImportError as exc:
+        why = "openhands-sdk needs Python >= 3.12" if sys.version_info < (3, 12) else str(exc)
+        return {"system": "openhands View.from_events", "events": n_events, "skipped": why}
     return _openhands(n_events, calls, seed)
 
 
