@@ -60,13 +60,14 @@ def _context_item(i: int, m: Message, counter: TokenCounter, options: ContextReq
         kind = m.section
     label = f"messages[{i}] ({m.role}{', ' + m.tool_name if m.tool_name else ''}"
     label += f", event {source})" if source else ")"
-    digest = item_digest("m", [m.role, m.text, calls, m.tool_call_id, [p.media_type for p in m.parts],
-                               [len(p.data) for p in m.parts]])
+    digest = item_digest("m", [m.role, m.text, calls, [c.id for c in m.tool_calls], m.tool_call_id,
+                               [[b.text, b.signature] for b in m.thinking],
+                               [p.media_type for p in m.parts], [len(p.data) for p in m.parts]])
     return RequestItem(
         section="messages", index=i, role=m.role, kind=kind, label=label, text=text, digest=digest,
         tokens=m.tokens or (MESSAGE_OVERHEAD + counter.count(text)), source=source,
         injected=source in options.injected or m.section in ("pinned", "summary"),
-        cap=options.caps.get(source),
+        cap=options.caps.get(source), calls=m.tool_calls, call_id=m.tool_call_id,
     )
 
 

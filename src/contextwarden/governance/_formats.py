@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..events import ToolCall
+from ..render._common import parse_arguments
 from ..tokens import IMAGE_TOKENS, MESSAGE_OVERHEAD, TokenCounter
 from ._items import (
     RequestFormat,
@@ -88,16 +90,20 @@ class ItemBuilder:
         self.tools: list[RequestItem] = []
         self.messages: list[RequestItem] = []
         self.call_names: dict[str, str] = {}
+        self._calls: list[ToolCall] = []
 
     def add(self, section: Section, *, role: str, kind: str, label: str, text: str, digest: bytes,
-            images: int = 0, overhead: int = MESSAGE_OVERHEAD) -> None:
+            images: int = 0, overhead: int = MESSAGE_OVERHEAD, call_id: str = "") -> None:
+        """Append one item; tool calls collected by :meth:`call` since the last item go with it."""
         tokens = self.known.get(digest)
         if tokens is None:
             tokens = overhead + self.counter.count(text) + images * IMAGE_TOKENS
             self.known[digest] = tokens
         target = {"system": self.system, "tools": self.tools, "messages": self.messages}[section]
         target.append(RequestItem(section=section, index=len(target), role=role, kind=kind, label=label,
-                                  text=text, digest=digest, tokens=tokens))
+                                  text=text, digest=digest, tokens=tokens, calls=tuple(self._calls),
+                                  call_id=call_id))
+        self._calls.clear()
 
     def tool(self, index: int, raw: object) -> None:
         spec = raw if isinstance(raw, Mapping) else {}
@@ -108,7 +114,9 @@ class ItemBuilder:
                  digest=item_digest("tool", raw), overhead=0)
 
     def call(self, call_id: str, name: str, arguments: str) -> str:
+        """Note a tool call of the next item; returns its text form ``name(arguments)``."""
         self.call_names[call_id] = name
+        self._calls.append(ToolCall(id=call_id, name=name, arguments=parse_arguments(arguments)))
         return f"{name}({arguments})"
 
 
@@ -120,6 +128,7 @@ def chat_items(b: ItemBuilder, payload: Mapping[str, Any]) -> None:
         text, images = _content_text(message.get("content"))
         kind = text_kind(role, text)
         label = f"messages[{i}] ({role})"
+        call_id = ""
         if role == "assistant":
             calls = [c for c in message.get("tool_calls") or () if isinstance(c, Mapping)]
             pieces = [text] if text else []
@@ -138,7 +147,7 @@ def chat_items(b: ItemBuilder, payload: Mapping[str, Any]) -> None:
         section: Section = "system" if leading and role in ("system", "developer") else "messages"
         leading = leading and section == "system"
         b.add(section, role=role, kind="system" if section == "system" else kind, label=label, text=text,
-              digest=item_digest("m", raw), images=images)
+              digest=item_digest("m", raw), images=images, call_id=call_id)
 
 
 def _responses_item(b: ItemBuilder, i: int, raw: object) -> tuple[Section | None, str]:
@@ -157,7 +166,7 @@ def _responses_item(b: ItemBuilder, i: int, raw: object) -> tuple[Section | None
         text, images = _content_text(item.get("output"))
         b.add("messages", role="tool", kind=f"tool_output:{name}",
               label=f"input[{i}] (tool result of {name}, {call_id})", text=text, digest=item_digest("m", raw),
-              images=images)
+              images=images, call_id=call_id)
     elif kind == "reasoning":
         text, _ = _content_text(item.get("summary") or item.get("content"))
         b.add("messages", role="assistant", kind="reasoning", label=f"input[{i}] (reasoning)", text=text,
@@ -195,6 +204,7 @@ def _anthropic_block(b: ItemBuilder, role: str, i: int, j: int, block: Mapping[s
     kind = block.get("type")
     label = f"messages[{i}].content[{j}] ({kind})"
     images = 0
+    call_id = ""
     if kind == "tool_use":
         args = canonical_json(block.get("input", {})).decode("utf-8", "surrogatepass")
         text, item_kind = b.call(str(block.get("id", "")), str(block.get("name", "")), args), "assistant"
@@ -210,7 +220,8 @@ def _anthropic_block(b: ItemBuilder, role: str, i: int, j: int, block: Mapping[s
         text, images = _content_text([block])
         item_kind = text_kind(role, text)
     b.add("messages", role=role, kind=item_kind, label=label, text=text,
-          digest=item_digest(f"{role}\0{j}\0", block), images=images, overhead=MESSAGE_OVERHEAD if j == 0 else 1)
+          digest=item_digest(f"{role}\0{j}\0", block), images=images, overhead=MESSAGE_OVERHEAD if j == 0 else 1,
+          call_id=call_id)
 
 
 def anthropic_items(b: ItemBuilder, payload: Mapping[str, Any]) -> None:

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from ..events import ToolCall
+
 RequestFormat = Literal["openai_chat", "openai_responses", "anthropic", "contextwarden"]
 """The payload formats a request can be read from (``contextwarden``: a built ModelContext)."""
 Section = Literal["system", "tools", "messages"]
@@ -45,6 +47,10 @@ class RequestItem:
     (known for our own sessions; ``None`` for foreign logs)."""
     cap: int | None = None
     """Its declared hard cap in tokens, when known (our own sessions)."""
+    calls: tuple[ToolCall, ...] = ()
+    """Tool calls the item makes (assistant items)."""
+    call_id: str = ""
+    """The call a tool result answers."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -64,9 +64,15 @@ class ReplayedTurn:
     window_events: tuple[str, ...]
     """Kinds of the window events recorded since the previous request."""
     injected: frozenset[str]
-    """Ids of events whose items the harness injected (instructions after the start, pins, steering)."""
+    """Ids of the request's source events the harness injected (instructions after the start, pins,
+    steering)."""
     caps: dict[str, int]
-    """Hard caps in tokens by source event id."""
+    """Hard caps in tokens of the request's source events, by id."""
+    new_events: tuple[Event, ...] = ()
+    """Events appended to the replay since the previous request: the log's own, then the window
+    events this build recorded."""
+    response: AssistantMessage | None = None
+    """The assistant message the call produced (from the original log)."""
     usage: UsageReport | None = None
     """The provider usage recorded for the call, when the log has it."""
     error: str = ""
@@ -106,11 +112,13 @@ class _Replay:
         if event.is_window_event:
             self.window.append(event.kind)
 
-    def flush(self) -> None:
-        if self.pending:
-            last = self.store.get_session(self.session_id).last_seq
-            self.store.append(self.session_id, self.pending, expected_last_seq=last)
-            self.pending = []
+    def flush(self) -> list[Event]:
+        if not self.pending:
+            return []
+        last = self.store.get_session(self.session_id).last_seq
+        stored = self.store.append(self.session_id, self.pending, expected_last_seq=last)
+        self.pending = []
+        return stored
 
 
 def _copy(event: Event) -> Event | None:
@@ -148,8 +156,8 @@ def replay_session(
             if waiting is not None:
                 yield waiting
             turn += 1
-            replay.flush()
-            waiting = _build(replay, turn, event, model or event.model or current, tools)
+            flushed = replay.flush()
+            waiting = _build(replay, turn, event, model or event.model or current, tools, flushed)
         copied = _copy(event)
         if copied is not None:
             replay.note(copied)
@@ -158,17 +166,33 @@ def replay_session(
         yield waiting
 
 
-def _build(replay: _Replay, turn: int, event: AssistantMessage, model: str, tools: Sequence[ToolLike]) -> ReplayedTurn:
+def _build(replay: _Replay, turn: int, event: AssistantMessage, model: str, tools: Sequence[ToolLike],
+           flushed: list[Event]) -> ReplayedTurn:
     window = tuple(replay.window)
     replay.window = []
     try:
         ctx = replay.manager.build(replay.session_id, model=model, tools=tools)
     except BudgetExceededError as exc:
-        return ReplayedTurn(turn=turn, seq=event.seq, context=None, window_events=window,
-                            injected=frozenset(replay.injected), caps=dict(replay.caps), error=str(exc))
-    appended = [e.kind for e in replay.store.read(replay.session_id) if e.id in set(ctx.window_event_ids)]
-    return ReplayedTurn(turn=turn, seq=event.seq, context=ctx, window_events=(*window, *appended),
-                        injected=frozenset(replay.injected), caps=dict(replay.caps))
+        return ReplayedTurn(turn=turn, seq=event.seq, context=None, window_events=window, injected=frozenset(),
+                            caps={}, response=event, error=str(exc), new_events=tuple(flushed))
+    appended = _appended(replay, ctx.window_event_ids)
+    sources = {m.source_ids[0] for m in ctx.messages if m.source_ids}
+    return ReplayedTurn(
+        turn=turn, seq=event.seq, context=ctx, window_events=(*window, *(e.kind for e in appended)),
+        injected=frozenset(sources & replay.injected),
+        caps={s: replay.caps[s] for s in sources if s in replay.caps},
+        response=event, new_events=(*flushed, *appended),
+    )
+
+
+def _appended(replay: _Replay, ids: tuple[str, ...]) -> list[Event]:
+    """The window events the build just appended (they are the newest events)."""
+    if not ids:
+        return []
+    last = replay.store.get_session(replay.session_id).last_seq
+    recent = replay.store.read(replay.session_id, since_seq=max(last - len(ids) - 2, 0))
+    wanted = set(ids)
+    return [e for e in recent if e.id in wanted]
 
 
 def _system_findings(store: SessionStore, session_id: str, registry: FragmentRegistry) -> list[Finding]:
