@@ -36,6 +36,7 @@ from ..events import (
     UserMessage,
 )
 from ..fragments import DEFAULT_REGISTRY, FragmentRegistry
+from ..items import ContextItem
 from ..manager import ContextManager, ContextPolicy, ToolLike
 from ..policies.presets import policy_for
 from ..store import MemoryStore, SessionStore
@@ -71,6 +72,8 @@ class ReplayedTurn:
     new_events: tuple[Event, ...] = ()
     """Events appended to the replay since the previous request: the log's own, then the window
     events this build recorded."""
+    items: tuple[ContextItem, ...] = ()
+    """The window's items after the build (only for the turn asked for with ``items_at``)."""
     response: AssistantMessage | None = None
     """The assistant message the call produced (from the original log)."""
     usage: UsageReport | None = None
@@ -96,6 +99,7 @@ class _Replay:
         self.caps: dict[str, int] = {}
         self.calls: dict[str, ToolCall] = {}
         self.seen_user = False
+        self.last_original_seq = 0
 
     def note(self, event: Event) -> None:
         if isinstance(event, UserMessage):
@@ -136,11 +140,15 @@ def replay_session(
     tools: Sequence[ToolLike] = (),
     policy: ContextPolicy | None = None,
     counter: TokenCounter | None = None,
+    items_at: int | None = None,
+    final: bool = False,
 ) -> Iterator[ReplayedTurn]:
     """Yield, turn by turn, the request a fresh manager would build before each assistant message.
 
     ``model`` fixes the model; otherwise each turn uses the model its assistant message names (or
     the last :class:`SettingChange`, the session's ``metadata["model"]``, or :data:`DEFAULT_MODEL`).
+    ``final`` adds the request the manager would build now, after the last event (its ``response``
+    is ``None``). ``items_at`` attaches the window's items to that turn.
     """
     info = store.get_session(session_id)
     replay = _Replay(session_id, policy=policy, counter=counter)
@@ -157,31 +165,38 @@ def replay_session(
                 yield waiting
             turn += 1
             flushed = replay.flush()
-            waiting = _build(replay, turn, event, model or event.model or current, tools, flushed)
+            waiting = _build(replay, turn, event, model or event.model or current, tools, flushed,
+                             items_at == turn)
+        replay.last_original_seq = event.seq
         copied = _copy(event)
         if copied is not None:
             replay.note(copied)
             replay.pending.append(copied)
     if waiting is not None:
         yield waiting
+    if final:
+        flushed = replay.flush()
+        yield _build(replay, turn + 1, None, model or current, tools, flushed, items_at == turn + 1)
 
 
-def _build(replay: _Replay, turn: int, event: AssistantMessage, model: str, tools: Sequence[ToolLike],
-           flushed: list[Event]) -> ReplayedTurn:
+def _build(replay: _Replay, turn: int, event: AssistantMessage | None, model: str, tools: Sequence[ToolLike],
+           flushed: list[Event], with_items: bool) -> ReplayedTurn:
+    seq = event.seq if event is not None else replay.last_original_seq + 1
     window = tuple(replay.window)
     replay.window = []
     try:
         ctx = replay.manager.build(replay.session_id, model=model, tools=tools)
     except BudgetExceededError as exc:
-        return ReplayedTurn(turn=turn, seq=event.seq, context=None, window_events=window, injected=frozenset(),
+        return ReplayedTurn(turn=turn, seq=seq, context=None, window_events=window, injected=frozenset(),
                             caps={}, response=event, error=str(exc), new_events=tuple(flushed))
     appended = _appended(replay, ctx.window_event_ids)
     sources = {m.source_ids[0] for m in ctx.messages if m.source_ids}
+    items = tuple(replay.manager.projection(replay.session_id).items) if with_items else ()
     return ReplayedTurn(
-        turn=turn, seq=event.seq, context=ctx, window_events=(*window, *(e.kind for e in appended)),
+        turn=turn, seq=seq, context=ctx, window_events=(*window, *(e.kind for e in appended)),
         injected=frozenset(sources & replay.injected),
         caps={s: replay.caps[s] for s in sources if s in replay.caps},
-        response=event, new_events=(*flushed, *appended),
+        response=event, new_events=(*flushed, *appended), items=items,
     )
 
 

@@ -1,0 +1,114 @@
+"""``contextwarden inspect SESSION``: what the model sees on one turn, and why.
+
+Composition by section and by tier (tokens and share of the window), the prefix shared with the
+previous request (what a provider cache can serve), the items, and the decision log (what was
+truncated, masked, superseded or compacted, and why).
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import SessionNotFound, UsageError
+from ..governance.inspection import Inspection, inspect_session
+from ..store import open_store
+from ._common import default_store_url, echo_json, store_option
+
+
+def _composition(title: str, rows: dict[str, int], view: Inspection) -> Table:
+    table = Table(title=title)
+    table.add_column(title.split()[0], no_wrap=True)
+    table.add_column("tokens", justify="right")
+    table.add_column("% of window", justify="right")
+    for name, tokens in rows.items():
+        if tokens:
+            table.add_row(name, f"{tokens:,}", f"{view.percent(tokens):.1f}")
+    total = view.context.total_tokens
+    table.add_row("total", f"{total:,}", f"{view.percent(total):.1f}", style="bold")
+    return table
+
+
+def _items(view: Inspection) -> Table:
+    table = Table(title="items")
+    for name, justify in (("#", "right"), ("role", "left"), ("section", "left"), ("tier", "left"),
+                          ("state", "left"), ("tokens", "right"), ("text", "left")):
+        table.add_column(name, justify=justify, overflow="fold" if name == "text" else "ellipsis",  # type: ignore[arg-type]
+                         no_wrap=name != "text")
+    for item in view.items:
+        style = "dim" if item.state in ("masked", "superseded", "stale") else None
+        table.add_row(str(item.index), item.role, item.section, item.tier, item.state, f"{item.tokens:,}",
+                      item.preview, style=style)
+    return table
+
+
+def _decisions(view: Inspection) -> Table:
+    table = Table(title="decision log")
+    table.add_column("action", no_wrap=True)
+    table.add_column("target", overflow="fold")
+    table.add_column("saved", justify="right")
+    table.add_column("why", overflow="fold")
+    for d in view.context.decisions:
+        if d.action == "plan":
+            continue
+        table.add_row(d.action, d.target, f"{d.tokens_saved:,}" if d.tokens_saved else "", d.reason)
+    return table
+
+
+def _print(view: Inspection, console: Console, *, show_items: bool) -> None:
+    ctx = view.context
+    console.print(f"session {view.session_id}, request {view.turn} of {view.turns}"
+                  f"{' (the next one)' if view.turn == view.turns else ''}: model {ctx.model}, "
+                  f"{ctx.total_tokens:,} tokens of a {ctx.budget:,}-token budget, window {view.window:,} "
+                  f"(counted with {ctx.counter})")
+    console.print(_composition("section", view.sections, view))
+    console.print(_composition("tier", view.tiers, view))
+    if view.turn > 1:
+        line = (f"cached prefix: {view.shared_prefix:,} tokens shared with request {view.turn - 1}, "
+                f"{view.cacheable_prefix:,} cacheable by the provider")
+        console.print(line)
+        if view.prefix_break:
+            console.print(f"prefix break at {view.prefix_break}", style="yellow")
+    if view.window_events:
+        console.print(f"window events since the previous request: {', '.join(view.window_events)}")
+    plan = [d.reason for d in ctx.decisions if d.action == "plan" and d.reason]
+    if plan:
+        console.print(f"planner: {plan[-1]}")
+    if show_items:
+        console.print(_items(view))
+    if any(d.action != "plan" for d in ctx.decisions):
+        console.print(_decisions(view))
+    else:
+        console.print("decision log: nothing was truncated, masked, superseded or compacted")
+
+
+@click.command(name="inspect")
+@click.argument("session_id")
+@click.option("--turn", type=int, default=None,
+              help="Which request (1-based; default: the one the manager would build now).")
+@click.option("--model", default=None, help="Model to build for (default: the session's).")
+@click.option("--json", "as_json", is_flag=True, help="Print the inspection as JSON.")
+@click.option("--items/--no-items", default=True, show_default=True, help="List every item.")
+@store_option
+def command(session_id: str, turn: int | None, model: str | None, as_json: bool, items: bool,
+            store_url: str | None) -> None:
+    """Show what the model sees on a session's turn, and why."""
+    url = store_url or default_store_url()
+    if store_url is None and not os.path.exists(url):
+        raise click.UsageError(f"no session store at {url} (pass --store)")
+    store = open_store(url)
+    try:
+        view = inspect_session(store, session_id, turn=turn, model=model)
+    except SessionNotFound:
+        raise click.UsageError(f"no session {session_id!r} in {url}") from None
+    except UsageError as exc:
+        raise click.UsageError(str(exc)) from None
+    finally:
+        store.close()
+    if as_json:
+        echo_json(view.to_dict())
+    else:
+        _print(view, Console(soft_wrap=False), show_items=items)

@@ -1,0 +1,185 @@
+"""What the model sees on one turn of a session, and why: the data behind ``contextwarden inspect``.
+
+For the chosen request (the one before the N-th model call, or by default the one the manager would
+build now) an :class:`Inspection` gives the composition by section and by tier (tokens, share of the
+window), the prefix it shares with the request before (what a provider cache can serve), every item
+with its tier and lifecycle, and the decision log: what was truncated, masked, superseded, made
+stale or compacted, and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..context import SECTIONS, ModelContext
+from ..errors import UsageError
+from ..events import AssistantMessage, ToolCall
+from ..items import ContextItem, Tier
+from ..manager import ContextPolicy
+from ..models import get_profile
+from ..store import SessionStore
+from ..tokens import TokenCounter, best_counter
+from ._contexts import ContextRequestOptions, request_from_context
+from ._diff import CAUSES, find_break, shared_prefix_tokens
+from .metrics import cacheable
+from .session import ReplayedTurn, replay_session
+
+
+@dataclass(frozen=True, kw_only=True)
+class ItemView:
+    """One message of the request as ``inspect`` lists it."""
+
+    index: int
+    """Position in the request's messages."""
+    role: str
+    """Who speaks."""
+    section: str
+    """Its section."""
+    tier: str
+    """Its priority tier (``-`` for messages the pairing normalizer added)."""
+    state: str
+    """Its lifecycle (fresh, masked, superseded, stale...)."""
+    tokens: int
+    """Its tokens."""
+    source: str
+    """The event it came from."""
+    preview: str
+    """The start of its text."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Inspection:
+    """The composition of one request and the reasons behind it."""
+
+    session_id: str
+    """The session."""
+    turn: int
+    """Which request (1-based; the last one is the request the manager would build now)."""
+    turns: int
+    """How many requests the session has (including the next one)."""
+    context: ModelContext
+    """The request itself."""
+    window: int
+    """The window used for percentages (the model's, else the usable budget)."""
+    sections: dict[str, int]
+    """Tokens per section."""
+    tiers: dict[str, int]
+    """Tokens per tier (system prompt and tool schemas count as tier 0)."""
+    shared_prefix: int
+    """Tokens at the front shared with the previous request."""
+    cacheable_prefix: int
+    """Of those, what the model's provider would serve from its cache."""
+    prefix_break: str
+    """Where and why the prefix broke (empty when this request extends the previous one)."""
+    window_events: tuple[str, ...]
+    """Window events recorded since the previous request."""
+    items: tuple[ItemView, ...]
+    """Every message."""
+
+    def percent(self, tokens: int) -> float:
+        """``tokens`` as a percentage of the window."""
+        return 100.0 * tokens / self.window if self.window else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        ctx = self.context
+        return {
+            "session": self.session_id, "turn": self.turn, "turns": self.turns, "model": ctx.model,
+            "window": self.window, "budget": ctx.budget, "total_tokens": ctx.total_tokens, "counter": ctx.counter,
+            "sections": {k: {"tokens": v, "percent_of_window": round(self.percent(v), 2)}
+                         for k, v in self.sections.items()},
+            "tiers": {k: {"tokens": v, "percent_of_window": round(self.percent(v), 2)} for k, v in self.tiers.items()},
+            "cached_prefix": {"shared_tokens": self.shared_prefix, "cacheable_tokens": self.cacheable_prefix,
+                              "break": self.prefix_break or None},
+            "window_events": list(self.window_events),
+            "decisions": [{"action": d.action, "target": d.target, "reason": d.reason,
+                           "tokens_saved": d.tokens_saved} for d in ctx.decisions],
+            "items": [vars(i).copy() for i in self.items],
+        }
+
+
+def _tier_name(tier: Tier) -> str:
+    return f"{int(tier)} {tier.name.lower()}"
+
+
+def _views(ctx: ModelContext, items: tuple[ContextItem, ...]) -> tuple[ItemView, ...]:
+    by_source = {item.id: item for item in items}
+    views = []
+    for i, message in enumerate(ctx.messages):
+        source = message.source_ids[0] if message.source_ids else ""
+        item = by_source.get(source) or by_source.get(f"{message.section}:{source}")
+        views.append(ItemView(
+            index=i, role=message.role, section=message.section,
+            tier=_tier_name(item.tier) if item is not None else "-",
+            state=item.state.value if item is not None else "added",
+            tokens=message.tokens, source=source,
+            preview=_preview(message.text, message.tool_calls),
+        ))
+    return tuple(views)
+
+
+def _preview(text: str, calls: tuple[ToolCall, ...]) -> str:
+    shown = " ".join(text.split())[:80]
+    if calls:
+        names = ", ".join(f"{c.name}({' '.join(str(v) for v in c.arguments.values())[:40]})" for c in calls)
+        shown = f"{shown} -> {names}" if shown else f"-> {names}"
+    return shown
+
+
+def _tiers(ctx: ModelContext, views: tuple[ItemView, ...]) -> dict[str, int]:
+    tiers = {_tier_name(t): 0 for t in Tier}
+    tiers[_tier_name(Tier.SYSTEM)] += ctx.sections.get("system", 0) + ctx.sections.get("tools", 0)
+    for view in views:
+        key = view.tier if view.tier in tiers else _tier_name(Tier.HISTORY)
+        tiers[key] += view.tokens
+    return tiers
+
+
+def inspect_session(
+    store: SessionStore,
+    session_id: str,
+    *,
+    turn: int | None = None,
+    model: str | None = None,
+    policy: ContextPolicy | None = None,
+    counter: TokenCounter | None = None,
+) -> Inspection:
+    """Inspect request ``turn`` of a session (default: the one the manager would build now).
+
+    Raises :class:`UsageError` for a turn the session does not have, or one that cannot be built.
+    """
+    counter = counter or best_counter()
+    count = 1 + sum(1 for e in store.iter_events(session_id) if isinstance(e, AssistantMessage))
+    if turn is not None and not 1 <= turn <= count:
+        raise UsageError(f"session {session_id!r} has {count} request(s) (the last is the next one); "
+                         f"there is no turn {turn}")
+    previous: ReplayedTurn | None = None
+    chosen: ReplayedTurn | None = None
+    for replayed in replay_session(store, session_id, model=model, policy=policy, counter=counter,
+                                   items_at=turn or count, final=True):
+        previous, chosen = chosen, replayed
+        if replayed.turn == turn:
+            break
+    assert chosen is not None
+    if chosen.context is None:
+        raise UsageError(f"turn {chosen.turn} of session {session_id!r} cannot be built: {chosen.error}")
+    ctx = chosen.context
+    shared, broke = 0, ""
+    if previous is not None and previous.context is not None:
+        before = request_from_context(previous.context, number=previous.turn, counter=counter)
+        after = request_from_context(ctx, number=chosen.turn, counter=counter,
+                                     options=ContextRequestOptions(window_events=chosen.window_events))
+        shared = shared_prefix_tokens(before, after)
+        brk = find_break(before, after)
+        if brk is not None:
+            why = f" after {', '.join(brk.window_events)}" if brk.window_events else ""
+            broke = f"{brk.item}: {CAUSES[brk.cause]} ({brk.describe()}){why}"
+    views = _views(ctx, chosen.items)
+    sections = {name: ctx.sections.get(name, 0) for name in SECTIONS}
+    return Inspection(
+        session_id=session_id, turn=chosen.turn, turns=count, context=ctx, window=ctx.window or ctx.budget,
+        sections=sections, tiers=_tiers(ctx, views), shared_prefix=shared,
+        cacheable_prefix=cacheable(shared, get_profile(ctx.model)), prefix_break=broke,
+        window_events=chosen.window_events, items=views,
+    )
