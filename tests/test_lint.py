@@ -229,7 +229,7 @@ def test_one_hundred_thousand_requests_stream_in_bounded_memory(tmp_path: Path) 
     with big.open("w") as handle:
         for i in range(100_000):
             handle.write(lines[i % 3] % (i % 5) + "\n")
-    script = textwrap.dedent(f"""
+    script = textwrap.dedent("""
         import resource, sys
         from contextwarden.governance.lint import lint_file
         report = lint_file(sys.argv[1])
@@ -342,3 +342,47 @@ def test_lint_requests_accepts_parsed_requests_and_bad_lines() -> None:
     assert isinstance(requests[-1], BadLine)
     report = lint_requests(requests, source="memory")
     assert report.requests == 2 and report.bad_line_count == 1 and report.ok
+
+
+def test_hostile_lines_give_defined_results(tmp_path: Path) -> None:
+    path = tmp_path / "hostile.jsonl"
+    nested = "[" * 100_000 + "]" * 100_000
+    huge_user = json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "word " * 60_000}]})
+    path.write_bytes(b"\x00\x01\x02binary\xfe\xff\n" + nested.encode() + b"\n\n   \n"
+                     + json.dumps({"messages": "not a list", "input": 5}).encode() + b"\n"
+                     + json.dumps({"model": "gpt-4o", "messages": [None, 3, {"role": 7, "content": {"x": 1}}]}).encode()
+                     + b"\n" + huge_user.encode() + b"\n")
+    report = lint_file(path)
+    assert [b.line for b in report.bad_lines] == [1, 2, 5]
+    assert report.requests == 2  # malformed messages are read as far as they go, never a crash
+    r4 = findings(report, "R4")
+    assert len(r4) == 1 and r4[0].request == 2 and r4[0].item == "messages[0] (user)"
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    assert lint_file(empty).requests == 0
+    result = CliRunner().invoke(lint_command, [str(empty)])
+    assert result.exit_code == 2 and "holds no request payloads" in result.output
+
+
+@pytest.mark.parametrize("render", ["openai_chat", "anthropic", "openai_responses"])
+def test_our_rendered_requests_break_only_at_window_events(tmp_path: Path, render: str) -> None:
+    import contextwarden.render as renderers
+    from contextwarden.governance import replay_session
+
+    store = SQLiteStore(str(tmp_path / "s.db"))
+    info = store.create_session()
+    events: list[Any] = [Instruction(text=SYSTEM), UserMessage(text="Read the files.")]
+    for i in range(16):
+        path = f"src/f{i % 3}.py"
+        events += [AssistantMessage(tool_calls=(ToolCall(id=f"c{i}", name="read_file", arguments={"path": path}),)),
+                   ToolResult(call_id=f"c{i}", tool_name="read_file", output=f"# {path} v{i}\n" * 400)]
+    events.append(AssistantMessage(text="done"))
+    store.append(info.id, events, expected_last_seq=0)
+    turns = list(replay_session(store, info.id, model="claude-sonnet-4-5"))
+    planned = {t.turn for t in turns if t.window_events}
+    assert planned, "supersession should have produced window events"
+    function = getattr(renderers, f"render_{render}")
+    path = write_jsonl(tmp_path / "rendered.jsonl", [function(t.context) for t in turns if t.context is not None])
+    report = lint_file(path, options=LintOptions(max_breaks_per_10=10))
+    assert {f.request for f in findings(report, "R1")} == planned
+    store.close()
