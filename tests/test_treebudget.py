@@ -8,12 +8,17 @@ from typing import Any
 
 import pytest
 
+from contextwarden.context import ToolDefinition
 from contextwarden.errors import BudgetExhausted, UsageError
-from contextwarden.events import Compaction, Event, Instruction, UsageReport, UserMessage
+from contextwarden.events import Compaction, Event, Instruction, ToolCall, UsageReport, UserMessage
 from contextwarden.fragments import find_fragment
+from contextwarden.loop import AgentTool, run_agent_loop
+from contextwarden.manager import ContextManager
+from contextwarden.providers import Usage
 from contextwarden.store import SQLiteStore
+from contextwarden.testing import ScriptedProvider, make_response
 from contextwarden.tokens import HeuristicCounter
-from contextwarden.treebudget import NOTICE_SOURCE, TreeBudget, TreeBudgetPolicy
+from contextwarden.treebudget import NOTICE_SOURCE, TreeBudget, TreeBudgetHook, TreeBudgetPolicy
 
 
 def _spend(store: Any, sid: str, *, inp: int = 0, cached: int = 0, out: int = 0) -> None:
@@ -134,3 +139,28 @@ def test_reminders_are_registered_fragments_delivered_once_and_again_after_compa
                                    covered_to_seq=last)], expected_last_seq=last)
     again = budget.notice(store, root)
     assert again is not None and "Less than 1,000" in again
+
+
+def test_the_loop_hook_stops_a_subagent_when_the_tree_is_spent(store: SQLiteStore) -> None:
+    root = store.create_session().id
+    store.append(root, [UserMessage(text="Big task.")], expected_last_seq=0)
+    _spend(store, root, inp=4_000, out=500)  # the parent has already spent 1,500 of 2,000
+    child = store.create_session(parent_session_id=root).id
+    store.append(child, [UserMessage(text="Subtask.")], expected_last_seq=0)
+    tool = AgentTool(definition=ToolDefinition(name="look", description="Look.", parameters={"type": "object"}),
+                     run=lambda args: "seen")
+    answers = [make_response(tool_calls=[ToolCall(id=f"t{i}", name="look", arguments={})],
+                             usage=Usage(input_tokens=800, output_tokens=100)) for i in range(5)]
+    provider = ScriptedProvider(answers)
+    manager = ContextManager(store, counter=HeuristicCounter())
+    hook = TreeBudgetHook(TreeBudget(TreeBudgetPolicy(limit=2_000, reminders=(400,)), counter=HeuristicCounter()),
+                          store)
+    with pytest.raises(BudgetExhausted):
+        run_agent_loop(provider, [tool], manager, child, model="gpt-4o", max_turns=10, on_before_turn=hook)
+    # 1,500 + 300 per call: after the 1st call 200 remain (< 400: reminded before the 2nd call);
+    # after the 2nd the tree is spent and the 3rd call is refused.
+    assert len(provider.requests) == 2
+    notices = [e for e in store.read(child) if isinstance(e, Instruction) and e.source == NOTICE_SOURCE]
+    assert len(notices) == 1 and "Less than 400" in notices[0].text
+    assert not any("Less than 400" in m.content for m in provider.requests[0].messages)
+    assert any("Less than 400" in m.content for m in provider.requests[1].messages)

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import BudgetExhausted, UsageError
 from .events import Instruction, UsageReport
@@ -187,6 +189,28 @@ class TreeBudget:
         event = stored[0]
         assert isinstance(event, Instruction)
         return event
+
+
+class TreeBudgetHook:
+    """An ``on_before_turn`` hook for :func:`~contextwarden.loop.run_agent_loop`.
+
+    Before each model call: raises :class:`BudgetExhausted` when the tree is spent, runs ``then``
+    (for example a ``CompactionHook``), and delivers a due reminder after it, so a compaction made
+    now cannot drop the reminder before the model sees it.
+    """
+
+    def __init__(self, budget: TreeBudget, store: SessionStore, *,
+                 then: Callable[[str, Any], object] | None = None) -> None:
+        self.budget = budget
+        self.store = store
+        self.then = then
+
+    def __call__(self, session_id: str, turn: Any) -> object:
+        """Check, run the next hook, deliver a due notice; returns what the next hook returned."""
+        self.budget.check(self.store, session_id)
+        result = self.then(session_id, turn) if self.then is not None else None
+        self.budget.deliver(self.store, session_id)
+        return result
 
 
 def _visible_levels(store: SessionStore, session_id: str) -> list[int]:
