@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,9 +34,10 @@ from contextwarden.compaction import (
 )
 from contextwarden.compaction.compactor import TURN_HEADING
 from contextwarden.compaction.verify import REPAIR_HEADING
-from contextwarden.errors import Cancelled, ProviderTimeout, ServerError
+from contextwarden.errors import Cancelled, ProviderError, ProviderTimeout, ServerError, SummaryRejected
 from contextwarden.events import Compaction, Instruction, ToolSetChange
 from contextwarden.manager import ContextManager
+from contextwarden.providers import OpenAICompatProvider
 from contextwarden.store.memory import MemoryStore
 from contextwarden.store.sqlite import SQLiteStore
 from contextwarden.testing import ScriptedProvider
@@ -260,8 +264,8 @@ def test_failed_compaction_without_fallback_appends_nothing() -> None:
     store = MemoryStore()
     Agent(store).start().work(8)
     summarizer = llm(ScriptedProvider([ServerError("down", status=500)]))
-    compactor = WindowCompactor(store, summarizer=summarizer, fallback=summarizer, counter=COUNTER,
-                                settings=CompactionSettings(keep_recent_tokens=2_000))
+    compactor = WindowCompactor(store, summarizer=summarizer, counter=COUNTER,
+                                settings=CompactionSettings(keep_recent_tokens=2_000, fallback=False))
     mgr = ContextManager(store, counter=COUNTER, compactor=compactor)
     before = store.read("s")
     with pytest.raises(ServerError):
@@ -321,3 +325,90 @@ def test_adopted_remote_compaction_rerenders_our_anchors_from_current_state() ->
     assert "You are Codex" not in text and "old anchors" not in text
     assert "I fixed src/calc.py." in text
     assert json.dumps(stored.details["remote_items"]).count("gAAAAB") == 1
+
+
+# ----------------------------------------------------------------------------- bad answers over real HTTP
+
+CHINESE_SUMMARY = sectioned(goal="修复求和函数，保持公共接口不变，然后运行测试，确认所有用例都通过。" * 2,
+                            constraint="不要修改公共接口", done="已经读取并修改了文件", next_step="运行测试")
+
+
+def _completion(content: str | None, tool_calls: list[dict[str, object]] | None = None) -> bytes:
+    message: dict[str, object] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    body = {"id": "x", "object": "chat.completion", "model": "bad-server",
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
+            "usage": {"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940}}
+    return json.dumps(body).encode()
+
+
+BAD_ANSWERS: dict[str, tuple[int, bytes]] = {
+    "malformed-json": (200, b'{"choices": [{"message": {"content": "## Goal'),
+    "empty-body": (200, b""),
+    "wrong-language": (200, _completion(CHINESE_SUMMARY)),
+    "wrong-format": (200, _completion(json.dumps({"goal": "fix sum", "constraints": [], "next": "test"}))),
+    "tool-calls": (200, _completion(None, [{"id": "t1", "type": "function",
+                                            "function": {"name": "read_file", "arguments": "{\"path\": \"a\"}"}}])),
+    "timeout": (200, _completion(sectioned())),
+}
+
+
+class _BadServer(http.server.BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        mode = self.path.strip("/").split("/")[0]
+        status, body = BAD_ANSWERS[mode]
+        if mode == "timeout":
+            time.sleep(1.5)
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+
+@pytest.fixture(scope="module")
+def bad_server() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _BadServer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+EXPECTED_CAUSE = {
+    "malformed-json": "MalformedResponse",
+    "empty-body": "MalformedResponse",
+    "wrong-language": "language",
+    "wrong-format": "format",
+    "tool-calls": "tool_calls",
+    "timeout": "ProviderTimeout",
+}
+
+
+@pytest.mark.parametrize("mode", sorted(BAD_ANSWERS))
+def test_bad_summarizer_answers_over_http_fall_back_or_fail_cleanly(bad_server: str, mode: str) -> None:
+    store = MemoryStore()
+    Agent(store).start().work(8)
+    provider = OpenAICompatProvider(f"{bad_server}/{mode}/v1", timeout=0.5, max_retries=0)
+    summarizer = LLMSummarizer(provider, model=profile(100_000, name="bad-server"), counter=COUNTER)
+    strict = ContextManager(store, counter=COUNTER, compactor=WindowCompactor(
+        store, summarizer=summarizer, counter=COUNTER,
+        settings=CompactionSettings(keep_recent_tokens=2_000, fallback=False)))
+    before = store.read("s")
+    with pytest.raises((ProviderError, SummaryRejected)) as info:
+        compact(strict, "s", model=MODEL)
+    assert EXPECTED_CAUSE[mode] in f"{type(info.value).__name__} {info.value}"
+    assert store.read("s") == before, "a failed compaction appends nothing"
+    lenient = manager(store, summarizer=summarizer)
+    event = compact(lenient, "s", model=MODEL)
+    assert event is not None and event.summarizer == "structured"
+    assert EXPECTED_CAUSE[mode] in event.details["fallback"][0]
+    provider.close()

@@ -8,7 +8,7 @@ import pytest
 
 from _agentlog import COUNTER, Agent, manager, profile
 from contextwarden.context import ToolDefinition
-from contextwarden.errors import Cancelled, ContextOverflowError, RateLimitError
+from contextwarden.errors import Cancelled, ContextOverflowError, ProviderError, RateLimitError, ServerError
 from contextwarden.events import AssistantMessage, Compaction, ToolCall, ToolResult, UsageReport
 from contextwarden.loop import AgentTool, ToolOutput, run_agent_loop, to_chat_request, window_hint
 from contextwarden.providers import ChatRequest, ChatResponse, Usage
@@ -138,11 +138,13 @@ def test_silent_overflow_is_recovered_without_recording_the_truncated_answer() -
     assert "garbage from a truncated prompt" not in texts
 
 
-def test_rate_limits_are_never_answered_by_compaction() -> None:
+@pytest.mark.parametrize("error", [RateLimitError("429 too many tokens per minute", status=429),
+                                   ServerError("503 overloaded", status=503)], ids=["429", "5xx"])
+def test_rate_limits_and_server_errors_are_never_answered_by_compaction(error: ProviderError) -> None:
     store = MemoryStore()
     Agent(store).start().work(10)
-    provider = ScriptedProvider([RateLimitError("429 too many tokens per minute", status=429)])
-    with pytest.raises(RateLimitError):
+    provider = ScriptedProvider([error])
+    with pytest.raises(type(error)):
         run_agent_loop(provider, TOOLS, manager(store), "s", model=profile(), max_turns=1)
     assert not [e for e in store.read("s") if isinstance(e, Compaction)]
 

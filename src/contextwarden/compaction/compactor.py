@@ -59,6 +59,10 @@ class CompactionSettings:
     """Re-ground when the previous compaction's verification had to repair its summary."""
     verify: bool = True
     """Check each summary against the derived state and append what is missing."""
+    fallback: bool = True
+    """When the summarizer fails or its summary is rejected, write the summary with the fallback
+    summarizer (structured by default). False: the compaction fails, raising the cause, and the
+    log stays unchanged."""
     budget: BudgetPolicy | None = None
     """The policy giving the trigger ``keep_recent_max_share`` applies to (None: defaults)."""
 
@@ -278,7 +282,7 @@ class WindowCompactor:
         except (SummaryRejected, ProviderError, CompactionError) as exc:
             wasted[0] += getattr(exc, "input_tokens", 0)
             wasted[1] += getattr(exc, "output_tokens", 0)
-            if self.fallback is self.summarizer:
+            if not self.settings.fallback or self.fallback is self.summarizer:
                 raise
             options.check_cancelled("after the summarizer failed")
             result = self.fallback.summarize(data, options=options)
