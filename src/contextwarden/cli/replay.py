@@ -124,7 +124,7 @@ def command(
         json_path.write_text(json.dumps(results.to_dict(per_request=per_request), indent=2) + "\n", encoding="utf-8")
         click.echo(f"wrote {json_path}")
     if write_report is not None and report_path is not None:
-        write_report(results, report_path)
+        write_report(results, report_path, transcripts={i.source: i.events for i in inputs})
         click.echo(f"wrote {report_path}")
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from .costmodel import Block, BlockMeter, CacheSimulator, CostSettings, RequestCost
 from .engine import DEFAULT_MODEL, ReplayInput, ReplaySettings, default_counter, load_inputs, replay, replay_file
-from .optimum import Optimum, offline_optimum
+from .optimum import Optimum, offline_optimum, schedule_cost
 from .peers import PEERS, PeerStrategy, PeerUnavailable
 from .probes import PROBE_KINDS, ProbeOutcome, ProbeTracker
 from .results import FileResult, ReplayResults, RequestRecord, StrategyResult, UsageCheck
@@ -71,4 +71,5 @@ __all__ = [
     "parse_strategy",
     "replay",
     "replay_file",
+    "schedule_cost",
 ]

@@ -291,7 +291,7 @@ class CacheSimulator:
                     node.entry_expires = at + self.ttl
             for depth in points:
                 node = path[depth]
-                if node is not None and (depth <= hit or depth in written):
+                if node is not None and cum[depth + 1] >= minimum and (depth <= hit or depth in written):
                     node.entry_expires = at + self.ttl
         write = cum[written[-1] + 1] - read if written else 0
         return read, write

@@ -18,6 +18,10 @@ requests ``0..b`` given a batch at ``b``::
 where ``tail(a, b)`` prices requests ``a+1 .. b-1`` built with batch ``a``'s reductions, one after the
 other in one cache, and ``first(a, b)`` prices request ``b`` with its own batch applied against the
 cache those requests left. A request over the model's input window makes its schedule infeasible.
+Starting each segment's cache at its batch ignores entries older than the batch; with automatic
+caching that changes nothing (a request shares no more with older requests than with the previous
+one), with explicit breakpoints it rarely does, and the schedule found is priced again in one cache
+from the first request, so the reported cost is what that schedule really costs.
 
 Compaction is not among the reductions: its cost depends on a summarizer's output, which a
 hindsight bound cannot know, and the structured summary cannot be checked by the probes beyond
@@ -37,8 +41,9 @@ from ..policies.presets import CODING_TOOL_POLICIES
 from ..projection import Projection, ProjectionConfig
 from ..render.openai_chat import render_openai_chat
 from ..render.pairing import normalize_pairing
+from ._measure import Clock, align, output_tokens
 from .costmodel import Block, BlockMeter, CacheSimulator, CostSettings
-from .engine import ReplaySettings, _Clock, align, output_tokens
+from .engine import ReplaySettings
 from .probes import ProbeTracker
 
 _INFEASIBLE = float("inf")
@@ -90,14 +95,26 @@ class _Blocks:
             if m.source_ids and k >= 0 and k != landed[j - 1]:  # landed[-1] is the system block
                 self.by_variant[(m.source_ids[0], m.text)] = blocks[k]
 
-    def request(self, snap: _Snapshot, base: Mapping[str, Message], edits: Mapping[str, Message]) -> list[Block]:
+    def request(
+        self, snap: _Snapshot, base: Mapping[str, Message], edits: Mapping[str, Message]
+    ) -> tuple[list[Block], list[int]]:
+        """The request's blocks and its cache breakpoints: system end, the frontier, the last block.
+
+        The frontier is the block before the oldest tool result still verbatim: no later batch
+        changes anything before it, so a breakpoint there survives the next batch.
+        """
         out = list(self.prefix.get(snap.system, ()))
+        points = [len(out) - 1]
         for item_id in snap.ids:
             message = edits.get(item_id) or base[item_id]
             block = self.by_variant.get((item_id, message.text))
-            if block is not None:
-                out.append(block)
-        return out
+            if block is None:
+                continue
+            if len(points) == 1 and message.role == "tool" and item_id not in edits:
+                points.append(len(out) - 1)
+            out.append(block)
+        points.append(len(out) - 1)
+        return out, points
 
 
 def _snapshots(
@@ -106,7 +123,7 @@ def _snapshots(
     config = ProjectionConfig(counter=meter.counter, tool_policies=CODING_TOOL_POLICIES)
     projection = Projection(config)
     tracker = ProbeTracker()
-    clock = _Clock(events, settings.interval_seconds)
+    clock = Clock(events, settings.interval_seconds)
     base: dict[str, Message] = {}
     learned = _Blocks(meter)
     snaps: list[_Snapshot] = []
@@ -141,6 +158,56 @@ def _snapshots(
     return snaps, base, learned
 
 
+def _priced(
+    sim: CacheSimulator,
+    learned: _Blocks,
+    base: Mapping[str, Message],
+    snap: _Snapshot,
+    edits: Mapping[str, Message],
+    *,
+    window: int | None,
+    commit: bool,
+) -> float:
+    blocks, points = learned.request(snap, base, edits)
+    if window is not None and sum(b.tokens for b in blocks) > window:
+        return _INFEASIBLE
+    price = sim.observe if commit else sim.peek
+    return price(blocks, at=snap.at, output_tokens=snap.out_tokens, breakpoints=points).cost_usd
+
+
+def _sequential(
+    snaps: Sequence[_Snapshot],
+    base: Mapping[str, Message],
+    learned: _Blocks,
+    points: Sequence[int],
+    *,
+    profile: ModelProfile,
+    settings: ReplaySettings,
+) -> float:
+    sim = CacheSimulator(profile, CostSettings(ttl=settings.cache_ttl))
+    batches = set(points)
+    current: Mapping[str, Message] = {}
+    total = 0.0
+    for r, snap in enumerate(snaps):
+        if r in batches and r > 0:
+            current = snap.edited
+        total += _priced(sim, learned, base, snap, current, window=profile.input_window, commit=True)
+    return total
+
+
+def schedule_cost(
+    events: Sequence[Event],
+    batch_points: Sequence[int],
+    *,
+    profile: ModelProfile,
+    meter: BlockMeter,
+    settings: ReplaySettings,
+) -> float:
+    """The cost of one given schedule, every request priced in one cache (to check the optimum)."""
+    snaps, base, learned = _snapshots(events, profile, meter, settings)
+    return _sequential(snaps, base, learned, batch_points, profile=profile, settings=settings)
+
+
 def offline_optimum(
     events: Sequence[Event], *, profile: ModelProfile, meter: BlockMeter, settings: ReplaySettings
 ) -> Optimum:
@@ -152,25 +219,22 @@ def offline_optimum(
     window = profile.input_window
     cost_settings = CostSettings(ttl=settings.cache_ttl)
 
-    def priced(sim: CacheSimulator, blocks: list[Block], snap: _Snapshot, *, commit: bool) -> float:
-        if window is not None and sum(b.tokens for b in blocks) > window:
-            return _INFEASIBLE
-        price = sim.observe if commit else sim.peek
-        points = [len(learned.prefix.get(snap.system, ())) - 1, len(blocks) - 1]
-        return price(blocks, at=snap.at, output_tokens=snap.out_tokens, breakpoints=points).cost_usd
+    def priced(sim: CacheSimulator, snap: _Snapshot, edits: Mapping[str, Message], *, commit: bool) -> float:
+        return _priced(sim, learned, base, snap, edits, window=window, commit=commit)
 
     tail: list[list[float]] = []  # tail[a][b - a - 1]: cumulative cost of requests a+1..b-1 under batch a
     first: list[list[float]] = []  # first[a][b - a - 1]: request b with its own batch after segment a
     start_cost = 0.0
     for a in range(n):
         sim = CacheSimulator(profile, cost_settings)
-        cost_a = priced(sim, learned.request(snaps[a], base, snaps[a].edited if a else {}), snaps[a], commit=True)
+        batch = snaps[a].edited if a else {}
+        cost_a = priced(sim, snaps[a], batch, commit=True)
         if a == 0:
             start_cost = cost_a
         running, tails, firsts = 0.0, [0.0], []
         for r in range(a + 1, n):
-            firsts.append(priced(sim, learned.request(snaps[r], base, snaps[r].edited), snaps[r], commit=False))
-            running += priced(sim, learned.request(snaps[r], base, snaps[a].edited if a else {}), snaps[r], commit=True)
+            firsts.append(priced(sim, snaps[r], snaps[r].edited, commit=False))
+            running += priced(sim, snaps[r], batch, commit=True)
             tails.append(running)
         tail.append(tails)
         first.append(firsts)
@@ -189,4 +253,8 @@ def offline_optimum(
     while node > 0:
         points.append(node)
         node = parent[node]
-    return Optimum(cost_usd=finals[last], batch_points=tuple(reversed(points)), never_cost_usd=finals[0], requests=n)
+    chosen = tuple(reversed(points))
+    # The DP prices each segment in a cache that starts at the segment's batch; price the chosen
+    # schedule in one cache from the start, so the figure is what that schedule really costs.
+    exact = _sequential(snaps, base, learned, chosen, profile=profile, settings=settings)
+    return Optimum(cost_usd=exact, batch_points=chosen, never_cost_usd=finals[0], requests=n)

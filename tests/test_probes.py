@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+from typing import Any
+
+from contextwarden.events import AssistantMessage, Event, Steering, ToolCall, ToolResult, UserMessage, with_position
+from contextwarden.replay.probes import ProbeTracker, request_texts
+
+TASK = "Fix the crash in parser.py. Do not modify the tests."
+
+
+def feed(events: list[Event]) -> ProbeTracker:
+    tracker = ProbeTracker()
+    for seq, event in enumerate(events, start=1):
+        tracker.add(with_position(event, session_id="s", seq=seq))
+    return tracker
+
+
+def call(call_id: str, name: str, **arguments: Any) -> AssistantMessage:
+    return AssistantMessage(tool_calls=(ToolCall(id=call_id, name=name, arguments=arguments),))
+
+
+def body(*messages: dict[str, Any]) -> dict[str, Any]:
+    return {"model": "m", "messages": [{"role": "user", "content": TASK}, *messages]}
+
+
+def tool(call_id: str, content: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+def assistant(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": None,
+            "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}]}
+
+
+def test_only_applicable_probes_are_checked() -> None:
+    tracker = feed([UserMessage(text="Hello there.")])
+    outcome = tracker.check({"messages": [{"role": "user", "content": "Hello there."}]})
+    assert outcome.results == {"task": True}
+
+
+def test_task_and_constraints_must_be_visible_verbatim() -> None:
+    tracker = feed([UserMessage(text=TASK), Steering(text="Never push to main.")])
+    ok = tracker.check(body({"role": "user", "content": "<steering>\nNever   push to main.\n</steering>"}))
+    assert ok.results == {"task": True, "constraints": True}
+    lost = tracker.check({"messages": [{"role": "user", "content": "Fix the crash in parser.py."}]})
+    assert lost.results == {"task": False, "constraints": False}
+    assert "Never push to main." in lost.missing["constraints"]
+
+
+def test_latest_tool_result_must_be_shown_up_to_its_truncation_marker() -> None:
+    output = "\n".join(f"line {n} of the listing" for n in range(200))
+    tracker = feed([UserMessage(text=TASK), call("c1", "bash", command="ls"),
+                    ToolResult(call_id="c1", tool_name="bash", output=output)])
+    head = "\n".join(f"line {n} of the listing" for n in range(20))
+    cut = f"{head}\n[... output truncated: the full output is 2,000 tokens ...]\nline 199 of the listing"
+    assert tracker.check(body(tool("c1", output))).results["latest_tool_result"]
+    assert tracker.check(body(tool("c1", cut))).results["latest_tool_result"]
+    wrong = cut.replace("line 3 of", "line three of")
+    assert not tracker.check(body(tool("c1", wrong))).results["latest_tool_result"]
+    masked = tracker.check(body(tool("c1", "Old environment output: (200 lines omitted)")))
+    assert not masked.results["latest_tool_result"]
+    assert not tracker.check(body()).results["latest_tool_result"]
+
+
+def test_failing_evidence_is_required_until_a_later_run_passes() -> None:
+    failing = "collected 3 items\n\nFAILED tests/test_a.py::test_x - AssertionError\n=== 1 failed, 2 passed ==="
+    events: list[Event] = [
+        UserMessage(text=TASK),
+        call("c1", "bash", command="python -m pytest tests/test_a.py"),
+        ToolResult(call_id="c1", tool_name="bash", output=failing, exit_code=1),
+        call("c2", "bash", command="cat src/a.py"),
+        ToolResult(call_id="c2", tool_name="bash", output="print('a')"),
+    ]
+    tracker = feed(events)
+    kept = body(tool("c1", failing), tool("c2", "print('a')"))
+    assert tracker.check(kept).results["failing_evidence"]
+    lost = body(tool("c1", "[masked]"), tool("c2", "print('a')"))
+    outcome = tracker.check(lost)
+    assert outcome.results["failing_evidence"] is False
+    assert outcome.results["latest_tool_result"] is True
+    passing = "collected 3 items\n\n=== 3 passed ==="
+    tracker.add(with_position(call("c3", "bash", command="python -m pytest tests/test_a.py"), session_id="s", seq=6))
+    tracker.add(with_position(ToolResult(call_id="c3", tool_name="bash", output=passing, exit_code=0),
+                              session_id="s", seq=7))
+    assert "failing_evidence" not in tracker.check(body(tool("c3", passing))).results
+
+
+def test_modified_files_must_be_named() -> None:
+    events: list[Event] = [
+        UserMessage(text=TASK),
+        call("c1", "str_replace_editor", command="str_replace", path="/repo/src/lexer.py", old_str="a", new_str="b"),
+        ToolResult(call_id="c1", tool_name="str_replace_editor", output="The file has been edited."),
+    ]
+    tracker = feed(events)
+    args = '{"command": "str_replace", "path": "/repo/src/lexer.py"}'
+    named = body(assistant("c1", "str_replace_editor", args), tool("c1", "The file has been edited."))
+    assert tracker.check(named).results["files_modified"]
+    unnamed = body({"role": "user", "content": "summary: edited one file"}, tool("c1", "The file has been edited."))
+    outcome = tracker.check(unnamed)
+    assert not outcome.results["files_modified"]
+    assert "lexer.py" in outcome.missing["files_modified"]
+    assert tracker.protected_ids() == frozenset({events[2].id})
+
+
+def test_request_texts_reads_content_parts_and_tool_calls() -> None:
+    text, tools = request_texts({"messages": [
+        {"role": "user", "content": [{"type": "text", "text": "look  at"}, {"type": "image_url", "image_url": {}}]},
+        assistant("c9", "view", '{"path": "x.py"}'),
+        tool("c9", "contents"),
+    ]})
+    assert "look at" in text and 'view {"path": "x.py"}' in text
+    assert tools == {"c9": "contents"}
