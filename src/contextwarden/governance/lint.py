@@ -74,7 +74,8 @@ class LintOptions:
     max_breaks_per_10: int = 1
     """R2: prefix breaks allowed among 10 consecutive requests."""
     known_kinds: frozenset[str] = frozenset()
-    """R5: kinds already reviewed (``tool_output:bash``, ``fragment:environment_context``...)."""
+    """R5: kinds already reviewed (``tool_output:bash``, ``fragment:environment_context``; a registered
+    fragment type by its name or as ``fragment:<name>``)."""
     registry: FragmentRegistry | None = None
     """R6 (our sessions): the registered fragment types injected items must come from."""
     max_findings_per_rule: int = 200
@@ -351,7 +352,7 @@ class Linter:
                 self._at("R5", request, item, f"unregistered injected {item.kind} reaches {item.tokens} tokens "
                          f"(over {self.options.review_tokens}): needs review",
                          {"kind": item.kind, "tokens": item.tokens}, key=f"R5:{item.kind}")
-        elif ftype.needs_review and ftype.name not in self.options.known_kinds:
+        elif ftype.needs_review and not {ftype.name, f"fragment:{ftype.name}"} & self.options.known_kinds:
             self._at("R5", request, item, f"fragment type {ftype.name!r} may reach {ftype.max_tokens} tokens "
                      f"(over {REVIEW_THRESHOLD}): needs review", {"fragment": ftype.name, "cap": ftype.max_tokens},
                      key=f"R5:fragment:{ftype.name}")
