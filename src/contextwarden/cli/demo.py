@@ -79,41 +79,6 @@ def _progress(total: int, enabled: bool) -> Iterator[Any]:
         yield lambda n: bar.advance(task, n)
 
 
-def _ratio(value: float, base: float) -> str:
-    return f"{value / base:.2f}×" if base else "–"
-
-
-def print_table(results: ReplayResults, title: str) -> None:
-    """The figures of every strategy as a Rich table, with ratios to ``raw``."""
-    from rich.console import Console
-    from rich.table import Table
-
-    ran = [s for s in results.strategies if not s.skipped]
-    raw = next((s.figures() for s in ran if s.name == "raw"), None)
-    table = Table(title=title)
-    for heading in ("strategy", "calls", "input/call", "tokens vs raw", "cost", "cost vs raw", "cache hit",
-                    "window events", "retention", "overflows"):
-        table.add_column(heading, justify="left" if heading == "strategy" else "right")
-    for s in ran:
-        f = s.figures()
-        table.add_row(
-            s.name, f"{f['requests']:,}", f"{f['input_tokens_mean']:,.0f}",
-            _ratio(f["input_tokens_mean"], raw["input_tokens_mean"]) if raw else "–", f"${f['cost_usd']:.4f}",
-            _ratio(f["cost_usd"], raw["cost_usd"]) if raw else "–", f"{f['cache_hit_ratio']:.1%}",
-            f"{f['window_events']:,}", f"{f['retention']:.1%}", f"{f['overflows']:,}",
-        )
-    console = Console()
-    if not console.is_terminal:
-        # Piped or captured output has no width to respect; 80 columns would crop the figures.
-        console = Console(width=140)
-    console.print(table)
-    counter = f"{results.counter} ({'exact' if results.counter_exact else 'estimated'})"
-    console.print(f"model {results.model} ({results.cache_style} caching), tokens counted with {counter}",
-                  markup=False)
-    for note in results.notes:
-        console.print(f"note: {note}", markup=False)
-
-
 def run_demo(*, store_url: str | None, trajectory: str, model: str, out: Path,
              strategies: Sequence[str] = DEMO_STRATEGIES, show_progress: bool = False) -> dict[str, Any]:
     """Import, replay, report; returns what happened (session, report path, results, seconds)."""
@@ -154,7 +119,10 @@ def command(out_dir: Path, trajectory: str, model: str, as_json: bool, store_url
         echo_json({**results.to_dict(), "session": done["session"], "report": done["report"],
                    "seconds": round(done["seconds"], 2)})
         return
+    from .replay import _print  # the replay command's table: one way to show these figures
+
     verb = "imported" if done["imported"] else "reused"
-    click.echo(f"{verb} {Path(done['trajectory']).name} as session {done['session']}")
-    print_table(results, f"{trajectory}: {results.strategies[0].figures()['requests']} model calls replayed")
+    calls = results.strategies[0].figures()["requests"] if results.strategies else 0
+    click.echo(f"{verb} {Path(done['trajectory']).name} as session {done['session']}: {calls} model calls replayed")
+    _print(results)
     click.echo(f"report: {done['report']}  ({done['seconds']:.1f} s)")
