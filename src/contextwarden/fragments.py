@@ -320,6 +320,9 @@ BUILTIN_TYPES: tuple[FragmentType, ...] = (
     _builtin("budget_notice", "developer", 200, "turn", "Remaining token budget of the session tree."),
     _builtin("compaction_notice", "user", 300, "turn", "Says that earlier history was summarised."),
     _builtin("pinned_context", "user", 4_000, "session", "The goal, user constraints and latest steering."),
+    _builtin("conversation_summary", "user", 10_000, "session", "The summary a compaction wrote of earlier history."),
+    _builtin("steering", "user", 2_000, "turn", "A user correction or constraint given mid-task, verbatim."),
+    _builtin("pinned_note", "user", 2_000, "turn", "An explicit pin (a constraint, goal or fact), verbatim."),
     _builtin(
         "subagent_result",
         "user",

@@ -16,7 +16,7 @@ import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from .budget import BudgetPolicy
 from .context import SECTIONS, Decision, Message, ModelContext, ToolDefinition
@@ -31,6 +31,9 @@ from .store._protocol import SessionStore
 from .tokens import TokenCounter, best_counter
 from .tools import READ_RANGE, RECALL, ToolSpec
 from .window import compaction_blocks, latest_compaction
+
+if TYPE_CHECKING:
+    from .subagents import SubtaskContext
 
 ToolLike = ToolDefinition | ToolSpec
 """A tool as callers pass it: a neutral definition or a registry spec."""
@@ -230,6 +233,15 @@ class ContextManager:
             decisions=decisions,
             window_event_ids=window_ids,
         )
+
+    def project_for_subtask(
+        self, session_id: str, task: str, *, select: Sequence[str] = (), model: str | ModelProfile | None = None,
+        tools: Sequence[ToolLike] = (),
+    ) -> SubtaskContext:
+        """Open a child session for ``task`` with a scoped context (see :func:`subagents.project_for_subtask`)."""
+        from .subagents import project_for_subtask  # subagents builds on this module
+
+        return project_for_subtask(self, session_id, task, select=select, model=model, tools=tools)
 
     def retrieve(self, session_id: str, call: ToolCall, *, policy: ContextPolicy | None = None) -> ToolResult:
         """Serve a ``read_range`` or ``recall`` call from the full log; the caller appends the result.

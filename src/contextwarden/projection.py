@@ -32,6 +32,7 @@ from .events import (
     UsageReport,
     UserMessage,
 )
+from .fragments import DEFAULT_REGISTRY
 from .items import ContextItem, Lifecycle, Tier
 from .policies.placeholders import masked_placeholder, stale_placeholder, superseded_placeholder
 from .policies.presets import ToolPolicy, apply_policy, policy_for
@@ -374,9 +375,11 @@ class Projection:
         ))
 
     def _add_pinned_text(self, event: Steering | Pin) -> None:
-        text, _, _ = self._bounded_text(event.text, event.id, 2_000)
-        label = "steering" if isinstance(event, Steering) else event.label
-        message = Message(role="user", text=f"<{label}>\n{text}\n</{label}>", source_ids=(event.id,))
+        if isinstance(event, Steering):
+            fragment = DEFAULT_REGISTRY.render("steering", event.text, self.config.counter)
+        else:
+            fragment = DEFAULT_REGISTRY.render("pinned_note", f"{event.label}: {event.text}", self.config.counter)
+        message = Message(role="user", text=fragment.text, source_ids=(event.id,))
         self._push(self._message_item(event, message, tier=Tier.GOAL, pinned=True, compressible=False))
 
     def _add_assistant(self, event: AssistantMessage) -> None:

@@ -11,19 +11,13 @@ from dataclasses import replace
 
 from .context import Message
 from .events import Compaction, Event
+from .fragments import DEFAULT_REGISTRY
 from .items import ContextItem, Tier
 from .state import TaskState
 from .tokens import TokenCounter
 
-PINNED_START = "<pinned_context>"
-PINNED_END = "</pinned_context>"
-SUMMARY_START = "<conversation_summary>"
-SUMMARY_END = "</conversation_summary>"
-
-
-def _defuse(text: str, end_marker: str) -> str:
-    """Keep untrusted text from closing the block that wraps it."""
-    return text.replace(end_marker, end_marker.replace("</", "<\\/"))
+PINNED_START = DEFAULT_REGISTRY.get("pinned_context").start_marker
+SUMMARY_START = DEFAULT_REGISTRY.get("conversation_summary").start_marker
 
 
 def latest_compaction(events: Sequence[Event]) -> Compaction | None:
@@ -34,25 +28,23 @@ def latest_compaction(events: Sequence[Event]) -> Compaction | None:
     return None
 
 
-def pinned_text(state: TaskState) -> str:
+def pinned_text(state: TaskState, counter: TokenCounter) -> str:
     """The anchors kept verbatim outside any summary: goal, constraints, latest steering."""
-    lines = [PINNED_START, "These stay true whatever the summary below says.", "", "Original task (verbatim):",
-             _defuse(state.goal, PINNED_END) or "(none recorded)"]
+    lines = ["These stay true whatever the summary below says.", "", "Original task (verbatim):",
+             state.goal or "(none recorded)"]
     if state.constraints:
         lines += ["", "User constraints (verbatim):"]
-        lines += [f"- {_defuse(c, PINNED_END)}" for c in state.constraints]
+        lines += [f"- {c}" for c in state.constraints]
     if state.latest_steering:
-        lines += ["", "Latest steering (verbatim):", _defuse(state.latest_steering, PINNED_END)]
-    lines.append(PINNED_END)
-    return "\n".join(lines)
+        lines += ["", "Latest steering (verbatim):", state.latest_steering]
+    return DEFAULT_REGISTRY.render("pinned_context", "\n".join(lines), counter).text
 
 
-def summary_text(summary: str, covered_to_seq: int) -> str:
+def summary_text(summary: str, covered_to_seq: int, counter: TokenCounter) -> str:
     """The summary as the model sees it, framed so it reads as history, not instructions."""
-    return (
-        f"{SUMMARY_START}\nThe conversation up to event {covered_to_seq} was compacted. "
-        f"Full details stay in the session log.\n\n{_defuse(summary, SUMMARY_END)}\n{SUMMARY_END}"
-    )
+    body = (f"The conversation up to event {covered_to_seq} was compacted. Full details stay in the session log."
+            f"\n\n{summary}")
+    return DEFAULT_REGISTRY.render("conversation_summary", body, counter).text
 
 
 def compaction_blocks(compaction: Compaction, counter: TokenCounter) -> list[ContextItem]:
@@ -62,8 +54,8 @@ def compaction_blocks(compaction: Compaction, counter: TokenCounter) -> list[Con
     state = TaskState.from_dict(compaction.state)
     blocks: list[ContextItem] = []
     for kind, text, tier in (
-        ("pinned", pinned_text(state), Tier.GOAL),
-        ("summary", summary_text(compaction.summary, compaction.covered_to_seq), Tier.TASK_STATE),
+        ("pinned", pinned_text(state, counter), Tier.GOAL),
+        ("summary", summary_text(compaction.summary, compaction.covered_to_seq, counter), Tier.TASK_STATE),
     ):
         message = Message(role="user", text=text, section=kind, source_ids=(compaction.id,))
         tokens = message_tokens(message, counter)

@@ -54,7 +54,9 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; a contextwarden error becomes one line on stderr and exit status 1."""
     try:
-        cli.main(args=argv, prog_name="contextwarden", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="contextwarden", standalone_mode=False)
+        if isinstance(code, int) and code:  # ctx.exit(n) returns n when not standalone
+            sys.exit(code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:

@@ -127,7 +127,7 @@ class WindowCompactor:
         The summary output budget, capped by what the window has left once the kept tail, the
         pinned anchors and the system prompt are in.
         """
-        fixed = self.counter.count(pinned_text(anchors)) + self.counter.count("\n\n".join(anchors.system))
+        fixed = self.counter.count(pinned_text(anchors, self.counter)) + self.counter.count("\n\n".join(anchors.system))
         room = self.budget.usable_input(profile) - cut.kept_tokens - fixed - 256
         return max(min(self.budget.summary_max_tokens(profile), room), MIN_SUMMARY_TOKENS)
 

@@ -27,7 +27,7 @@ from ..tokens import TokenCounter
 from ..window import PINNED_START, SUMMARY_START, compaction_blocks
 from .verify import verify_summary
 
-OWN_MARKERS: tuple[str, ...] = (PINNED_START, SUMMARY_START, "<steering>", "<constraint>", "<goal>", "<fact>")
+OWN_MARKERS: tuple[str, ...] = (PINNED_START, SUMMARY_START, "<steering>", "<pinned_note>")
 """Start markers of fragments contextwarden renders itself (they are re-rendered, never adopted)."""
 
 _SUMMARY_TYPES = ("compaction", "compaction_summary", "summary")

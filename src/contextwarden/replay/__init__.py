@@ -25,15 +25,14 @@ from .results import FileResult, ReplayResults, RequestRecord, StrategyResult, U
 from .strategies import (
     DEFAULT_STRATEGIES,
     Built,
-    ContextWardenStrategy,
     MaskLastN,
     RawStrategy,
     RunEnv,
     Strategy,
     StrategyRun,
-    contextwarden_variant,
     parse_strategy,
 )
+from .warden import ContextWardenStrategy, contextwarden_variant
 
 __all__ = [
     "DEFAULT_MODEL",

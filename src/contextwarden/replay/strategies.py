@@ -19,17 +19,14 @@ knows every name.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from ..budget import BudgetPolicy
 from ..context import Message, ModelContext
-from ..errors import BudgetExceededError, UsageError
+from ..errors import UsageError
 from ..events import (
     AssistantMessage,
-    Compaction,
     Event,
     Instruction,
     Pin,
@@ -37,9 +34,7 @@ from ..events import (
     ToolResult,
     UserMessage,
 )
-from ..manager import Compactor, ContextManager, ContextPolicy
 from ..models import ModelProfile
-from ..planner import PlannerSettings
 from ..render.pairing import normalize_pairing
 from ..store._protocol import SessionStore
 from ..tokens import TokenCounter
@@ -232,72 +227,8 @@ class _MaskRun(_RawRun):
         return Built(context=plain_context(self.env.profile, self.history.system, messages, self.env.counter))
 
 
-# --------------------------------------------------------------------------- contextwarden
-
-
-@dataclass(frozen=True)
-class ContextWardenStrategy:
-    """contextwarden's own builder: :class:`ContextManager` with a policy, and the compactor when available."""
-
-    name: str = "contextwarden"
-    policy: ContextPolicy = field(default_factory=ContextPolicy)
-    compact: bool = True
-
-    def start(self, env: RunEnv) -> StrategyRun:
-        """Begin one transcript."""
-        compactor = _structured_compactor(env) if self.compact and self.policy.compact else None
-        manager = ContextManager(env.store, counter=env.counter, policy=self.policy, compactor=compactor)
-        return _WardenRun(env, manager)
-
-
-def _structured_compactor(env: RunEnv) -> Compactor | None:
-    try:
-        from ..compaction import WindowCompactor
-    except ImportError:  # pragma: no cover - the compaction package ships with contextwarden
-        return None
-    return WindowCompactor(env.store, counter=env.counter)
-
-
-class _WardenRun:
-    def __init__(self, env: RunEnv, manager: ContextManager) -> None:
-        self.env = env
-        self.manager = manager
-
-    def observe(self, event: Event) -> None:
-        """The manager reads the store itself."""
-
-    def build(self) -> Built:
-        store, sid = self.env.store, self.env.session_id
-        before = store.get_session(sid).last_seq
-        note = ""
-        try:
-            ctx = self.manager.build(sid, model=self.env.profile)
-        except BudgetExceededError as exc:
-            # Replay keeps going: the request that would not fit is measured as the builder left it.
-            projection = self.manager.projection(sid)
-            ctx = plain_context(
-                self.env.profile, projection.system, [i.message for i in projection.items], self.env.counter
-            )
-            note = f"over budget: {exc}"
-        kinds: list[str] = []
-        read = written = 0
-        for event in store.read(sid, since_seq=before):
-            if event.is_window_event:
-                kinds.append(event.kind)
-            if isinstance(event, Compaction):
-                read += event.summarizer_input_tokens
-                written += event.summarizer_output_tokens
-        return Built(
-            context=ctx,
-            window_event_kinds=tuple(kinds),
-            reports_window_events=True,
-            summarizer_input_tokens=read,
-            summarizer_output_tokens=written,
-            note=note,
-        )
-
-
-def _convert(raw: str, default: Any, option: str) -> Any:
+def convert_option(raw: str, default: Any, option: str) -> Any:
+    """``raw`` as the type of ``default`` (bool, int, float or str); a UsageError naming ``option`` if it is not."""
     try:
         if isinstance(default, bool):
             if raw.lower() not in ("true", "false", "1", "0", "yes", "no"):
@@ -312,48 +243,17 @@ def _convert(raw: str, default: Any, option: str) -> Any:
     return raw
 
 
-def contextwarden_variant(options: str, *, name: str | None = None) -> ContextWardenStrategy:
-    """The ``contextwarden`` strategy with comma-separated options (see the module docstring)."""
-    planner = PlannerSettings()
-    budget = BudgetPolicy()
-    compact = True
-    fields = {f.name: f for f in dataclasses.fields(PlannerSettings)}
-    for option in filter(None, (o.strip() for o in options.split(","))):
-        key, _, value = option.partition("=")
-        attr = key.replace("-", "_")
-        if option == "no-compact":
-            compact = False
-        elif key.startswith("no-") and not value and key[3:].replace("-", "_") in fields:
-            planner = replace(planner, **{key[3:].replace("-", "_"): False})
-        elif key == "keep" and value:
-            planner = replace(planner, keep_recent_tool_results=_convert(value, 0, option))
-        elif key == "min-batch" and value:
-            planner = replace(planner, min_batch_tokens=_convert(value, 0, option))
-        elif key == "trigger" and value:
-            budget = replace(budget, trigger_tokens=_convert(value, 0, option))
-        elif attr in fields and value:
-            planner = replace(planner, **{attr: _convert(value, getattr(planner, attr), option)})
-        else:
-            known = ", ".join(
-                ["no-compact", "keep=N", "min-batch=N", "trigger=N", *(f"{f.replace('_', '-')}=..." for f in fields)]
-            )
-            raise UsageError(f"unknown contextwarden option {option!r}; known: {known}")
-    policy = ContextPolicy(name=name or "contextwarden", planner=planner, budget=budget, compact=compact)
-    return ContextWardenStrategy(
-        name=name or (f"contextwarden:{options}" if options else "contextwarden"), policy=policy, compact=compact
-    )
-
-
 def parse_strategy(spec: str) -> Strategy:
     """The strategy a name stands for: ``raw``, ``mask-last-n[:N]``, ``contextwarden[:options]`` or a peer."""
     from .peers import PEERS, peer_strategy
+    from .warden import contextwarden_variant
 
     spec = spec.strip()
     head, _, tail = spec.partition(":")
     if spec == "raw":
         return RawStrategy()
     if head == "mask-last-n":
-        keep = _convert(tail, 0, spec) if tail else 10
+        keep = convert_option(tail, 0, spec) if tail else 10
         if keep < 0:
             raise UsageError(f"{spec}: N must not be negative")
         return MaskLastN(keep)
