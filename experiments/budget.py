@@ -10,7 +10,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from _common import NEEDED_TOOLS, Experiment, coding_session, counter, main, small_window, table, tool_registry
+from _common import Experiment, coding_session, counter, main, small_window, table
+from _tools import NEEDED_TOOLS, tool_registry
 
 from contextwarden.budget import BudgetPolicy, default_safety_margin
 from contextwarden.models import get_profile

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from _common import NEEDED_TOOLS, Experiment, coding_session, counter, main, table, tool_registry
+from _common import Experiment, coding_session, counter, main, table
+from _tools import NEEDED_TOOLS, tool_registry
 
 from contextwarden.events import Event
 from contextwarden.manager import ContextManager, ContextPolicy
