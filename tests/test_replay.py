@@ -105,6 +105,19 @@ def test_contextwarden_makes_a_window_event_for_every_prefix_break() -> None:
     assert warden.optimum_cost_usd is not None and warden.optimum_cost_usd < raw.figures()["cost_usd"]
 
 
+def test_what_if_options_drive_the_builder_and_keep_every_probe() -> None:
+    events = coding_session(turns=40, lines=220)
+    names = ["contextwarden:keep=3", "contextwarden:keep=3,min-batch-share=0.4",
+             "contextwarden:keep=3,min-batch-share=0.4,frontier"]
+    results = replay(one(events), names, settings=ReplaySettings(model="claude-sonnet-4-5", optimum=False),
+                     counter=COUNTER)
+    plain, share, frontier = (s.figures() for s in results.strategies)
+    assert share["window_events"] < plain["window_events"]  # fewer, bigger batches
+    assert frontier["window_events"] == share["window_events"]  # same batches...
+    assert frontier["cost_usd"] < share["cost_usd"]  # ...but a batch no longer rewrites the stable front
+    assert plain["retention"] == share["retention"] == frontier["retention"] == 1.0
+
+
 @pytest.mark.parametrize("model", ["gpt-4o", "claude-sonnet-4-5"])
 def test_offline_optimum_is_the_cheapest_schedule(model: str) -> None:
     events = coding_session(turns=7, lines=300)
@@ -157,6 +170,9 @@ def test_strategy_names_and_variants() -> None:
     assert (planner.keep_recent_tool_results, planner.cache_aware, planner.min_batch_tokens) == (3, False, 4096)
     assert variant.policy.budget.trigger_tokens == 50_000
     assert parse_strategy("contextwarden:no-compact").policy.compact is False
+    what_if = parse_strategy("contextwarden:keep=3,min-batch-share=0.4,frontier")
+    assert isinstance(what_if, ContextWardenStrategy)
+    assert (what_if.min_batch_share, what_if.frontier_breakpoint) == (0.4, True)
     with pytest.raises(UsageError, match="unknown contextwarden option"):
         parse_strategy("contextwarden:fast")
     with pytest.raises(UsageError, match="unknown strategy"):

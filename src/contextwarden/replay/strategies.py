@@ -10,11 +10,8 @@ knows every name.
 - ``mask-last-n:N``: observation masking as SWE-agent's ``LastNObservations`` and the Complexity Trap
   paper do it: at every request every tool result but the last N reads
   ``Old environment output: (K lines omitted)``. Its own small projection, not the planner.
-- ``contextwarden``: the default :class:`~contextwarden.manager.ContextPolicy` with the structured
-  compactor when :mod:`contextwarden.compaction` is installed. Variants take options after a colon,
-  comma-separated: ``contextwarden:keep=3``, ``contextwarden:no-cache-aware``,
-  ``contextwarden:no-compact,min-batch=4096``; any :class:`~contextwarden.planner.PlannerSettings`
-  field works as ``name=value`` (dashes for underscores), and ``trigger=N`` sets the budget trigger.
+- ``contextwarden``: the library's own builder and its variants (``contextwarden:keep=3``,
+  ``contextwarden:no-cache-aware``...), in :mod:`contextwarden.replay.warden`.
 """
 
 from __future__ import annotations

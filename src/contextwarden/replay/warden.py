@@ -1,0 +1,158 @@
+"""The ``contextwarden`` strategy: the library's own builder, and named variants of it.
+
+``contextwarden`` is :class:`~contextwarden.manager.ContextManager` with the default
+:class:`~contextwarden.manager.ContextPolicy` and the structured compactor (so summarizer tokens are
+counted). Variants take comma-separated options after a colon:
+
+- any :class:`~contextwarden.planner.PlannerSettings` field as ``name=value`` (dashes for underscores),
+  ``no-<flag>`` for a boolean one (``no-cache-aware``, ``no-mask``); ``keep=N`` and ``min-batch=N`` are
+  short for ``keep-recent-tool-results`` and ``min-batch-tokens``; ``trigger=N`` sets the budget
+  trigger; ``no-compact`` runs without the compactor;
+- two what-ifs that change how the builder is driven, not the builder, so a proposed planner or
+  manager change can be measured before it is made:
+  ``min-batch-share=F`` asks each build for a voluntary batch of at least ``F`` times the current
+  context (through the per-call policy ``ContextManager.build`` accepts), and ``frontier`` adds a
+  cache breakpoint right before the oldest tool result a later batch could still change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field, replace
+
+from ..budget import BudgetPolicy
+from ..context import ModelContext
+from ..errors import BudgetExceededError, UsageError
+from ..events import Compaction
+from ..manager import Compactor, ContextManager, ContextPolicy
+from ..planner import PlannerSettings
+from ..projection import Projection
+from .strategies import Built, RunEnv, StrategyRun, convert_option, plain_context
+
+
+@dataclass(frozen=True)
+class ContextWardenStrategy:
+    """contextwarden's own builder: :class:`ContextManager` with a policy, and the compactor when available."""
+
+    name: str = "contextwarden"
+    policy: ContextPolicy = field(default_factory=ContextPolicy)
+    compact: bool = True
+    min_batch_share: float = 0.0
+    """What-if: a voluntary batch must save at least this share of the current context."""
+    frontier_breakpoint: bool = False
+    """What-if: a cache breakpoint before the oldest tool result a later batch could change."""
+
+    def start(self, env: RunEnv) -> StrategyRun:
+        """Begin one transcript."""
+        compactor = _structured_compactor(env) if self.compact and self.policy.compact else None
+        manager = ContextManager(env.store, counter=env.counter, policy=self.policy, compactor=compactor)
+        return _WardenRun(env, manager, self)
+
+
+def _structured_compactor(env: RunEnv) -> Compactor | None:
+    try:
+        from ..compaction import WindowCompactor
+    except ImportError:  # pragma: no cover - the compaction package ships with contextwarden
+        return None
+    return WindowCompactor(env.store, counter=env.counter)
+
+
+def _with_frontier(ctx: ModelContext, projection: Projection) -> ModelContext:
+    changeable = {i.id for i in projection.items if i.evictable and i.message.role == "tool"}
+    first = next((n for n, m in enumerate(ctx.messages) if m.source_ids and m.source_ids[0] in changeable), None)
+    if not first:
+        return ctx
+    points = sorted({*ctx.cache_breakpoints, first - 1})[-4:]
+    return replace(ctx, cache_breakpoints=tuple(points))
+
+
+class _WardenRun:
+    def __init__(self, env: RunEnv, manager: ContextManager, strategy: ContextWardenStrategy) -> None:
+        self.env = env
+        self.manager = manager
+        self.strategy = strategy
+
+    def observe(self, event: object) -> None:
+        """The manager reads the store itself."""
+
+    def _policy(self) -> ContextPolicy | None:
+        share = self.strategy.min_batch_share
+        if share <= 0:
+            return None
+        policy = self.manager.policy
+        floor = int(share * self.manager.projection(self.env.session_id).total)
+        planner = replace(policy.planner, min_batch_tokens=max(policy.planner.min_batch_tokens, floor))
+        return replace(policy, planner=planner)
+
+    def build(self) -> Built:
+        store, sid = self.env.store, self.env.session_id
+        before = store.get_session(sid).last_seq
+        note = ""
+        try:
+            ctx = self.manager.build(sid, model=self.env.profile, policy=self._policy())
+        except BudgetExceededError as exc:
+            # Replay keeps going: the request that would not fit is measured as the builder left it.
+            projection = self.manager.projection(sid)
+            items = [i.message for i in projection.items]
+            ctx = plain_context(self.env.profile, projection.system, items, self.env.counter)
+            note = f"over budget: {exc}"
+        if self.strategy.frontier_breakpoint:
+            ctx = _with_frontier(ctx, self.manager.projection(sid))
+        kinds: list[str] = []
+        read = written = 0
+        for event in store.read(sid, since_seq=before):
+            if event.is_window_event:
+                kinds.append(event.kind)
+            if isinstance(event, Compaction):
+                read += event.summarizer_input_tokens
+                written += event.summarizer_output_tokens
+        return Built(
+            context=ctx,
+            window_event_kinds=tuple(kinds),
+            reports_window_events=True,
+            summarizer_input_tokens=read,
+            summarizer_output_tokens=written,
+            note=note,
+        )
+
+
+_SHORT = {"keep": "keep_recent_tool_results", "min_batch": "min_batch_tokens"}
+
+
+def contextwarden_variant(options: str, *, name: str | None = None) -> ContextWardenStrategy:
+    """The ``contextwarden`` strategy with comma-separated options (see the module docstring)."""
+    planner = PlannerSettings()
+    budget = BudgetPolicy()
+    compact, share, frontier = True, 0.0, False
+    fields = {f.name for f in dataclasses.fields(PlannerSettings)}
+    for option in filter(None, (o.strip() for o in options.split(","))):
+        key, _, value = option.partition("=")
+        attr = _SHORT.get(key.replace("-", "_"), key.replace("-", "_"))
+        if option == "no-compact":
+            compact = False
+        elif option == "frontier":
+            frontier = True
+        elif key == "min-batch-share" and value:
+            share = convert_option(value, 0.0, option)
+        elif key == "trigger" and value:
+            budget = replace(budget, trigger_tokens=convert_option(value, 0, option))
+        elif key.startswith("no-") and not value and attr[3:] in fields:
+            planner = replace(planner, **{attr[3:]: False})
+        elif attr in fields and value:
+            planner = replace(planner, **{attr: convert_option(value, getattr(planner, attr), option)})
+        else:
+            known = [
+                "no-compact",
+                "frontier",
+                "min-batch-share=F",
+                "keep=N",
+                "min-batch=N",
+                "trigger=N",
+                *(f"{f.replace('_', '-')}=..." for f in sorted(fields)),
+            ]
+            raise UsageError(f"unknown contextwarden option {option!r}; known: {', '.join(known)}")
+    label = name or (f"contextwarden:{options}" if options else "contextwarden")
+    policy = ContextPolicy(name=label, planner=planner, budget=budget, compact=compact)
+    return ContextWardenStrategy(
+        name=label, policy=policy, compact=compact, min_batch_share=share, frontier_breakpoint=frontier
+    )
