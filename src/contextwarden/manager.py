@@ -229,7 +229,7 @@ class ContextManager:
             budget=budget,
             window=profile.context_window,
             counter=self.counter.name,
-            cache_breakpoints=_breakpoints(messages),
+            cache_breakpoints=_breakpoints(messages, projection),
             decisions=decisions,
             window_event_ids=window_ids,
         )
@@ -303,13 +303,25 @@ def _exposed(tools: Sequence[ToolLike], exposed: tuple[str, ...] | None, *, retr
     return tuple(chosen)
 
 
-def _breakpoints(messages: Sequence[Message]) -> tuple[int, ...]:
+def _breakpoints(messages: Sequence[Message], projection: Projection) -> tuple[int, ...]:
+    """Stable boundaries of the request, as message indices.
+
+    After system and tools; after a compacted window's opening; just before the oldest tool result
+    a future batch could change (the frontier, so a batch re-writes only from there); at the end.
+    """
     points = [-1]
     opening = 0  # a compacted window opens with its pinned block and summary
     while opening < len(messages) and messages[opening].section in ("pinned", "summary"):
         opening += 1
     if opening:
         points.append(opening - 1)
+    frontier = projection.frontier()
+    if frontier is not None:
+        target = projection.items[frontier].id
+        start = max(0, min(frontier, len(messages) - 1) - 64)  # pairing moves messages by a few at most
+        found = next((n for n in range(start, len(messages)) if target in messages[n].source_ids), None)
+        if found:
+            points.append(found - 1)
     if messages:
         points.append(len(messages) - 1)
-    return tuple(dict.fromkeys(points))
+    return tuple(sorted(set(points)))

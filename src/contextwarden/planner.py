@@ -54,10 +54,13 @@ class ReductionPool(Protocol):
 class PlannerSettings:
     """Knobs of the planner (part of :class:`~contextwarden.manager.ContextPolicy`)."""
 
-    keep_recent_tool_results: int = 10
-    """Tool results newer than this many stay verbatim when masking."""
+    keep_recent_tool_results: int = 3
+    """Tool results newer than this many stay verbatim when masking (Anthropic's context editing keeps 3)."""
     min_batch_tokens: int = 2_048
     """A voluntary batch must save at least this many tokens (the hard budget ignores it)."""
+    min_batch_share: float = 0.4
+    """...and at least this share of the current context: few, large batches lose the cache less
+    often (measured in docs/benchmarks.md, "Replay")."""
     cache_aware: bool = True
     """Batch by payback; False reduces at every request as soon as something is reducible."""
     expected_turns: int | None = None
@@ -130,8 +133,9 @@ def plan(
         return _under_pressure(pool, lossless, masking, total=total, trigger=trigger, settings=settings)
     batch = lossless + masking
     saved = sum(pool.savings(e) for e in batch)
-    if not batch or saved < settings.min_batch_tokens:
-        return Plan(reason=f"nothing worth a batch ({saved} tokens reducible)")
+    floor = max(settings.min_batch_tokens, int(settings.min_batch_share * total))
+    if not batch or saved < floor:
+        return Plan(reason=f"nothing worth a batch ({saved} tokens reducible, {floor} needed)")
     if not settings.cache_aware:
         return Plan(edits=tuple(batch), saved_tokens=saved, reason="reduce at every request (cache-unaware)")
     first = min(pool.position(e.target_id) for e in batch)

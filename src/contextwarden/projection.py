@@ -232,6 +232,18 @@ class Projection:
                                      reason="thinking of an earlier turn"))
         return edits
 
+    def frontier(self) -> int | None:
+        """Position of the oldest tool result still shown verbatim (None when there is none).
+
+        The next batch starts rewriting there, so a cache breakpoint just before it keeps
+        everything older cached.
+        """
+        for n in range(self._tool_floor, len(self._tool_ids)):
+            item = self.items[self._pos[self._tool_ids[n]]]
+            if item.state not in _REDUCED:
+                return self._pos[item.id]
+        return None
+
     def savings(self, edit: ContextEdit) -> int:
         """Tokens ``edit`` would take out of the window."""
         item = self.item(edit.target_id)
