@@ -277,7 +277,8 @@ def test_supersession_and_staleness_become_placeholders_that_say_by_what() -> No
     s.call("read_file", "v1 again " * 3_000, path="a.py")
     s.call("edit_file", "ok", path="a.py", old_str="x", new_str="y")
     s.call("bash", "1 passed", command="pytest tests/test_a.py")
-    policy = ContextPolicy(planner=PlannerSettings(cache_aware=False, min_batch_tokens=0, mask=False))
+    policy = ContextPolicy(planner=PlannerSettings(cache_aware=False, min_batch_tokens=0, min_batch_share=0,
+                                                   mask=False))
     ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS, policy=policy)
     tools = [m for m in ctx.messages if m.role == "tool"]
     first_read, b1, b2, failing, second_read = tools[:5]
@@ -296,9 +297,28 @@ def test_failing_test_output_is_never_masked_while_unresolved() -> None:
            command="pytest tests/test_core.py")
     for i in range(12):
         s.call("read_file", f"module {i} " * 800, path=f"m{i}.py")
-    policy = ContextPolicy(planner=PlannerSettings(cache_aware=False, min_batch_tokens=0,
-                                                   keep_recent_tool_results=2))
+    policy = ContextPolicy(planner=PlannerSettings(cache_aware=False, min_batch_tokens=0, min_batch_share=0,
+                                                   keep_recent_tool_results=2, working_set_files=0))
     ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS, policy=policy)
     texts = [m.text for m in ctx.messages if m.role == "tool"]
     assert "assert 23 == 5" in texts[0]
     assert sum("masked" in t for t in texts) == 10
+
+
+def test_latest_read_of_working_set_files_stays_verbatim() -> None:
+    def run(working_set_files: int) -> list[str]:
+        store = MemoryStore()
+        s = Session(store)
+        s.add(UserMessage(text="refactor core"))
+        s.call("read_file", "core v1 " * 800, path="core.py")
+        for i in range(8):
+            s.call("bash", f"listing {i} " * 800, command=f"ls dir{i}")
+        policy = ContextPolicy(planner=PlannerSettings(cache_aware=False, min_batch_tokens=0, min_batch_share=0,
+                                                       keep_recent_tool_results=2,
+                                                       working_set_files=working_set_files))
+        ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS, policy=policy)
+        return [m.text for m in ctx.messages if m.role == "tool"]
+
+    assert "masked" in run(0)[0]
+    protected = run(3)
+    assert protected[0].startswith("core v1") and "masked" in protected[1]

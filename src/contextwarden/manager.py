@@ -175,7 +175,8 @@ class ContextManager:
         trigger = min(policy.budget.trigger_for(profile), budget)
         turns = projection.assistant_turns
         decision = plan(projection, total=projection.total + fixed, trigger=trigger, profile=profile,
-                        turns_so_far=turns, settings=policy.planner, evidence=projection.state.evidence_ids)
+                        turns_so_far=turns, settings=policy.planner,
+                        evidence=projection.protected_ids(policy.planner.working_set_files))
         if decision.edits:
             window_ids.append(self._record_edits(session_id, projection, decision))
         if decision.needs_compaction and policy.compact and self.compactor is not None:

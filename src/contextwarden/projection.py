@@ -232,6 +232,16 @@ class Projection:
                                      reason="thinking of an earlier turn"))
         return edits
 
+    def protected_ids(self, working_set_files: int) -> frozenset[str]:
+        """Tool results never masked.
+
+        The task's evidence (failing tests, unresolved errors) and the latest read of each of the
+        ``working_set_files`` most relevant files.
+        """
+        state = self.state
+        latest = (self._readers.get(key, [])[-1:] for key in state.working_set[:working_set_files])
+        return state.evidence_ids | frozenset(i for ids in latest for i in ids)
+
     def frontier(self) -> int | None:
         """Position of the oldest tool result still shown verbatim (None when there is none).
 
