@@ -15,10 +15,10 @@ cache models and the lowest of all strategies (raw, masking and the peers; other
 are not competitors); cost <= 1.15x the offline optimum. They are checked per transcript and over all
 of them, and printed with PASS/FAIL; nothing is hidden when one fails.
 
-Besides the default ``contextwarden``, the table carries the settings proposed to the planner's owner:
-``keep=3,min-batch=6000`` (settings only), ``keep=3,min-batch-share=0.4`` (a voluntary batch must
-save 40% of the context) and the same with ``frontier`` (a cache breakpoint before the oldest tool
-result a later batch could change); the last two are what-ifs driven through the builder's public API.
+Besides the default ``contextwarden`` (keep the last 3 tool results, a voluntary batch must save 40% of
+the context, a cache breakpoint before the oldest tool result a later batch could change), the table
+carries the earlier planner settings (``keep=10,min-batch-share=0``) and a settings-only alternative
+(``keep=3,min-batch=6000,min-batch-share=0``).
 
     .venv/bin/python benchmarks/bench_replay.py [--sessions 8] [--json out/bench_replay.json]
 """
@@ -49,9 +49,8 @@ STRATEGIES = (
     "raw",
     "mask-last-n:10",
     "contextwarden",
-    "contextwarden:keep=3,min-batch=6000",
-    "contextwarden:keep=3,min-batch-share=0.4",
-    "contextwarden:keep=3,min-batch-share=0.4,frontier",
+    "contextwarden:keep=10,min-batch-share=0",
+    "contextwarden:keep=3,min-batch=6000,min-batch-share=0",
     "langchain-context-editing",
     "openai-agents-trimmer",
     "openhands-condenser",

@@ -107,14 +107,15 @@ def test_contextwarden_makes_a_window_event_for_every_prefix_break() -> None:
 
 def test_what_if_options_drive_the_builder_and_keep_every_probe() -> None:
     events = coding_session(turns=40, lines=220)
-    names = ["contextwarden:keep=3", "contextwarden:keep=3,min-batch-share=0.4",
+    names = ["contextwarden:keep=3,min-batch-share=0", "contextwarden:keep=3,min-batch-share=0.4",
              "contextwarden:keep=3,min-batch-share=0.4,frontier"]
     results = replay(one(events), names, settings=ReplaySettings(model="claude-sonnet-4-5", optimum=False),
                      counter=COUNTER)
     plain, share, frontier = (s.figures() for s in results.strategies)
     assert share["window_events"] < plain["window_events"]  # fewer, bigger batches
     assert frontier["window_events"] == share["window_events"]  # same batches...
-    assert frontier["cost_usd"] < share["cost_usd"]  # ...but a batch no longer rewrites the stable front
+    # ...and a batch re-writes only from the frontier (equal when the builder places that breakpoint itself)
+    assert frontier["cost_usd"] <= share["cost_usd"]
     assert plain["retention"] == share["retention"] == frontier["retention"] == 1.0
 
 
@@ -171,8 +172,11 @@ def test_strategy_names_and_variants() -> None:
     assert variant.policy.budget.trigger_tokens == 50_000
     assert parse_strategy("contextwarden:no-compact").policy.compact is False
     what_if = parse_strategy("contextwarden:keep=3,min-batch-share=0.4,frontier")
-    assert isinstance(what_if, ContextWardenStrategy)
-    assert (what_if.min_batch_share, what_if.frontier_breakpoint) == (0.4, True)
+    assert isinstance(what_if, ContextWardenStrategy) and what_if.frontier_breakpoint
+    if hasattr(what_if.policy.planner, "min_batch_share"):  # the planner has the setting: it is set there
+        assert (what_if.policy.planner.min_batch_share, what_if.min_batch_share) == (0.4, 0.0)
+    else:  # otherwise each build is asked for it
+        assert what_if.min_batch_share == 0.4
     with pytest.raises(UsageError, match="unknown contextwarden option"):
         parse_strategy("contextwarden:fast")
     with pytest.raises(UsageError, match="unknown strategy"):

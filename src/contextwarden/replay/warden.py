@@ -9,10 +9,11 @@ counted). Variants take comma-separated options after a colon:
   short for ``keep-recent-tool-results`` and ``min-batch-tokens``; ``trigger=N`` sets the budget
   trigger; ``no-compact`` runs without the compactor;
 - two what-ifs that change how the builder is driven, not the builder, so a proposed planner or
-  manager change can be measured before it is made:
-  ``min-batch-share=F`` asks each build for a voluntary batch of at least ``F`` times the current
-  context (through the per-call policy ``ContextManager.build`` accepts), and ``frontier`` adds a
-  cache breakpoint right before the oldest tool result a later batch could still change.
+  manager change can be measured before it is made: ``min-batch-share=F`` (when the planner has no
+  setting of that name) asks each build for a voluntary batch of at least ``F`` times the current
+  context, through the per-call policy ``ContextManager.build`` accepts; ``frontier`` adds a cache
+  breakpoint right before the oldest tool result a later batch could still change, unless the
+  builder placed one there already.
 """
 
 from __future__ import annotations
@@ -62,8 +63,9 @@ def _with_frontier(ctx: ModelContext, projection: Projection) -> ModelContext:
     first = next((n for n, m in enumerate(ctx.messages) if m.source_ids and m.source_ids[0] in changeable), None)
     if not first:
         return ctx
-    points = sorted({*ctx.cache_breakpoints, first - 1})[-4:]
-    return replace(ctx, cache_breakpoints=tuple(points))
+    if first - 1 in ctx.cache_breakpoints or len(ctx.cache_breakpoints) >= 4:
+        return ctx  # the builder placed it already, or there is no room left (at most 4)
+    return replace(ctx, cache_breakpoints=tuple(sorted({*ctx.cache_breakpoints, first - 1})))
 
 
 class _WardenRun:
@@ -132,8 +134,8 @@ def contextwarden_variant(options: str, *, name: str | None = None) -> ContextWa
             compact = False
         elif option == "frontier":
             frontier = True
-        elif key == "min-batch-share" and value:
-            share = convert_option(value, 0.0, option)
+        elif key == "min-batch-share" and value and attr not in fields:
+            share = convert_option(value, 0.0, option)  # the planner has no such setting: drive it per call
         elif key == "trigger" and value:
             budget = replace(budget, trigger_tokens=convert_option(value, 0, option))
         elif key.startswith("no-") and not value and attr[3:] in fields:
