@@ -69,7 +69,7 @@ class PlannerSettings:
     """Drop thinking blocks of turns before the latest user message."""
     mask: bool = True
     """Mask old tool results at all (False: only lossless reductions)."""
-    working_set_files: int = 3
+    working_set_files: int = 1
     """The latest read of this many working-set files is never masked (0: none)."""
     pressure_target: float = 0.6
     """Under pressure, mask down towards this share of the trigger."""
