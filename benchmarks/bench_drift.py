@@ -339,7 +339,7 @@ def cost_tools() -> list[AgentTool]:
     ]
 
 
-def run_cost(window: int, turns: int, *, mask: bool) -> dict[str, object]:
+def run_cost(window: int, turns: int, *, mask: bool, reground: bool) -> dict[str, object]:
     store = MemoryStore()
     store.create_session("cost")
     store.append("cost", [Instruction(text="You are a coding agent."), UserMessage(text=TASK)], expected_last_seq=0)
@@ -347,16 +347,18 @@ def run_cost(window: int, turns: int, *, mask: bool) -> dict[str, object]:
     model = profile(window)
     summarizer = LLMSummarizer(summarizer_provider, model=profile(128_000, "summarizer"), counter=COUNTER)
     policy = ContextPolicy(planner=PlannerSettings(mask=mask))
-    manager = ContextManager(store, counter=COUNTER, policy=policy,
-                             compactor=WindowCompactor(store, summarizer=summarizer, counter=COUNTER))
+    settings = CompactionSettings(reground_every=4 if reground else 0, reground_after_repair=reground)
+    compactor = WindowCompactor(store, summarizer=summarizer, counter=COUNTER, settings=settings)
+    manager = ContextManager(store, counter=COUNTER, policy=policy, compactor=compactor)
     started = time.perf_counter()
     result = run_agent_loop(ScriptedProvider(agent_script(turns)), cost_tools(), manager, "cost", model=model,
                             max_turns=turns + 1)
     seconds = time.perf_counter() - started
     summ = sum(c.summarizer_input_tokens + c.summarizer_output_tokens for c in result.compactions)
     agent = result.input_tokens + result.output_tokens
-    return {"window": window, "masking": "on" if mask else "off", "turns": result.turns,
-            "compactions": len(result.compactions),
+    return {"window": window, "masking": "on" if mask else "off", "reground": "on" if reground else "off",
+            "turns": result.turns, "compactions": len(result.compactions),
+            "regrounds": sum(1 for c in result.compactions if c.details.get("reground")),
             "agent_tokens": agent, "summarizer_tokens": summ, "summarizer_share": summ / (agent + summ),
             "seconds": round(seconds, 2)}
 
@@ -392,11 +394,11 @@ def main() -> int:
                         "summarizer_calls", "summarizer_tokens"]))
     cost: list[dict[str, object]] = []
     if not args.skip_cost:
-        cost = [run_cost(w, t, mask=m) for w, t in ((32_000, 300), (128_000, 300), (128_000, 900))
-                for m in (True, False)]
+        cost = [run_cost(w, t, mask=m, reground=r) for w, t in ((32_000, 300), (128_000, 900))
+                for m in (True, False) for r in (True, False)]
         print("\nCompaction cost: summarizer tokens as a share of all tokens of the session")
-        print(table(cost, ["window", "masking", "turns", "compactions", "agent_tokens", "summarizer_tokens",
-                           "summarizer_share", "seconds"]))
+        print(table(cost, ["window", "masking", "reground", "turns", "compactions", "regrounds", "agent_tokens",
+                           "summarizer_tokens", "summarizer_share", "seconds"]))
     if args.json:
         args.json.write_text(json.dumps({"drift": drift, "cost": cost, "drop": args.drop,
                                          "llm_url": args.llm_url}, indent=2))

@@ -30,7 +30,7 @@ from ..budget import BudgetPolicy
 from ..context import ToolDefinition
 from ..events import Compaction
 from ..manager import ContextManager
-from ..models import ModelProfile, get_profile
+from ..models import ModelProfile
 from ..planner import plan
 from ..projection import Projection
 from ..tokens import TokenCounter
@@ -278,15 +278,3 @@ class CompactionHook:
         return compaction
 
     __call__ = on_before_turn
-
-
-def turn_for(
-    model: str | ModelProfile,
-    tools: Sequence[ToolDefinition] = (),
-    *,
-    subtask: str | None = None,
-    phase: str | None = None,
-) -> Turn:
-    """A :class:`Turn` from a model name or profile."""
-    profile = model if isinstance(model, ModelProfile) else get_profile(model)
-    return Turn(model=profile, tools=tuple(tools), subtask=subtask, phase=phase)
