@@ -105,9 +105,10 @@ class ContextManager:
         self.counter = counter or best_counter()
         self.policy = policy or ContextPolicy()
         if compactor == "structured":
-            from .compaction.compactor import WindowCompactor  # the compaction package builds on this module
+            from .compaction.compactor import CompactionSettings, WindowCompactor  # builds on this module
 
-            compactor = WindowCompactor(store, counter=self.counter)
+            compactor = WindowCompactor(store, counter=self.counter,
+                                        settings=CompactionSettings(budget=self.policy.budget))
         self.compactor: Compactor | None = compactor
         self._sessions: dict[str, _Session] = {}
         self._lock = threading.Lock()

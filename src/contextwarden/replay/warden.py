@@ -25,7 +25,7 @@ from ..budget import BudgetPolicy
 from ..context import ModelContext
 from ..errors import BudgetExceededError, UsageError
 from ..events import Compaction
-from ..manager import Compactor, ContextManager, ContextPolicy
+from ..manager import ContextManager, ContextPolicy
 from ..planner import PlannerSettings
 from ..projection import Projection
 from .strategies import Built, RunEnv, StrategyRun, convert_option, plain_context
@@ -45,17 +45,10 @@ class ContextWardenStrategy:
 
     def start(self, env: RunEnv) -> StrategyRun:
         """Begin one transcript."""
-        compactor = _structured_compactor(env) if self.compact and self.policy.compact else None
-        manager = ContextManager(env.store, counter=env.counter, policy=self.policy, compactor=compactor)
+        compacting = self.compact and self.policy.compact
+        manager = ContextManager(env.store, counter=env.counter, policy=self.policy,
+                                 compactor="structured" if compacting else None)
         return _WardenRun(env, manager, self)
-
-
-def _structured_compactor(env: RunEnv) -> Compactor | None:
-    try:
-        from ..compaction import WindowCompactor
-    except ImportError:  # pragma: no cover - the compaction package ships with contextwarden
-        return None
-    return WindowCompactor(env.store, counter=env.counter)
 
 
 def _with_frontier(ctx: ModelContext, projection: Projection) -> ModelContext:
