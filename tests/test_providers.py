@@ -439,7 +439,7 @@ def test_openai_request_rendering_of_tools_and_tool_messages(server: ScriptedSer
         {"role": "user", "content": "fix it"},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",  # never null: llama.cpp rejects it
             "tool_calls": [
                 {
                     "id": "c1",

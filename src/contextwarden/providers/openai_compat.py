@@ -119,8 +119,9 @@ def _render_message(message: ChatMessage) -> dict[str, JSONValue]:
     if message.name:
         out["name"] = message.name
     if message.role == "assistant" and message.tool_calls:
-        # OpenAI wants null content, not "", beside tool calls.
-        out["content"] = message.content or None
+        # An empty string, not null: OpenAI accepts both beside tool calls, but llama.cpp's server
+        # (and other OpenAI-compatible servers validating with pydantic) reject null with a 500.
+        out["content"] = message.content
         out["tool_calls"] = [
             {
                 "id": call.id,
