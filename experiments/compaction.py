@@ -26,8 +26,9 @@ from _common import (
 
 from contextwarden.compaction import CompactionSettings, WindowCompactor, compact
 from contextwarden.events import Compaction, ToolResult
-from contextwarden.manager import ContextManager
+from contextwarden.manager import ContextManager, ContextPolicy
 from contextwarden.models import get_profile
+from contextwarden.planner import PlannerSettings
 from contextwarden.replay import ReplayInput, ReplaySettings, replay
 from contextwarden.state import derive_state
 from contextwarden.store import MemoryStore
@@ -66,7 +67,9 @@ def _compact_once(rounds: int) -> tuple[list[Table], Compaction, str]:
     events = store.append(sid, coding_session(rounds, file_lines=300), expected_last_seq=0)
     profile = get_profile("gpt-4o")
     compactor = WindowCompactor(store, counter=tok, settings=CompactionSettings(keep_recent_tokens=KEEP))
-    manager = ContextManager(store, counter=tok, compactor=compactor)
+    # Masking off: this experiment isolates compaction (the planner would otherwise shrink the window first).
+    manager = ContextManager(store, counter=tok, compactor=compactor,
+                             policy=ContextPolicy(planner=PlannerSettings(mask=False)))
     before = manager.build(sid, model=profile)
     event = compact(manager, sid, model=profile, reason="experiment: compact once")
     assert event is not None, "nothing old enough to compact"
@@ -108,7 +111,7 @@ def run(*, small: bool = False) -> Experiment:
     events = coding_session(rounds, file_lines=300)
     results = replay([ReplayInput(name="session", source=f"scripted coding session, {rounds} rounds",
                                   events=tuple(events))],
-                     ["raw", "mask-last-n:10", "contextwarden", "contextwarden:no-compact"],
+                     ["raw", "mask-last-n:10", "contextwarden", "contextwarden:mask=false", "contextwarden:no-compact"],
                      settings=ReplaySettings(model=window, optimum=False), counter=counter())
     rows = []
     examples: list[str] = []

@@ -24,7 +24,8 @@ from _common import Experiment, Script, counter, main, request_text, table
 
 from contextwarden.compaction import CompactionSettings, StructuredSummarizer, WindowCompactor, compact
 from contextwarden.compaction._base import Summarizer, SummaryInput, SummaryOptions, SummaryResult
-from contextwarden.manager import ContextManager
+from contextwarden.manager import ContextManager, ContextPolicy
+from contextwarden.planner import PlannerSettings
 from contextwarden.state import derive_state, extract_constraints
 from contextwarden.store import MemoryStore
 
@@ -92,7 +93,9 @@ def drift(summarizer: Summarizer, settings: CompactionSettings, rounds: int) -> 
     store = MemoryStore()
     sid = store.create_session("drift").id
     compactor = WindowCompactor(store, summarizer=summarizer, counter=tok, settings=settings)
-    manager = ContextManager(store, counter=tok, compactor=compactor)
+    # Masking off: this experiment isolates compaction (the planner would otherwise shrink the window first).
+    manager = ContextManager(store, counter=tok, compactor=compactor,
+                             policy=ContextPolicy(planner=PlannerSettings(mask=False)))
     in_summary: list[str] = []
     in_request: list[str] = []
     reground: list[str] = []

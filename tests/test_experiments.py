@@ -110,7 +110,8 @@ def test_compaction(load: Any) -> None:
     sizes = next(t for t in exp.tables if t.title == "Sizes").rows[0]
     assert int(sizes[1].replace(",", "")) < int(sizes[0].replace(",", ""))
     replayed = rows_of(exp, "The 8-round session replayed")
-    assert replayed["contextwarden"][4] == "0" and int(replayed["contextwarden"][5]) >= 1
+    assert replayed["contextwarden"][4] == "0"  # the default masks first and may not need to compact
+    assert replayed["contextwarden:mask=false"][4] == "0" and int(replayed["contextwarden:mask=false"][5]) >= 1
     assert "## The summary" in exp.extra
 
 
@@ -138,8 +139,10 @@ def test_tool_exposure(load: Any) -> None:
     for model in ("gpt-4o", "claude-sonnet-4-5"):
         thirty, five = rows[(model, "all 30 tools")], rows[(model, "the 5 needed")]
         assert int(thirty[2].replace(",", "")) > 3 * int(five[2].replace(",", ""))
-        assert float(thirty[7].rstrip("×")) > 1.0
-        assert float(thirty[7].rstrip("×")) < float(thirty[8].rstrip("×"))  # caching softens the token cost
+        # caching softens the token cost; with explicit breakpoints a system+tools prefix under the model's
+        # minimum cacheable size (5 tools) is not cached at all, so 30 tools can cost about the same
+        assert float(thirty[7].rstrip("×")) < float(thirty[8].rstrip("×"))
+    assert float(rows[("gpt-4o", "all 30 tools")][7].rstrip("×")) > 1.0
 
 
 def test_run_all_writes_the_pages_and_the_index(load: Any, tmp_path: Path) -> None:

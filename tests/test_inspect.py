@@ -102,10 +102,11 @@ def test_compacted_session_shows_pinned_and_summary() -> None:
     store = MemoryStore()
     sid = store.create_session().id
     events = [*_coding_events(0)[:2], Steering(text="Do not change the public API.")]
-    for i in range(30):
-        events += [AssistantMessage(tool_calls=(ToolCall(id=f"b{i}", name="bash", arguments={"command": f"ls {i}"}),)),
-                   ToolResult(call_id=f"b{i}", tool_name="bash",
-                              output="\n".join(f"row {i}.{j} value {j * 3}" for j in range(150)))]
+    for i in range(30):  # the agent's own long notes: masking cannot shrink them, only compaction can
+        notes = "\n".join(f"note {i}.{j}: value {j * 3}" for j in range(150))
+        events += [AssistantMessage(text=notes, tool_calls=(ToolCall(id=f"b{i}", name="bash",
+                                                                         arguments={"command": f"ls {i}"}),)),
+                   ToolResult(call_id=f"b{i}", tool_name="bash", output=f"listing {i}")]
     store.append(sid, events, expected_last_seq=0)
     view = inspect_session(store, sid, model="cw-inspect-tiny")
     assert view.sections["summary"] > 0 and view.sections["pinned"] > 0

@@ -177,7 +177,8 @@ class ContextManager:
         turns = projection.assistant_turns
         decision = plan(projection, total=projection.total + fixed, trigger=trigger, profile=profile,
                         turns_so_far=turns, settings=policy.planner,
-                        evidence=projection.protected_ids(policy.planner.working_set_files))
+                        evidence=projection.protected_ids(policy.planner.working_set_files),
+                        conversation_tokens=projection.total)
         if decision.edits:
             window_ids.append(self._record_edits(session_id, projection, decision))
         if decision.needs_compaction and policy.compact and self.compactor is not None:

@@ -118,8 +118,13 @@ def plan(
     turns_so_far: int,
     settings: PlannerSettings,
     evidence: frozenset[str] = frozenset(),
+    conversation_tokens: int | None = None,
 ) -> Plan:
     """Decide the next batch of reductions (see the module docstring).
+
+    ``total`` is the whole request (system and tool schemas included) and is what the trigger
+    compares; ``conversation_tokens`` is the part batches can reduce, which ``min_batch_share``
+    is a share of (default: ``total``), so the number of tools offered does not change when to batch.
 
     ``evidence`` names tool results that must stay verbatim (failing tests, unresolved errors):
     they are never masked, only superseded by a newer run of the same thing.
@@ -135,7 +140,8 @@ def plan(
         return _under_pressure(pool, lossless, masking, total=total, trigger=trigger, settings=settings)
     batch = lossless + masking
     saved = sum(pool.savings(e) for e in batch)
-    floor = max(settings.min_batch_tokens, int(settings.min_batch_share * total))
+    reducible = total if conversation_tokens is None else conversation_tokens
+    floor = max(settings.min_batch_tokens, int(settings.min_batch_share * reducible))
     if not batch or saved < floor:
         return Plan(reason=f"nothing worth a batch ({saved} tokens reducible, {floor} needed)")
     if not settings.cache_aware:
