@@ -219,3 +219,33 @@ def test_every_cut_satisfies_the_invariants(window: tuple[list[ContextItem], int
     assert cut.kept_tokens >= keep
     assert cut.leaving, "a cut always leaves something to summarize"
     check_invariants(items, cut)
+
+
+def test_reused_call_ids_pair_with_the_nearest_call_and_still_allow_a_cut() -> None:
+    b = Items().user()
+    for _ in range(8):  # providers that number calls per turn reuse "call_0"
+        b.user()
+        b._add(Message(role="assistant", text="ok", tool_calls=(ToolCall(id="call_0", name="bash"),)), 100,
+               "assistant")
+        b.result("call_0")
+    cut = find_cut(b.items, keep_recent=300)
+    assert cut is not None and len(cut.kept) <= 6  # not pushed back to the first call_0
+    check_invariants(b.items, cut)
+
+
+def test_failing_evidence_stays_in_the_kept_tail_when_it_fits() -> None:
+    b = Items().user()
+    for _ in range(6):
+        b.step()
+    (failing,) = b.assistant(calls=1)
+    b.result(failing, tokens=150)
+    evidence = b.items[-1].id
+    for _ in range(3):
+        b.step()
+    plain = find_cut(b.items, keep_recent=500)
+    kept = find_cut(b.items, keep_recent=500, keep_ids=frozenset({evidence}))
+    assert plain is not None and kept is not None
+    assert evidence not in {i.id for i in plain.kept}
+    assert evidence in {i.id for i in kept.kept}
+    check_invariants(b.items, kept)
+    assert find_cut(b.items, keep_recent=150, keep_ids=frozenset({evidence})) is not None

@@ -150,7 +150,7 @@ class WindowCompactor:
         options = options or SummaryOptions()
         options.check_cancelled("before it started")
         keep = self.keep_recent(profile)
-        cut = find_cut(projection.items, keep_recent=keep)
+        cut = find_cut(projection.items, keep_recent=keep, keep_ids=projection.state.evidence_ids)
         if cut is None:
             return None
         previous = projection.compaction

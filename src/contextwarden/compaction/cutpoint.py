@@ -60,23 +60,23 @@ def _is_turn_start(item: ContextItem) -> bool:
     return item.message.role == "user" and item.kind not in BLOCK_KINDS
 
 
-def _call_positions(items: Sequence[ContextItem]) -> dict[str, int]:
-    positions: dict[str, int] = {}
+def _earliest_call_after(items: Sequence[ContextItem]) -> list[int]:
+    """For each position p: the smallest index of a call answered by a result at or after p.
+
+    A result answers the nearest earlier call with its id: some providers reuse ids such as
+    ``call_0`` in every turn, and pairing with the first one would forbid every later cut.
+    """
+    latest_call: dict[str, int] = {}
+    answered: dict[int, int] = {}
     for n, item in enumerate(items):
         for call in item.message.tool_calls:
-            positions.setdefault(call.id, n)
-    return positions
-
-
-def _earliest_call_after(items: Sequence[ContextItem]) -> list[int]:
-    """For each position p: the smallest index of a call answered by a result at or after p."""
-    calls = _call_positions(items)
+            latest_call[call.id] = n
+        message = item.message
+        if message.role == "tool" and message.tool_call_id in latest_call:
+            answered[n] = latest_call[message.tool_call_id]
     out = [len(items)] * (len(items) + 1)
     for n in range(len(items) - 1, -1, -1):
-        out[n] = out[n + 1]
-        message = items[n].message
-        if message.role == "tool" and message.tool_call_id in calls:
-            out[n] = min(out[n], calls[message.tool_call_id])
+        out[n] = min(out[n + 1], answered.get(n, len(items)))
     return out
 
 
@@ -104,8 +104,15 @@ def _thinking_before(items: Sequence[ContextItem], turn_start: list[int]) -> lis
     return out
 
 
-def find_cut(items: Sequence[ContextItem], *, keep_recent: int) -> CutPoint | None:
-    """Choose the cut (see the module docstring); ``None`` when nothing is old enough to summarize."""
+def find_cut(
+    items: Sequence[ContextItem], *, keep_recent: int, keep_ids: frozenset[str] = frozenset()
+) -> CutPoint | None:
+    """Choose the cut (see the module docstring); ``None`` when nothing is old enough to summarize.
+
+    ``keep_ids`` are items that should stay verbatim (failing test output, unresolved errors): the
+    cut moves back to keep the earliest of them, as long as the kept tail stays within twice
+    ``keep_recent``.
+    """
     start = body_start(items)
     kept_tokens = 0
     candidate = len(items)
@@ -114,6 +121,10 @@ def find_cut(items: Sequence[ContextItem], *, keep_recent: int) -> CutPoint | No
         kept_tokens += items[candidate].tokens
     if kept_tokens < keep_recent or candidate <= start:
         return None
+    if keep_ids:
+        earliest = next((n for n in range(start + 1, candidate) if items[n].id in keep_ids), None)
+        if earliest is not None and kept_tokens + sum(i.tokens for i in items[earliest:candidate]) <= 2 * keep_recent:
+            candidate = earliest
     earliest_call = _earliest_call_after(items)
     turn_start = _turn_starts(items, start)
     thinking_before = _thinking_before(items, turn_start)
