@@ -64,7 +64,7 @@ class PlannerSettings:
     cache_aware: bool = True
     """Batch by payback; False reduces at every request as soon as something is reducible."""
     expected_turns: int | None = None
-    """Turns the session is expected to still run; None estimates it as the turns so far (min 8)."""
+    """Turns the session is expected to still run; None estimates half the turns so far (min 4)."""
     drop_old_thinking: bool = True
     """Drop thinking blocks of turns before the latest user message."""
     mask: bool = True
@@ -150,7 +150,7 @@ def plan(
     rewritten = pool.tail_tokens(first)
     write, read = cache_prices(profile)
     turns = payback_turns(rewritten=rewritten, saved=saved, write=write, read=read)
-    horizon = settings.expected_turns if settings.expected_turns is not None else max(turns_so_far, 8)
+    horizon = settings.expected_turns if settings.expected_turns is not None else max(turns_so_far // 2, 4)
     if turns <= horizon:
         return Plan(edits=tuple(batch), saved_tokens=saved,
                     reason=f"batch of {len(batch)} edits saves {saved} tokens; pays back in {turns:.1f} "
