@@ -169,7 +169,7 @@ class ContextManager:
         policy = policy or self.policy
         profile = model if isinstance(model, ModelProfile) else get_profile(model)
         projection = self.projection(session_id, policy=policy)
-        exposed = _exposed(tools, projection.exposed_tools, retrieval=policy.retrieval_tools)
+        exposed = self.exposed_tools(tools, projection, policy=policy)
         fixed = self._fixed_tokens(projection.system, exposed)
         window_ids: list[str] = []
         budget = policy.budget.usable_input(profile, tool_schema_tokens=0)
@@ -189,6 +189,17 @@ class ContextManager:
                 window_ids.append(stored[0].id)
                 projection = self.projection(session_id, policy=policy)
         return self._assemble(projection, profile, exposed, fixed, budget, tuple(window_ids), decision)
+
+    def exposed_tools(
+        self, tools: Sequence[ToolLike], projection: Projection, *, policy: ContextPolicy | None = None
+    ) -> tuple[ToolDefinition, ...]:
+        """The tools a request offers.
+
+        The caller's, filtered by the last recorded tool-set change, then the retrieval tools when
+        the policy enables them.
+        """
+        policy = policy or self.policy
+        return _exposed(tools, projection.exposed_tools, retrieval=policy.retrieval_tools)
 
     def _fixed_tokens(self, system: str, tools: Sequence[ToolDefinition]) -> int:
         return self.counter.count(system) + sum(self.counter.count(_tool_json(t)) for t in tools)

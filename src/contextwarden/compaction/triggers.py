@@ -34,7 +34,6 @@ from ..models import ModelProfile
 from ..planner import plan
 from ..projection import Projection
 from ..tokens import TokenCounter
-from ..tools import READ_RANGE, RECALL
 from ._base import SummaryOptions
 from .compactor import compact
 
@@ -190,7 +189,8 @@ class CompactionHook:
         """Decide whether to compact before ``turn``; reads the session, changes nothing."""
         memory = self._memory.get(session_id, _Memory())
         projection = self.manager.projection(session_id)
-        estimate = estimate_request(projection, self._offered(turn.tools), self.manager.counter)
+        offered = self.manager.exposed_tools(turn.tools, projection)
+        estimate = estimate_request(projection, offered, self.manager.counter)
         threshold = threshold_for(turn.model, self.settings, self.manager.policy.budget)
 
         def decide(trigger: str, reason: str, focus: str = "") -> TriggerDecision:
@@ -230,18 +230,6 @@ class CompactionHook:
             if age > s.max_age_seconds:
                 return decide("age", f"window open for {age:.0f}s (limit {s.max_age_seconds:.0f}s)")
         return decide("", f"no trigger (estimate {estimate.tokens}, threshold {threshold})")
-
-    def _offered(self, tools: Sequence[ToolDefinition]) -> list[ToolDefinition]:
-        """The caller's tools plus the retrieval tools the manager adds to every request."""
-        offered = list(tools)
-        if self.manager.policy.retrieval_tools:
-            names = {t.name for t in offered}
-            offered += [
-                ToolDefinition(name=t.name, description=t.description, parameters=t.parameters)
-                for t in (READ_RANGE, RECALL)
-                if t.name not in names
-            ]
-        return offered
 
     def _planner_suffices(self, projection: Projection, estimate: Estimate, threshold: int, turn: Turn) -> bool:
         if not self.settings.consult_planner or not self.manager.policy.compact:
