@@ -103,9 +103,7 @@ def compaction_trigger(
     if window is None:
         return None
     if window < 1 or reserve < 0 or not 0.0 < ratio <= 1.0:
-        raise UsageError(
-            f"need window >= 1, reserve >= 0 and 0 < ratio <= 1 (got {window}, {reserve}, {ratio})"
-        )
+        raise UsageError(f"need window >= 1, reserve >= 0 and 0 < ratio <= 1 (got {window}, {reserve}, {ratio})")
     proportional = _floor_fraction(window, ratio)
     if window <= reserve:
         return max(1, proportional)

@@ -107,8 +107,9 @@ class ContextManager:
         if compactor == "structured":
             from .compaction.compactor import CompactionSettings, WindowCompactor  # builds on this module
 
-            compactor = WindowCompactor(store, counter=self.counter,
-                                        settings=CompactionSettings(budget=self.policy.budget))
+            compactor = WindowCompactor(
+                store, counter=self.counter, settings=CompactionSettings(budget=self.policy.budget)
+            )
         self.compactor: Compactor | None = compactor
         self._sessions: dict[str, _Session] = {}
         self._lock = threading.Lock()
@@ -128,8 +129,9 @@ class ContextManager:
             return cached.projection
 
     def _config(self, policy: ContextPolicy) -> ProjectionConfig:
-        return ProjectionConfig(counter=self.counter, tool_policies=policy.tool_policies,
-                                max_item_tokens=policy.max_item_tokens)
+        return ProjectionConfig(
+            counter=self.counter, tool_policies=policy.tool_policies, max_item_tokens=policy.max_item_tokens
+        )
 
     def _load(self, session_id: str, policy: ContextPolicy) -> Projection:
         events = self.store.read_window(session_id)
@@ -175,15 +177,20 @@ class ContextManager:
         budget = policy.budget.usable_input(profile, tool_schema_tokens=0)
         trigger = min(policy.budget.trigger_for(profile), budget)
         turns = projection.assistant_turns
-        decision = plan(projection, total=projection.total + fixed, trigger=trigger, profile=profile,
-                        turns_so_far=turns, settings=policy.planner,
-                        evidence=projection.protected_ids(policy.planner.working_set_files),
-                        conversation_tokens=projection.total)
+        decision = plan(
+            projection,
+            total=projection.total + fixed,
+            trigger=trigger,
+            profile=profile,
+            turns_so_far=turns,
+            settings=policy.planner,
+            evidence=projection.protected_ids(policy.planner.working_set_files),
+            conversation_tokens=projection.total,
+        )
         if decision.edits:
             window_ids.append(self._record_edits(session_id, projection, decision))
         if decision.needs_compaction and policy.compact and self.compactor is not None:
-            compaction = self.compactor.compact_window(session_id, projection, profile=profile,
-                                                       reason=decision.reason)
+            compaction = self.compactor.compact_window(session_id, projection, profile=profile, reason=decision.reason)
             if compaction is not None:
                 stored = self.store.append(session_id, [compaction], expected_last_seq=projection.last_seq)
                 window_ids.append(stored[0].id)
@@ -206,8 +213,12 @@ class ContextManager:
 
     def _record_edits(self, session_id: str, projection: Projection, decision: Plan) -> str:
         before = projection.total
-        batch = ContextEditBatch(edits=decision.edits, reason=decision.reason, tokens_before=before,
-                                 tokens_after=before - decision.saved_tokens)
+        batch = ContextEditBatch(
+            edits=decision.edits,
+            reason=decision.reason,
+            tokens_before=before,
+            tokens_after=before - decision.saved_tokens,
+        )
         stored = self.store.append(session_id, [batch], expected_last_seq=projection.last_seq)
         projection.add(stored[0])
         return stored[0].id
@@ -231,7 +242,9 @@ class ContextManager:
         if total > budget:
             raise BudgetExceededError(
                 f"request for {profile.name} does not fit after every reduction",
-                budget=budget, total=total, sections=sections,
+                budget=budget,
+                total=total,
+                sections=sections,
             )
         return ModelContext(
             model=profile.name,
@@ -249,7 +262,12 @@ class ContextManager:
         )
 
     def project_for_subtask(
-        self, session_id: str, task: str, *, select: Sequence[str] = (), model: str | ModelProfile | None = None,
+        self,
+        session_id: str,
+        task: str,
+        *,
+        select: Sequence[str] = (),
+        model: str | ModelProfile | None = None,
         tools: Sequence[ToolLike] = (),
     ) -> SubtaskContext:
         """Open a child session for ``task`` with a scoped context (see :func:`subagents.project_for_subtask`)."""
@@ -267,12 +285,23 @@ class ContextManager:
         events = self.store.read(session_id)
         args = call.arguments
         if call.name == READ_RANGE.name:
-            text = read_range(events, str(args.get("artifact_id", "")), _int(args.get("start_line"), 1),
-                              _int(args.get("end_line"), 1), max_tokens=policy.retrieval_max_tokens,
-                              counter=self.counter, policies=policy.tool_policies)
+            text = read_range(
+                events,
+                str(args.get("artifact_id", "")),
+                _int(args.get("start_line"), 1),
+                _int(args.get("end_line"), 1),
+                max_tokens=policy.retrieval_max_tokens,
+                counter=self.counter,
+                policies=policy.tool_policies,
+            )
         elif call.name == RECALL.name:
-            text = recall(events, str(args.get("query", "")), counter=self.counter,
-                          max_tokens=policy.retrieval_max_tokens, policies=policy.tool_policies)
+            text = recall(
+                events,
+                str(args.get("query", "")),
+                counter=self.counter,
+                max_tokens=policy.retrieval_max_tokens,
+                policies=policy.tool_policies,
+            )
         else:
             raise UsageError(f"{call.name!r} is not a retrieval tool; expected read_range or recall")
         return ToolResult(call_id=call.id, tool_name=call.name, output=text)
@@ -290,8 +319,11 @@ class ContextManager:
 
 def _tool_json(tool: ToolDefinition) -> str:
     """The tool as the model receives it, for counting."""
-    return json.dumps({"name": tool.name, "description": tool.description, "parameters": tool.parameters},
-                      ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(
+        {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
 
 
 def _definition(tool: ToolLike) -> ToolDefinition:
@@ -300,8 +332,9 @@ def _definition(tool: ToolLike) -> ToolDefinition:
     return ToolDefinition(name=tool.name, description=tool.description, parameters=dict(tool.parameters))
 
 
-def _exposed(tools: Sequence[ToolLike], exposed: tuple[str, ...] | None, *, retrieval: bool) -> tuple[
-        ToolDefinition, ...]:
+def _exposed(
+    tools: Sequence[ToolLike], exposed: tuple[str, ...] | None, *, retrieval: bool
+) -> tuple[ToolDefinition, ...]:
     """The tools of this request, in a stable order.
 
     The caller's tools (filtered by the last recorded tool-set change) come first, then the

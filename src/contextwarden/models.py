@@ -146,7 +146,11 @@ class ModelProfile:
 
 
 _PRICES: Final = (
-    "input_price", "output_price", "cache_write_price", "cache_write_1h_price", "cache_read_price",
+    "input_price",
+    "output_price",
+    "cache_write_price",
+    "cache_write_1h_price",
+    "cache_read_price",
 )
 
 
@@ -176,8 +180,14 @@ def _validate(p: ModelProfile) -> list[str]:
 
 
 _FIELDS: Final = {f.name: f for f in dataclasses.fields(ModelProfile) if f.name not in ("name", "known")}
-_INT_FIELDS: Final = {"context_window", "max_output_tokens", "max_input_tokens", "min_cacheable_tokens",
-                      "cache_granularity", "cache_ttl_seconds"}
+_INT_FIELDS: Final = {
+    "context_window",
+    "max_output_tokens",
+    "max_input_tokens",
+    "min_cacheable_tokens",
+    "cache_granularity",
+    "cache_ttl_seconds",
+}
 _OPTIONAL: Final = {"context_window", "max_input_tokens", *_PRICES}
 _GENERIC_DEFAULTS: Final = ModelProfile(name="generic")
 
@@ -326,7 +336,7 @@ def _lookup(name: str) -> ModelProfile | None:
         return found
     # A snapshot of a registered model: the longest registered name that leaves only a suffix.
     for candidate in sorted({*profiles, *_aliases}, key=len, reverse=True):
-        if key.startswith(candidate) and _SUFFIX.fullmatch(key[len(candidate):]):
+        if key.startswith(candidate) and _SUFFIX.fullmatch(key[len(candidate) :]):
             return profiles.get(candidate) or profiles[_aliases[candidate]]
     return None
 

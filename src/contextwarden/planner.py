@@ -152,9 +152,11 @@ def plan(
     turns = payback_turns(rewritten=rewritten, saved=saved, write=write, read=read)
     horizon = settings.expected_turns if settings.expected_turns is not None else max(turns_so_far // 2, 4)
     if turns <= horizon:
-        return Plan(edits=tuple(batch), saved_tokens=saved,
-                    reason=f"batch of {len(batch)} edits saves {saved} tokens; pays back in {turns:.1f} "
-                           f"turns (<= {horizon})")
+        return Plan(
+            edits=tuple(batch),
+            saved_tokens=saved,
+            reason=f"batch of {len(batch)} edits saves {saved} tokens; pays back in {turns:.1f} turns (<= {horizon})",
+        )
     return Plan(reason=f"waiting: {saved} tokens reducible but payback {turns:.1f} turns > {horizon}")
 
 

@@ -207,8 +207,9 @@ class Projection:
             advancing = False
             if item_id in protected:
                 continue
-            edit = self._mask_cache.get(item_id) or self.mask_edit(item_id, f"older than the last {keep_recent} "
-                                                                             "tool results")
+            edit = self._mask_cache.get(item_id) or self.mask_edit(
+                item_id, f"older than the last {keep_recent} tool results"
+            )
             if edit is not None and item.tokens > len(edit.replacement) // 2 + 16:
                 self._mask_cache[item_id] = edit
                 edits.append(edit)
@@ -228,8 +229,11 @@ class Projection:
                     self._thinking_floor = n + 1
                 continue
             advancing = False
-            edits.append(ContextEdit(target_id=item_id, action="drop_thinking", replacement="",
-                                     reason="thinking of an earlier turn"))
+            edits.append(
+                ContextEdit(
+                    target_id=item_id, action="drop_thinking", replacement="", reason="thinking of an earlier turn"
+                )
+            )
         return edits
 
     def protected_ids(self, working_set_files: int) -> frozenset[str]:
@@ -335,8 +339,9 @@ class Projection:
             self.total += tokens - item.tokens
             self.items[pos] = replace(item, message=message, tokens=tokens, state=state, evictable=False)
             self.decisions.append(
-                Decision(action=edit.action, target=edit.target_id, reason=edit.reason,
-                         tokens_saved=item.tokens - tokens)
+                Decision(
+                    action=edit.action, target=edit.target_id, reason=edit.reason, tokens_saved=item.tokens - tokens
+                )
             )
 
     # ------------------------------------------------------------------ events
@@ -360,9 +365,12 @@ class Projection:
         cut = truncate_output(text, max_tokens=limit, counter=self.config.counter, artifact_id=artifact_id)
         if cut.truncated:
             self.decisions.append(
-                Decision(action="truncate", target=artifact_id,
-                         reason=f"output of {cut.original_tokens} tokens cut to {limit} at ingestion",
-                         tokens_saved=cut.original_tokens - limit)
+                Decision(
+                    action="truncate",
+                    target=artifact_id,
+                    reason=f"output of {cut.original_tokens} tokens cut to {limit} at ingestion",
+                    tokens_saved=cut.original_tokens - limit,
+                )
             )
         return cut.text, cut.truncated, cut.original_tokens
 
@@ -370,8 +378,13 @@ class Projection:
         tokens = message_tokens(message, self.config.counter)
         message = replace(message, tokens=tokens)
         base: dict[str, object] = {
-            "id": event.id, "kind": event.kind, "message": message, "tokens": tokens,
-            "tier": Tier.HISTORY, "source_ids": (event.id,), "recency": event.seq,
+            "id": event.id,
+            "kind": event.kind,
+            "message": message,
+            "tokens": tokens,
+            "tier": Tier.HISTORY,
+            "source_ids": (event.id,),
+            "recency": event.seq,
             "original_tokens": tokens,
         }
         base.update(fields)
@@ -382,8 +395,12 @@ class Projection:
         if not self._seen_user and not self.items:
             self.system_parts.append(text)
             return
-        message = Message(role="developer" if event.role == "developer" else "system", text=text,
-                          section="instructions", source_ids=(event.id,))
+        message = Message(
+            role="developer" if event.role == "developer" else "system",
+            text=text,
+            section="instructions",
+            source_ids=(event.id,),
+        )
         self._push(self._message_item(event, message, tier=Tier.SYSTEM, pinned=True, compressible=False))
 
     def _add_user(self, event: UserMessage) -> None:
@@ -391,10 +408,17 @@ class Projection:
         goal = not self._seen_user
         self._seen_user = True
         message = Message(role="user", text=text, parts=event.parts, source_ids=(event.id,))
-        self._push(self._message_item(
-            event, message, tier=Tier.GOAL if goal else Tier.HISTORY, pinned=goal, compressible=not goal,
-            truncated=truncated, original_tokens=original,
-        ))
+        self._push(
+            self._message_item(
+                event,
+                message,
+                tier=Tier.GOAL if goal else Tier.HISTORY,
+                pinned=goal,
+                compressible=not goal,
+                truncated=truncated,
+                original_tokens=original,
+            )
+        )
 
     def _add_pinned_text(self, event: Steering | Pin) -> None:
         if isinstance(event, Steering):
@@ -409,26 +433,41 @@ class Projection:
         for call in event.tool_calls:
             bounded, changed = _bound_arguments(call)
             if changed:
-                self.decisions.append(Decision(action="truncate", target=event.id,
-                                               reason=f"oversized arguments of call {call.id} cut in the middle"))
+                self.decisions.append(
+                    Decision(
+                        action="truncate",
+                        target=event.id,
+                        reason=f"oversized arguments of call {call.id} cut in the middle",
+                    )
+                )
             self._calls[call.id] = call
             calls.append(bounded)
         text, _, _ = self._bounded_text(event.text, event.id)
-        message = Message(role="assistant", text=text, thinking=event.thinking, tool_calls=tuple(calls),
-                          source_ids=(event.id,))
+        message = Message(
+            role="assistant", text=text, thinking=event.thinking, tool_calls=tuple(calls), source_ids=(event.id,)
+        )
         self._push(self._message_item(event, message))
 
     def _add_tool_result(self, event: ToolResult) -> None:
         call = self._calls.get(event.call_id)
         policy = policy_for(event.tool_name, call, self.config.tool_policies)
-        cut = apply_policy(event.output, policy, counter=self.config.counter, artifact_id=event.id,
-                           max_tokens=self.config.max_item_tokens)
+        cut = apply_policy(
+            event.output,
+            policy,
+            counter=self.config.counter,
+            artifact_id=event.id,
+            max_tokens=self.config.max_item_tokens,
+        )
         if cut.truncated:
-            self.decisions.append(Decision(
-                action="truncate", target=event.id,
-                reason=f"{event.tool_name} output of {cut.original_tokens} tokens, {cut.original_lines} lines "
-                       f"cut to {policy.max_tokens} tokens at ingestion ({policy.name} policy)",
-                tokens_saved=max(cut.original_tokens - policy.max_tokens, 0)))
+            self.decisions.append(
+                Decision(
+                    action="truncate",
+                    target=event.id,
+                    reason=f"{event.tool_name} output of {cut.original_tokens} tokens, {cut.original_lines} lines "
+                    f"cut to {policy.max_tokens} tokens at ingestion ({policy.name} policy)",
+                    tokens_saved=max(cut.original_tokens - policy.max_tokens, 0),
+                )
+            )
         text, truncated, original = cut.text, cut.truncated, cut.original_tokens
         self._results[event.id] = (replace(event, output=""), cut.original_lines)
         resources = resources_of(call, policy.category) if call is not None else ()
@@ -437,13 +476,27 @@ class Projection:
             text = f"{text}\n{notes}"
         for part in event.parts:
             text += f"\n[attachment: {part.media_type}, {len(part.data)} bytes, artifact {event.id}]"
-        message = Message(role="tool", text=text, tool_call_id=event.call_id, tool_name=event.tool_name,
-                          is_error=event.is_error, parts=event.parts, section="tool_output",
-                          source_ids=(event.id,))
-        self._push(self._message_item(
-            event, message, tier=Tier.RECENT_TOOL, evictable=True, resources=resources,
-            truncated=truncated, original_tokens=original,
-        ))
+        message = Message(
+            role="tool",
+            text=text,
+            tool_call_id=event.call_id,
+            tool_name=event.tool_name,
+            is_error=event.is_error,
+            parts=event.parts,
+            section="tool_output",
+            source_ids=(event.id,),
+        )
+        self._push(
+            self._message_item(
+                event,
+                message,
+                tier=Tier.RECENT_TOOL,
+                evictable=True,
+                resources=resources,
+                truncated=truncated,
+                original_tokens=original,
+            )
+        )
 
     def mask_edit(self, item_id: str, reason: str) -> ContextEdit | None:
         """The edit that masks a tool result for age or space (None for anything else)."""
@@ -458,8 +511,7 @@ class Projection:
 
     # ------------------------------------------------------------------ supersession
 
-    def _detect_supersession(self, event: ToolResult, call: ToolCall | None,
-                             resources: tuple[Resource, ...]) -> str:
+    def _detect_supersession(self, event: ToolResult, call: ToolCall | None, resources: tuple[Resource, ...]) -> str:
         """Record candidate edits for older items this result supersedes or makes stale.
 
         Returns a note for this result's own text when it makes an earlier read stale, so no

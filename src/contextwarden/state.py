@@ -143,8 +143,13 @@ class TaskState:
             "files_read": list(self.files_read),
             "files_modified": list(self.files_modified),
             "tests": [
-                {"target": t.target, "passed": t.passed, "failing": list(t.failing), "seq": t.seq,
-                 "event_id": t.event_id}
+                {
+                    "target": t.target,
+                    "passed": t.passed,
+                    "failing": list(t.failing),
+                    "seq": t.seq,
+                    "event_id": t.event_id,
+                }
                 for t in self.tests
             ],
             "unresolved_errors": list(self.unresolved_errors),
@@ -161,8 +166,11 @@ class TaskState:
         """Rebuild a snapshot made by :meth:`to_dict` (missing keys take defaults)."""
         tests = tuple(
             TestStatus(
-                target=str(t["target"]), passed=bool(t["passed"]), failing=tuple(t.get("failing", ())),
-                seq=int(t.get("seq", 0)), event_id=str(t.get("event_id", "")),
+                target=str(t["target"]),
+                passed=bool(t["passed"]),
+                failing=tuple(t.get("failing", ())),
+                seq=int(t.get("seq", 0)),
+                event_id=str(t.get("event_id", "")),
             )
             for t in raw.get("tests", ())
         )
@@ -285,8 +293,11 @@ class StateBuilder:
         refs = dict(s.references)
         touch = dict(s.last_touch)
         read, modified, tests = s.files_read, s.files_modified, list(s.tests)
-        ids = s.unresolved_error_ids if len(s.unresolved_error_ids) == len(s.unresolved_errors) else ("",) * len(
-            s.unresolved_errors)  # snapshots written before error ids were recorded
+        ids = (
+            s.unresolved_error_ids
+            if len(s.unresolved_error_ids) == len(s.unresolved_errors)
+            else ("",) * len(s.unresolved_errors)
+        )  # snapshots written before error ids were recorded
         errors = list(zip(s.unresolved_errors, ids, strict=True))
         failed = result.is_error or (result.exit_code not in (None, 0))
         for r in resources:
@@ -299,8 +310,9 @@ class StateBuilder:
             elif r.kind == "test":
                 passed, failing = _test_outcome(result)
                 tests = [t for t in tests if t.target != r.key]
-                tests.append(TestStatus(target=r.key, passed=passed, failing=failing, seq=result.seq,
-                                        event_id=result.id))
+                tests.append(
+                    TestStatus(target=r.key, passed=passed, failing=failing, seq=result.seq, event_id=result.id)
+                )
                 failed = failed or not passed
         key = _action_key(result.tool_name, call, resources)
         errors = [e for e in errors if not e[0].startswith(key)]

@@ -72,8 +72,9 @@ def _find(selector: str, items: Sequence[ContextItem]) -> ContextItem | None:
     return chosen[-1] if chosen else None
 
 
-def _selected(projection: Projection, select: Sequence[str], suggest: int) -> tuple[list[ContextItem], list[
-        tuple[str, str]]]:
+def _selected(
+    projection: Projection, select: Sequence[str], suggest: int
+) -> tuple[list[ContextItem], list[tuple[str, str]]]:
     selectors = list(select) or list(projection.state.working_set[:suggest])
     chosen: list[ContextItem] = []
     skipped: list[tuple[str, str]] = []
@@ -98,9 +99,16 @@ class _Seed:
     tokens: int = 0
 
 
-def _seed_items(chosen: Sequence[ContextItem], originals: dict[str, Event], calls: dict[str, ToolCall],
-                counter: TokenCounter, *, max_item_tokens: int, max_context_tokens: int,
-                skipped: list[tuple[str, str]]) -> _Seed:
+def _seed_items(
+    chosen: Sequence[ContextItem],
+    originals: dict[str, Event],
+    calls: dict[str, ToolCall],
+    counter: TokenCounter,
+    *,
+    max_item_tokens: int,
+    max_context_tokens: int,
+    skipped: list[tuple[str, str]],
+) -> _Seed:
     seed = _Seed(calls=[], results=[], quotes=[], carried=[], skipped=skipped)
     for item in chosen:
         original = originals.get(item.id)
@@ -118,8 +126,11 @@ def _seed_items(chosen: Sequence[ContextItem], originals: dict[str, Event], call
             continue
         call_id = f"parent-{len(seed.calls) + 1}-{call.id}"[:64]
         seed.calls.append(ToolCall(id=call_id, name=call.name, arguments=call.arguments))
-        seed.results.append(ToolResult(call_id=call_id, tool_name=item.message.tool_name, output=cut.text,
-                                       is_error=item.message.is_error))
+        seed.results.append(
+            ToolResult(
+                call_id=call_id, tool_name=item.message.tool_name, output=cut.text, is_error=item.message.is_error
+            )
+        )
     return seed
 
 
@@ -129,8 +140,12 @@ def _task_text(task: str, goal: str, quotes: Sequence[str]) -> str:
         quoted = goal[:MAX_GOAL_CHARS] + "…" if len(goal) > MAX_GOAL_CHARS else goal
         lines += ["", f"You are a subagent working on one part of a larger task. The larger task was:\n{quoted}"]
     if quotes:
-        lines += ["", "Context carried over from the parent session (check it before relying on it):", "",
-                  "\n\n".join(quotes)]
+        lines += [
+            "",
+            "Context carried over from the parent session (check it before relying on it):",
+            "",
+            "\n\n".join(quotes),
+        ]
     return "\n".join(lines)
 
 
@@ -166,8 +181,15 @@ def project_for_subtask(
     window = store.read_window(session_id)
     originals: dict[str, Event] = {e.id: e for e in window if e.id in wanted}
     calls = {c.id: c for e in window if isinstance(e, AssistantMessage) for c in e.tool_calls}
-    seed = _seed_items(chosen, originals, calls, manager.counter, max_item_tokens=max_item_tokens,
-                       max_context_tokens=max_context_tokens, skipped=skipped)
+    seed = _seed_items(
+        chosen,
+        originals,
+        calls,
+        manager.counter,
+        max_item_tokens=max_item_tokens,
+        max_context_tokens=max_context_tokens,
+        skipped=skipped,
+    )
     events: list[Event] = []
     system_text = projection.system if system is None else system
     if system_text:
@@ -180,12 +202,20 @@ def project_for_subtask(
     if seed.calls:
         events.append(AssistantMessage(tool_calls=tuple(seed.calls), stop_reason="tool_use"))
         events += seed.results
-    child = store.create_session(parent_session_id=session_id,
-                                 metadata={"task": task, "kind": "subagent", "parent_session_id": session_id})
+    child = store.create_session(
+        parent_session_id=session_id, metadata={"task": task, "kind": "subagent", "parent_session_id": session_id}
+    )
     store.append(child.id, events, expected_last_seq=0)
     context = manager.build(child.id, model=model, tools=tools) if model is not None else None
-    return SubtaskContext(session_id=child.id, parent_session_id=session_id, task=task, items=tuple(seed.carried),
-                          skipped=tuple(seed.skipped), tokens=seed.tokens, context=context)
+    return SubtaskContext(
+        session_id=child.id,
+        parent_session_id=session_id,
+        task=task,
+        items=tuple(seed.carried),
+        skipped=tuple(seed.skipped),
+        tokens=seed.tokens,
+        context=context,
+    )
 
 
 def _final_answer(events: Sequence[Event]) -> str:
@@ -225,8 +255,7 @@ def return_to_parent(
         f"{answer.strip() or '(the subagent gave no final answer)'}"
     )
     text = (registry or DEFAULT_REGISTRY).render("subagent_result", body, manager.counter).text
-    item: Event = (ToolResult(call_id=call_id, tool_name=tool_name, output=text) if call_id
-                   else UserMessage(text=text))
+    item: Event = ToolResult(call_id=call_id, tool_name=tool_name, output=text) if call_id else UserMessage(text=text)
     parent = info.parent_session_id
     stored = store.append(parent, [item], expected_last_seq=store.get_session(parent).last_seq)
     return stored[0]

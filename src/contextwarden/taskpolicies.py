@@ -84,8 +84,13 @@ class Keep:
         if not self.tools:
             return None
         return ToolPolicy(
-            name=f"{task}:{self.name}", patterns=self.tools, category=self.category, max_tokens=self.max_tokens,
-            keep_recent=self.keep_recent, supersedable=self.supersedable, keep_sources=self.keep_sources,
+            name=f"{task}:{self.name}",
+            patterns=self.tools,
+            category=self.category,
+            max_tokens=self.max_tokens,
+            keep_recent=self.keep_recent,
+            supersedable=self.supersedable,
+            keep_sources=self.keep_sources,
             normalize=self.category not in ("file_read", "file_edit"),
         )
 
@@ -136,8 +141,21 @@ class TaskPolicy:
 
 
 _FILE_READS = ("read", "read_file", "view", "view_file", "open", "cat", "*read_file*", "mcp__*__read_file")
-_EDITS = ("edit", "multiedit", "write", "apply_patch", "str_replace_editor", "str_replace_based_edit_tool",
-          "edit_file", "write_file", "create_file", "*edit_file*", "*write_file*", "git_diff", "diff")
+_EDITS = (
+    "edit",
+    "multiedit",
+    "write",
+    "apply_patch",
+    "str_replace_editor",
+    "str_replace_based_edit_tool",
+    "edit_file",
+    "write_file",
+    "create_file",
+    "*edit_file*",
+    "*write_file*",
+    "git_diff",
+    "diff",
+)
 _DIAGNOSTICS = ("*diagnostic*", "*lint*", "get_errors", "problems", "typecheck", "mypy", "ruff", "eslint", "tsc")
 _TESTS = ("run_tests", "run_test", "test", "tests", "pytest", "*run_tests*")
 
@@ -145,14 +163,43 @@ CODING = TaskPolicy(
     name="coding",
     description="Coding agents: change a repository and prove it with tests.",
     keeps=(
-        Keep(name="tests", tools=_TESTS, category="test", tier=Tier.TASK_STATE, keep_recent=5, supersedable=True,
-             description="the latest run of each test target, failures verbatim"),
-        Keep(name="diagnostics", tools=_DIAGNOSTICS, category="test", tier=Tier.TASK_STATE, keep_recent=5,
-             max_tokens=6_000, supersedable=True, description="current compiler, type and lint errors"),
-        Keep(name="diffs", tools=_EDITS, category="file_edit", tier=Tier.WORKING_SET, keep_recent=12,
-             max_tokens=4_000, description="what was changed, file by file"),
-        Keep(name="working_set", tools=_FILE_READS, category="file_read", tier=Tier.WORKING_SET, keep_recent=12,
-             supersedable=True, description="the files being worked on, newest read only"),
+        Keep(
+            name="tests",
+            tools=_TESTS,
+            category="test",
+            tier=Tier.TASK_STATE,
+            keep_recent=5,
+            supersedable=True,
+            description="the latest run of each test target, failures verbatim",
+        ),
+        Keep(
+            name="diagnostics",
+            tools=_DIAGNOSTICS,
+            category="test",
+            tier=Tier.TASK_STATE,
+            keep_recent=5,
+            max_tokens=6_000,
+            supersedable=True,
+            description="current compiler, type and lint errors",
+        ),
+        Keep(
+            name="diffs",
+            tools=_EDITS,
+            category="file_edit",
+            tier=Tier.WORKING_SET,
+            keep_recent=12,
+            max_tokens=4_000,
+            description="what was changed, file by file",
+        ),
+        Keep(
+            name="working_set",
+            tools=_FILE_READS,
+            category="file_read",
+            tier=Tier.WORKING_SET,
+            keep_recent=12,
+            supersedable=True,
+            description="the files being worked on, newest read only",
+        ),
     ),
     base=CODING_TOOL_POLICIES,
     planner=PlannerSettings(keep_recent_tool_results=10),
@@ -167,26 +214,75 @@ RESEARCH = TaskPolicy(
     name="research",
     description="Deep-research agents: answer a question from many sources, with evidence.",
     keeps=(
-        Keep(name="claims", tools=_NOTES, category="default", tier=Tier.TASK_STATE, keep_recent=50,
-             max_tokens=2_000, description="what has been established so far"),
-        Keep(name="evidence", tools=_FETCHES, category="fetch", tier=Tier.WORKING_SET, keep_recent=15,
-             max_tokens=8_000, supersedable=True, keep_sources=True,
-             description="the passages that support or refute the claims"),
-        Keep(name="sources", tools=_SEARCHES, category="search", tier=Tier.RECENT_TOOL, keep_recent=30,
-             max_tokens=6_000, supersedable=True, keep_sources=True,
-             description="every URL consulted, kept even when the text is masked"),
-        Keep(name="open_questions", tools=(), tier=Tier.TASK_STATE,
-             description="what is still unanswered (pin it, or state it in the summary)"),
+        Keep(
+            name="claims",
+            tools=_NOTES,
+            category="default",
+            tier=Tier.TASK_STATE,
+            keep_recent=50,
+            max_tokens=2_000,
+            description="what has been established so far",
+        ),
+        Keep(
+            name="evidence",
+            tools=_FETCHES,
+            category="fetch",
+            tier=Tier.WORKING_SET,
+            keep_recent=15,
+            max_tokens=8_000,
+            supersedable=True,
+            keep_sources=True,
+            description="the passages that support or refute the claims",
+        ),
+        Keep(
+            name="sources",
+            tools=_SEARCHES,
+            category="search",
+            tier=Tier.RECENT_TOOL,
+            keep_recent=30,
+            max_tokens=6_000,
+            supersedable=True,
+            keep_sources=True,
+            description="every URL consulted, kept even when the text is masked",
+        ),
+        Keep(
+            name="open_questions",
+            tools=(),
+            tier=Tier.TASK_STATE,
+            description="what is still unanswered (pin it, or state it in the summary)",
+        ),
     ),
     base=RESEARCH_TOOL_POLICIES,
     planner=PlannerSettings(keep_recent_tool_results=20),
 )
 """Claims, evidence, sources and open questions."""
 
-_SNAPSHOTS = ("browser_snapshot", "*snapshot*", "*screenshot*", "get_page*", "*accessibility*", "page_state",
-              "browser", "computer", "mcp__playwright__browser_snapshot")
-_ACTIONS = ("browser_*", "click", "type", "navigate", "goto", "scroll", "press*", "select*", "hover",
-            "mcp__playwright__*", "mcp__puppeteer__*", "playwright_*", "puppeteer_*")
+_SNAPSHOTS = (
+    "browser_snapshot",
+    "*snapshot*",
+    "*screenshot*",
+    "get_page*",
+    "*accessibility*",
+    "page_state",
+    "browser",
+    "computer",
+    "mcp__playwright__browser_snapshot",
+)
+_ACTIONS = (
+    "browser_*",
+    "click",
+    "type",
+    "navigate",
+    "goto",
+    "scroll",
+    "press*",
+    "select*",
+    "hover",
+    "mcp__playwright__*",
+    "mcp__puppeteer__*",
+    "playwright_*",
+    "puppeteer_*",
+)
 _EXTRACTS = ("*extract*", "get_text", "*evaluate*", "read_page", "*get_content*", "*table*")
 
 BROWSER = TaskPolicy(
@@ -194,12 +290,34 @@ BROWSER = TaskPolicy(
     description="Browser agents: reach a target on the web by acting on pages.",
     keeps=(
         Keep(name="target", tools=(), tier=Tier.GOAL, description="what the user wants reached (pinned goal)"),
-        Keep(name="extracted_data", tools=_EXTRACTS, category="default", tier=Tier.TASK_STATE, keep_recent=30,
-             max_tokens=4_000, description="data already pulled from pages"),
-        Keep(name="page_state", tools=_SNAPSHOTS, category="browser", tier=Tier.WORKING_SET, keep_recent=2,
-             max_tokens=8_000, supersedable=True, description="the current page, newest snapshot only"),
-        Keep(name="recent_actions", tools=_ACTIONS, category="browser", tier=Tier.RECENT_TOOL, keep_recent=10,
-             max_tokens=2_000, description="the last clicks, inputs and navigations"),
+        Keep(
+            name="extracted_data",
+            tools=_EXTRACTS,
+            category="default",
+            tier=Tier.TASK_STATE,
+            keep_recent=30,
+            max_tokens=4_000,
+            description="data already pulled from pages",
+        ),
+        Keep(
+            name="page_state",
+            tools=_SNAPSHOTS,
+            category="browser",
+            tier=Tier.WORKING_SET,
+            keep_recent=2,
+            max_tokens=8_000,
+            supersedable=True,
+            description="the current page, newest snapshot only",
+        ),
+        Keep(
+            name="recent_actions",
+            tools=_ACTIONS,
+            category="browser",
+            tier=Tier.RECENT_TOOL,
+            keep_recent=10,
+            max_tokens=2_000,
+            description="the last clicks, inputs and navigations",
+        ),
     ),
     base=BROWSER_TOOL_POLICIES,
     planner=PlannerSettings(keep_recent_tool_results=8),

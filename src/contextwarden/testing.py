@@ -110,8 +110,7 @@ class ScriptedProvider:
                 )
             if not self._script:
                 raise UsageError(
-                    f"{self.name}: no scripted answer left for request {len(self.requests)}; "
-                    "push() one more response"
+                    f"{self.name}: no scripted answer left for request {len(self.requests)}; push() one more response"
                 )
             item = self._script.popleft()
         if isinstance(item, BaseException):

@@ -199,8 +199,9 @@ class TreeBudgetHook:
     now cannot drop the reminder before the model sees it.
     """
 
-    def __init__(self, budget: TreeBudget, store: SessionStore, *,
-                 then: Callable[[str, Any], object] | None = None) -> None:
+    def __init__(
+        self, budget: TreeBudget, store: SessionStore, *, then: Callable[[str, Any], object] | None = None
+    ) -> None:
         self.budget = budget
         self.store = store
         self.then = then

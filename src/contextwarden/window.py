@@ -30,8 +30,12 @@ def latest_compaction(events: Sequence[Event]) -> Compaction | None:
 
 def pinned_text(state: TaskState, counter: TokenCounter) -> str:
     """The anchors kept verbatim outside any summary: goal, constraints, latest steering."""
-    lines = ["These stay true whatever the summary below says.", "", "Original task (verbatim):",
-             state.goal or "(none recorded)"]
+    lines = [
+        "These stay true whatever the summary below says.",
+        "",
+        "Original task (verbatim):",
+        state.goal or "(none recorded)",
+    ]
     if state.constraints:
         lines += ["", "User constraints (verbatim):"]
         lines += [f"- {c}" for c in state.constraints]
@@ -42,8 +46,10 @@ def pinned_text(state: TaskState, counter: TokenCounter) -> str:
 
 def summary_text(summary: str, covered_to_seq: int, counter: TokenCounter) -> str:
     """The summary as the model sees it, framed so it reads as history, not instructions."""
-    body = (f"The conversation up to event {covered_to_seq} was compacted. Full details stay in the session log."
-            f"\n\n{summary}")
+    body = (
+        f"The conversation up to event {covered_to_seq} was compacted. Full details stay in the session log."
+        f"\n\n{summary}"
+    )
     return DEFAULT_REGISTRY.render("conversation_summary", body, counter).text
 
 
@@ -60,9 +66,18 @@ def compaction_blocks(compaction: Compaction, counter: TokenCounter) -> list[Con
         message = Message(role="user", text=text, section=kind, source_ids=(compaction.id,))
         tokens = message_tokens(message, counter)
         message = replace(message, tokens=tokens)
-        blocks.append(ContextItem(
-            id=f"{kind}:{compaction.id}", kind=kind, message=message, tokens=tokens, tier=tier,
-            pinned=kind == "pinned", compressible=kind == "summary", source_ids=(compaction.id,),
-            recency=compaction.seq, original_tokens=tokens,
-        ))
+        blocks.append(
+            ContextItem(
+                id=f"{kind}:{compaction.id}",
+                kind=kind,
+                message=message,
+                tokens=tokens,
+                tier=tier,
+                pinned=kind == "pinned",
+                compressible=kind == "summary",
+                source_ids=(compaction.id,),
+                recency=compaction.seq,
+                original_tokens=tokens,
+            )
+        )
     return blocks

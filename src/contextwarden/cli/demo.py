@@ -79,8 +79,15 @@ def _progress(total: int, enabled: bool) -> Iterator[Any]:
         yield lambda n: bar.advance(task, n)
 
 
-def run_demo(*, store_url: str | None, trajectory: str, model: str, out: Path,
-             strategies: Sequence[str] = DEMO_STRATEGIES, show_progress: bool = False) -> dict[str, Any]:
+def run_demo(
+    *,
+    store_url: str | None,
+    trajectory: str,
+    model: str,
+    out: Path,
+    strategies: Sequence[str] = DEMO_STRATEGIES,
+    show_progress: bool = False,
+) -> dict[str, Any]:
     """Import, replay, report; returns what happened (session, report path, results, seconds)."""
     started = time.perf_counter()
     path = bundled_trajectories()[trajectory]
@@ -95,15 +102,32 @@ def run_demo(*, store_url: str | None, trajectory: str, model: str, out: Path,
         store.close()
     report = out / REPORT_NAME
     write_report(results, report, transcripts={i.source: i.events for i in inputs})
-    return {"session": session, "imported": imported, "trajectory": str(path), "report": str(report),
-            "results": results, "seconds": time.perf_counter() - started}
+    return {
+        "session": session,
+        "imported": imported,
+        "trajectory": str(path),
+        "report": str(report),
+        "results": results,
+        "seconds": time.perf_counter() - started,
+    }
 
 
 @click.command(name="demo")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
-              show_default=True, help=f"Directory the report ({REPORT_NAME}) is written to.")
-@click.option("--trajectory", type=click.Choice(sorted(bundled_trajectories())), default=DEFAULT_TRAJECTORY,
-              show_default=True, help="Which bundled real trajectory to use.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help=f"Directory the report ({REPORT_NAME}) is written to.",
+)
+@click.option(
+    "--trajectory",
+    type=click.Choice(sorted(bundled_trajectories())),
+    default=DEFAULT_TRAJECTORY,
+    show_default=True,
+    help="Which bundled real trajectory to use.",
+)
 @click.option("--model", default=DEFAULT_MODEL, show_default=True, help="Model profile to budget and price for.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of the table.")
 @store_option
@@ -112,12 +136,17 @@ def command(out_dir: Path, trajectory: str, model: str, as_json: bool, store_url
 
     The trajectory is imported into the session store first (reused on later runs).
     """
-    done = run_demo(store_url=store_url, trajectory=trajectory, model=model, out=out_dir,
-                    show_progress=not as_json)
+    done = run_demo(store_url=store_url, trajectory=trajectory, model=model, out=out_dir, show_progress=not as_json)
     results: ReplayResults = done["results"]
     if as_json:
-        echo_json({**results.to_dict(), "session": done["session"], "report": done["report"],
-                   "seconds": round(done["seconds"], 2)})
+        echo_json(
+            {
+                **results.to_dict(),
+                "session": done["session"],
+                "report": done["report"],
+                "seconds": round(done["seconds"], 2),
+            }
+        )
         return
     from .replay import _print  # the replay command's table: one way to show these figures
 

@@ -34,14 +34,33 @@ def _composition(title: str, rows: dict[str, int], view: Inspection) -> Table:
 
 def _items(view: Inspection) -> Table:
     table = Table(title="items")
-    for name, justify in (("#", "right"), ("role", "left"), ("section", "left"), ("tier", "left"),
-                          ("state", "left"), ("tokens", "right"), ("text", "left")):
-        table.add_column(name, justify=justify, overflow="fold" if name == "text" else "ellipsis",  # type: ignore[arg-type]
-                         no_wrap=name != "text")
+    for name, justify in (
+        ("#", "right"),
+        ("role", "left"),
+        ("section", "left"),
+        ("tier", "left"),
+        ("state", "left"),
+        ("tokens", "right"),
+        ("text", "left"),
+    ):
+        table.add_column(
+            name,
+            justify=justify,  # type: ignore[arg-type]
+            overflow="fold" if name == "text" else "ellipsis",
+            no_wrap=name != "text",
+        )
     for item in view.items:
         style = "dim" if item.state in ("masked", "superseded", "stale") else None
-        table.add_row(str(item.index), item.role, item.section, item.tier, item.state, f"{item.tokens:,}",
-                      item.preview, style=style)
+        table.add_row(
+            str(item.index),
+            item.role,
+            item.section,
+            item.tier,
+            item.state,
+            f"{item.tokens:,}",
+            item.preview,
+            style=style,
+        )
     return table
 
 
@@ -60,15 +79,19 @@ def _decisions(view: Inspection) -> Table:
 
 def _print(view: Inspection, console: Console, *, show_items: bool) -> None:
     ctx = view.context
-    console.print(f"session {view.session_id}, request {view.turn} of {view.turns}"
-                  f"{' (the next one)' if view.turn == view.turns else ''}: model {ctx.model}, "
-                  f"{ctx.total_tokens:,} tokens of a {ctx.budget:,}-token budget, window {view.window:,} "
-                  f"(counted with {ctx.counter})")
+    console.print(
+        f"session {view.session_id}, request {view.turn} of {view.turns}"
+        f"{' (the next one)' if view.turn == view.turns else ''}: model {ctx.model}, "
+        f"{ctx.total_tokens:,} tokens of a {ctx.budget:,}-token budget, window {view.window:,} "
+        f"(counted with {ctx.counter})"
+    )
     console.print(_composition("section", view.sections, view))
     console.print(_composition("tier", view.tiers, view))
     if view.turn > 1:
-        line = (f"cached prefix: {view.shared_prefix:,} tokens shared with request {view.turn - 1}, "
-                f"{view.cacheable_prefix:,} cacheable by the provider")
+        line = (
+            f"cached prefix: {view.shared_prefix:,} tokens shared with request {view.turn - 1}, "
+            f"{view.cacheable_prefix:,} cacheable by the provider"
+        )
         console.print(line)
         if view.prefix_break:
             console.print(f"prefix break at {view.prefix_break}", style="yellow")
@@ -87,14 +110,16 @@ def _print(view: Inspection, console: Console, *, show_items: bool) -> None:
 
 @click.command(name="inspect")
 @click.argument("session_id")
-@click.option("--turn", type=int, default=None,
-              help="Which request (1-based; default: the one the manager would build now).")
+@click.option(
+    "--turn", type=int, default=None, help="Which request (1-based; default: the one the manager would build now)."
+)
 @click.option("--model", default=None, help="Model to build for (default: the session's).")
 @click.option("--json", "as_json", is_flag=True, help="Print the inspection as JSON.")
 @click.option("--items/--no-items", default=True, show_default=True, help="List every item.")
 @store_option
-def command(session_id: str, turn: int | None, model: str | None, as_json: bool, items: bool,
-            store_url: str | None) -> None:
+def command(
+    session_id: str, turn: int | None, model: str | None, as_json: bool, items: bool, store_url: str | None
+) -> None:
     """Show what the model sees on a session's turn, and why."""
     url = store_url or default_store_url()
     if store_url is None and not os.path.exists(url):

@@ -50,20 +50,29 @@ def _print(report: LintReport, console: Console) -> None:
 @click.argument("source")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--model", default=None, help="Model to build a session's requests for (default: the session's).")
-@click.option("--max-breaks", type=int, default=LintOptions().max_breaks_per_10, show_default=True,
-              help="R2: prefix breaks allowed per 10 requests.")
-@click.option("--known-kind", "known_kinds", multiple=True,
-              help="R5: a kind already reviewed (tool_output:bash, fragment:env...); repeatable.")
+@click.option(
+    "--max-breaks",
+    type=int,
+    default=LintOptions().max_breaks_per_10,
+    show_default=True,
+    help="R2: prefix breaks allowed per 10 requests.",
+)
+@click.option(
+    "--known-kind",
+    "known_kinds",
+    multiple=True,
+    help="R5: a kind already reviewed (tool_output:bash, fragment:env...); repeatable.",
+)
 @store_option
-def command(source: str, as_json: bool, model: str | None, max_breaks: int, known_kinds: tuple[str, ...],
-            store_url: str | None) -> None:
+def command(
+    source: str, as_json: bool, model: str | None, max_breaks: int, known_kinds: tuple[str, ...], store_url: str | None
+) -> None:
     """Check the requests in SOURCE (a JSONL file of request payloads, or a session id)."""
     options = LintOptions(max_breaks_per_10=max_breaks, known_kinds=frozenset(known_kinds))
     if source == "-" or os.path.isfile(source):
         report = lint_requests(read_requests(source), options=options, source=source)
         if report.requests == 0:
-            raise click.UsageError(f"{source} holds no request payloads "
-                                   f"({report.bad_line_count} unreadable line(s))")
+            raise click.UsageError(f"{source} holds no request payloads ({report.bad_line_count} unreadable line(s))")
     else:
         url = store_url or default_store_url()
         if store_url is None and not os.path.exists(url):

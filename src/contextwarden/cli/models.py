@@ -30,7 +30,9 @@ def _price(value: float | None) -> str:
 @click.command(name="models")
 @click.option("--json", "as_json", is_flag=True, help="Print every profile field as JSON.")
 @click.option(
-    "--profiles", "profile_files", multiple=True,
+    "--profiles",
+    "profile_files",
+    multiple=True,
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="A TOML file of [models.NAME] tables that add or override profiles (repeatable).",
 )
@@ -54,9 +56,17 @@ def command(as_json: bool, profile_files: tuple[Path, ...]) -> None:
     table.add_column("min prefix", justify="right")
     for p in profiles:
         table.add_row(
-            p.name, p.provider, _tokens(p.context_window), _tokens(p.max_output_tokens), p.tokenizer,
-            _price(p.input_price), _price(p.output_price), _price(p.cache_write_price),
-            _price(p.cache_read_price), p.cache_style, _tokens(p.min_cacheable_tokens or None),
+            p.name,
+            p.provider,
+            _tokens(p.context_window),
+            _tokens(p.max_output_tokens),
+            p.tokenizer,
+            _price(p.input_price),
+            _price(p.output_price),
+            _price(p.cache_write_price),
+            _price(p.cache_read_price),
+            p.cache_style,
+            _tokens(p.min_cacheable_tokens or None),
         )
     console = Console()
     if not console.is_terminal:

@@ -58,7 +58,11 @@ def command(file: Path, as_json: bool) -> None:
         table.add_column(column, justify="left" if column == "counter" else "right")
     for row in rows:
         table.add_row(
-            row["counter"], "yes" if row["exact"] else "no", f"{row['tokens']:,}",
-            f"{row['chars']:,}", f"{row['bytes']:,}", f"{row['ms']:.1f}",
+            row["counter"],
+            "yes" if row["exact"] else "no",
+            f"{row['tokens']:,}",
+            f"{row['chars']:,}",
+            f"{row['bytes']:,}",
+            f"{row['ms']:.1f}",
         )
     Console().print(table)

@@ -35,24 +35,49 @@ def request_from_context(
     options = options or ContextRequestOptions(window_events=tuple("window event" for _ in ctx.window_event_ids))
     system: tuple[RequestItem, ...] = ()
     if ctx.system:
-        system = (RequestItem(section="system", index=0, role="system", kind="system", label="system",
-                              text=ctx.system, digest=item_digest("m", ctx.system),
-                              tokens=counter.count(ctx.system)),)
+        system = (
+            RequestItem(
+                section="system",
+                index=0,
+                role="system",
+                kind="system",
+                label="system",
+                text=ctx.system,
+                digest=item_digest("m", ctx.system),
+                tokens=counter.count(ctx.system),
+            ),
+        )
     tools = []
     for i, tool in enumerate(ctx.tools):
         schema = [tool.name, tool.description, tool.parameters]
         text = canonical_json(schema).decode("utf-8", "surrogatepass")
-        tools.append(RequestItem(section="tools", index=i, role="schema", kind="tool_schema",
-                                 label=f"tools[{i}] ({tool.name})", text=text, digest=item_digest("tool", schema),
-                                 tokens=counter.count(text)))
+        tools.append(
+            RequestItem(
+                section="tools",
+                index=i,
+                role="schema",
+                kind="tool_schema",
+                label=f"tools[{i}] ({tool.name})",
+                text=text,
+                digest=item_digest("tool", schema),
+                tokens=counter.count(text),
+            )
+        )
     messages = tuple(_context_item(i, m, counter, options) for i, m in enumerate(ctx.messages))
-    return Request(number=number, line=0, format="contextwarden", model=ctx.model, system=system,
-                   tools=tuple(tools), messages=messages, window_events=options.window_events)
+    return Request(
+        number=number,
+        line=0,
+        format="contextwarden",
+        model=ctx.model,
+        system=system,
+        tools=tuple(tools),
+        messages=messages,
+        window_events=options.window_events,
+    )
 
 
 def _context_item(i: int, m: Message, counter: TokenCounter, options: ContextRequestOptions) -> RequestItem:
-    calls = "\n".join(f"{c.name}({canonical_json(c.arguments).decode('utf-8', 'surrogatepass')})"
-                      for c in m.tool_calls)
+    calls = "\n".join(f"{c.name}({canonical_json(c.arguments).decode('utf-8', 'surrogatepass')})" for c in m.tool_calls)
     text = "\n".join(t for t in (m.text, calls) if t)
     source = m.source_ids[0] if m.source_ids else ""
     kind = f"tool_output:{m.tool_name}" if m.role == "tool" else text_kind(m.role, m.text)
@@ -60,14 +85,33 @@ def _context_item(i: int, m: Message, counter: TokenCounter, options: ContextReq
         kind = m.section
     label = f"messages[{i}] ({m.role}{', ' + m.tool_name if m.tool_name else ''}"
     label += f", event {source})" if source else ")"
-    digest = item_digest("m", [m.role, m.text, calls, [c.id for c in m.tool_calls], m.tool_call_id,
-                               [[b.text, b.signature] for b in m.thinking],
-                               [p.media_type for p in m.parts], [len(p.data) for p in m.parts]])
+    digest = item_digest(
+        "m",
+        [
+            m.role,
+            m.text,
+            calls,
+            [c.id for c in m.tool_calls],
+            m.tool_call_id,
+            [[b.text, b.signature] for b in m.thinking],
+            [p.media_type for p in m.parts],
+            [len(p.data) for p in m.parts],
+        ],
+    )
     return RequestItem(
-        section="messages", index=i, role=m.role, kind=kind, label=label, text=text, digest=digest,
-        tokens=m.tokens or (MESSAGE_OVERHEAD + counter.count(text)), source=source,
+        section="messages",
+        index=i,
+        role=m.role,
+        kind=kind,
+        label=label,
+        text=text,
+        digest=digest,
+        tokens=m.tokens or (MESSAGE_OVERHEAD + counter.count(text)),
+        source=source,
         injected=source in options.injected or m.section in ("pinned", "summary"),
-        cap=options.caps.get(source), calls=m.tool_calls, call_id=m.tool_call_id,
+        cap=options.caps.get(source),
+        calls=m.tool_calls,
+        call_id=m.tool_call_id,
     )
 
 

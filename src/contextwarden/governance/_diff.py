@@ -126,8 +126,11 @@ def _tools_break(prev: Request, cur: Request, i: int) -> tuple[str, str, str]:
     added = sorted(set(after) - set(before))
     removed = sorted(set(before) - set(after))
     changed = sorted(n for n in set(before) & set(after) if before[n] != after[n])
-    parts = [f"{what}: {', '.join(names)}" for what, names in
-             (("added", added), ("removed", removed), ("schema changed", changed)) if names]
+    parts = [
+        f"{what}: {', '.join(names)}"
+        for what, names in (("added", added), ("removed", removed), ("schema changed", changed))
+        if names
+    ]
     item = cur.tools[i].label if i < len(cur.tools) else f"{prev.tools[i].label} (removed)"
     return item, "tools_changed", "; ".join(parts) or "tool order changed"
 
@@ -139,8 +142,11 @@ def _messages_break(prev: Request, cur: Request, i: int) -> tuple[str, str, str]
     later = {item.digest: j for j, item in enumerate(prev.messages) if j > i}
     j = later.get(cur.messages[i].digest)
     if j is not None:
-        return (f"{prev.messages[i].label} (removed)", "messages_removed",
-                f"{j - i} item(s) removed from {prev.messages[i].label} on")
+        return (
+            f"{prev.messages[i].label} (removed)",
+            "messages_removed",
+            f"{j - i} item(s) removed from {prev.messages[i].label} on",
+        )
     return cur.messages[i].label, "message_edited", f"{prev.messages[i].label} was changed"
 
 
@@ -171,9 +177,16 @@ def find_break(prev: Request, cur: Request) -> PrefixBreak | None:
     where = _first_break(prev, cur)
     if where is None:
         if prev.model and cur.model and prev.model != cur.model:
-            return PrefixBreak(request=cur.number, line=cur.line, section="model", item="model",
-                               cause="model_changed", detail=f"{prev.model} -> {cur.model}",
-                               shared_tokens=0, window_events=cur.window_events)
+            return PrefixBreak(
+                request=cur.number,
+                line=cur.line,
+                section="model",
+                item="model",
+                cause="model_changed",
+                detail=f"{prev.model} -> {cur.model}",
+                shared_tokens=0,
+                window_events=cur.window_events,
+            )
         return None
     section, i = where
     if section == "system":
@@ -183,11 +196,18 @@ def find_break(prev: Request, cur: Request) -> PrefixBreak | None:
     else:
         item, cause, detail = _messages_break(prev, cur, i)
     edited = cause == "message_edited"
-    return PrefixBreak(request=cur.number, line=cur.line, section=section, item=item, cause=cause,
-                       detail=detail, shared_tokens=_shared_before(cur, section, i),
-                       window_events=cur.window_events,
-                       old_text=prev.messages[i].text if edited else "",
-                       new_text=cur.messages[i].text if edited else "")
+    return PrefixBreak(
+        request=cur.number,
+        line=cur.line,
+        section=section,
+        item=item,
+        cause=cause,
+        detail=detail,
+        shared_tokens=_shared_before(cur, section, i),
+        window_events=cur.window_events,
+        old_text=prev.messages[i].text if edited else "",
+        new_text=cur.messages[i].text if edited else "",
+    )
 
 
 def _shared_before(cur: Request, section: str, i: int) -> int:

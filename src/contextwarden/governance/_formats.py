@@ -43,6 +43,7 @@ def detect_format(payload: Mapping[str, Any]) -> RequestFormat | None:
             return "anthropic"
     return "openai_chat"
 
+
 def unwrap(raw: Mapping[str, Any]) -> tuple[Mapping[str, Any], RequestFormat | None, Mapping[str, Any] | None]:
     """The request payload inside ``raw`` (itself, or under a wrapper key), its format and its response."""
     fmt = detect_format(raw)
@@ -56,6 +57,7 @@ def unwrap(raw: Mapping[str, Any]) -> tuple[Mapping[str, Any], RequestFormat | N
             response = raw.get("response")
             return inner, fmt, response if isinstance(response, Mapping) else None
     return raw, None, None
+
 
 def _content_text(content: object) -> tuple[str, int]:
     """Text and image count of a message ``content`` (a string or a list of parts)."""
@@ -80,6 +82,7 @@ def _content_text(content: object) -> tuple[str, int]:
                 images += more
     return "\n".join(texts), images
 
+
 class ItemBuilder:
     """Collects the items of one payload, reusing the previous request's token counts."""
 
@@ -92,17 +95,39 @@ class ItemBuilder:
         self.call_names: dict[str, str] = {}
         self._calls: list[ToolCall] = []
 
-    def add(self, section: Section, *, role: str, kind: str, label: str, text: str, digest: bytes,
-            images: int = 0, overhead: int = MESSAGE_OVERHEAD, call_id: str = "") -> None:
+    def add(
+        self,
+        section: Section,
+        *,
+        role: str,
+        kind: str,
+        label: str,
+        text: str,
+        digest: bytes,
+        images: int = 0,
+        overhead: int = MESSAGE_OVERHEAD,
+        call_id: str = "",
+    ) -> None:
         """Append one item; tool calls collected by :meth:`call` since the last item go with it."""
         tokens = self.known.get(digest)
         if tokens is None:
             tokens = overhead + self.counter.count(text) + images * IMAGE_TOKENS
             self.known[digest] = tokens
         target = {"system": self.system, "tools": self.tools, "messages": self.messages}[section]
-        target.append(RequestItem(section=section, index=len(target), role=role, kind=kind, label=label,
-                                  text=text, digest=digest, tokens=tokens, calls=tuple(self._calls),
-                                  call_id=call_id))
+        target.append(
+            RequestItem(
+                section=section,
+                index=len(target),
+                role=role,
+                kind=kind,
+                label=label,
+                text=text,
+                digest=digest,
+                tokens=tokens,
+                calls=tuple(self._calls),
+                call_id=call_id,
+            )
+        )
         self._calls.clear()
 
     def tool(self, index: int, raw: object) -> None:
@@ -110,8 +135,15 @@ class ItemBuilder:
         function = spec.get("function")
         name = function.get("name") if isinstance(function, Mapping) else spec.get("name", spec.get("type"))
         text = canonical_json(strip_cache_control(raw)).decode("utf-8", "surrogatepass")
-        self.add("tools", role="schema", kind="tool_schema", label=f"tools[{index}] ({name})", text=text,
-                 digest=item_digest("tool", raw), overhead=0)
+        self.add(
+            "tools",
+            role="schema",
+            kind="tool_schema",
+            label=f"tools[{index}] ({name})",
+            text=text,
+            digest=item_digest("tool", raw),
+            overhead=0,
+        )
 
     def call(self, call_id: str, name: str, arguments: str) -> str:
         """Note a tool call of the next item; returns its text form ``name(arguments)``."""
@@ -146,8 +178,16 @@ def chat_items(b: ItemBuilder, payload: Mapping[str, Any]) -> None:
             kind, label = f"tool_output:{name}", f"messages[{i}] (tool result of {name}, {call_id})"
         section: Section = "system" if leading and role in ("system", "developer") else "messages"
         leading = leading and section == "system"
-        b.add(section, role=role, kind="system" if section == "system" else kind, label=label, text=text,
-              digest=item_digest("m", raw), images=images, call_id=call_id)
+        b.add(
+            section,
+            role=role,
+            kind="system" if section == "system" else kind,
+            label=label,
+            text=text,
+            digest=item_digest("m", raw),
+            images=images,
+            call_id=call_id,
+        )
 
 
 def _responses_item(b: ItemBuilder, i: int, raw: object) -> tuple[Section | None, str]:
@@ -158,31 +198,62 @@ def _responses_item(b: ItemBuilder, i: int, raw: object) -> tuple[Section | None
         return None, str(item.get("role", "user"))
     if kind == "function_call":
         text = b.call(str(item.get("call_id", "")), str(item.get("name", "")), str(item.get("arguments", "")))
-        b.add("messages", role="assistant", kind="assistant", label=f"input[{i}] (call {item.get('name')})",
-              text=text, digest=item_digest("m", raw))
+        b.add(
+            "messages",
+            role="assistant",
+            kind="assistant",
+            label=f"input[{i}] (call {item.get('name')})",
+            text=text,
+            digest=item_digest("m", raw),
+        )
     elif kind == "function_call_output":
         call_id = str(item.get("call_id", ""))
         name = b.call_names.get(call_id, "")
         text, images = _content_text(item.get("output"))
-        b.add("messages", role="tool", kind=f"tool_output:{name}",
-              label=f"input[{i}] (tool result of {name}, {call_id})", text=text, digest=item_digest("m", raw),
-              images=images, call_id=call_id)
+        b.add(
+            "messages",
+            role="tool",
+            kind=f"tool_output:{name}",
+            label=f"input[{i}] (tool result of {name}, {call_id})",
+            text=text,
+            digest=item_digest("m", raw),
+            images=images,
+            call_id=call_id,
+        )
     elif kind == "reasoning":
         text, _ = _content_text(item.get("summary") or item.get("content"))
-        b.add("messages", role="assistant", kind="reasoning", label=f"input[{i}] (reasoning)", text=text,
-              digest=item_digest("m", raw))
+        b.add(
+            "messages",
+            role="assistant",
+            kind="reasoning",
+            label=f"input[{i}] (reasoning)",
+            text=text,
+            digest=item_digest("m", raw),
+        )
     else:
         text = canonical_json(raw).decode("utf-8", "surrogatepass")
-        b.add("messages", role="assistant", kind=kind, label=f"input[{i}] ({kind})", text=text,
-              digest=item_digest("m", raw))
+        b.add(
+            "messages",
+            role="assistant",
+            kind=kind,
+            label=f"input[{i}] ({kind})",
+            text=text,
+            digest=item_digest("m", raw),
+        )
     return "messages", ""
 
 
 def responses_items(b: ItemBuilder, payload: Mapping[str, Any]) -> None:
     instructions = payload.get("instructions")
     if isinstance(instructions, str) and instructions:
-        b.add("system", role="system", kind="system", label="instructions", text=instructions,
-              digest=item_digest("m", {"role": "system", "content": instructions}))
+        b.add(
+            "system",
+            role="system",
+            kind="system",
+            label="instructions",
+            text=instructions,
+            digest=item_digest("m", {"role": "system", "content": instructions}),
+        )
     items = payload.get("input")
     if isinstance(items, str):
         items = [{"role": "user", "content": items}]
@@ -195,9 +266,15 @@ def responses_items(b: ItemBuilder, payload: Mapping[str, Any]) -> None:
         text, images = _content_text(raw.get("content") if isinstance(raw, Mapping) else None)
         is_system = leading and role in ("system", "developer")
         leading = is_system
-        b.add("system" if is_system else "messages", role=role,
-              kind="system" if is_system else text_kind(role, text), label=f"input[{i}] ({role})",
-              text=text, digest=item_digest("m", raw), images=images)
+        b.add(
+            "system" if is_system else "messages",
+            role=role,
+            kind="system" if is_system else text_kind(role, text),
+            label=f"input[{i}] ({role})",
+            text=text,
+            digest=item_digest("m", raw),
+            images=images,
+        )
 
 
 def _anthropic_block(b: ItemBuilder, role: str, i: int, j: int, block: Mapping[str, Any]) -> None:
@@ -219,9 +296,17 @@ def _anthropic_block(b: ItemBuilder, role: str, i: int, j: int, block: Mapping[s
     else:
         text, images = _content_text([block])
         item_kind = text_kind(role, text)
-    b.add("messages", role=role, kind=item_kind, label=label, text=text,
-          digest=item_digest(f"{role}\0{j}\0", block), images=images, overhead=MESSAGE_OVERHEAD if j == 0 else 1,
-          call_id=call_id)
+    b.add(
+        "messages",
+        role=role,
+        kind=item_kind,
+        label=label,
+        text=text,
+        digest=item_digest(f"{role}\0{j}\0", block),
+        images=images,
+        overhead=MESSAGE_OVERHEAD if j == 0 else 1,
+        call_id=call_id,
+    )
 
 
 def anthropic_items(b: ItemBuilder, payload: Mapping[str, Any]) -> None:
@@ -229,19 +314,32 @@ def anthropic_items(b: ItemBuilder, payload: Mapping[str, Any]) -> None:
     blocks = [{"type": "text", "text": system}] if isinstance(system, str) else system
     for j, block in enumerate(blocks if isinstance(blocks, list) else ()):
         text, _ = _content_text([block])
-        b.add("system", role="system", kind="system", label=f"system[{j}]" if not isinstance(system, str)
-              else "system", text=text, digest=item_digest("sys", block))
+        b.add(
+            "system",
+            role="system",
+            kind="system",
+            label=f"system[{j}]" if not isinstance(system, str) else "system",
+            text=text,
+            digest=item_digest("sys", block),
+        )
     for i, raw in enumerate(payload.get("messages") or ()):
         message = raw if isinstance(raw, Mapping) else {}
         role = str(message.get("role", "user"))
         content = message.get("content")
         if isinstance(content, str):
-            b.add("messages", role=role, kind=text_kind(role, content), label=f"messages[{i}] ({role})",
-                  text=content, digest=item_digest(f"{role}\0{0}\0", {"type": "text", "text": content}))
+            b.add(
+                "messages",
+                role=role,
+                kind=text_kind(role, content),
+                label=f"messages[{i}] ({role})",
+                text=content,
+                digest=item_digest(f"{role}\0{0}\0", {"type": "text", "text": content}),
+            )
             continue
         for j, block in enumerate(content if isinstance(content, list) else ()):
             if isinstance(block, Mapping):
                 _anthropic_block(b, role, i, j, block)
+
 
 def response_usage(response: Mapping[str, Any] | None) -> RequestUsage | None:
     usage = response.get("usage") if response is not None else None
@@ -253,12 +351,17 @@ def response_usage(response: Mapping[str, Any] | None) -> RequestUsage | None:
         return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
     if "prompt_tokens" in usage:
-        return RequestUsage(input_tokens=num(usage, "prompt_tokens"), output_tokens=num(usage, "completion_tokens"),
-                            cache_read_tokens=num(usage.get("prompt_tokens_details"), "cached_tokens"))
+        return RequestUsage(
+            input_tokens=num(usage, "prompt_tokens"),
+            output_tokens=num(usage, "completion_tokens"),
+            cache_read_tokens=num(usage.get("prompt_tokens_details"), "cached_tokens"),
+        )
     if "cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage:
         read = num(usage, "cache_read_input_tokens")
         total = num(usage, "input_tokens") + read + num(usage, "cache_creation_input_tokens")
         return RequestUsage(input_tokens=total, cache_read_tokens=read, output_tokens=num(usage, "output_tokens"))
-    return RequestUsage(input_tokens=num(usage, "input_tokens"), output_tokens=num(usage, "output_tokens"),
-                        cache_read_tokens=num(usage.get("input_tokens_details"), "cached_tokens"))
-
+    return RequestUsage(
+        input_tokens=num(usage, "input_tokens"),
+        output_tokens=num(usage, "output_tokens"),
+        cache_read_tokens=num(usage.get("input_tokens_details"), "cached_tokens"),
+    )

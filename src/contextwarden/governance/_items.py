@@ -112,6 +112,7 @@ class BadLine:
     error: str
     """What was wrong, for example ``truncated or invalid JSON: Unterminated string``."""
 
+
 def canonical_json(value: object) -> bytes:
     """Compact UTF-8 JSON of ``value`` in its own key order (lone surrogates kept)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
@@ -128,8 +129,7 @@ def strip_cache_control(value: object) -> object:
     out = {k: v for k, v in value.items() if k != "cache_control"}
     if isinstance(content, list) and nested:
         out["content"] = [
-            {k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, Mapping) else b
-            for b in content
+            {k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, Mapping) else b for b in content
         ]
     return out
 
@@ -156,4 +156,3 @@ def text_kind(role: str, text: str) -> str:
     if tag is not None:
         return f"fragment:{tag}"
     return "developer" if role in ("system", "developer") else role
-

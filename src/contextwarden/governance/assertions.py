@@ -32,8 +32,11 @@ _SHOWN = 10
 
 
 def _requests(requests: RequestSource, counter: TokenCounter | None) -> Iterator[Request]:
-    source = (read_requests(requests, counter=counter) if isinstance(requests, (str, os.PathLike))
-              else iter_any_requests(requests, counter=counter))
+    source = (
+        read_requests(requests, counter=counter)
+        if isinstance(requests, (str, os.PathLike))
+        else iter_any_requests(requests, counter=counter)
+    )
     for request in source:
         if isinstance(request, BadLine):
             raise AssertionError(f"line {request.line} is not a readable request: {request.error}")
@@ -63,22 +66,30 @@ def assert_prefix_stable(
             if brk is not None and not (allow_window_events and brk.explained):
                 total += 1
                 if len(problems) < _SHOWN:
-                    problems.append(f"request {brk.request}: first differing item {brk.item}: "
-                                    f"{CAUSES[brk.cause]} ({brk.describe()})")
+                    problems.append(
+                        f"request {brk.request}: first differing item {brk.item}: "
+                        f"{CAUSES[brk.cause]} ({brk.describe()})"
+                    )
         previous = request
     _fail(problems, total, "prefix break(s)")
 
 
 def assert_bounded(
-    requests: RequestSource, *, max_tokens: int = 10_000, max_request_tokens: int | None = None,
+    requests: RequestSource,
+    *,
+    max_tokens: int = 10_000,
+    max_request_tokens: int | None = None,
     counter: TokenCounter | None = None,
 ) -> None:
     """Assert that no item exceeds ``max_tokens`` (and no whole request ``max_request_tokens``)."""
     problems: list[str] = []
     total = 0
     for request in _requests(requests, counter):
-        found = [f"request {request.number}: {item.label} has {item.tokens} tokens (> {max_tokens})"
-                 for item in request.items if item.tokens > max_tokens]
+        found = [
+            f"request {request.number}: {item.label} has {item.tokens} tokens (> {max_tokens})"
+            for item in request.items
+            if item.tokens > max_tokens
+        ]
         if max_request_tokens is not None and request.total_tokens > max_request_tokens:
             found.append(f"request {request.number} has {request.total_tokens} tokens (> {max_request_tokens})")
         total += len(found)

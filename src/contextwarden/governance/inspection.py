@@ -85,16 +85,28 @@ class Inspection:
         """A JSON-ready dict."""
         ctx = self.context
         return {
-            "session": self.session_id, "turn": self.turn, "turns": self.turns, "model": ctx.model,
-            "window": self.window, "budget": ctx.budget, "total_tokens": ctx.total_tokens, "counter": ctx.counter,
-            "sections": {k: {"tokens": v, "percent_of_window": round(self.percent(v), 2)}
-                         for k, v in self.sections.items()},
+            "session": self.session_id,
+            "turn": self.turn,
+            "turns": self.turns,
+            "model": ctx.model,
+            "window": self.window,
+            "budget": ctx.budget,
+            "total_tokens": ctx.total_tokens,
+            "counter": ctx.counter,
+            "sections": {
+                k: {"tokens": v, "percent_of_window": round(self.percent(v), 2)} for k, v in self.sections.items()
+            },
             "tiers": {k: {"tokens": v, "percent_of_window": round(self.percent(v), 2)} for k, v in self.tiers.items()},
-            "cached_prefix": {"shared_tokens": self.shared_prefix, "cacheable_tokens": self.cacheable_prefix,
-                              "break": self.prefix_break or None},
+            "cached_prefix": {
+                "shared_tokens": self.shared_prefix,
+                "cacheable_tokens": self.cacheable_prefix,
+                "break": self.prefix_break or None,
+            },
             "window_events": list(self.window_events),
-            "decisions": [{"action": d.action, "target": d.target, "reason": d.reason,
-                           "tokens_saved": d.tokens_saved} for d in ctx.decisions],
+            "decisions": [
+                {"action": d.action, "target": d.target, "reason": d.reason, "tokens_saved": d.tokens_saved}
+                for d in ctx.decisions
+            ],
             "items": [vars(i).copy() for i in self.items],
         }
 
@@ -109,13 +121,18 @@ def _views(ctx: ModelContext, items: tuple[ContextItem, ...]) -> tuple[ItemView,
     for i, message in enumerate(ctx.messages):
         source = message.source_ids[0] if message.source_ids else ""
         item = by_source.get(source) or by_source.get(f"{message.section}:{source}")
-        views.append(ItemView(
-            index=i, role=message.role, section=message.section,
-            tier=_tier_name(item.tier) if item is not None else "-",
-            state=item.state.value if item is not None else "added",
-            tokens=message.tokens, source=source,
-            preview=_preview(message.text, message.tool_calls),
-        ))
+        views.append(
+            ItemView(
+                index=i,
+                role=message.role,
+                section=message.section,
+                tier=_tier_name(item.tier) if item is not None else "-",
+                state=item.state.value if item is not None else "added",
+                tokens=message.tokens,
+                source=source,
+                preview=_preview(message.text, message.tool_calls),
+            )
+        )
     return tuple(views)
 
 
@@ -152,12 +169,14 @@ def inspect_session(
     counter = counter or best_counter()
     count = 1 + sum(1 for e in store.iter_events(session_id) if isinstance(e, AssistantMessage))
     if turn is not None and not 1 <= turn <= count:
-        raise UsageError(f"session {session_id!r} has {count} request(s) (the last is the next one); "
-                         f"there is no turn {turn}")
+        raise UsageError(
+            f"session {session_id!r} has {count} request(s) (the last is the next one); there is no turn {turn}"
+        )
     previous: ReplayedTurn | None = None
     chosen: ReplayedTurn | None = None
-    for replayed in replay_session(store, session_id, model=model, policy=policy, counter=counter,
-                                   items_at=turn or count, final=True):
+    for replayed in replay_session(
+        store, session_id, model=model, policy=policy, counter=counter, items_at=turn or count, final=True
+    ):
         previous, chosen = chosen, replayed
         if replayed.turn == turn:
             break
@@ -168,8 +187,9 @@ def inspect_session(
     shared, broke = 0, ""
     if previous is not None and previous.context is not None:
         before = request_from_context(previous.context, number=previous.turn, counter=counter)
-        after = request_from_context(ctx, number=chosen.turn, counter=counter,
-                                     options=ContextRequestOptions(window_events=chosen.window_events))
+        after = request_from_context(
+            ctx, number=chosen.turn, counter=counter, options=ContextRequestOptions(window_events=chosen.window_events)
+        )
         shared = shared_prefix_tokens(before, after)
         brk = find_break(before, after)
         if brk is not None:
@@ -178,8 +198,16 @@ def inspect_session(
     views = _views(ctx, chosen.items)
     sections = {name: ctx.sections.get(name, 0) for name in SECTIONS}
     return Inspection(
-        session_id=session_id, turn=chosen.turn, turns=count, context=ctx, window=ctx.window or ctx.budget,
-        sections=sections, tiers=_tiers(ctx, views), shared_prefix=shared,
-        cacheable_prefix=cacheable(shared, get_profile(ctx.model)), prefix_break=broke,
-        window_events=chosen.window_events, items=views,
+        session_id=session_id,
+        turn=chosen.turn,
+        turns=count,
+        context=ctx,
+        window=ctx.window or ctx.budget,
+        sections=sections,
+        tiers=_tiers(ctx, views),
+        shared_prefix=shared,
+        cacheable_prefix=cacheable(shared, get_profile(ctx.model)),
+        prefix_break=broke,
+        window_events=chosen.window_events,
+        items=views,
     )

@@ -103,9 +103,16 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        return {"rule": self.rule, "name": RULES[self.rule], "request": self.request, "line": self.line,
-                "item": self.item, "message": self.message, "details": self.details,
-                "occurrences": self.occurrences}
+        return {
+            "rule": self.rule,
+            "name": RULES[self.rule],
+            "request": self.request,
+            "line": self.line,
+            "item": self.item,
+            "message": self.message,
+            "details": self.details,
+            "occurrences": self.occurrences,
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,8 +144,12 @@ class LintReport:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {
-            "source": self.source, "requests": self.requests, "ok": self.ok, "counts": self.counts,
-            "breaks": self.breaks, "unchecked_pairs": self.unchecked_pairs,
+            "source": self.source,
+            "requests": self.requests,
+            "ok": self.ok,
+            "counts": self.counts,
+            "breaks": self.breaks,
+            "unchecked_pairs": self.unchecked_pairs,
             "findings": [f.to_dict() for f in self.findings],
             "bad_lines": [{"line": b.line, "error": b.error} for b in self.bad_lines],
             "bad_line_count": self.bad_line_count,
@@ -227,8 +238,13 @@ class Linter:
             for f in self._findings
         )
         return LintReport(
-            source=self.source, requests=self._requests, findings=findings, counts=dict(self._counts),
-            breaks=self._breaks, unchecked_pairs=self._unchecked, bad_lines=tuple(self._bad),
+            source=self.source,
+            requests=self._requests,
+            findings=findings,
+            counts=dict(self._counts),
+            breaks=self._breaks,
+            unchecked_pairs=self._unchecked,
+            bad_lines=tuple(self._bad),
             bad_line_count=self._bad_count,
         )
 
@@ -258,12 +274,18 @@ class Linter:
         self._window.append(brk)
         if brk.explained:
             return
-        self._add(lambda: Finding(
-            rule="R1", request=brk.request, line=brk.line, item=brk.item,
-            message=f"request {brk.request} does not extend request {brk.request - 1}: "
-                    f"{CAUSES[brk.cause]} ({brk.describe()})",
-            details={"cause": brk.cause, "section": brk.section, "shared_tokens": brk.shared_tokens},
-        ), rule="R1")
+        self._add(
+            lambda: Finding(
+                rule="R1",
+                request=brk.request,
+                line=brk.line,
+                item=brk.item,
+                message=f"request {brk.request} does not extend request {brk.request - 1}: "
+                f"{CAUSES[brk.cause]} ({brk.describe()})",
+                details={"cause": brk.cause, "section": brk.section, "shared_tokens": brk.shared_tokens},
+            ),
+            rule="R1",
+        )
 
     def _close_window(self) -> None:
         start, end = self._window_start, self._window_start + 9
@@ -272,22 +294,43 @@ class Linter:
         if len(breaks) <= self.options.max_breaks_per_10:
             return
         first = breaks[0]
-        self._add(lambda: Finding(
-            rule="R2", request=first.request, line=first.line, item=first.item,
-            message=f"{len(breaks)} prefix breaks in requests {start}-{end} "
-                    f"(more than {self.options.max_breaks_per_10} per 10): "
-                    f"{'; '.join(sorted({CAUSES[b.cause] for b in breaks}))}",
-            details={"window": [start, end], "breaks": [
-                {"request": b.request, "item": b.item, "cause": b.cause, "detail": b.describe(),
-                 "window_events": list(b.window_events)} for b in breaks]},
-        ), rule="R2")
+        self._add(
+            lambda: Finding(
+                rule="R2",
+                request=first.request,
+                line=first.line,
+                item=first.item,
+                message=f"{len(breaks)} prefix breaks in requests {start}-{end} "
+                f"(more than {self.options.max_breaks_per_10} per 10): "
+                f"{'; '.join(sorted({CAUSES[b.cause] for b in breaks}))}",
+                details={
+                    "window": [start, end],
+                    "breaks": [
+                        {
+                            "request": b.request,
+                            "item": b.item,
+                            "cause": b.cause,
+                            "detail": b.describe(),
+                            "window_events": list(b.window_events),
+                        }
+                        for b in breaks
+                    ],
+                },
+            ),
+            rule="R2",
+        )
 
     # ------------------------------------------------------------------ R3-R6
 
-    def _at(self, rule: str, request: Request, item: RequestItem, message: str, details: dict[str, Any],
-            *, key: str = "") -> None:
-        self._add(Finding(rule=rule, request=request.number, line=request.line, item=item.label,
-                          message=message, details=details), key=key)
+    def _at(
+        self, rule: str, request: Request, item: RequestItem, message: str, details: dict[str, Any], *, key: str = ""
+    ) -> None:
+        self._add(
+            Finding(
+                rule=rule, request=request.number, line=request.line, item=item.label, message=message, details=details
+            ),
+            key=key,
+        )
 
     def _check_item(self, request: Request, item: RequestItem) -> None:
         self._check_bounds(request, item)
@@ -303,12 +346,22 @@ class Linter:
         facts: dict[str, Any] = {"kind": item.kind, "tokens": item.tokens}
         if item.tokens > self.options.max_item_tokens:
             self._flagged.add(item.digest)
-            self._at("R4", request, item, f"{item.kind} item of {item.tokens} tokens exceeds the "
-                     f"{self.options.max_item_tokens}-token maximum", facts)
+            self._at(
+                "R4",
+                request,
+                item,
+                f"{item.kind} item of {item.tokens} tokens exceeds the {self.options.max_item_tokens}-token maximum",
+                facts,
+            )
         if item.cap is not None and item.tokens > item.cap:
             self._flagged.add(item.digest)
-            self._at("R3", request, item, f"{item.kind} item of {item.tokens} tokens exceeds its hard cap "
-                     f"of {item.cap}", {**facts, "cap": item.cap})
+            self._at(
+                "R3",
+                request,
+                item,
+                f"{item.kind} item of {item.tokens} tokens exceeds its hard cap of {item.cap}",
+                {**facts, "cap": item.cap},
+            )
 
     def _check_foreign_size(self, request: Request, item: RequestItem) -> None:
         opts = self.options
@@ -319,11 +372,24 @@ class Linter:
             if TRUNCATION_MARKER.search(item.text):
                 self._capped_kinds.add(item.kind)
             elif item.kind not in self._capped_kinds:
-                self._at("R3", request, item, f"{item.kind} item of {item.tokens} tokens with no truncation "
-                         "marker: looks uncapped", facts, key=f"R3:{item.kind}")
+                self._at(
+                    "R3",
+                    request,
+                    item,
+                    f"{item.kind} item of {item.tokens} tokens with no truncation marker: looks uncapped",
+                    facts,
+                    key=f"R3:{item.kind}",
+                )
         if item.tokens > opts.review_tokens and item.kind not in opts.known_kinds:
-            self._at("R5", request, item, f"new kind of item {item.kind!r} reaches {item.tokens} tokens "
-                     f"(over {opts.review_tokens}): needs review", facts, key=f"R5:{item.kind}")
+            self._at(
+                "R5",
+                request,
+                item,
+                f"new kind of item {item.kind!r} reaches {item.tokens} tokens "
+                f"(over {opts.review_tokens}): needs review",
+                facts,
+                key=f"R5:{item.kind}",
+            )
 
     def _check_foreign_fragments(self, request: Request, item: RequestItem) -> None:
         if item.role not in ("system", "developer", "user") or item.kind.startswith("tool_output:"):
@@ -336,9 +402,16 @@ class Linter:
                     self._tags[tag] = (digest, request.number)
                 continue
             if last[0] != digest:
-                self._at("R6", request, item, f"fragment-like block <{tag}> changed since request {last[1]}: "
-                         "injected text that changes between requests must be a registered, capped fragment "
-                         "type", {"tag": tag, "previous_request": last[1]}, key=f"R6:{tag}")
+                self._at(
+                    "R6",
+                    request,
+                    item,
+                    f"fragment-like block <{tag}> changed since request {last[1]}: "
+                    "injected text that changes between requests must be a registered, capped fragment "
+                    "type",
+                    {"tag": tag, "previous_request": last[1]},
+                    key=f"R6:{tag}",
+                )
             self._tags[tag] = (digest, request.number)
 
     def _check_registered(self, request: Request, item: RequestItem) -> None:
@@ -346,16 +419,34 @@ class Linter:
         assert registry is not None
         ftype = registry.find(item.text)
         if ftype is None:
-            self._at("R6", request, item, f"injected {item.kind} text is not a registered fragment type",
-                     {"kind": item.kind, "source": item.source}, key=f"R6:{item.kind}")
+            self._at(
+                "R6",
+                request,
+                item,
+                f"injected {item.kind} text is not a registered fragment type",
+                {"kind": item.kind, "source": item.source},
+                key=f"R6:{item.kind}",
+            )
             if item.tokens > self.options.review_tokens and item.kind not in self.options.known_kinds:
-                self._at("R5", request, item, f"unregistered injected {item.kind} reaches {item.tokens} tokens "
-                         f"(over {self.options.review_tokens}): needs review",
-                         {"kind": item.kind, "tokens": item.tokens}, key=f"R5:{item.kind}")
+                self._at(
+                    "R5",
+                    request,
+                    item,
+                    f"unregistered injected {item.kind} reaches {item.tokens} tokens "
+                    f"(over {self.options.review_tokens}): needs review",
+                    {"kind": item.kind, "tokens": item.tokens},
+                    key=f"R5:{item.kind}",
+                )
         elif ftype.needs_review and not {ftype.name, f"fragment:{ftype.name}"} & self.options.known_kinds:
-            self._at("R5", request, item, f"fragment type {ftype.name!r} may reach {ftype.max_tokens} tokens "
-                     f"(over {REVIEW_THRESHOLD}): needs review", {"fragment": ftype.name, "cap": ftype.max_tokens},
-                     key=f"R5:fragment:{ftype.name}")
+            self._at(
+                "R5",
+                request,
+                item,
+                f"fragment type {ftype.name!r} may reach {ftype.max_tokens} tokens "
+                f"(over {REVIEW_THRESHOLD}): needs review",
+                {"fragment": ftype.name, "cap": ftype.max_tokens},
+                key=f"R5:fragment:{ftype.name}",
+            )
 
 
 def _key(finding: Finding) -> str:

@@ -88,12 +88,20 @@ class SessionMetrics:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {
-            "source": self.source, "requests": self.requests, "input_tokens": self.input_tokens,
-            "re_reads": self.re_reads, "evictions": self.evictions, "re_read_rate": self.re_read_rate,
-            "cache_hit_ratio": self.cache_hit_ratio, "cache_source": self.cache_source,
-            "tokens_by_section": self.tokens_by_section, "last_request_sections": self.last_request_sections,
-            "tokens_by_tool": self.tokens_by_tool, "context_edits": self.context_edits,
-            "edit_tokens_saved": self.edit_tokens_saved, "compactions": vars(self.compactions).copy(),
+            "source": self.source,
+            "requests": self.requests,
+            "input_tokens": self.input_tokens,
+            "re_reads": self.re_reads,
+            "evictions": self.evictions,
+            "re_read_rate": self.re_read_rate,
+            "cache_hit_ratio": self.cache_hit_ratio,
+            "cache_source": self.cache_source,
+            "tokens_by_section": self.tokens_by_section,
+            "last_request_sections": self.last_request_sections,
+            "tokens_by_tool": self.tokens_by_tool,
+            "context_edits": self.context_edits,
+            "edit_tokens_saved": self.edit_tokens_saved,
+            "compactions": vars(self.compactions).copy(),
         }
 
 
@@ -149,24 +157,35 @@ class _Tally:
         return (self.simulated_cached / self.input if self.input else 0.0), "simulated"
 
 
-def request_metrics(requests: Iterable[Request | BadLine], *, source: str = "", model: str | None = None
-                    ) -> SessionMetrics:
+def request_metrics(
+    requests: Iterable[Request | BadLine], *, source: str = "", model: str | None = None
+) -> SessionMetrics:
     """Metrics of a foreign request log (no re-reads or compactions are known there)."""
     tally = _Tally()
     for request in requests:
         if isinstance(request, Request):
             tally.request(request, get_profile(model or request.model or "gpt-4o"))
-            sections: dict[str, int] = {"system": sum(i.tokens for i in request.system),
-                                        "tools": sum(i.tokens for i in request.tools)}
+            sections: dict[str, int] = {
+                "system": sum(i.tokens for i in request.system),
+                "tools": sum(i.tokens for i in request.tools),
+            }
             for item in request.messages:
                 key = "tool_output" if item.role == "tool" else "conversation"
                 sections[key] = sections.get(key, 0) + item.tokens
             tally.sections_of(sections)
     ratio, origin = tally.ratio()
-    return SessionMetrics(source=source, requests=tally.requests, input_tokens=tally.input, re_reads=0,
-                          evictions=0, cache_hit_ratio=ratio, cache_source=origin,
-                          tokens_by_section=tally.sections, last_request_sections=tally.last_sections,
-                          tokens_by_tool=tally.tools)
+    return SessionMetrics(
+        source=source,
+        requests=tally.requests,
+        input_tokens=tally.input,
+        re_reads=0,
+        evictions=0,
+        cache_hit_ratio=ratio,
+        cache_source=origin,
+        tokens_by_section=tally.sections,
+        last_request_sections=tally.last_sections,
+        tokens_by_tool=tally.tools,
+    )
 
 
 def session_metrics(
@@ -183,8 +202,13 @@ def session_metrics(
     tally = _Tally()
     tracker = ReReadTracker(policies=policy.tool_policies)
     edits = saved = 0
-    cost = {"count": 0, "summarizer_input_tokens": 0, "summarizer_output_tokens": 0, "tokens_removed": 0,
-            "prefix_rewritten_tokens": 0}
+    cost = {
+        "count": 0,
+        "summarizer_input_tokens": 0,
+        "summarizer_output_tokens": 0,
+        "tokens_removed": 0,
+        "prefix_rewritten_tokens": 0,
+    }
     for turn in replay_session(store, session_id, model=model, policy=policy, counter=counter):
         compacted = False
         for event in turn.new_events:
@@ -209,14 +233,28 @@ def session_metrics(
         tally.sections_of(turn.context.sections)
     ratio, origin = tally.ratio()
     return SessionMetrics(
-        source=f"session {session_id}", requests=tally.requests, input_tokens=tally.input,
-        re_reads=tracker.re_reads, evictions=tracker.evictions, cache_hit_ratio=ratio, cache_source=origin,
-        tokens_by_section=tally.sections, last_request_sections=tally.last_sections, tokens_by_tool=tally.tools,
-        context_edits=edits, edit_tokens_saved=saved, compactions=CompactionCost(**cost),
+        source=f"session {session_id}",
+        requests=tally.requests,
+        input_tokens=tally.input,
+        re_reads=tracker.re_reads,
+        evictions=tracker.evictions,
+        cache_hit_ratio=ratio,
+        cache_source=origin,
+        tokens_by_section=tally.sections,
+        last_request_sections=tally.last_sections,
+        tokens_by_tool=tally.tools,
+        context_edits=edits,
+        edit_tokens_saved=saved,
+        compactions=CompactionCost(**cost),
     )
 
 
 def _with_usage(request: Request, usage: UsageReport) -> Request:
-    return replace(request, usage=RequestUsage(input_tokens=usage.input_tokens,
-                                               cache_read_tokens=usage.cache_read_tokens,
-                                               output_tokens=usage.output_tokens))
+    return replace(
+        request,
+        usage=RequestUsage(
+            input_tokens=usage.input_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            output_tokens=usage.output_tokens,
+        ),
+    )

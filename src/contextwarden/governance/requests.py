@@ -14,6 +14,7 @@ the log: a 100K-line file streams through.
 A line that is not valid JSON (a log cut off mid-write) or not a request becomes a :class:`BadLine`
 and reading goes on.
 """
+
 from __future__ import annotations
 
 import json
@@ -71,8 +72,13 @@ class RequestReader:
             builder.tool(i, tool)
         self._number += 1
         return Request(
-            number=self._number, line=line, format=fmt, model=str(payload.get("model", "")),
-            system=tuple(builder.system), tools=tuple(builder.tools), messages=tuple(builder.messages),
+            number=self._number,
+            line=line,
+            format=fmt,
+            model=str(payload.get("model", "")),
+            system=tuple(builder.system),
+            tools=tuple(builder.tools),
+            messages=tuple(builder.messages),
             stateful=bool(payload.get("previous_response_id") or payload.get("conversation")),
             usage=response_usage(response),
         )

@@ -91,8 +91,9 @@ class _Replay:
         self.store.create_session(session_id)
         self.policy = policy or ContextPolicy()
         counter = counter or best_counter()
-        self.manager = ContextManager(self.store, counter=counter, policy=self.policy,
-                                      compactor=WindowCompactor(self.store, counter=counter))
+        self.manager = ContextManager(
+            self.store, counter=counter, policy=self.policy, compactor=WindowCompactor(self.store, counter=counter)
+        )
         self.pending: list[Event] = []
         self.window: list[str] = []
         self.injected: set[str] = set()
@@ -165,8 +166,7 @@ def replay_session(
                 yield waiting
             turn += 1
             flushed = replay.flush()
-            waiting = _build(replay, turn, event, model or event.model or current, tools, flushed,
-                             items_at == turn)
+            waiting = _build(replay, turn, event, model or event.model or current, tools, flushed, items_at == turn)
         replay.last_original_seq = event.seq
         copied = _copy(event)
         if copied is not None:
@@ -179,24 +179,45 @@ def replay_session(
         yield _build(replay, turn + 1, None, model or current, tools, flushed, items_at == turn + 1)
 
 
-def _build(replay: _Replay, turn: int, event: AssistantMessage | None, model: str, tools: Sequence[ToolLike],
-           flushed: list[Event], with_items: bool) -> ReplayedTurn:
+def _build(
+    replay: _Replay,
+    turn: int,
+    event: AssistantMessage | None,
+    model: str,
+    tools: Sequence[ToolLike],
+    flushed: list[Event],
+    with_items: bool,
+) -> ReplayedTurn:
     seq = event.seq if event is not None else replay.last_original_seq + 1
     window = tuple(replay.window)
     replay.window = []
     try:
         ctx = replay.manager.build(replay.session_id, model=model, tools=tools)
     except BudgetExceededError as exc:
-        return ReplayedTurn(turn=turn, seq=seq, context=None, window_events=window, injected=frozenset(),
-                            caps={}, response=event, error=str(exc), new_events=tuple(flushed))
+        return ReplayedTurn(
+            turn=turn,
+            seq=seq,
+            context=None,
+            window_events=window,
+            injected=frozenset(),
+            caps={},
+            response=event,
+            error=str(exc),
+            new_events=tuple(flushed),
+        )
     appended = _appended(replay, ctx.window_event_ids)
     sources = {m.source_ids[0] for m in ctx.messages if m.source_ids}
     items = tuple(replay.manager.projection(replay.session_id).items) if with_items else ()
     return ReplayedTurn(
-        turn=turn, seq=seq, context=ctx, window_events=(*window, *(e.kind for e in appended)),
+        turn=turn,
+        seq=seq,
+        context=ctx,
+        window_events=(*window, *(e.kind for e in appended)),
         injected=frozenset(sources & replay.injected),
         caps={s: replay.caps[s] for s in sources if s in replay.caps},
-        response=event, new_events=(*flushed, *appended), items=items,
+        response=event,
+        new_events=(*flushed, *appended),
+        items=items,
     )
 
 
@@ -219,9 +240,16 @@ def _system_findings(store: SessionStore, session_id: str, registry: FragmentReg
         if isinstance(event, Instruction):
             tag = fragment_tag(event.text)
             if tag is not None and registry.find(event.text) is None:
-                findings.append(Finding(rule="R6", request=1, line=0, item=f"system (event {event.id})",
-                                        message=f"system instruction block <{tag}> is not a registered fragment type",
-                                        details={"tag": tag, "source": event.id}))
+                findings.append(
+                    Finding(
+                        rule="R6",
+                        request=1,
+                        line=0,
+                        item=f"system (event {event.id})",
+                        message=f"system instruction block <{tag}> is not a registered fragment type",
+                        details={"tag": tag, "source": event.id},
+                    )
+                )
     return findings
 
 
@@ -245,18 +273,31 @@ def lint_session(
         linter.add(finding)
     for turn in replay_session(store, session_id, model=model, policy=policy, counter=counter):
         if turn.context is None:
-            linter.add(Finding(rule="R4", request=turn.turn, line=0, item=f"request before event {turn.seq}",
-                               message=f"no request fits: {turn.error}", details={"error": turn.error}))
+            linter.add(
+                Finding(
+                    rule="R4",
+                    request=turn.turn,
+                    line=0,
+                    item=f"request before event {turn.seq}",
+                    message=f"no request fits: {turn.error}",
+                    details={"error": turn.error},
+                )
+            )
             continue
         caps = dict(turn.caps)
         for message in turn.context.messages:
             source = message.source_ids[0] if message.source_ids else ""
-            ftype = registry.find(message.text) if source in turn.injected or message.section in (
-                "pinned", "summary") else None
+            ftype = (
+                registry.find(message.text)
+                if source in turn.injected or message.section in ("pinned", "summary")
+                else None
+            )
             if ftype is not None and ftype.max_tokens is not None:
                 caps[source] = ftype.max_tokens + MESSAGE_OVERHEAD
         request = request_from_context(
-            turn.context, number=turn.turn, counter=counter,
+            turn.context,
+            number=turn.turn,
+            counter=counter,
             options=ContextRequestOptions(injected=turn.injected, caps=caps, window_events=turn.window_events),
         )
         linter.feed(request)

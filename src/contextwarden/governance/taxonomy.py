@@ -120,18 +120,26 @@ class TaxonomyReport:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        return {"source": self.source, "requests": self.requests, "counts": self.counts,
-                "tags": [t.to_dict() for t in self.tags]}
+        return {
+            "source": self.source,
+            "requests": self.requests,
+            "counts": self.counts,
+            "tags": [t.to_dict() for t in self.tags],
+        }
 
 
-_EDIT_VERB = re.compile(r"\b(?:modify|change|edit|update|rewrite|patch|delete|remove|refactor|touch)\w*|修改|改动|删除",
-                        re.IGNORECASE)
-_FORBID = re.compile(r"\b(?:do not|don'?t|never|must not|mustn'?t|no longer)\b.{0,40}?"
-                     r"(?:modify|change|edit|update|rewrite|patch|delete|remove|refactor|touch)|不要(?:修改|改|动)",
-                     re.IGNORECASE)
+_EDIT_VERB = re.compile(
+    r"\b(?:modify|change|edit|update|rewrite|patch|delete|remove|refactor|touch)\w*|修改|改动|删除", re.IGNORECASE
+)
+_FORBID = re.compile(
+    r"\b(?:do not|don'?t|never|must not|mustn'?t|no longer)\b.{0,40}?"
+    r"(?:modify|change|edit|update|rewrite|patch|delete|remove|refactor|touch)|不要(?:修改|改|动)",
+    re.IGNORECASE,
+)
 _PATHLIKE = re.compile(r"[\w.-]*[./][\w./-]*\w")
-_PASS_CLAIM = re.compile(r"\b(?:all (?:the )?tests? (?:now )?pass|tests? (?:are |now )?passing|tests? passed)\b",
-                         re.IGNORECASE)
+_PASS_CLAIM = re.compile(
+    r"\b(?:all (?:the )?tests? (?:now )?pass|tests? (?:are |now )?passing|tests? passed)\b", re.IGNORECASE
+)
 _PASS_RUN = re.compile(r"\b\d+ passed\b|^OK\b|\bPASS(?:ED)?\b|\ball tests passed\b", re.IGNORECASE | re.MULTILINE)
 _FAIL_RUN = re.compile(r"\b\d+ failed\b|\bFAILED\b|\bFAIL\b", re.MULTILINE)
 _OUTDATED = re.compile(r"out of date|outdated|stale|changed since|has changed", re.IGNORECASE)
@@ -216,14 +224,22 @@ class Classifier:
         window = self.settings.window or (get_profile(request.model).input_window if request.model else None)
         reported = request.usage.input_tokens if request.usage is not None else 0
         if window and max(total, reported) > window:
-            self.tag(Failure.OVERFLOW, request.number, "request",
-                     f"{max(total, reported)} tokens > the {window}-token input window")
+            self.tag(
+                Failure.OVERFLOW,
+                request.number,
+                "request",
+                f"{max(total, reported)} tokens > the {window}-token input window",
+            )
         tool = [i for i in request.messages if i.role == "tool"]
         share = sum(i.tokens for i in tool) / total if total else 0.0
         if tool and share > self.settings.dominance_share:
             largest = max(tool, key=lambda i: i.tokens)
-            self.tag(Failure.TOOL_OUTPUT_DOMINANCE, request.number, largest.label,
-                     f"tool output is {share:.0%} of {total} tokens (largest: {largest.tokens})")
+            self.tag(
+                Failure.TOOL_OUTPUT_DOMINANCE,
+                request.number,
+                largest.label,
+                f"tool output is {share:.0%} of {total} tokens (largest: {largest.tokens})",
+            )
 
     def _learn(self, request: Request, item: RequestItem, prev: Request | None) -> None:
         for call in item.calls:
@@ -243,9 +259,13 @@ class Classifier:
             visible = {i.digest for i in prev.items}
             changed = any(self._written.get(r.key, 0) > earlier.request for r in earlier.resources)
             if earlier.digest not in visible and not changed:
-                self.tag(Failure.UNDER_CONTEXT, request.number, item.label,
-                         f"re-ran {key[:120]}: its result from request {earlier.request} ({earlier.label}) was "
-                         "no longer in view")
+                self.tag(
+                    Failure.UNDER_CONTEXT,
+                    request.number,
+                    item.label,
+                    f"re-ran {key[:120]}: its result from request {earlier.request} ({earlier.label}) was "
+                    "no longer in view",
+                )
         _bounded_put(self._last_call, key, call.id)
 
     def _on_result(self, request: Request, item: RequestItem) -> None:
@@ -253,8 +273,9 @@ class Classifier:
             return  # a re-rendering (masked, cut) of a result already seen: its first form is what counts
         call = self._calls.get(item.call_id)
         resources = _resources(call) if call is not None else ()
-        result = _Result(digest=item.digest, request=request.number, label=item.label, resources=resources,
-                         tokens=item.tokens)
+        result = _Result(
+            digest=item.digest, request=request.number, label=item.label, resources=resources, tokens=item.tokens
+        )
         _bounded_put(self._results, item.call_id, result)
         failed = bool(re.match(r"\s*(?:error|failed)", item.text, re.IGNORECASE))
         for r in resources:
@@ -284,8 +305,12 @@ class Classifier:
     def _check_conflict(self, request: Request, path: str, sentence: str) -> None:
         for other in request.messages:
             if other.role == "assistant" and path in other.text and _EDIT_VERB.search(other.text):
-                self.tag(Failure.CONFLICTING_CONTEXT, request.number, other.label,
-                         f"this earlier plan changes {path}, but the user said: {sentence[:160]!r}")
+                self.tag(
+                    Failure.CONFLICTING_CONTEXT,
+                    request.number,
+                    other.label,
+                    f"this earlier plan changes {path}, but the user said: {sentence[:160]!r}",
+                )
                 return
 
     def _check_claim(self, request: Request, item: RequestItem, prev: Request) -> None:
@@ -293,8 +318,12 @@ class Classifier:
             return
         runs = [i for i in prev.messages if i.role == "tool" and _PASS_RUN.search(i.text)]
         if not any(not _FAIL_RUN.search(i.text) for i in runs):
-            self.tag(Failure.MISSING_EVIDENCE, request.number, item.label,
-                     "claims the tests pass, but no passing test run was in view")
+            self.tag(
+                Failure.MISSING_EVIDENCE,
+                request.number,
+                item.label,
+                "claims the tests pass, but no passing test run was in view",
+            )
 
     def _check_losses(self, request: Request, cause: str) -> None:
         if self._system_anchor is None and request.system:
@@ -310,8 +339,12 @@ class Classifier:
         if compacted:
             for sentence, where in self._constraints.items():
                 if sentence not in text:
-                    self.tag(Failure.SUMMARY_DRIFT, request.number, where,
-                             f"the user's constraint {sentence[:160]!r} is missing after the history changed")
+                    self.tag(
+                        Failure.SUMMARY_DRIFT,
+                        request.number,
+                        where,
+                        f"the user's constraint {sentence[:160]!r} is missing after the history changed",
+                    )
 
     def _check_stale(self, request: Request) -> None:
         if not self._pending_stale:
@@ -322,11 +355,16 @@ class Classifier:
             if not shown:
                 self._pending_stale.pop(key)
                 continue
-            flagged = any(key in i.text and _OUTDATED.search(i.text) for i in request.messages
-                          if i.index > shown[-1].index)
+            flagged = any(
+                key in i.text and _OUTDATED.search(i.text) for i in request.messages if i.index > shown[-1].index
+            )
             if not flagged:
-                self.tag(Failure.STALE_CONTEXT, request.number, shown[-1].label,
-                         f"{key} changed at request {self._written.get(key)}, but this older read is shown unmarked")
+                self.tag(
+                    Failure.STALE_CONTEXT,
+                    request.number,
+                    shown[-1].label,
+                    f"{key} changed at request {self._written.get(key)}, but this older read is shown unmarked",
+                )
             self._pending_stale.pop(key)
 
     def _check_irrelevant(self, request: Request) -> None:
@@ -345,8 +383,12 @@ class Classifier:
             if request.number - recent >= s.irrelevant_after:
                 stale_tokens += item.tokens
         if stale_tokens / total > s.irrelevant_share:
-            self.tag(Failure.IRRELEVANT_CONTEXT, request.number, "request",
-                     f"{stale_tokens} of {total} tokens are tool output untouched for {s.irrelevant_after}+ requests")
+            self.tag(
+                Failure.IRRELEVANT_CONTEXT,
+                request.number,
+                "request",
+                f"{stale_tokens} of {total} tokens are tool output untouched for {s.irrelevant_after}+ requests",
+            )
 
 
 def classify_requests(
@@ -386,13 +428,21 @@ def classify_session(
         if turn.context is None:
             classifier.tag(Failure.OVERFLOW, turn.turn, "request", turn.error)
             continue
-        request = request_from_context(turn.context, number=turn.turn, counter=counter,
-                                       options=ContextRequestOptions(window_events=turn.window_events))
+        request = request_from_context(
+            turn.context,
+            number=turn.turn,
+            counter=counter,
+            options=ContextRequestOptions(window_events=turn.window_events),
+        )
         classifier.feed(request)
         visible = {m.source_ids[0] for m in turn.context.messages if m.source_ids}
         masked = {d.target for d in turn.context.decisions if d.action in ("mask", "clear")}
         for evidence in sorted(state.state.evidence_ids):
             if evidence and (evidence not in visible or evidence in masked):
-                classifier.tag(Failure.MISSING_EVIDENCE, turn.turn, f"event {evidence}",
-                               "output of a failing run or unresolved error is no longer in view")
+                classifier.tag(
+                    Failure.MISSING_EVIDENCE,
+                    turn.turn,
+                    f"event {evidence}",
+                    "output of a failing run or unresolved error is no longer in view",
+                )
     return classifier.report()

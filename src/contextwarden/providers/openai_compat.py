@@ -193,9 +193,7 @@ def _content_text(content: JSONValue) -> str:
         return content
     if isinstance(content, list):  # some servers answer with content parts
         return "".join(
-            str(part.get("text", ""))
-            for part in content
-            if isinstance(part, dict) and part.get("type") == "text"
+            str(part.get("text", "")) for part in content if isinstance(part, dict) and part.get("type") == "text"
         )
     return ""
 

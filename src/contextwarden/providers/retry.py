@@ -227,8 +227,7 @@ def decode_json_body(response: httpx.Response, provider: str) -> dict[str, JSONV
     text = response.text
     if not text.strip():
         raise MalformedResponse(
-            f"{provider}: HTTP {response.status_code} with an empty body; the server or a proxy "
-            "dropped the answer",
+            f"{provider}: HTTP {response.status_code} with an empty body; the server or a proxy dropped the answer",
             status=response.status_code,
             body=text,
         )

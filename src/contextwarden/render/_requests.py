@@ -47,9 +47,7 @@ def _is_anthropic(payload: Mapping[str, Any], messages: Sequence[Mapping[str, An
             for block in content:
                 if not isinstance(block, Mapping):
                     continue
-                if block.get("type") in _ANTHROPIC_BLOCKS or (
-                    block.get("type") == "image" and "source" in block
-                ):
+                if block.get("type") in _ANTHROPIC_BLOCKS or (block.get("type") == "image" and "source" in block):
                     return True
     return False
 

@@ -104,9 +104,7 @@ def _user_parts(message: Message, call_name: str) -> list[dict[str, Any]]:
 def _model_parts(message: Message) -> list[dict[str, Any]]:
     text = join_text(message.text, split_parts(message.parts)[1])
     parts: list[dict[str, Any]] = [{"text": text}] if text else []
-    parts.extend(
-        {"functionCall": {"name": call.name, "args": arguments_payload(call)}} for call in message.tool_calls
-    )
+    parts.extend({"functionCall": {"name": call.name, "args": arguments_payload(call)}} for call in message.tool_calls)
     signature = next(
         (
             block.signature

@@ -64,9 +64,7 @@ def render_openai_chat(ctx: ModelContext, *, developer_role: bool = False) -> di
     return body
 
 
-def _render_message(
-    message: Message, system_role: str, tool_images: list[dict[str, Any]]
-) -> dict[str, Any] | None:
+def _render_message(message: Message, system_role: str, tool_images: list[dict[str, Any]]) -> dict[str, Any] | None:
     images, notes = split_parts(message.parts)
     text = join_text(message.text, notes)
     if message.role in ("system", "developer"):

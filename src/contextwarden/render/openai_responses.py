@@ -88,7 +88,5 @@ def _assistant_items(message: Message, text: str) -> list[dict[str, Any]]:
 
 def _content(text: str, images: list[BinaryPart]) -> list[dict[str, Any]]:
     content: list[dict[str, Any]] = [{"type": "input_text", "text": text}] if text else []
-    content.extend(
-        {"type": "input_image", "image_url": data_url(image), "detail": "auto"} for image in images
-    )
+    content.extend({"type": "input_image", "image_url": data_url(image), "detail": "auto"} for image in images)
     return content

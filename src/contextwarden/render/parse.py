@@ -218,8 +218,7 @@ def parse_gemini_response(body: Mapping[str, Any]) -> Parsed:
     thinking: list[ThinkingBlock] = []
     calls: list[ToolCall] = []
     call_prefix = str(
-        body.get("responseId")
-        or hashlib.sha256(dumps_compact(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        body.get("responseId") or hashlib.sha256(dumps_compact(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
     )
     for raw in parts or ():
         part = _mapping(raw, "candidates[0].content.parts[]")

@@ -46,8 +46,9 @@ class ContextWardenStrategy:
     def start(self, env: RunEnv) -> StrategyRun:
         """Begin one transcript."""
         compacting = self.compact and self.policy.compact
-        manager = ContextManager(env.store, counter=env.counter, policy=self.policy,
-                                 compactor="structured" if compacting else None)
+        manager = ContextManager(
+            env.store, counter=env.counter, policy=self.policy, compactor="structured" if compacting else None
+        )
         return _WardenRun(env, manager, self)
 
 

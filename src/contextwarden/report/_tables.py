@@ -46,13 +46,14 @@ def _cell(key: str, value: Any) -> str:
     return fmt_int(float(value))
 
 
-def table(headings: Sequence[str], rows: Sequence[Sequence[str]], *, cls: str = "fig",
-          numeric: range | None = None) -> str:
+def table(
+    headings: Sequence[str], rows: Sequence[Sequence[str]], *, cls: str = "fig", numeric: range | None = None
+) -> str:
     """An HTML table from already escaped cells; ``numeric`` columns (default: all but the first) align right."""
     cols = numeric if numeric is not None else range(1, len(headings))
 
     def cell(tag: str, n: int, content: str) -> str:
-        return f'<{tag}{" class=num" if n in cols else ""}>{content}</{tag}>'
+        return f"<{tag}{' class=num' if n in cols else ''}>{content}</{tag}>"
 
     head = "".join(cell("th", n, h) for n, h in enumerate(headings))
     body = "".join("<tr>" + "".join(cell("td", n, c) for n, c in enumerate(row)) + "</tr>" for row in rows)
@@ -61,8 +62,10 @@ def table(headings: Sequence[str], rows: Sequence[Sequence[str]], *, cls: str = 
 
 def swatch(color: str) -> str:
     """A small colored square naming a strategy's color in tables."""
-    return f'<span class="sw" data-color="{esc(color)}"><svg width="10" height="10" aria-hidden="true">' \
-           f'<rect width="10" height="10" fill="{esc(color)}"/></svg></span>'
+    return (
+        f'<span class="sw" data-color="{esc(color)}"><svg width="10" height="10" aria-hidden="true">'
+        f'<rect width="10" height="10" fill="{esc(color)}"/></svg></span>'
+    )
 
 
 def figures_table(figures: Sequence[tuple[str, str, Mapping[str, Any]]]) -> str:
@@ -96,22 +99,41 @@ def probe_table(results: Sequence[tuple[str, FileResult]]) -> str:
             rows.append([esc(name), esc(kind), fmt_int(misses), f'<pre class="ex">{esc(shown)}</pre>'])
     if not rows:
         return '<p class="ok">Every probe was kept at every request by every strategy.</p>'
-    return table(["strategy", "probe", "requests missing it", "first miss could not see"], rows,
-                 numeric=range(2, 3))
+    return table(["strategy", "probe", "requests missing it", "first miss could not see"], rows, numeric=range(2, 3))
 
 
 def usage_table(checks: Sequence[tuple[str, UsageCheck]]) -> str:
     """The cost model's prediction against the usage the transcript recorded."""
     rows = []
     for name, u in checks:
-        rows.append([
-            esc(name), esc(u.source), fmt_int(u.requests), fmt_int(u.real_input_tokens),
-            fmt_int(u.predicted_input_tokens), _pct(u.input_error), fmt_int(u.real_cache_read_tokens),
-            fmt_int(u.predicted_cache_read_tokens), fmt_usd(u.real_cost_usd), fmt_usd(u.predicted_cost_usd),
-            _pct(u.cost_error),
-        ])
-    headings = ["strategy", "usage from", "requests", "real input", "predicted input", "error", "real cache reads",
-                "predicted cache reads", "real cost", "predicted cost", "cost error"]
+        rows.append(
+            [
+                esc(name),
+                esc(u.source),
+                fmt_int(u.requests),
+                fmt_int(u.real_input_tokens),
+                fmt_int(u.predicted_input_tokens),
+                _pct(u.input_error),
+                fmt_int(u.real_cache_read_tokens),
+                fmt_int(u.predicted_cache_read_tokens),
+                fmt_usd(u.real_cost_usd),
+                fmt_usd(u.predicted_cost_usd),
+                _pct(u.cost_error),
+            ]
+        )
+    headings = [
+        "strategy",
+        "usage from",
+        "requests",
+        "real input",
+        "predicted input",
+        "error",
+        "real cache reads",
+        "predicted cache reads",
+        "real cost",
+        "predicted cost",
+        "cost error",
+    ]
     return table(headings, rows, numeric=range(2, len(headings)))
 
 

@@ -59,8 +59,11 @@ def timeline(events: Sequence[Event]) -> str:
             if text:
                 pending.append(text)
     shown = task if len(task) <= TASK_CHARS else task[: TASK_CHARS - 1] + "…"
-    return (f'<h3>Task</h3><pre class="ex task">{esc(shown)}</pre>'
-            '<details><summary>Transcript, request by request</summary><div class="scroll">'
-            + table(["request", "new since the previous request", "the model's answer"], rows, cls="fig tl",
-                    numeric=range(0, 1))
-            + "</div></details>")
+    return (
+        f'<h3>Task</h3><pre class="ex task">{esc(shown)}</pre>'
+        '<details><summary>Transcript, request by request</summary><div class="scroll">'
+        + table(
+            ["request", "new since the previous request", "the model's answer"], rows, cls="fig tl", numeric=range(0, 1)
+        )
+        + "</div></details>"
+    )

@@ -76,9 +76,11 @@ ul.notes li{margin:3px 0}
 
 def _csp() -> str:
     digest = base64.b64encode(hashlib.sha256(CSS.encode("utf-8")).digest()).decode("ascii")
-    return ("default-src 'none'; script-src 'none'; object-src 'none'; frame-src 'none'; "
-            f"style-src 'sha256-{digest}'; img-src 'none'; font-src 'none'; connect-src 'none'; "
-            "base-uri 'none'; form-action 'none'")
+    return (
+        "default-src 'none'; script-src 'none'; object-src 'none'; frame-src 'none'; "
+        f"style-src 'sha256-{digest}'; img-src 'none'; font-src 'none'; connect-src 'none'; "
+        "base-uri 'none'; form-action 'none'"
+    )
 
 
 CONTENT_SECURITY_POLICY = _csp()
@@ -106,8 +108,9 @@ def _ran(results: ReplayResults) -> list[StrategyResult]:
 def _event_notes(f: FileResult) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """Positions of the requests that carried a window event, and what each event was."""
     marked = [(n, r) for n, r in enumerate(f.requests) if r.window_event]
-    notes = tuple(", ".join(r.window_event_kinds) or ("prefix break" if r.prefix_break else "window event")
-                  for _, r in marked)
+    notes = tuple(
+        ", ".join(r.window_event_kinds) or ("prefix break" if r.prefix_break else "window event") for _, r in marked
+    )
     return tuple(n for n, _ in marked), notes
 
 
@@ -117,16 +120,33 @@ def _file_charts(results: ReplayResults, file_index: int, colors: dict[str, str]
     for s, f in runs:
         marks, notes = _event_notes(f)
         color = colors[s.name]
-        inputs.append(Series(label=s.name, values=tuple(float(r.input_tokens) for r in f.requests), color=color,
-                             markers=marks, marker_notes=notes))
+        inputs.append(
+            Series(
+                label=s.name,
+                values=tuple(float(r.input_tokens) for r in f.requests),
+                color=color,
+                markers=marks,
+                marker_notes=notes,
+            )
+        )
         costs.append(Series(label=s.name, values=tuple(accumulate(r.cost_usd for r in f.requests)), color=color))
         cached.append(Series(label=s.name, values=tuple(float(r.cache_read_tokens) for r in f.requests), color=color))
     charts = [
         line_chart(inputs, title="Input tokens per request (▼ window event)", y_label="input tokens", kind="input"),
-        line_chart(costs, title="Cumulative cost (cache-adjusted)", y_label="USD", y_format=fmt_usd,
-                   tooltip_format=fmt_usd, kind="cost"),
-        line_chart(cached, title="Cached prefix per request (tokens read from the cache)", y_label="cached tokens",
-                   kind="cached"),
+        line_chart(
+            costs,
+            title="Cumulative cost (cache-adjusted)",
+            y_label="USD",
+            y_format=fmt_usd,
+            tooltip_format=fmt_usd,
+            kind="cost",
+        ),
+        line_chart(
+            cached,
+            title="Cached prefix per request (tokens read from the cache)",
+            y_label="cached tokens",
+            kind="cached",
+        ),
     ]
     for s, f in runs:
         charts.append(_composition(s.name, f))
@@ -136,24 +156,43 @@ def _file_charts(results: ReplayResults, file_index: int, colors: dict[str, str]
 def _composition(name: str, f: FileResult) -> str:
     present = [k for k in SECTIONS if any(r.sections.get(k, 0) for r in f.requests)]
     extra = sorted({k for r in f.requests for k in r.sections} - set(SECTIONS))
-    bands = [Series(label=SECTION_LABELS.get(k, k), color=SECTION_COLORS.get(k, "#999999"),
-                    values=tuple(float(r.sections.get(k, 0)) for r in f.requests)) for k in (*present, *extra)]
-    overlay = Series(label="cached prefix", color="#111111",
-                     values=tuple(float(r.cache_read_tokens) for r in f.requests), dashed=True)
+    bands = [
+        Series(
+            label=SECTION_LABELS.get(k, k),
+            color=SECTION_COLORS.get(k, "#999999"),
+            values=tuple(float(r.sections.get(k, 0)) for r in f.requests),
+        )
+        for k in (*present, *extra)
+    ]
+    overlay = Series(
+        label="cached prefix",
+        color="#111111",
+        values=tuple(float(r.cache_read_tokens) for r in f.requests),
+        dashed=True,
+    )
     marks, notes = _event_notes(f)
-    return stacked_area_chart(bands, title=f"Composition per request: {name}", y_label="tokens", overlay=overlay,
-                              events=tuple(zip(marks, notes, strict=True)), kind="composition")
+    return stacked_area_chart(
+        bands,
+        title=f"Composition per request: {name}",
+        y_label="tokens",
+        overlay=overlay,
+        events=tuple(zip(marks, notes, strict=True)),
+        kind="composition",
+    )
 
 
-def _file_section(results: ReplayResults, file_index: int, colors: dict[str, str],
-                  events: Sequence[Event] | None) -> str:
+def _file_section(
+    results: ReplayResults, file_index: int, colors: dict[str, str], events: Sequence[Event] | None
+) -> str:
     runs = [(s, s.per_file[file_index]) for s in _ran(results) if file_index < len(s.per_file)]
     first = runs[0][1] if runs else None
     title = first.name if first else results.files[file_index]
     path = first.file if first else results.files[file_index]
     requests = len(first.requests) if first else 0
-    parts = [f"<details{' open' if file_index == 0 else ''}><summary>{esc(title)} · {fmt_int(requests)} requests"
-             f"</summary><p class=\"note\">{esc(path)}</p>"]
+    parts = [
+        f"<details{' open' if file_index == 0 else ''}><summary>{esc(title)} · {fmt_int(requests)} requests"
+        f'</summary><p class="note">{esc(path)}</p>'
+    ]
     if events is not None:
         parts.append(timeline(events))
     parts.append(_file_charts(results, file_index, colors))
@@ -168,7 +207,7 @@ def _file_section(results: ReplayResults, file_index: int, colors: dict[str, str
     if checks:
         parts.append("<h3>Cost model against the transcript's recorded usage</h3>")
         parts.append(_tables.usage_table([(n, u) for n, u in checks if u is not None]))
-    parts.append("<details><summary>Every request</summary><div class=\"scroll\">")
+    parts.append('<details><summary>Every request</summary><div class="scroll">')
     parts.append(_tables.per_request_table(runs))
     parts.append("</div></details></details>")
     return "".join(parts)
@@ -183,22 +222,28 @@ def _header(results: ReplayResults) -> str:
     ]
     if settings:
         lines.append(f"settings: {esc(settings)}")
-    return ("<header><h1>contextwarden · context replay report</h1>" + "".join(f"<p>{line}</p>" for line in lines)
-            + "</header>")
+    return (
+        "<header><h1>contextwarden · context replay report</h1>"
+        + "".join(f"<p>{line}</p>" for line in lines)
+        + "</header>"
+    )
 
 
 def _overview(results: ReplayResults, colors: dict[str, str]) -> str:
     figures = [(s.name, colors[s.name], s.figures()) for s in _ran(results)]
-    parts = ['<section id="overview"><h2>Figures over all transcripts</h2>', _tables.figures_table(figures),
-             '<p class="note">Cost is cache-adjusted under the model profile\'s cache mechanics; retention is '
-             "the share of (request, probe) pairs kept: task, constraints, latest tool result, failing "
-             "evidence, modified files.</p>"]
+    parts = [
+        '<section id="overview"><h2>Figures over all transcripts</h2>',
+        _tables.figures_table(figures),
+        '<p class="note">Cost is cache-adjusted under the model profile\'s cache mechanics; retention is '
+        "the share of (request, probe) pairs kept: task, constraints, latest tool result, failing "
+        "evidence, modified files.</p>",
+    ]
     skipped = [(s.name, s.skipped) for s in results.strategies if s.skipped]
     # The engine also lists skipped strategies among its notes; say each thing once.
     said = {f"{n} skipped: {why}" for n, why in skipped}
     notes: Sequence[str] = [n for n in results.notes if n not in said]
     if skipped or notes:
-        parts.append("<h3>Notes</h3><ul class=\"notes\">")
+        parts.append('<h3>Notes</h3><ul class="notes">')
         parts += [f"<li>{esc(n)} skipped: {esc(why)}</li>" for n, why in skipped]
         parts += [f"<li>{esc(n)}</li>" for n in notes]
         parts.append("</ul>")
@@ -216,11 +261,11 @@ def render_report(results: ReplayResults, *, transcripts: Mapping[str, Sequence[
     given = transcripts or {}
     files = [_file_section(results, n, colors, given.get(f)) for n, f in enumerate(results.files)]
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{esc(CONTENT_SECURITY_POLICY)}">'
         '<meta name="referrer" content="no-referrer">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>contextwarden replay report · {esc(results.model)}</title><style>{CSS}</style></head><body>"
         f"{_header(results)}<main>{_overview(results, colors)}"
-        f'<h2>Per transcript</h2>{"".join(files)}</main></body></html>\n'
+        f"<h2>Per transcript</h2>{''.join(files)}</main></body></html>\n"
     )

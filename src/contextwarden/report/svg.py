@@ -138,8 +138,9 @@ class _Frame:
         for tick in self.ticks:
             y = self.y(tick)
             out.append(f'<line class="grid" x1="{_LEFT}" x2="{self.width - _RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>')
-            out.append(f'<text class="tl" x="{_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">'
-                       f'{esc(y_format(tick))}</text>')
+            out.append(
+                f'<text class="tl" x="{_LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{esc(y_format(tick))}</text>'
+            )
         base = self.y(0)
         out.append(f'<line class="axis" x1="{_LEFT}" x2="{self.width - _RIGHT}" y1="{base:.1f}" y2="{base:.1f}"/>')
         out.append(f'<line class="axis" x1="{_LEFT}" x2="{_LEFT}" y1="{_TOP}" y2="{base:.1f}"/>')
@@ -147,10 +148,14 @@ class _Frame:
             x = self.x(req - 1)
             out.append(f'<line class="axis" x1="{x:.1f}" x2="{x:.1f}" y1="{base:.1f}" y2="{base + 4:.1f}"/>')
             out.append(f'<text class="tl" x="{x:.1f}" y="{base + 16:.1f}" text-anchor="middle">{req}</text>')
-        out.append(f'<text class="al" x="{_LEFT + self.plot_w / 2:.1f}" y="{base + 32:.1f}" '
-                   f'text-anchor="middle">{esc(x_label)}</text>')
-        out.append(f'<text class="al" transform="translate(14 {_TOP + self.plot_h / 2:.1f}) rotate(-90)" '
-                   f'text-anchor="middle">{esc(y_label)}</text>')
+        out.append(
+            f'<text class="al" x="{_LEFT + self.plot_w / 2:.1f}" y="{base + 32:.1f}" '
+            f'text-anchor="middle">{esc(x_label)}</text>'
+        )
+        out.append(
+            f'<text class="al" transform="translate(14 {_TOP + self.plot_h / 2:.1f}) rotate(-90)" '
+            f'text-anchor="middle">{esc(y_label)}</text>'
+        )
         return out
 
 
@@ -164,8 +169,10 @@ def _legend(entries: Sequence[tuple[str, str, bool]], width: int, height: int) -
         if x + span > width - _RIGHT and x > _LEFT:
             x, y = float(_LEFT), y + 14
         dash = ' stroke-dasharray="5 3"' if dashed else ""
-        out.append(f'<line x1="{x:.1f}" x2="{x + 18:.1f}" y1="{y - 4:.1f}" y2="{y - 4:.1f}" stroke="{esc(color)}" '
-                   f'stroke-width="3"{dash}/>')
+        out.append(
+            f'<line x1="{x:.1f}" x2="{x + 18:.1f}" y1="{y - 4:.1f}" y2="{y - 4:.1f}" stroke="{esc(color)}" '
+            f'stroke-width="3"{dash}/>'
+        )
         out.append(f'<text class="lg" x="{x + 22:.1f}" y="{y:.1f}">{esc(text)}</text>')
         x += span + 14
     return out
@@ -173,9 +180,11 @@ def _legend(entries: Sequence[tuple[str, str, bool]], width: int, height: int) -
 
 def _svg(body: Sequence[str], *, width: int, height: int, label: str, kind: str, legend_rows: int) -> str:
     total_h = height + 14 * max(legend_rows - 1, 0)
-    return (f'<svg class="chart" data-chart="{esc(kind)}" role="img" aria-label="{esc(label)}" '
-            f'xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {total_h}" width="{width}" height="{total_h}">'
-            f'<title>{esc(label)}</title>{"".join(body)}</svg>')
+    return (
+        f'<svg class="chart" data-chart="{esc(kind)}" role="img" aria-label="{esc(label)}" '
+        f'xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {total_h}" width="{width}" height="{total_h}">'
+        f"<title>{esc(label)}</title>{''.join(body)}</svg>"
+    )
 
 
 def _legend_rows(entries: Sequence[tuple[str, str, bool]], width: int) -> int:
@@ -203,8 +212,10 @@ def _hover_points(frame: _Frame, series: Series, y_format: Formatter, limit: int
     out: list[str] = []
     for i in range(0, n, step):
         v = series.values[i]
-        out.append(f'<circle class="hit" cx="{frame.x(i):.1f}" cy="{frame.y(v):.1f}" r="4">'
-                   f'<title>{esc(series.label)}: request {i + 1}: {esc(y_format(v))}</title></circle>')
+        out.append(
+            f'<circle class="hit" cx="{frame.x(i):.1f}" cy="{frame.y(v):.1f}" r="4">'
+            f"<title>{esc(series.label)}: request {i + 1}: {esc(y_format(v))}</title></circle>"
+        )
     return out
 
 
@@ -216,8 +227,10 @@ def _markers(frame: _Frame, series: Series) -> list[str]:
         x, y = frame.x(i), frame.y(series.values[i])
         note = series.marker_notes[k] if k < len(series.marker_notes) else "window event"
         path = f"M{x - 5:.1f},{y - 11:.1f} L{x + 5:.1f},{y - 11:.1f} L{x:.1f},{y - 3:.1f} Z"
-        out.append(f'<path class="we" d="{path}" fill="{esc(series.color)}">'
-                   f"<title>{esc(series.label)}: request {i + 1}: {esc(note)}</title></path>")
+        out.append(
+            f'<path class="we" d="{path}" fill="{esc(series.color)}">'
+            f"<title>{esc(series.label)}: request {i + 1}: {esc(note)}</title></path>"
+        )
     return out
 
 
@@ -289,16 +302,22 @@ def stacked_area_chart(
     for index, note in events:
         if 0 <= index < n:
             x = frame.x(index)
-            body.append(f'<line class="ev" x1="{x:.1f}" x2="{x:.1f}" y1="{_TOP}" y2="{frame.y(0):.1f}">'
-                        f'<title>request {index + 1}: {esc(note)}</title></line>')
+            body.append(
+                f'<line class="ev" x1="{x:.1f}" x2="{x:.1f}" y1="{_TOP}" y2="{frame.y(0):.1f}">'
+                f"<title>request {index + 1}: {esc(note)}</title></line>"
+            )
     for i in range(0, n, max(1, math.ceil(n / 400))):
         parts = "; ".join(f"{b.label} {fmt_int(b.values[i])}" for b in bands if i < len(b.values) and b.values[i])
-        body.append(f'<rect class="hit" x="{frame.x(i) - 3:.1f}" y="{_TOP}" width="6" height="{frame.plot_h:.1f}">'
-                    f'<title>request {i + 1}: {fmt_int(totals[i])} tokens ({esc(parts)})</title></rect>')
+        body.append(
+            f'<rect class="hit" x="{frame.x(i) - 3:.1f}" y="{_TOP}" width="6" height="{frame.plot_h:.1f}">'
+            f"<title>request {i + 1}: {fmt_int(totals[i])} tokens ({esc(parts)})</title></rect>"
+        )
     entries = [(b.label, b.color, False) for b in bands]
     if overlay is not None and overlay.values:
-        body.append(f'<polyline class="ln" points="{_points(frame, overlay.values)}" stroke="{esc(overlay.color)}" '
-                    f'stroke-dasharray="6 4"/>')
+        body.append(
+            f'<polyline class="ln" points="{_points(frame, overlay.values)}" stroke="{esc(overlay.color)}" '
+            f'stroke-dasharray="6 4"/>'
+        )
         entries.append((overlay.label, overlay.color, True))
     if events:
         entries.append(("window event", "#333333", True))
@@ -312,8 +331,10 @@ def _band(frame: _Frame, below: Sequence[float], above: Sequence[float], band: S
     if n == 1:
         x = frame.x(0)
         y0, y1 = frame.y(below[0]), frame.y(above[0])
-        return (f'<rect x="{x - 12:.1f}" y="{y1:.1f}" width="24" height="{max(y0 - y1, 0):.1f}" '
-                f'fill="{esc(band.color)}" class="band"/>')
+        return (
+            f'<rect x="{x - 12:.1f}" y="{y1:.1f}" width="24" height="{max(y0 - y1, 0):.1f}" '
+            f'fill="{esc(band.color)}" class="band"/>'
+        )
     upper = [f"{frame.x(i):.1f},{frame.y(above[i]):.1f}" for i in range(n)]
     lower = [f"{frame.x(i):.1f},{frame.y(below[i]):.1f}" for i in reversed(range(n))]
     return f'<polygon class="band" points="{" ".join(upper + lower)}" fill="{esc(band.color)}"/>'

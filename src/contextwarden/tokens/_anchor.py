@@ -99,9 +99,7 @@ def _edited_tokens(event: Event, edit: ContextEdit, counter: TokenCounter) -> in
     return MESSAGE_OVERHEAD + counter.count(edit.replacement)
 
 
-def _unanchored(
-    events: Sequence[Event], counter: TokenCounter, cache: EventTokenCache
-) -> tuple[int, int]:
+def _unanchored(events: Sequence[Event], counter: TokenCounter, cache: EventTokenCache) -> tuple[int, int]:
     """(tokens, events looked at) of what the current window shows, without any usage report."""
     compaction = max((i for i, e in enumerate(events) if isinstance(e, Compaction)), default=-1)
     if compaction >= 0:
@@ -112,12 +110,7 @@ def _unanchored(
         visible = [*kept, *events[compaction:]]
     else:
         visible = list(events)
-    edits = {
-        edit.target_id: edit
-        for batch in visible
-        if isinstance(batch, ContextEditBatch)
-        for edit in batch.edits
-    }
+    edits = {edit.target_id: edit for batch in visible if isinstance(batch, ContextEditBatch) for edit in batch.edits}
     total = 0
     for event in visible:
         edit = edits.get(event.id)
@@ -136,14 +129,17 @@ def estimate_context_tokens(
     """
     cache = cache if cache is not None else EventTokenCache()
     window = _latest_window_index(events, len(events))
-    usage_index = next(
-        (i for i in range(len(events) - 1, window, -1) if isinstance(events[i], UsageReport)), -1
-    )
+    usage_index = next((i for i in range(len(events) - 1, window, -1) if isinstance(events[i], UsageReport)), -1)
     if usage_index < 0:
         tokens, looked_at = _unanchored(events, counter, cache)
         return ContextEstimate(
-            tokens=tokens, anchor_tokens=0, anchor_event_id="", anchor_seq=0,
-            tail_tokens=tokens, tail_events=looked_at, counter=counter.name,
+            tokens=tokens,
+            anchor_tokens=0,
+            anchor_event_id="",
+            anchor_seq=0,
+            tail_tokens=tokens,
+            tail_events=looked_at,
+            counter=counter.name,
         )
     usage = events[usage_index]
     assert isinstance(usage, UsageReport)
@@ -154,8 +150,13 @@ def estimate_context_tokens(
     tail = events[response + 1 :]
     tail_tokens = sum(cache.tokens(e, counter) for e in tail)
     return ContextEstimate(
-        tokens=anchor + tail_tokens, anchor_tokens=anchor, anchor_event_id=usage.id,
-        anchor_seq=usage.seq, tail_tokens=tail_tokens, tail_events=len(tail), counter=counter.name,
+        tokens=anchor + tail_tokens,
+        anchor_tokens=anchor,
+        anchor_event_id=usage.id,
+        anchor_seq=usage.seq,
+        tail_tokens=tail_tokens,
+        tail_events=len(tail),
+        counter=counter.name,
     )
 
 

@@ -155,9 +155,7 @@ def _load(encoding: str, backend: Backend) -> tuple[str, Count]:
             return "tiktoken", _tiktoken_count(encoding)
         except ImportError as exc:
             errors.append(f"tiktoken: {exc}")
-    raise ImportError(
-        f"no offline tokenizer for {encoding} ({'; '.join(errors)}); run: {_INSTALL_HINT}"
-    )
+    raise ImportError(f"no offline tokenizer for {encoding} ({'; '.join(errors)}); run: {_INSTALL_HINT}")
 
 
 def _sanitize(text: str) -> str:

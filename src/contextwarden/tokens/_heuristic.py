@@ -83,9 +83,7 @@ _UPPER: Final = bytes(range(0x41, 0x5B))
 _DIGIT: Final = bytes(range(0x30, 0x3A))
 _BLANK: Final = b" \t\x0b\x0c"
 _NEWLINE: Final = b"\n\r"
-_PUNCT: Final = bytes(
-    b for b in range(0x80) if not (chr(b).isalnum() or b in _BLANK or b in _NEWLINE)
-)
+_PUNCT: Final = bytes(b for b in range(0x80) if not (chr(b).isalnum() or b in _BLANK or b in _NEWLINE))
 _CONTINUATION: Final = bytes(range(0x80, 0xC0))
 
 # One class byte per input byte; UTF-8 continuation bytes are deleted so a character is one class byte.
