@@ -322,3 +322,16 @@ def test_latest_read_of_working_set_files_stays_verbatim() -> None:
     assert "masked" in run(0)[0]
     protected = run(3)
     assert protected[0].startswith("core v1") and "masked" in protected[1]
+
+
+def test_a_100_mb_failing_output_is_bounded_and_keeps_its_error() -> None:
+    store = MemoryStore()
+    s = Session(store)
+    s.add(UserMessage(text="build"))
+    s.add(AssistantMessage(tool_calls=(ToolCall(id="c", name="bash", arguments={"command": "make"}),)))
+    noise = "".join(f"compiling unit {i}\n" for i in range(5_000_000))  # ~100 MB, every line different
+    s.add(ToolResult(call_id="c", tool_name="bash", output=noise + "error: boom\n" + noise[:1_000], exit_code=2))
+    ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS)
+    tool = ctx.messages[-1]
+    assert tool.tokens <= 10_000 + 64 and "error: boom" in tool.text
+    assert ctx.total_tokens <= ctx.budget

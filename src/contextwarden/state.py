@@ -24,6 +24,7 @@ from .events import (
     ToolResult,
     UserMessage,
 )
+from .policies._errors import find_error_lines
 from .policies.presets import CODING_TOOL_POLICIES, policy_for
 from .policies.resources import Resource, resources_of
 
@@ -45,11 +46,6 @@ _RULE_WORDS = re.compile(
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？;；])\s+|\n+")
 _FAILED_TEST = re.compile(r"^(?:FAILED|ERROR)\s+(\S+)", re.MULTILINE)
 _PYTEST_SUMMARY = re.compile(r"=+ .*?(\d+) (?:failed|error)", re.IGNORECASE)
-_ERROR_LINE = re.compile(
-    r"^.*(?:Traceback \(most recent call last\)|\b\w*Error\b:|\bError:|\bFAILED\b|\bpanic(?:ked)?\b|"
-    r"\bfatal\b|command not found|No such file or directory|SyntaxError).*$",
-    re.MULTILINE | re.IGNORECASE,
-)
 
 
 def extract_constraints(text: str) -> list[str]:
@@ -202,21 +198,28 @@ def _append_unique(items: tuple[str, ...], *new: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+_SUMMARY_TAIL = 200_000
+"""Test runners print their summary at the end: only this many trailing characters are parsed."""
+
+
 def _test_outcome(result: ToolResult) -> tuple[bool, tuple[str, ...]]:
-    failing = tuple(dict.fromkeys(_FAILED_TEST.findall(result.output)))
+    tail = result.output[-_SUMMARY_TAIL:]
+    failing = tuple(dict.fromkeys(_FAILED_TEST.findall(tail)))
     failed = (
         result.is_error
         or (result.exit_code is not None and result.exit_code != 0)
         or bool(failing)
-        or bool(_PYTEST_SUMMARY.search(result.output))
+        or bool(_PYTEST_SUMMARY.search(tail))
     )
     return (not failed), failing
 
 
 def _first_error_line(result: ToolResult) -> str:
-    m = _ERROR_LINE.search(result.output)
-    line = m.group(0).strip() if m else (result.output.strip().splitlines() or [""])[-1].strip()
-    return line[:200]
+    """The first error-like line (a literal keyword scan: fast on 100 MB), else the last line."""
+    found = find_error_lines(result.output)
+    first = found[0] if found else None
+    line = result.output[first.start : first.end] if first else result.output[-2_000:].strip().rsplit("\n", 1)[-1]
+    return line.strip()[:200]
 
 
 def _action_key(tool_name: str, call: ToolCall, resources: tuple[Resource, ...]) -> str:
