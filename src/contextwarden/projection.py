@@ -133,7 +133,8 @@ class Projection:
         self._thinking_ids: list[str] = []
         self._thinking_floor = 0
         self._last_user_pos = -1
-        self._mask_cache: dict[str, ContextEdit] = {}
+        self._mask_cache: dict[str, ContextEdit | None] = {}
+        self._savings_cache: dict[tuple[str, str], int] = {}
         self._cum: list[int] = []
         self._cum_valid = 0
         if compaction is not None:
@@ -207,12 +208,13 @@ class Projection:
             advancing = False
             if item_id in protected:
                 continue
-            edit = self._mask_cache.get(item_id) or self.mask_edit(
-                item_id, f"older than the last {keep_recent} tool results"
-            )
-            if edit is not None and item.tokens > len(edit.replacement) // 2 + 16:
-                self._mask_cache[item_id] = edit
-                edits.append(edit)
+            if item_id not in self._mask_cache:
+                edit = self.mask_edit(item_id, f"older than the last {keep_recent} tool results")
+                worth = edit is not None and item.tokens > len(edit.replacement) // 2 + 16
+                self._mask_cache[item_id] = edit if worth else None
+            cached = self._mask_cache[item_id]
+            if cached is not None:
+                edits.append(cached)
         return edits
 
     def thinking_edits(self) -> list[ContextEdit]:
@@ -259,7 +261,11 @@ class Projection:
         return None
 
     def savings(self, edit: ContextEdit) -> int:
-        """Tokens ``edit`` would take out of the window."""
+        """Tokens ``edit`` would take out of the window (cached: pending edits are asked every call)."""
+        key = (edit.target_id, edit.action)
+        cached = self._savings_cache.get(key)
+        if cached is not None:
+            return cached
         item = self.item(edit.target_id)
         if item is None:
             return 0
@@ -267,7 +273,9 @@ class Projection:
             reduced = replace(item.message, thinking=())
         else:
             reduced = replace(item.message, text=edit.replacement, parts=())
-        return max(item.tokens - message_tokens(reduced, self.config.counter), 0)
+        saved = max(item.tokens - message_tokens(reduced, self.config.counter), 0)
+        self._savings_cache[key] = saved
+        return saved
 
     def position(self, item_id: str) -> int:
         """Index of the item in the window."""
@@ -324,6 +332,8 @@ class Projection:
                 self._settled_sections = {}
             self._cum_valid = min(self._cum_valid, pos)
             self._mask_cache.pop(edit.target_id, None)
+            for action in ("mask", "supersede", "stale", "clear", "drop_thinking"):
+                self._savings_cache.pop((edit.target_id, action), None)
             item = self.items[pos]
             if edit.action == "drop_thinking":
                 message = replace(item.message, thinking=())
