@@ -7,22 +7,15 @@ compaction, a fork reading its parent's prefix without a copy) are written once,
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
+from ..codec import dumps_event, loads_event
 from ..errors import CodecError, SessionNotFound, StoreError, UsageError
-from ..events import (
-    EVENT_TYPES,
-    Compaction,
-    Event,
-    ForkMarker,
-    JSONValue,
-    dumps_event,
-    loads_event,
-    with_position,
-)
+from ..events import EVENT_TYPES, Compaction, Event, ForkMarker, JSONValue, with_position
 from ._protocol import SessionInfo, SessionStore
 
 _ID_MAX = 500
@@ -53,6 +46,17 @@ def check_seq(value: object, what: str) -> int:
     return value
 
 
+def new_session_info(
+    session_id: str | None, metadata: dict[str, JSONValue] | None, parent_session_id: str | None
+) -> SessionInfo:
+    """Check ``create_session``'s arguments and return the new session's header (a new id if none)."""
+    sid = check_id(session_id if session_id is not None else new_session_id())
+    if parent_session_id is not None:
+        check_id(parent_session_id, "parent session id")
+    meta = loads_metadata(dumps_metadata(metadata))
+    return SessionInfo(id=sid, created_at=time.time(), metadata=meta, parent_session_id=parent_session_id)
+
+
 def dumps_metadata(metadata: dict[str, JSONValue] | None) -> str:
     """Encode session metadata as ASCII JSON; ``UsageError`` if it is not JSON."""
     try:
@@ -69,27 +73,35 @@ def loads_metadata(text: str) -> dict[str, JSONValue]:
     return value
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """An event placed at its seq, with the row values every store writes."""
+Row = tuple[str, int, str, str, str]
+"""``(session_id, seq, id, kind, data)``: the column order of every events table."""
+
+
+class Prepared(NamedTuple):
+    """An event placed at its seq, with the row every store writes for it."""
 
     event: Event
     """The stored copy (session id and seq assigned)."""
-    text: str
-    """The codec's ASCII JSON for it."""
+    row: Row
+    """Its row, ``data`` being the codec's JSON."""
 
-    @property
-    def row(self) -> tuple[str, int, str, str, str]:
-        """``(session_id, seq, id, kind, data)``, the column order of every events table."""
-        e = self.event
-        return (e.session_id, e.seq, e.id, e.kind, self.text)
+
+class Batch(NamedTuple):
+    """An append, placed and encoded before any lock is taken."""
+
+    events: list[Event]
+    """The stored copies, to return to the caller."""
+    rows: list[Row]
+    """Their rows, in seq order."""
+    window_start: int | None
+    """The window start the batch's latest compaction sets, if it has one."""
 
 
 def encode(event: Event) -> str:
     """Return the codec's text for ``event``; ``CodecError`` when a field holds a non-JSON value."""
     try:
         return dumps_event(event)
-    except (TypeError, ValueError) as exc:
+    except (CodecError, TypeError, ValueError) as exc:
         raise CodecError(f"{event.kind} event {event.id!r} cannot be encoded: {exc}") from None
 
 
@@ -103,11 +115,12 @@ def decode(text: str, session_id: str, seq: int) -> Event:
 
 def place(event: Event, session_id: str, seq: int) -> Prepared:
     """Check ``event`` is a registered kind with a valid id and place it at ``seq``."""
-    if not isinstance(event, Event) or EVENT_TYPES.get(event.kind) is not type(event):
-        raise UsageError(f"cannot store {type(event).__name__}: not a registered event kind")
+    cls = type(event)
+    if EVENT_TYPES.get(getattr(cls, "kind", "")) is not cls:
+        raise UsageError(f"cannot store {cls.__name__}: not a registered event kind")
     check_id(event.id, "event id")
     stored = with_position(event, session_id=session_id, seq=seq)
-    return Prepared(stored, encode(stored))
+    return Prepared(stored, (session_id, seq, stored.id, stored.kind, encode(stored)))
 
 
 def compaction_window_start(event: Compaction) -> int:
@@ -115,26 +128,28 @@ def compaction_window_start(event: Compaction) -> int:
     return max(1, min(event.first_kept_seq, event.seq))
 
 
-def prepare_append(
-    session_id: str, events: Sequence[Event], *, expected_last_seq: int
-) -> tuple[list[Prepared], int | None]:
-    """Place ``events`` after ``expected_last_seq``; return them and the new window start, if any.
+def prepare_append(session_id: str, events: Sequence[Event], *, expected_last_seq: int) -> Batch:
+    """Place ``events`` after ``expected_last_seq`` and encode them.
 
     Encoding happens here, before a store takes its lock, so a slow encode never blocks writers.
     Duplicate ids inside the batch are refused; ids already in the store are the store's to check.
     """
-    out: list[Prepared] = []
+    stored: list[Event] = []
+    rows: list[Row] = []
     seen: set[str] = set()
     window_start: int | None = None
-    for offset, event in enumerate(events):
-        prepared = place(event, session_id, expected_last_seq + 1 + offset)
-        if prepared.event.id in seen:
-            raise UsageError(f"event id {prepared.event.id!r} appears twice in one append")
-        seen.add(prepared.event.id)
-        if isinstance(prepared.event, Compaction):
-            window_start = compaction_window_start(prepared.event)
-        out.append(prepared)
-    return out, window_start
+    seq = expected_last_seq
+    for event in events:
+        seq += 1
+        placed, row = place(event, session_id, seq)
+        if row[2] in seen:
+            raise UsageError(f"event id {row[2]!r} appears twice in one append")
+        seen.add(row[2])
+        if isinstance(placed, Compaction):
+            window_start = compaction_window_start(placed)
+        stored.append(placed)
+        rows.append(row)
+    return Batch(stored, rows, window_start)
 
 
 class RestoreTracker:
