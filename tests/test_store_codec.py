@@ -6,6 +6,7 @@ import dataclasses
 import datetime
 import json
 import math
+import time
 import uuid
 from typing import Any
 
@@ -23,6 +24,7 @@ from contextwarden.events import (
     ToolResult,
     ToolSetChange,
     UserMessage,
+    new_event_id,
     with_position,
 )
 from test_store import one_of_each
@@ -92,6 +94,14 @@ def test_unknown_and_missing_are_named_on_read() -> None:
         event_from_dict(part)
     with pytest.raises(CodecError, match="invalid JSON"):
         loads_event('{"kind": "user"')
+
+
+def test_new_event_ids_are_uuid7_in_creation_order() -> None:
+    ids = [new_event_id() for _ in range(2000)]
+    assert len(set(ids)) == len(ids) and all(len(i) == 32 for i in ids)
+    assert {uuid.UUID(i).version for i in ids} == {7}
+    millis = [int(i[:12], 16) for i in ids]
+    assert millis == sorted(millis) and abs(millis[0] - time.time() * 1000) < 60_000
 
 
 def test_with_position_is_dataclasses_replace() -> None:

@@ -170,11 +170,16 @@ def _check(obj: Any, layout: _Layout, where: str) -> bool:
     UUID as something that reads back as another type, and a NaN as ``null``.
     """
     exotic = False
-    values = vars(obj)
+    values = obj.__dict__
     for name in layout.plain:
         value = values[name]
-        if type(value) not in _SCALARS:
+        kind = type(value)
+        if kind in _SCALARS:
+            continue
+        if kind is not float:
             exotic = _check_json(value, where, name) or exotic
+        elif not _isfinite(value):  # floats (created_at is on every event) are checked here, not in a call
+            exotic = True
     for f in layout.converted:
         value = values[f.name]
         if value is None and f.nullable:
@@ -236,7 +241,7 @@ def dumps_event(event: Event, *, ascii_only: bool = False) -> str:
     non-ASCII character too (for files that must read the same under any locale).
     """
     cls = type(event)
-    layout = _layout(cls)
+    layout = _LAYOUTS.get(cls) or _layout(cls)
     try:
         exotic = _check(event, layout, event.kind)
     except RecursionError:

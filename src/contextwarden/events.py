@@ -12,8 +12,8 @@ Their one JSON codec, for JSONL files and every store, is :mod:`contextwarden.co
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal, Union
 
@@ -22,8 +22,16 @@ JSONValue = Union[str, int, float, bool, None, list["JSONValue"], dict[str, "JSO
 
 
 def new_event_id() -> str:
-    """Return a new stable, unique event id."""
-    return uuid.uuid4().hex
+    """Return a new stable, unique event id: a UUIDv7 (RFC 9562) as 32 hex digits.
+
+    Time-ordered (48 bits of Unix milliseconds, then 74 random bits), so the ids of events made
+    one after another sit side by side in the stores' unique-id index: a batch of appends
+    rewrites a few index pages instead of one random page per event.
+    """
+    rand = int.from_bytes(os.urandom(10), "big")
+    millis = time.time_ns() // 1_000_000 & 0xFFFF_FFFF_FFFF
+    value = millis << 80 | 0x7 << 76 | (rand >> 64 & 0xFFF) << 64 | 0b10 << 62 | rand & 0x3FFF_FFFF_FFFF_FFFF
+    return f"{value:032x}"
 
 
 # --------------------------------------------------------------------------- parts
@@ -310,6 +318,12 @@ def with_position(event: Event, *, session_id: str, seq: int) -> Event:
     """Return a copy of ``event`` placed at ``seq`` in ``session_id`` (what a store does on append)."""
     # not dataclasses.replace: it re-runs __init__ and costs more than encoding the event. Events
     # are plain frozen dataclasses (no __slots__, no __post_init__), so copying the fields is the same.
-    placed = object.__new__(type(event))
-    vars(placed).update(vars(event), session_id=session_id, seq=seq)
+    placed = _new_object(type(event))
+    fields = placed.__dict__
+    fields.update(event.__dict__)
+    fields["session_id"] = session_id
+    fields["seq"] = seq
     return placed
+
+
+_new_object = object.__new__

@@ -77,13 +77,10 @@ Row = tuple[str, int, str, str, str]
 """``(session_id, seq, id, kind, data)``: the column order of every events table."""
 
 
-class Prepared(NamedTuple):
-    """An event placed at its seq, with the row every store writes for it."""
+Prepared = tuple[Event, Row]
+"""An event placed at its seq (the stored copy, session id and seq assigned) and its row.
 
-    event: Event
-    """The stored copy (session id and seq assigned)."""
-    row: Row
-    """Its row, ``data`` being the codec's JSON."""
+A plain tuple, not a NamedTuple: one is made per appended event, and a NamedTuple costs a call."""
 
 
 class Batch(NamedTuple):
@@ -120,7 +117,7 @@ def place(event: Event, session_id: str, seq: int) -> Prepared:
         raise UsageError(f"cannot store {cls.__name__}: not a registered event kind")
     check_id(event.id, "event id")
     stored = with_position(event, session_id=session_id, seq=seq)
-    return Prepared(stored, (session_id, seq, stored.id, stored.kind, encode(stored)))
+    return stored, (session_id, seq, stored.id, stored.kind, encode(stored))
 
 
 def compaction_window_start(event: Compaction) -> int:
@@ -165,20 +162,20 @@ class RestoreTracker:
         self.window_start = 1
         self._seen: set[str] = set()
 
-    def feed(self, events: Iterable[Event]) -> Iterator[Prepared]:
-        """Yield each event placed at the next seq; it must carry that seq already (or 0)."""
+    def feed(self, events: Iterable[Event]) -> Iterator[Row]:
+        """Yield the row of each event placed at the next seq; it must carry that seq already (or 0)."""
         for event in events:
             seq = self.last_seq + 1
             if event.seq not in (0, seq):
                 raise CodecError(f"event {event.id!r} has seq {event.seq}, expected {seq} (seq must be gapless)")
-            prepared = place(event, self.session_id, seq)
-            if prepared.event.id in self._seen:
-                raise CodecError(f"event id {prepared.event.id!r} appears twice")
-            self._seen.add(prepared.event.id)
-            if isinstance(prepared.event, Compaction):
-                self.window_start = compaction_window_start(prepared.event)
+            placed, row = place(event, self.session_id, seq)
+            if placed.id in self._seen:
+                raise CodecError(f"event id {placed.id!r} appears twice")
+            self._seen.add(placed.id)
+            if isinstance(placed, Compaction):
+                self.window_start = compaction_window_start(placed)
             self.last_seq = seq
-            yield prepared
+            yield row
 
     def info(self, header: SessionInfo) -> SessionInfo:
         """Return the restored session's header once every event went through."""
@@ -270,9 +267,9 @@ def fork_window_start(segments: Sequence[Segment], latest_compaction: Callable[[
     return 1
 
 
-def fork_marker(session_id: str, new_session_id: str, at_seq: int) -> Prepared:
-    """Build the first event of a fork, placed right after the shared prefix."""
-    return place(ForkMarker(source_session_id=session_id, at_seq=at_seq), new_session_id, at_seq + 1)
+def fork_marker(session_id: str, new_session_id: str, at_seq: int) -> Row:
+    """Build the row of a fork's first event, placed right after the shared prefix."""
+    return place(ForkMarker(source_session_id=session_id, at_seq=at_seq), new_session_id, at_seq + 1)[1]
 
 
 # --------------------------------------------------------------------------- optional capabilities

@@ -191,7 +191,7 @@ class SQLStore:
                 metadata=parent.metadata,
             )
             self._insert_session(cur, info)
-            self._insert_events(cur, [marker.row])
+            self._insert_events(cur, [marker])
         return info
 
     # ------------------------------------------------------------------ extras
@@ -222,8 +222,8 @@ class SQLStore:
         with self._transaction(write=True) as cur:
             self._insert_session(cur, tracker.info(header))
             page: list[sh.Row] = []
-            for prepared in tracker.feed(events):
-                page.append(prepared.row)
+            for row in tracker.feed(events):
+                page.append(row)
                 if len(page) >= sh.PAGE_SIZE:
                     self._insert_events(cur, page)
                     page = []

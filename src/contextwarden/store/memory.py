@@ -154,8 +154,8 @@ class MemoryStore:
                 fork_seq=at_seq,
                 metadata=dict(parent.metadata),
             )
-            self._sessions[new_id] = _Session(info, [_row(marker.row)])
-            self._ids.add(marker.event.id)
+            self._sessions[new_id] = _Session(info, [_row(marker)])
+            self._ids.add(marker[2])
         return _copy(info)
 
     def close(self) -> None:
@@ -177,16 +177,16 @@ class MemoryStore:
     def restore_session(self, header: SessionInfo, events: Iterable[Event]) -> SessionInfo:
         """Create ``header.id`` holding ``events`` at seq 1..n; nothing is stored if anything fails."""
         tracker = sh.RestoreTracker(sh.check_id(header.id))
-        prepared = list(tracker.feed(events))
+        rows = list(tracker.feed(events))
         info = tracker.info(header)
         with self._lock:
             if info.id in self._sessions:
                 raise SessionExists(f"session {info.id!r} already exists")
-            taken = [p.event.id for p in prepared if p.event.id in self._ids]
+            taken = [row[2] for row in rows if row[2] in self._ids]
             if taken:
                 raise UsageError(f"event id {taken[0]!r} is already stored; event ids must be unique")
-            self._sessions[info.id] = _Session(info, [_row(p.row) for p in prepared])
-            self._ids.update(p.event.id for p in prepared)
+            self._sessions[info.id] = _Session(info, [_row(row) for row in rows])
+            self._ids.update(row[2] for row in rows)
         return _copy(info)
 
     # ------------------------------------------------------------------ internals
