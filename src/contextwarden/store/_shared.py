@@ -94,14 +94,6 @@ class Batch(NamedTuple):
     """The window start the batch's latest compaction sets, if it has one."""
 
 
-def encode(event: Event) -> str:
-    """Return the codec's text for ``event``; ``CodecError`` when a field holds a non-JSON value."""
-    try:
-        return dumps_event(event)
-    except (CodecError, TypeError, ValueError) as exc:
-        raise CodecError(f"{event.kind} event {event.id!r} cannot be encoded: {exc}") from None
-
-
 def decode(text: str, session_id: str, seq: int) -> Event:
     """Decode a stored row; a row that fails is a corrupt store, not bad input."""
     try:
@@ -117,7 +109,11 @@ def place(event: Event, session_id: str, seq: int) -> Prepared:
         raise UsageError(f"cannot store {cls.__name__}: not a registered event kind")
     check_id(event.id, "event id")
     stored = with_position(event, session_id=session_id, seq=seq)
-    return stored, (session_id, seq, stored.id, stored.kind, encode(stored))
+    try:
+        text = dumps_event(stored)
+    except (CodecError, TypeError, ValueError) as exc:
+        raise CodecError(f"{cls.kind} event {event.id!r} cannot be encoded: {exc}") from None
+    return stored, (session_id, seq, stored.id, cls.kind, text)
 
 
 def compaction_window_start(event: Compaction) -> int:
