@@ -5,10 +5,11 @@
 - SQLite append throughput, one event per durable commit and batched (WAL, synchronous=FULL);
 - PostgreSQL the same with 1 and 16 writers (each writer its own connection and session), when a
   DSN is given (``--pg-dsn`` or CONTEXTWARDEN_PG_DSN);
-- each append case twice in one run, side by side: ``v2``, this release's write path (msgspec
+- each append case with two write paths, side by side in one run: ``v2``, this release's (msgspec
   codec with per-class field tables, time-ordered event ids) and ``v1``, the previous release's
   (stdlib json over ``dataclasses.fields()`` per call, ``dataclasses.replace`` to place each
-  event, uuid4 ids), patched in for the comparison; same store, same durability;
+  event, uuid4 ids), patched in for the comparison; same store, same durability. SQLite runs each
+  case ``--rounds`` times per path, alternating, and keeps the median run;
 - resume time (``read_window``) for sessions of 10K, 100K and 1M events whose latest compaction is
   50 events from the end: it must stay flat, because only the window's rows are read.
 """
@@ -215,6 +216,11 @@ def bench_resume(name: str, open_store: Callable[[], SessionStore], size: int, r
     }
 
 
+def _median(rows: list[Row]) -> Row:
+    """The run with the median events/s (the machine is shared: single runs swing by 2x)."""
+    return sorted(rows, key=lambda r: r.events_per_s)[len(rows) // 2]
+
+
 def _print_appends(rows: list[Row]) -> None:
     print(
         f"{'store':<10} {'codec':<6} {'case':<10} {'writers':>7} {'events':>8} {'events/s':>10} "
@@ -243,6 +249,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pg-dsn", default=os.environ.get("CONTEXTWARDEN_PG_DSN"), help="PostgreSQL DSN.")
     parser.add_argument("--appends", type=int, default=300, help="Single-event appends per writer.")
     parser.add_argument("--repeats", type=int, default=15, help="Resume timings per size.")
+    parser.add_argument("--rounds", type=int, default=5, help="SQLite append runs per case and codec (median kept).")
     parser.add_argument("--dir", default=None, help="Where SQLite files go (default: a temporary directory).")
     parser.add_argument("--json", dest="json_path", default=None, help="Also write the results here as JSON.")
     args = parser.parse_args(argv)
@@ -256,18 +263,15 @@ def main(argv: list[str] | None = None) -> None:
 
     appends: list[Row] = []
     for batch, count in ((1, args.appends), (100, 100), (1000, 10)):
-        for name in CODECS:
-            appends.append(
-                # a fresh file per case, so no case appends to a bigger table than its twin
-                bench_append(
-                    "sqlite",
-                    sqlite_at(f"append-{name}-{batch}"),
-                    writers=1,
-                    appends=count,
-                    batch=batch,
-                    codec_name=name,
+        runs: dict[str, list[Row]] = {name: [] for name in CODECS}
+        for r in range(args.rounds):
+            for name in CODECS:  # alternating, so a busy spell on the machine hits both codecs alike
+                # a fresh file per run, so no run appends to a bigger table than its twin
+                store_at = sqlite_at(f"append-{name}-{batch}-{r}")
+                runs[name].append(
+                    bench_append("sqlite", store_at, writers=1, appends=count, batch=batch, codec_name=name)
                 )
-            )
+        appends.extend(_median(rows) for rows in runs.values())
     resume: list[dict[str, float | str]] = []
     for size in sizes:
         resume.append({"store": "sqlite", **bench_resume("sqlite", sqlite_at(f"resume-{size}"), size, args.repeats)})
