@@ -135,9 +135,14 @@ def bench_append(
         [[_payload(a * batch + j, codec_name) for j in range(batch)] for a in range(appends)] for _ in range(writers)
     ]
 
+    failures: list[BaseException] = []
+
     def run(k: int) -> None:
         start.wait()
-        results[k] = _appender(stores[k], sids[k], work[k])
+        try:
+            results[k] = _appender(stores[k], sids[k], work[k])
+        except BaseException as exc:
+            failures.append(exc)
 
     threads = [threading.Thread(target=run, args=(k,)) for k in range(writers)]
     with codec(codec_name):
@@ -150,6 +155,8 @@ def bench_append(
         elapsed = time.perf_counter() - t0
     for s in stores:
         s.close()
+    if failures:
+        raise failures[0]
     latencies = [x for r in results for x in r]
     events = writers * appends * batch
     case = "single" if batch == 1 else f"batch {batch}"

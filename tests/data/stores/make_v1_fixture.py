@@ -66,7 +66,9 @@ def events() -> list[Event]:
         ),
         Steering(id="e05", created_at=t + 5, text="do not touch tests"),
         Pin(id="e06", created_at=t + 6, text="goal: green CI", label="goal"),
-        SettingChange(id="e07", created_at=t + 7, model="m-2", settings={"temperature": 0.2, "thinking": {"level": "high"}}),
+        SettingChange(
+            id="e07", created_at=t + 7, model="m-2", settings={"temperature": 0.2, "thinking": {"level": "high"}}
+        ),
         UsageReport(
             id="e08",
             created_at=t + 8,
@@ -116,7 +118,9 @@ def main(out: Path) -> None:
         store.create_session("s", metadata={"title": "fixture", "source": "make_v1_fixture.py"})
         store.append("s", events(), expected_last_seq=0)
         store.fork("s", at_seq=5, new_session_id="f")
-        store.append("f", [UserMessage(id="f01", created_at=1_700_000_100.0, text="on the branch")], expected_last_seq=6)
+        store.append(
+            "f", [UserMessage(id="f01", created_at=1_700_000_100.0, text="on the branch")], expected_last_seq=6
+        )
         with (out / "v1.jsonl").open("w", encoding="utf-8") as fp:
             export_jsonl(store, "s", fp)
     # fold the WAL into the file, so the fixture is one self-contained file
