@@ -496,3 +496,22 @@ def test_real_bodies_come_back_equal(name: str, load: Any) -> None:
 def test_real_swe_agent_histories_come_back_equal(path: Path) -> None:
     body = _swe_agent_body(path)
     assert round_trip(body) == canonical("openai_chat", body)
+
+
+def test_an_imported_transcript_replays_its_reasoning_as_the_provider_sent_it() -> None:
+    """Importers read blocks through the same codec: a redacted block goes back as ``redacted_thinking``."""
+    from contextwarden.importers import load_transcript
+    from contextwarden.wire._messages import message_of
+
+    transcript = load_transcript(DATA / "chat" / "anthropic.json")
+    messages = tuple(m for m in map(message_of, transcript.events) if m is not None)
+    from contextwarden.context import ModelContext
+
+    body = get_codec("anthropic").render_request(ModelContext(model="m", system="", messages=messages))
+    blocks = [b for m in body["messages"] for b in m["content"]]
+    assert {"type": "redacted_thinking", "data": "EmwKAhgBEgy-redacted"} in blocks
+    assert {
+        "type": "thinking",
+        "thinking": "Check the largest directories first.",
+        "signature": "ErUBCkYIBBgCIkB-sig",
+    } in [strip_cache_control(b) for b in blocks]
