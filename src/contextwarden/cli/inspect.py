@@ -7,16 +7,21 @@ truncated, masked, superseded or compacted, and why).
 
 from __future__ import annotations
 
-import os
-
 import click
 from rich.console import Console
 from rich.table import Table
 
 from ..errors import SessionNotFound, UsageError
 from ..governance.inspection import Inspection, inspect_session
-from ..store import open_store
-from ._common import default_store_url, echo_json, store_option
+from ._common import (
+    console,
+    default_store_url,
+    echo_json,
+    json_options,
+    model_option,
+    open_existing_store,
+    store_option,
+)
 
 
 def _composition(title: str, rows: dict[str, int], view: Inspection) -> Table:
@@ -113,8 +118,8 @@ def _print(view: Inspection, console: Console, *, show_items: bool) -> None:
 @click.option(
     "--turn", type=int, default=None, help="Which request (1-based; default: the one the manager would build now)."
 )
-@click.option("--model", default=None, help="Model to build for (default: the session's).")
-@click.option("--json", "as_json", is_flag=True, help="Print the inspection as JSON.")
+@model_option(default=None, help="Model to build for (default: the session's).")
+@json_options()
 @click.option("--items/--no-items", default=True, show_default=True, help="List every item.")
 @store_option
 def command(
@@ -122,9 +127,7 @@ def command(
 ) -> None:
     """Show what the model sees on a session's turn, and why."""
     url = store_url or default_store_url()
-    if store_url is None and not os.path.exists(url):
-        raise click.UsageError(f"no session store at {url} (pass --store)")
-    store = open_store(url)
+    store = open_existing_store(store_url)
     try:
         view = inspect_session(store, session_id, turn=turn, model=model)
     except SessionNotFound:
@@ -136,4 +139,4 @@ def command(
     if as_json:
         echo_json(view.to_dict())
     else:
-        _print(view, Console(soft_wrap=False), show_items=items)
+        _print(view, console(), show_items=items)
