@@ -193,3 +193,16 @@ def test_a_file_with_no_events_is_an_error_not_an_empty_session(in_tmp: Path) ->
     empty.write_text(json.dumps({"type": "summary", "summary": "nothing", "leafUuid": "x"}) + "\n")
     with pytest.raises(ImportFormatError, match="holds no events to import"):
         load_transcript(empty)
+
+
+def test_a_report_that_cannot_be_written_leaves_no_empty_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import contextwarden.report as report
+    from contextwarden.replay import ReplaySettings, load_inputs, replay
+
+    inputs = load_inputs([str(ANTHROPIC)])
+    results = replay(inputs, ["raw"], settings=ReplaySettings(optimum=False))
+    monkeypatch.setattr(report, "render_report", lambda *a, **k: "text no UTF-8 stream takes: \ud800")
+    target = tmp_path / "r.html"
+    with pytest.raises(UnicodeEncodeError):
+        report.write_report(results, target)
+    assert list(tmp_path.iterdir()) == []
