@@ -212,3 +212,14 @@ def test_quiet_turns_progress_off(tmp_path: Path) -> None:
 def test_no_progress_when_stderr_is_not_a_terminal(in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(["replay", str(TRAJ), "--no-optimum"], capsys)
     assert code == 0 and err == ""
+
+
+def test_inspect_is_readable_at_80_columns(tmp_path: Path) -> None:
+    assert _on_a_terminal(["import", str(TRAJ)], tmp_path)[0] == 0
+    code, out, err = _on_a_terminal(["inspect", TRAJ.stem, "--model", "gpt-4o-mini"], tmp_path)
+    assert code == 0, err
+    lines = _visible(out)
+    assert max(len(line) for line in lines) <= 80
+    # each item is its facts on one line and its text on the next, not one word per line
+    assert any("user · conversation · 1 goal" in line for line in lines)
+    assert any("We're currently solving the following CTF challenge." in line for line in lines)

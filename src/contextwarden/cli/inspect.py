@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ..errors import SessionNotFound, UsageError
 from ..governance.inspection import Inspection, inspect_session
@@ -37,8 +38,29 @@ def _composition(title: str, rows: dict[str, int], view: Inspection) -> Table:
     return table
 
 
-def _items(view: Inspection) -> Table:
+_WIDE = 120
+"""Below this many columns the items table puts an item's facts and its text on two lines of one cell."""
+
+
+def _items(view: Inspection, width: int) -> Table:
     table = Table(title="items")
+    dim = ("masked", "superseded", "stale")
+    if width < _WIDE:
+        # Seven columns at 80 leave the text a dozen characters, one word per line: one cell, two lines.
+        index_width = len(str(max((item.index for item in view.items), default=0)))
+        tokens_width = max([len("tokens"), *(len(f"{item.tokens:,}") for item in view.items)])
+        room = max(20, width - index_width - tokens_width - 10)  # 10: the borders and padding of 3 columns
+        table.add_column("#", justify="right", min_width=index_width)
+        table.add_column("tokens", justify="right", min_width=tokens_width)
+        table.add_column("item")
+        for item in view.items:
+            cell = Text()
+            for line in (f"{item.role} · {item.section} · {item.tier} · {item.state}", " ".join(item.preview.split())):
+                text = Text(line)
+                text.truncate(room, overflow="ellipsis")
+                cell.append_text(text if not cell else Text("\n").append_text(text))
+            table.add_row(str(item.index), f"{item.tokens:,}", cell, style="dim" if item.state in dim else None)
+        return table
     for name, justify in (
         ("#", "right"),
         ("role", "left"),
@@ -55,7 +77,6 @@ def _items(view: Inspection) -> Table:
             no_wrap=name != "text",
         )
     for item in view.items:
-        style = "dim" if item.state in ("masked", "superseded", "stale") else None
         table.add_row(
             str(item.index),
             item.role,
@@ -64,7 +85,7 @@ def _items(view: Inspection) -> Table:
             item.state,
             f"{item.tokens:,}",
             item.preview,
-            style=style,
+            style="dim" if item.state in dim else None,
         )
     return table
 
@@ -106,7 +127,7 @@ def _print(view: Inspection, console: Console, *, show_items: bool) -> None:
     if plan:
         console.print(f"planner: {plan[-1]}")
     if show_items:
-        console.print(_items(view))
+        console.print(_items(view, console.width))
     if any(d.action != "plan" for d in ctx.decisions):
         console.print(_decisions(view))
     else:
