@@ -223,3 +223,13 @@ def test_inspect_is_readable_at_80_columns(tmp_path: Path) -> None:
     # each item is its facts on one line and its text on the next, not one word per line
     assert any("user · conversation · 1 goal" in line for line in lines)
     assert any("We're currently solving the following CTF challenge." in line for line in lines)
+
+
+def test_wide_tables_become_one_wrapped_line_per_row_at_80_columns(tmp_path: Path) -> None:
+    code, out, err = _on_a_terminal(["models"], tmp_path)
+    assert code == 0, err
+    lines = _visible(out)
+    assert max(len(line) for line in lines) <= 80
+    assert any(line.startswith("gpt-4o: provider openai, window 128,000,") for line in lines)  # values whole
+    code, out, _ = _on_a_terminal(["models"], tmp_path, columns=200)
+    assert code == 0 and any(line.startswith("┃ model") for line in _visible(out))  # the table where it fits

@@ -23,6 +23,8 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.measure import Measurement
+from rich.table import Table
 
 from ..store import SessionStore, open_store
 
@@ -84,6 +86,24 @@ def console(*, stderr: bool = False, width: int | None = None) -> Console:
     Transcript text such as ``[/bold]`` is shown literally instead of being parsed (or failing to parse).
     """
     return Console(stderr=stderr, markup=False, emoji=False, highlight=False, width=width, soft_wrap=False)
+
+
+def print_table(out: Console, table: Table) -> None:
+    """Print ``table`` whole, or, when it is wider than the terminal, each row as wrapped ``column value`` pairs.
+
+    Squeezing eleven columns into 80 cuts every cell to a letter or two; one line per row keeps each
+    value whole (an id, a number), wrapped between words.
+    """
+    if Measurement.get(out, out.options.update_width(10_000), table).maximum <= out.width:
+        out.print(table)
+        return
+    headers = [str(column.header) for column in table.columns]
+    rows = zip(*([str(cell) for cell in column.cells] for column in table.columns), strict=True)
+    if table.title:
+        out.print(str(table.title))
+    for first, *rest in rows:
+        pairs = ", ".join(f"{header} {cell}" for header, cell in zip(headers[1:], rest, strict=True) if cell)
+        out.print(f"{first}: {pairs}")
 
 
 def echo_json(data: Any, output: Path | None = None) -> None:

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..models import ModelProfile, list_profiles, load_profiles_toml
 from ._common import console as make_console
-from ._common import echo_json, json_options
+from ._common import echo_json, json_options, print_table
 
 
 def profile_row(profile: ModelProfile) -> dict[str, Any]:
@@ -71,4 +71,4 @@ def command(as_json: bool, profile_files: tuple[Path, ...]) -> None:
     console = make_console()
     if not console.is_terminal:
         console = make_console(width=160)  # piped output: no terminal width to fit, keep rows whole
-    console.print(table)
+    print_table(console, table)

@@ -29,7 +29,7 @@ from ..events import (
 )
 from ..store import SessionInfo, SessionStore, count_kinds, export_jsonl, import_jsonl, open_store
 from ._common import console as make_console
-from ._common import echo_json, json_options, missing_store, open_existing_store, store_option
+from ._common import echo_json, json_options, missing_store, open_existing_store, print_table, store_option
 
 _SUMMARY_WIDTH = 100
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -154,7 +154,7 @@ def ls_command(store_url: str | None, as_json: bool) -> None:
             Text(_lineage(info)),
             Text(_title(info)),
         )
-    make_console().print(table)
+    print_table(make_console(), table)
 
 
 @command.command(name="show")
