@@ -139,7 +139,8 @@ def test_json_goes_to_stdout_alone_and_output_writes_a_file(in_tmp: Path, capsys
     code, out, err = run(
         ["replay", str(TRAJ), "--strategy", "raw", "--no-optimum", "--output", "figures/r.json"], capsys
     )
-    assert code == 0 and "retention" in out  # the table still prints
+    assert code == 0 and "retention" in out  # the table still prints, then a one-line summary
+    assert out.strip().splitlines()[-1].startswith("replayed 21 requests from 1 transcript(s) under 1 strategies in ")
     assert json.loads((in_tmp / "figures" / "r.json").read_text())["strategies"][0]["name"] == "raw"
     for argv in (["models", "--json"], ["tokens", str(TRAJ), "--json"], ["import", str(TRAJ), "--json"]):
         code, out, err = run(argv, capsys)

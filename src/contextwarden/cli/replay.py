@@ -8,6 +8,7 @@ notes skipped peers and probe misses, and on request writes the JSON figures, ev
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -104,12 +105,17 @@ def command(
     )
     names = list(strategies or DEFAULT_STRATEGIES)
     total = sum(i.requests for i in inputs) * len(names)
+    started = time.perf_counter()
     with progress(total, "replaying", minimum=50) as advance:
         results = replay(inputs, names, settings=settings, dump_dir=dump_dir, progress=advance)
     if as_json:
         echo_json(results.to_dict(per_request=per_request))
     else:
         _print(results)
+        click.echo(
+            f"replayed {sum(i.requests for i in inputs)} requests from {len(inputs)} transcript(s) under "
+            f"{len(names)} strategies in {time.perf_counter() - started:.1f} s"
+        )
     if output is not None:
         echo_json(results.to_dict(per_request=per_request), output)
     if write_report is not None and report_path is not None:
