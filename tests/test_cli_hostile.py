@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from contextwarden.cli import main
+from contextwarden.codec import event_to_dict
 from contextwarden.errors import ImportFormatError
-from contextwarden.events import event_to_dict
 from contextwarden.importers import detect_format, load_transcript, text_size
 
 DATA = Path(__file__).parent / "data" / "transcripts"

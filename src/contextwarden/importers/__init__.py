@@ -19,8 +19,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..codec import event_to_dict
 from ..errors import ImportFormatError, UsageError
-from ..events import Event, event_to_dict
+from ..events import Event
 from . import chat_messages, claude_code, codex, openhands, swe_agent
 from ._common import Transcript
 from ._source import Importer, ImportOptions, SourceDocument, read_source
