@@ -12,6 +12,8 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import cache
+from itertools import chain
 from typing import Any
 
 from ..errors import ConflictError, SessionExists, SessionNotFound, StoreError, UsageError
@@ -23,6 +25,11 @@ Cursor = Any
 """A DB-API cursor (``sqlite3.Cursor`` or ``psycopg.Cursor``): both return themselves from ``execute``."""
 
 _SESSION_COLUMNS = "id, created_at, last_seq, window_start_seq, parent_session_id, fork_seq, metadata"
+
+ROWS_PER_INSERT = 100
+"""Event rows per ``INSERT`` statement. One statement of many rows costs SQLite about a quarter
+less CPU per row than a statement per row; 100 rows of 5 values stay under the 999 variables
+that older SQLite builds allow."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -285,12 +292,15 @@ class SQLStore:
     def _insert_events(self, cur: Cursor, rows: Sequence[sh.Row]) -> None:
         if not rows:
             return
-        p = self.dialect.param
+        d, n = self.dialect, ROWS_PER_INSERT
+        full = len(rows) // n
         try:
-            cur.executemany(
-                f"INSERT INTO {self.dialect.events} (session_id, seq, id, kind, data) VALUES ({p}, {p}, {p}, {p}, {p})",
-                rows,
-            )
+            if full:
+                cur.executemany(
+                    _insert_sql(d.events, d.param, n), [_flat(rows[i : i + n]) for i in range(0, full * n, n)]
+                )
+            if len(rows) > full * n:
+                cur.execute(_insert_sql(d.events, d.param, len(rows) - full * n), _flat(rows[full * n :]))
         except Exception as exc:
             if self._is_duplicate_id(exc):
                 duplicate = self._duplicate_id(cur, exc, rows)
@@ -322,6 +332,17 @@ class SQLStore:
             (segment.session_id, segment.after_seq, segment.upto_seq),
         ).fetchone()
         return None if row is None else str(row[0])
+
+
+def _flat(rows: Sequence[sh.Row]) -> tuple[Any, ...]:
+    return tuple(chain.from_iterable(rows))
+
+
+@cache
+def _insert_sql(events: str, param: str, count: int) -> str:
+    """``INSERT`` of ``count`` event rows in one statement (cached: every append asks)."""
+    values = ", ".join([f"({param}, {param}, {param}, {param}, {param})"] * count)
+    return f"INSERT INTO {events} (session_id, seq, id, kind, data) VALUES {values}"
 
 
 def _info_from_row(row: Sequence[Any]) -> SessionInfo:
