@@ -16,10 +16,10 @@ from contextwarden.models import get_profile
 from contextwarden.planner import PlannerSettings
 from contextwarden.policies.presets import CODING_TOOL_POLICIES, ToolPolicy
 from contextwarden.projection import Projection, ProjectionConfig
-from contextwarden.render.openai_chat import render_openai_chat
 from contextwarden.state import derive_state
 from contextwarden.store.memory import MemoryStore
 from contextwarden.tokens import HeuristicCounter
+from contextwarden.wire import render_openai_chat
 
 COUNTER = HeuristicCounter()
 TOOLS = (ToolDefinition(name="bash", description="Run a command. " * 200, parameters={"type": "object"}),)

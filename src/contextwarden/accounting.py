@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from .context import Decision, Message
 from .events import JSONValue, UsageReport
 from .items import ContextItem
-from .render.pairing import normalize_pairing
+from .pairing import normalize_pairing
 from .tokens import IMAGE_TOKENS, MESSAGE_OVERHEAD, TOOL_CALL_OVERHEAD, TokenCounter
 
 __all__ = ["Estimate", "NormalizedPrefix", "anchored_estimate", "args_json", "message_tokens"]
@@ -36,6 +36,8 @@ def message_tokens(message: Message, counter: TokenCounter) -> int:
         n += TOOL_CALL_OVERHEAD + counter.count(call.name) + counter.count(args_json(call.arguments))
     for part in message.parts:
         n += IMAGE_TOKENS if part.media_type.startswith("image/") else 16
+    for item in message.opaque:  # encrypted or unknown provider items: about 4 bytes a token
+        n += len(item.raw_json) // 4
     return n
 
 
@@ -52,11 +54,13 @@ class NormalizedPrefix:
         self._decisions: list[Decision] = []
         self._upto = 0
         self._sections: dict[str, int] = {}
+        self._ids: set[str] = set()  # call ids the settled messages use (pairing keeps ids unique)
 
     def invalidate(self, position: int) -> None:
         """An item at ``position`` changed: forget the settled prefix when it covers it."""
         if position < self._upto:
             self._messages, self._decisions, self._upto, self._sections = [], [], 0, {}
+            self._ids = set()
 
     def normalized(
         self, items: Sequence[ContextItem]
@@ -66,12 +70,12 @@ class NormalizedPrefix:
         while boundary > self._upto and items[boundary].message.role == "tool":
             boundary -= 1
         if boundary > self._upto:
-            done, decisions = normalize_pairing([i.message for i in items[self._upto : boundary]])
+            done, decisions = normalize_pairing([i.message for i in items[self._upto : boundary]], used_ids=self._ids)
             self._messages.extend(done)
             self._decisions.extend(decisions)
             self._upto = boundary
             self._add_sections(self._sections, done)
-        tail, tail_decisions = normalize_pairing([i.message for i in items[self._upto :]])
+        tail, tail_decisions = normalize_pairing([i.message for i in items[self._upto :]], used_ids=set(self._ids))
         sections = dict(self._sections)
         self._add_sections(sections, tail)
         return (*self._messages, *tail), (*self._decisions, *tail_decisions), sections

@@ -219,7 +219,7 @@ class EditQueue:
         if item is None:
             return 0
         if edit.action == "drop_thinking":
-            reduced = replace(item.message, thinking=())
+            reduced = item.message.without_thinking()
         else:
             reduced = replace(item.message, text=edit.replacement, parts=())
         saved = max(item.tokens - message_tokens(reduced, self.counter), 0)
@@ -285,7 +285,7 @@ class EditQueue:
             for action in ("mask", "supersede", "stale", "clear", "drop_thinking"):
                 self._savings.pop((edit.target_id, action), None)
             if edit.action == "drop_thinking":
-                message = replace(item.message, thinking=())
+                message = item.message.without_thinking()
                 state = item.state
             else:
                 message = replace(item.message, text=edit.replacement, parts=())

@@ -296,7 +296,7 @@ class Projection:
         text, truncated, original = self._bounded_text(event.text, event.id)
         goal = not self._seen_user
         self._seen_user = True
-        message = Message(role="user", text=text, parts=event.parts, source_ids=(event.id,))
+        message = Message(role="user", text=text, parts=event.parts, opaque=event.opaque, source_ids=(event.id,))
         tier = Tier.GOAL if goal else Tier.HISTORY
         self._push(self._message_item(event, message, tier=tier, truncated=truncated, original_tokens=original))
 
@@ -324,7 +324,12 @@ class Projection:
             calls.append(bounded)
         text, _, _ = self._bounded_text(event.text, event.id)
         message = Message(
-            role="assistant", text=text, thinking=event.thinking, tool_calls=tuple(calls), source_ids=(event.id,)
+            role="assistant",
+            text=text,
+            thinking=event.thinking,
+            tool_calls=tuple(calls),
+            opaque=event.opaque,
+            source_ids=(event.id,),
         )
         self._push(self._message_item(event, message))
 
