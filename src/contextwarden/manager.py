@@ -179,7 +179,7 @@ class ContextManager:
         turns = projection.assistant_turns
         decision = plan(
             projection,
-            total=projection.total + fixed,
+            total=projection.estimate(fixed).tokens,
             trigger=trigger,
             profile=profile,
             turns_so_far=turns,
@@ -240,11 +240,15 @@ class ContextManager:
         sections["tools"] = fixed - sections["system"]
         total = sum(sections.values())
         decisions = (*projection.decisions, *pairing, Decision(action="plan", target="", reason=decision.reason))
-        if total > budget:
+        # The provider's last usage report is truer than our count (seed 000): anchor on it when fresh.
+        estimate = projection.estimate(fixed)
+        checked = total if estimate.anchored is None else estimate.tokens
+        if checked > budget:
+            anchored = "" if estimate.anchored is None else f" (estimated from the last usage report; counted {total})"
             raise BudgetExceededError(
-                f"request for {profile.name} does not fit after every reduction",
+                f"request for {profile.name} does not fit after every reduction{anchored}",
                 budget=budget,
-                total=total,
+                total=checked,
                 sections=sections,
             )
         return ModelContext(
