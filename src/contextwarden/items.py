@@ -58,6 +58,11 @@ class ContextItem:
     truncated: bool = False
     """Whether ingestion truncated it."""
 
+    @property
+    def pinned(self) -> bool:
+        """Never edited: tiers 0 and 1 (instructions, the goal, steering, the compaction's pinned block)."""
+        return self.tier <= Tier.GOAL
+
 
 class ItemList:
     """The items of a window in order, with positions by id and prefix sums of their tokens."""
