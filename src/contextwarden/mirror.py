@@ -64,6 +64,7 @@ from .events import (
     Event,
     Instruction,
     JSONValue,
+    OpaquePart,
     ToolResult,
     UserMessage,
     event_to_dict,
@@ -118,19 +119,20 @@ def content_digest(event: Event) -> str:
             put(part.name)
             h.update(hashlib.blake2b(part.data, digest_size=16).digest())
 
-    def put_opaque(event: Event) -> None:
+    def put_opaque(items: Iterable[OpaquePart]) -> None:
         # provider items kept verbatim (encrypted reasoning...) are content the client sends back
-        for item in getattr(event, "opaque", ()):
+        for item in items:
             put(f"opaque:{item.format}:{item.position}")
             put(item.raw_json)
 
     put(event.kind)
-    put_opaque(event)
     if isinstance(event, UserMessage):
         put(event.text)
         put_parts(event.parts)
+        put_opaque(event.opaque)
     elif isinstance(event, AssistantMessage):
         put(event.text)
+        put_opaque(event.opaque)
         for block in event.thinking:
             put("thinking")
             put(block.text)
