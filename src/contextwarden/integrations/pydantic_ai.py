@@ -83,6 +83,7 @@ class ContextWarden(AbstractCapability[Any]):
     """Register ``read_range``/``recall``; off, no placeholder names them."""
     warden: Warden = field(init=False, repr=False)
     _session: str = field(default="", init=False, repr=False)
+    _sent: dict[str, list[pm.ModelMessage]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         """Open the store and the manager once, when the capability is made."""
@@ -113,6 +114,7 @@ class ContextWarden(AbstractCapability[Any]):
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         """Replace the request's messages (never the run's history) with the projection."""
+        self._sent[ctx.run_id or ""] = list(request_context.messages)
         try:
             request_context.messages = self._project(ctx, request_context)
         except Exception as exc:  # any failure of ours must not stop the run
@@ -122,11 +124,18 @@ class ContextWarden(AbstractCapability[Any]):
     async def after_model_request(
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext, response: pm.ModelResponse
     ) -> pm.ModelResponse:
-        """Record the provider's usage for the call (it anchors the next estimate)."""
+        """Store the model's answer now, and the provider's usage (it anchors the next estimate)."""
+        history = self._sent.pop(ctx.run_id or "", None)
+        if not self._session or history is None:
+            return response
+        try:
+            self.warden.mirror(self._session, "openai_chat", {"model": "", "messages": to_chat([*history, response])})
+        except Exception as exc:  # bookkeeping only: the run has its answer
+            fallback_warning(_FRAMEWORK, exc)
         usage = response.usage
-        if self._session and usage.input_tokens:
+        if usage.input_tokens:
             try:
-                self.warden.manager.record_usage(
+                self.warden.record_usage(
                     self._session,
                     UsageReport(
                         input_tokens=usage.input_tokens,
@@ -141,6 +150,7 @@ class ContextWarden(AbstractCapability[Any]):
         return response
 
     def _project(self, ctx: RunContext[Any], request_context: ModelRequestContext) -> list[pm.ModelMessage]:
+        self._session = ""
         session_id = self.session_id or ctx.conversation_id or ctx.run_id
         if not session_id:
             raise ValueError("no session id: pass session_id= or run with a conversation_id")
