@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from contextwarden.events import AssistantMessage, Event, ToolResult
-from contextwarden.mirror import MIRRORED_KINDS
+from contextwarden.governance.inspection import inspect_session
+from contextwarden.mirror import MIRRORED_KINDS, content_digest
 from contextwarden.store import SessionStore
-from contextwarden.wire import get_codec
+from contextwarden.wire import WireFormat, get_codec
 
 TURNS = 40
 GOAL = "Find why the nightly build fails and fix it. Never touch the vendored directory."
@@ -91,3 +92,21 @@ def mirrored_counts(store: SessionStore, session_id: str) -> dict[str, int]:
         if event.kind in MIRRORED_KINDS:
             counts[event.kind] = counts.get(event.kind, 0) + 1
     return counts
+
+
+def assert_inspect_shows(
+    store: SessionStore, session_id: str, fmt: WireFormat, body: dict[str, Any], *, tools: Sequence[str]
+) -> None:
+    """``contextwarden inspect`` rebuilds the last call exactly: its model, its tools and its messages.
+
+    ``body`` is what the framework's model was sent on that call, as a ``fmt`` request body.
+    """
+    turns = inspect_session(store, session_id).turns
+    view = inspect_session(store, session_id, turn=turns - 1)  # the last call made (the last is the next)
+    ctx = view.context
+    assert ctx.model == "gpt-4o"
+    assert [t.name for t in ctx.tools] == [*tools, "read_range", "recall"]
+    codec = get_codec(fmt)
+    rebuilt = codec.parse_request(codec.render_request(ctx)).events
+    sent = codec.parse_request(body).events
+    assert [content_digest(e) for e in rebuilt] == [content_digest(e) for e in sent]

@@ -21,6 +21,7 @@ from pydantic import Field
 from _integration_script import (
     GOAL,
     TURNS,
+    assert_inspect_shows,
     assert_pairing_valid,
     assert_projection,
     final_answer,
@@ -113,6 +114,7 @@ def test_a_forty_turn_run_sees_the_projection_and_adk_keeps_its_events(tmp_path:
     assert len(str(llm.received[-1])) < len(str(session.events)) / 3
     counts = mirrored_counts(store, "adk-1")  # the session id is ADK's own
     assert counts == {"instruction": 1, "user": 1, "assistant": TURNS + 1, "tool_result": TURNS}
+    assert_inspect_shows(store, "adk-1", "gemini", {"contents": llm.received[-1]}, tools=["read_log", "run_tests"])
 
 
 def test_removing_the_callbacks_mid_run_and_resuming_elsewhere(tmp_path: Path) -> None:

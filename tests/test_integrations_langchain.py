@@ -24,6 +24,7 @@ from _integration_script import (
     GOAL,
     PLANTED,
     TURNS,
+    assert_inspect_shows,
     assert_pairing_valid,
     assert_projection,
     call_id,
@@ -109,6 +110,8 @@ def test_a_forty_turn_run_sees_the_projection_and_keeps_its_own_history(tmp_path
     assert "read_range" in model.offered[0] and "recall" in model.offered[0]
     # the mirror stored each message once: system, goal, 40 calls, 40 results, the answer
     assert mirrored_counts(store, "lc") == {"instruction": 1, "user": 1, "assistant": TURNS + 1, "tool_result": TURNS}
+    body = {"model": "m", "messages": convert_to_openai_messages(last)}
+    assert_inspect_shows(store, "lc", "openai_chat", body, tools=["read_log", "run_tests"])
 
 
 def test_removing_the_middleware_mid_run_leaves_the_history_intact(tmp_path: Path) -> None:

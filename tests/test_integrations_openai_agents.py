@@ -19,6 +19,7 @@ from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessa
 from _integration_script import (
     GOAL,
     TURNS,
+    assert_inspect_shows,
     assert_pairing_valid,
     assert_projection,
     call_id,
@@ -118,6 +119,8 @@ def test_a_forty_turn_run_through_the_filter_and_the_session(tmp_path: Path) -> 
     assert len(full) == 1 + 2 * TURNS + 1  # the SDK's history, from the store: goal, calls, outputs, answer
     assert len(str(model.received[-1])) < len(str(full)) / 3
     assert mirrored_counts(store, "oa") == {"instruction": 1, "user": 1, "assistant": TURNS + 1, "tool_result": TURNS}
+    body = {"model": "m", "input": model.received[-1]}
+    assert_inspect_shows(store, "oa", "openai_responses", body, tools=["read_log", "run_tests"])
 
     # a second process (a fresh store object) resumes: the SDK's history comes back from the log
     again = ContextWardenSession("oa", SQLiteStore(tmp_path / "s.db"), model=get_profile("gpt-4o"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from _integration_script import (
     GOAL,
     TURNS,
+    assert_inspect_shows,
     assert_pairing_valid,
     assert_projection,
     call_id,
@@ -71,6 +73,11 @@ def agent_for(script: Script, capabilities: list[Any]) -> Agent[None, str]:
     return agent
 
 
+def run(agent: Agent[None, str], prompt: str, history: list[pm.ModelMessage] | None = None) -> Any:
+    """One run on a fresh event loop that is closed afterwards (``run_sync`` leaves its loop open)."""
+    return asyncio.run(agent.run(prompt, message_history=history))
+
+
 def warden(store: SQLiteStore, **options: Any) -> ContextWarden:
     return ContextWarden(store=store, session_id="pa", model=get_profile("gpt-4o"), **options)
 
@@ -78,7 +85,7 @@ def warden(store: SQLiteStore, **options: Any) -> ContextWarden:
 def test_a_forty_turn_run_sees_the_projection_and_all_messages_keeps_everything(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s.db")
     script = Script(0, TURNS)
-    result = agent_for(script, [warden(store)]).run_sync(GOAL)
+    result = run(agent_for(script, [warden(store)]), GOAL)
     assert result.output == final_answer()
     history = result.all_messages()
     assert len(history) == 1 + 2 * TURNS + 1 - 0  # request, then (response, request) per turn, final response
@@ -90,6 +97,8 @@ def test_a_forty_turn_run_sees_the_projection_and_all_messages_keeps_everything(
     assert len(str(to_chat(script.received[-1]))) < len(str(to_chat(history))) / 3
     assert "read_range" in script.tools[0] and "recall" in script.tools[0]
     assert mirrored_counts(store, "pa") == {"instruction": 1, "user": 1, "assistant": TURNS + 1, "tool_result": TURNS}
+    body = {"model": "m", "messages": to_chat(script.received[-1])}
+    assert_inspect_shows(store, "pa", "openai_chat", body, tools=["read_log", "run_tests"])
     usage = [e for e in store.read("pa") if e.kind == "usage"]
     assert len(usage) == TURNS + 1 and usage[-1].input_tokens > usage[0].input_tokens
 
@@ -97,14 +106,14 @@ def test_a_forty_turn_run_sees_the_projection_and_all_messages_keeps_everything(
 def test_removing_the_capability_and_resuming_in_a_new_process(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s.db")
     first = Script(0, 20, final="pausing")
-    history = agent_for(first, [warden(store)]).run_sync(GOAL).all_messages()
+    history = run(agent_for(first, [warden(store)]), GOAL).all_messages()
     plain = Script(20, 22)
-    continued = agent_for(plain, []).run_sync("continue", message_history=history).all_messages()
+    continued = run(agent_for(plain, []), "continue", history).all_messages()
     assert len(plain.received[0]) == len(history) + 1  # everything, unchanged
     assert continued[: len(history)] == history
     # a fresh store object (another process) picks the session up again from the log
     resumed = Script(22, 24)
-    agent_for(resumed, [warden(SQLiteStore(tmp_path / "s.db"))]).run_sync("go on", message_history=continued)
+    run(agent_for(resumed, [warden(SQLiteStore(tmp_path / "s.db"))]), "go on", continued)
     assert len(str(to_chat(resumed.received[0]))) < len(str(to_chat(continued))) / 3
     counts = mirrored_counts(store, "pa")
     assert counts["user"] == 3 and counts["tool_result"] == 24 and counts["assistant"] == 24 + 3
@@ -117,14 +126,14 @@ def test_a_failure_inside_contextwarden_sends_the_original_messages(
     capability.warden.manager.build = _explode  # type: ignore[method-assign]
     script = Script(0, 1)
     with caplog.at_level(logging.WARNING, logger="contextwarden.integrations"):
-        agent_for(script, [capability]).run_sync(GOAL)
+        run(agent_for(script, [capability]), GOAL)
     assert "request sent unchanged" in caplog.text and "boom" in caplog.text
     assert len(script.received[1]) == 3
 
 
 def test_without_retrieval_no_tool_and_no_text_names_it(tmp_path: Path) -> None:
     script = Script(0, TURNS)
-    agent_for(script, [warden(SQLiteStore(tmp_path / "s.db"), retrieval=False)]).run_sync(GOAL)
+    run(agent_for(script, [warden(SQLiteStore(tmp_path / "s.db"), retrieval=False)]), GOAL)
     assert all("read_range" not in names for names in script.tools)
     last = str(to_chat(script.received[-1]))
     assert "read_range(" not in last and "kept in the session log" in last

@@ -122,7 +122,7 @@ class Warden:
         mirrored = mirror_history(self.store, session_id, [*parsed.instructions, *parsed.events])
         profile = self.profile(model or parsed.model, context_window=context_window)
         tools = tuple(t for t in parsed.tools if t.name not in RETRIEVAL_NAMES)
-        self._record_settings(session_id, profile.name, parsed.tools)
+        self._record_settings(session_id, profile.name, tools)
         ctx = self.manager.build(session_id, model=profile, tools=tools, policy=self.policy)
         if not self.retrieval:
             ctx = without_retrieval_hints(ctx)
