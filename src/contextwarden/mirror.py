@@ -56,6 +56,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from .codec import event_to_dict
 from .errors import ConflictError, SessionExists, SessionNotFound, StoreError, UsageError
 from .events import (
     AssistantMessage,
@@ -67,7 +68,6 @@ from .events import (
     OpaquePart,
     ToolResult,
     UserMessage,
-    event_to_dict,
     new_event_id,
 )
 from .state import TaskState, derive_state
