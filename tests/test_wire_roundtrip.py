@@ -118,7 +118,7 @@ OPENAI_CHAT = {
         {"role": "user", "content": "And?"},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {"id": "call_3", "type": "function", "function": {"name": "bash", "arguments": "{}"}},
             ],
@@ -318,7 +318,8 @@ def canonical(fmt: str, body: dict[str, Any]) -> dict[str, Any]:
     - OpenAI Chat: message fields other than role, content, tool_calls, tool_call_id left out; text-only
       content lists as one string; orphan tool messages left out and a reused call id renamed
       ``<id>_dup<n>`` with its result (the pairing rule: a provider rejects either);
-      tool-call arguments that are a JSON object as compact JSON; an assistant's empty content with calls as ``null``.
+      tool-call arguments that are a JSON object as compact JSON; an assistant's missing or null
+      content beside calls as ``""``.
     - OpenAI Responses: text-only content lists as strings; ``id``/``status`` of message and
       function_call items left out; function-call arguments as compact JSON.
     """
@@ -396,7 +397,7 @@ def _chat_message(message: dict[str, Any]) -> dict[str, Any]:
             {**c, "function": {**c["function"], "arguments": _compact(c["function"]["arguments"])}}
             for c in out["tool_calls"]
         ]
-        out["content"] = out.get("content") or None
+        out["content"] = out.get("content") or ""
     return out
 
 

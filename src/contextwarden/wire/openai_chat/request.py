@@ -6,7 +6,7 @@
   :class:`~contextwarden.events.OpaquePart` at their position.
 - ``assistant``: text (a string or text parts; a ``refusal`` when there is no text), ``tool_calls``
   (arguments parsed), and ``reasoning_content`` (what OpenAI-compatible servers return) as unsigned
-  thinking.
+  thinking (``reasoning`` too, as OpenRouter and vLLM call it).
 - ``tool`` messages answer ``tool_call_id``; their tool name is the call's.
 """
 
@@ -20,7 +20,7 @@ from ...errors import ImportFormatError
 from ...events import BinaryPart, OpaquePart, ThinkingBlock, ToolCall
 from .._common import dumps_compact, from_data_url, parse_arguments
 
-__all__ = ["parse_messages", "parse_tools", "tool_call"]
+__all__ = ["parse_messages", "parse_tools", "reasoning_blocks", "tool_call"]
 
 _FORMAT = "openai_chat"
 
@@ -68,8 +68,7 @@ def parse_messages(messages: object) -> list[Message]:
             names.update((call.id, call.name) for call in calls)
             if not text and isinstance(raw.get("refusal"), str):
                 text = raw["refusal"]
-            reasoning = raw.get("reasoning_content")
-            thinking = (ThinkingBlock(text=reasoning),) if isinstance(reasoning, str) and reasoning else ()
+            thinking = reasoning_blocks(raw)
             out.append(Message(role="assistant", text=text, thinking=thinking, tool_calls=calls, parts=parts))
         elif role == "tool":
             call_id = str(raw.get("tool_call_id", ""))
@@ -86,6 +85,18 @@ def parse_messages(messages: object) -> list[Message]:
         else:
             out.append(Message(role="user", text=text, parts=parts, opaque=opaque))
     return out
+
+
+def reasoning_blocks(message: Mapping[str, Any]) -> tuple[ThinkingBlock, ...]:
+    """Reasoning text OpenAI-compatible servers add to a message, as an unsigned thinking block.
+
+    DeepSeek and llama.cpp call it ``reasoning_content``; OpenRouter and vLLM ``reasoning``.
+    """
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return (ThinkingBlock(text=value),)
+    return ()
 
 
 def tool_call(raw: Mapping[str, Any]) -> ToolCall:
