@@ -516,3 +516,13 @@ def test_an_imported_transcript_replays_its_reasoning_as_the_provider_sent_it() 
         "thinking": "Check the largest directories first.",
         "signature": "ErUBCkYIBBgCIkB-sig",
     } in [strip_cache_control(b) for b in blocks]
+
+
+def test_legacy_function_calls_become_tool_calls_with_their_results() -> None:
+    body = json.loads((DATA / "chat" / "openai-functions.json").read_text())
+    parsed = get_codec("openai_chat").parse_request(body)
+    rendered = get_codec("openai_chat").render_request(parsed.to_context())
+    calls = [c for m in rendered["messages"] for c in m.get("tool_calls") or ()]
+    results = [m for m in rendered["messages"] if m["role"] == "tool"]
+    assert calls and [c["id"] for c in calls] == [m["tool_call_id"] for m in results]
+    assert calls[0]["id"] == "function-call-1" and results[0]["content"] == "4.828"

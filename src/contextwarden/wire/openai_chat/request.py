@@ -8,6 +8,9 @@
   (arguments parsed), and ``reasoning_content`` (what OpenAI-compatible servers return) as unsigned
   thinking (``reasoning`` too, as OpenRouter and vLLM call it).
 - ``tool`` messages answer ``tool_call_id``; their tool name is the call's.
+- The deprecated ``function_call`` of an assistant message becomes a tool call with the made-up id
+  ``function-call-<n>``, and a ``function`` message answers the latest such call of its name (both
+  are rendered back as ``tool_calls`` and ``tool`` messages).
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ def parse_messages(messages: object) -> list[Message]:
         raise ImportFormatError("OpenAI Chat request body has no 'messages' list")
     out: list[Message] = []
     names: dict[str, str] = {}
+    legacy_calls: dict[str, str] = {}
+    legacy_count = 0
     for index, raw in enumerate(messages):
         if not isinstance(raw, Mapping) or not isinstance(raw.get("role"), str):
             raise ImportFormatError(f"messages[{index}] is not an object with a 'role'")
@@ -65,13 +70,22 @@ def parse_messages(messages: object) -> list[Message]:
             out.append(Message(role=role, text=text, section="instructions"))
         elif role == "assistant":
             calls = tuple(tool_call(c) for c in raw.get("tool_calls") or () if isinstance(c, Mapping))
+            legacy = raw.get("function_call")
+            if isinstance(legacy, Mapping):  # the deprecated single call: it has no id, so one is made
+                legacy_count += 1
+                legacy_id = f"function-call-{legacy_count}"
+                call = tool_call({"id": legacy_id, "function": legacy})
+                legacy_calls[call.name] = legacy_id
+                calls = (*calls, call)
             names.update((call.id, call.name) for call in calls)
             if not text and isinstance(raw.get("refusal"), str):
                 text = raw["refusal"]
             thinking = reasoning_blocks(raw)
             out.append(Message(role="assistant", text=text, thinking=thinking, tool_calls=calls, parts=parts))
-        elif role == "tool":
-            call_id = str(raw.get("tool_call_id", ""))
+        elif role in ("tool", "function"):
+            # A legacy ``function`` message answers the latest function_call of its name.
+            name = str(raw.get("name", ""))
+            call_id = legacy_calls.pop(name, "") if role == "function" else str(raw.get("tool_call_id", ""))
             out.append(
                 Message(
                     role="tool",
