@@ -526,3 +526,18 @@ def test_legacy_function_calls_become_tool_calls_with_their_results() -> None:
     results = [m for m in rendered["messages"] if m["role"] == "tool"]
     assert calls and [c["id"] for c in calls] == [m["tool_call_id"] for m in results]
     assert calls[0]["id"] == "function-call-1" and results[0]["content"] == "4.828"
+
+
+def test_openai_encrypted_reasoning_from_an_import_never_reaches_anthropic_or_gemini() -> None:
+    """Codex transcripts keep a reasoning item's bare ``encrypted_content`` as the signature."""
+    from contextwarden.importers import load_transcript
+    from contextwarden.wire._messages import message_of
+
+    transcript = load_transcript(DATA / "codex" / "rollout.jsonl")
+    messages = tuple(m for m in map(message_of, transcript.events) if m is not None)
+    assert any(b.signature.startswith("gAAAAA") for m in messages for b in m.thinking)
+    from contextwarden.context import ModelContext
+
+    ctx = ModelContext(model="m", system="", messages=messages)
+    for fmt in ("anthropic", "gemini"):
+        assert "gAAAAA" not in json.dumps(get_codec(fmt).render_request(ctx))
