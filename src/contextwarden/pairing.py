@@ -105,8 +105,18 @@ def _normalize_group(
     used: set[str],
     copies: dict[int, int],
 ) -> None:
-    calls = _unique_calls(assistant, decisions, used)
     sent_ids = [call.id for call in assistant.tool_calls]
+    if (
+        [result.tool_call_id for result in run] == sent_ids
+        and used.isdisjoint(sent_ids)
+        and len(set(sent_ids)) == len(sent_ids)
+    ):
+        # The usual group (new ids, one result each, in call order) needs no change: skip the work.
+        used.update(sent_ids)
+        out.append(assistant)
+        out.extend(run)
+        return
+    calls = _unique_calls(assistant, decisions, used)
     if calls != list(assistant.tool_calls):
         assistant = dataclasses.replace(assistant, tool_calls=tuple(calls))
     # The ids each sent id stands for, in call order: a result with that id answers the first unanswered.
