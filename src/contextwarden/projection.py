@@ -57,6 +57,8 @@ class ProjectionConfig:
     """Per-tool normalize/truncate/retain rules."""
     max_item_tokens: int = 10_000
     """Hard cap of every item (seed 003 rule 4)."""
+    retrieval: bool = True
+    """The model is given ``read_range``: markers and placeholders may tell it to call it."""
 
 
 def message_tokens(message: Message, counter: TokenCounter) -> int:
@@ -372,7 +374,13 @@ class Projection:
 
     def _bounded_text(self, text: str, artifact_id: str, max_tokens: int | None = None) -> tuple[str, bool, int]:
         limit = min(max_tokens or self.config.max_item_tokens, self.config.max_item_tokens)
-        cut = truncate_output(text, max_tokens=limit, counter=self.config.counter, artifact_id=artifact_id)
+        cut = truncate_output(
+            text,
+            max_tokens=limit,
+            counter=self.config.counter,
+            artifact_id=artifact_id,
+            retrievable=self.config.retrieval,
+        )
         if cut.truncated:
             self.decisions.append(
                 Decision(
@@ -467,6 +475,7 @@ class Projection:
             counter=self.config.counter,
             artifact_id=event.id,
             max_tokens=self.config.max_item_tokens,
+            retrievable=self.config.retrieval,
         )
         if cut.truncated:
             self.decisions.append(
@@ -516,7 +525,14 @@ class Projection:
         stub, lines = entry
         item = self.item(item_id)
         tokens = item.original_tokens if item is not None else 0
-        text = masked_placeholder(self._calls.get(stub.call_id), stub, tokens=tokens, lines=lines, reason=reason)
+        text = masked_placeholder(
+            self._calls.get(stub.call_id),
+            stub,
+            tokens=tokens,
+            lines=lines,
+            reason=reason,
+            retrievable=self.config.retrieval,
+        )
         return ContextEdit(target_id=item_id, action="mask", replacement=text, reason=f"masked: {reason}")
 
     # ------------------------------------------------------------------ supersession
@@ -575,7 +591,15 @@ class Projection:
         assert callable(make)
         by_call = self._calls.get(by.call_id)
         by_text = f"{by.tool_name} ({what})" if by_call is None else f"a later {by.tool_name} call ({what})"
-        text = make(call, stub, tokens=item.original_tokens, lines=lines, by=by_text, at_seq=by.seq)
+        text = make(
+            call,
+            stub,
+            tokens=item.original_tokens,
+            lines=lines,
+            by=by_text,
+            at_seq=by.seq,
+            retrievable=self.config.retrieval,
+        )
         reason = f"{action}d by {by.tool_name} at seq {by.seq} ({what})"
         self.candidates[target_id] = ContextEdit(
             target_id=target_id,
