@@ -3,10 +3,26 @@
 The session is an append-only event log (the truth); every model request is a projection of it
 that fits the model's budget, keeps what must never be lost, and stays byte-stable at the front
 so provider prompt caches hit.
+
+The public API, in the order an agent loop uses it::
+
+    from contextwarden import ContextManager, UserMessage, open_store, render
+
+    store = open_store("sessions.db")                     # SQLite file, "memory:" or postgresql://
+    manager = ContextManager(store, policy="coding")      # or "research", "browser", a ContextPolicy
+    session = manager.session("task-1", model="gpt-4o", create=True)
+    session.append(UserMessage(text="Fix the failing test."))
+    body = render(session.build(), "openai_chat")         # POST it; append the reply; repeat
 """
 
 from __future__ import annotations
 
+# The renderer package loads before the ``render`` function below takes its name, so importing one
+# of its modules later cannot rebind ``contextwarden.render`` to the package.
+from . import render as _render_package  # noqa: F401
+from ._render import FORMATS, WireFormat, render
+from .buildrecord import BuildSettings
+from .context import Decision, Message, ModelContext, ToolDefinition
 from .errors import (
     BudgetExceededError,
     BudgetExhausted,
@@ -16,6 +32,7 @@ from .errors import (
     ProviderError,
     SessionNotFound,
     SummaryRejected,
+    UnknownModelError,
     UsageError,
 )
 from .events import (
@@ -37,32 +54,67 @@ from .events import (
     UsageReport,
     UserMessage,
 )
+from .manager import ContextManager
+from .models import ModelProfile, get_profile, list_profiles, register_profile, resolve_profile
+from .policies.presets import ToolPolicy
+from .policy import ContextPolicy
+from .session import Session
+from .store import SessionStore, open_store
+from .taskpolicies import Keep, TaskPolicy, get_task_policy, register_task_policy, task_policy_names
+from .treebudget import TreeBudget, TreeBudgetPolicy
 
 __all__ = [
+    "FORMATS",
     "AssistantMessage",
     "BinaryPart",
     "BudgetExceededError",
     "BudgetExhausted",
+    "BuildSettings",
     "CodecError",
     "Compaction",
     "ConflictError",
     "ContextEdit",
     "ContextEditBatch",
+    "ContextManager",
+    "ContextPolicy",
     "ContextWardenError",
+    "Decision",
     "Event",
     "ForkMarker",
     "Instruction",
+    "Keep",
+    "Message",
+    "ModelContext",
+    "ModelProfile",
     "Pin",
     "ProviderError",
+    "Session",
     "SessionNotFound",
+    "SessionStore",
     "SettingChange",
     "Steering",
     "SummaryRejected",
+    "TaskPolicy",
     "ThinkingBlock",
     "ToolCall",
+    "ToolDefinition",
+    "ToolPolicy",
     "ToolResult",
     "ToolSetChange",
+    "TreeBudget",
+    "TreeBudgetPolicy",
+    "UnknownModelError",
     "UsageError",
     "UsageReport",
     "UserMessage",
+    "WireFormat",
+    "get_profile",
+    "get_task_policy",
+    "list_profiles",
+    "open_store",
+    "register_profile",
+    "register_task_policy",
+    "render",
+    "resolve_profile",
+    "task_policy_names",
 ]
