@@ -84,6 +84,8 @@ class ReplayedTurn:
     """The provider usage recorded for the call, when the log has it."""
     profile: ModelProfile | None = None
     """The model profile the request was built for."""
+    policy: ContextPolicy | None = None
+    """The policy it was built under."""
     error: str = ""
     """Why the request could not be built (over the budget after every reduction)."""
 
@@ -242,6 +244,7 @@ def _build(
             error=str(exc),
             new_events=tuple(flushed),
             profile=profile,
+            policy=replay.policy,
         )
     appended = _appended(replay, ctx.window_event_ids)
     sources = {m.source_ids[0] for m in ctx.messages if m.source_ids}
@@ -257,6 +260,7 @@ def _build(
         new_events=(*flushed, *appended),
         items=items,
         profile=profile,
+        policy=replay.policy,
     )
 
 
