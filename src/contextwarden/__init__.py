@@ -17,10 +17,7 @@ The public API, in the order an agent loop uses it::
 
 from __future__ import annotations
 
-# The renderer package loads before the ``render`` function below takes its name, so importing one
-# of its modules later cannot rebind ``contextwarden.render`` to the package.
-from . import render as _render_package  # noqa: F401
-from ._render import FORMATS, WireFormat, render
+from ._render import render
 from .buildrecord import BuildSettings
 from .context import Decision, Message, ModelContext, ToolDefinition
 from .errors import (
@@ -62,6 +59,7 @@ from .session import Session
 from .store import SessionStore, open_store
 from .taskpolicies import Keep, TaskPolicy, get_task_policy, register_task_policy, task_policy_names
 from .treebudget import TreeBudget, TreeBudgetPolicy
+from .wire import FORMATS, WireFormat
 
 __all__ = [
     "FORMATS",

@@ -1,37 +1,17 @@
-"""``render(context, format)``: one entry from a :class:`ModelContext` to a provider request body.
-
-The entry stays the same whatever package holds the codecs; callers pick a wire format by name.
-"""
+"""``render(context, format)``: one entry from a :class:`ModelContext` to a provider request body."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Literal, get_args
+from typing import Any
 
 from .context import ModelContext
-from .errors import UsageError
-
-WireFormat = Literal["openai_chat", "openai_responses", "anthropic", "gemini"]
-"""The request formats :func:`render` writes."""
-
-FORMATS: tuple[str, ...] = get_args(WireFormat)
-"""Every :data:`WireFormat` name, for help texts and errors."""
+from .wire import WireFormat, get_codec
 
 
-def _renderers() -> dict[str, Callable[[ModelContext], dict[str, Any]]]:
-    from .render import render_anthropic, render_gemini, render_openai_chat, render_openai_responses
+def render(context: ModelContext, format: WireFormat | str, *, max_tokens: int | None = None) -> dict[str, Any]:
+    """The complete request body of ``context`` in ``format`` (see :data:`contextwarden.wire.FORMATS`).
 
-    return {
-        "openai_chat": render_openai_chat,
-        "openai_responses": render_openai_responses,
-        "anthropic": render_anthropic,
-        "gemini": render_gemini,
-    }
-
-
-def render(context: ModelContext, format: WireFormat | str) -> dict[str, Any]:
-    """The request body of ``context`` in ``format`` (one of :data:`FORMATS`), ready to POST."""
-    renderer = _renderers().get(format)
-    if renderer is None:
-        raise UsageError(f"unknown wire format {format!r}; choose one of {', '.join(FORMATS)}")
-    return renderer(context)
+    ``max_tokens`` caps the answer (default: what the codec derives from the model profile). An
+    unknown format is a :class:`~contextwarden.errors.UsageError` naming the known ones.
+    """
+    return get_codec(format).render_request(context, max_tokens=max_tokens)
