@@ -17,9 +17,9 @@ The public API, in the order an agent loop uses it::
 
 from __future__ import annotations
 
-from ._render import render
-from .buildrecord import BuildSettings
-from .context import Decision, Message, ModelContext, ToolDefinition
+import importlib
+from typing import TYPE_CHECKING
+
 from .errors import (
     BudgetExceededError,
     BudgetExhausted,
@@ -51,15 +51,67 @@ from .events import (
     UsageReport,
     UserMessage,
 )
-from .manager import ContextManager
-from .models import ModelProfile, get_profile, list_profiles, register_profile, resolve_profile
-from .policies.presets import ToolPolicy
-from .policy import ContextPolicy
-from .session import Session
-from .store import SessionStore, open_store
-from .taskpolicies import Keep, TaskPolicy, get_task_policy, register_task_policy, task_policy_names
-from .treebudget import TreeBudget, TreeBudgetPolicy
-from .wire import FORMATS, WireFormat
+
+if TYPE_CHECKING:
+    from ._render import render
+    from .buildrecord import BuildSettings
+    from .context import Decision, Message, ModelContext, ToolDefinition
+    from .manager import ContextManager
+    from .models import ModelProfile, get_profile, list_profiles, register_profile, resolve_profile
+    from .policies.presets import ToolPolicy
+    from .policy import ContextPolicy
+    from .session import Session
+    from .store import SessionStore, open_store
+    from .taskpolicies import Keep, TaskPolicy, get_task_policy, register_task_policy, task_policy_names
+    from .treebudget import TreeBudget, TreeBudgetPolicy
+    from .wire import FORMATS, WireFormat
+
+# The rest loads on first use, so ``contextwarden --help`` and ``import contextwarden.events`` do not
+# pay for the manager, the stores and the wire codecs.
+_LAZY: dict[str, str] = {
+    "render": "._render",
+    "BuildSettings": ".buildrecord",
+    "Decision": ".context",
+    "Message": ".context",
+    "ModelContext": ".context",
+    "ToolDefinition": ".context",
+    "ContextManager": ".manager",
+    "ModelProfile": ".models",
+    "get_profile": ".models",
+    "list_profiles": ".models",
+    "register_profile": ".models",
+    "resolve_profile": ".models",
+    "ToolPolicy": ".policies.presets",
+    "ContextPolicy": ".policy",
+    "Session": ".session",
+    "SessionStore": ".store",
+    "open_store": ".store",
+    "Keep": ".taskpolicies",
+    "TaskPolicy": ".taskpolicies",
+    "get_task_policy": ".taskpolicies",
+    "register_task_policy": ".taskpolicies",
+    "task_policy_names": ".taskpolicies",
+    "TreeBudget": ".treebudget",
+    "TreeBudgetPolicy": ".treebudget",
+    "FORMATS": ".wire",
+    "WireFormat": ".wire",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Import a public name's module on first access (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'contextwarden' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public names (those ``__getattr__`` serves included)."""
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "FORMATS",
