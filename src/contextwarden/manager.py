@@ -105,7 +105,7 @@ class ContextManager:
         self.compactor: Compactor | None = compactor
         self.tree_budget = tree_budget
         self._windows: dict[tuple[str, ContextPolicy], _Window] = {}
-        self._locks: dict[str, threading.Lock] = {}
+        self._locks: dict[str, threading.RLock] = {}  # re-entrant: a compactor may ask for the projection
         self._guard = threading.Lock()  # held only to read or change the two dicts above
 
     # ------------------------------------------------------------------ sessions
@@ -139,11 +139,11 @@ class ContextManager:
     def _resolve(self, policy: PolicyLike | None) -> ContextPolicy:
         return self.policy if policy is None else _policy(policy)
 
-    def _session_lock(self, session_id: str) -> threading.Lock:
+    def _session_lock(self, session_id: str) -> threading.RLock:
         with self._guard:
             lock = self._locks.get(session_id)
             if lock is None:
-                lock = self._locks[session_id] = threading.Lock()
+                lock = self._locks[session_id] = threading.RLock()
             return lock
 
     def _window(self, session_id: str, policy: ContextPolicy) -> _Window:
