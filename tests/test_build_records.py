@@ -84,3 +84,24 @@ def test_lint_taxonomy_runs_on_the_recorded_requests(tmp_path: Path) -> None:
     data = json.loads(result.output)
     assert data["requests"] == data["taxonomy"]["requests"] == 6  # one per model call
     assert set(data["taxonomy"]["counts"]) >= {"OVERFLOW", "STALE_CONTEXT"}
+
+
+def test_budget_command_sums_a_session_tree(tmp_path: Path) -> None:
+    from contextwarden import UsageReport
+    from contextwarden.cli.budget import command as budget_command
+
+    db = str(tmp_path / "tree.db")
+    store = SQLiteStore(db)
+    store.create_session("root")
+    store.create_session("child", parent_session_id="root")
+    store.append(
+        "root", [UsageReport(input_tokens=1_000, cache_read_tokens=600, output_tokens=100)], expected_last_seq=0
+    )
+    store.append("child", [UsageReport(input_tokens=400, output_tokens=50)], expected_last_seq=0)
+    store.close()
+    result = CliRunner().invoke(budget_command, ["child", "--store", db, "--limit", "1000", "--json"])
+    data = json.loads(result.output)
+    # (100 + 400 x 0.25) + (50 + 400 x 0.25): cached input is not counted
+    assert result.exit_code == 0 and data["root"] == "root" and data["spent"] == 350
+    spent = CliRunner().invoke(budget_command, ["root", "--store", db, "--limit", "300"])
+    assert spent.exit_code == 1 and "exhausted" in spent.output
