@@ -6,13 +6,9 @@ import json
 from typing import Any
 
 from contextwarden.events import AssistantMessage, Instruction, ToolCall, ToolResult, UserMessage
+from contextwarden.governance.classify import classify_requests, classify_session
 from contextwarden.governance.requests import RequestReader
-from contextwarden.governance.taxonomy import (
-    Failure,
-    TaxonomySettings,
-    classify_requests,
-    classify_session,
-)
+from contextwarden.governance.taxonomy import Failure, TaxonomySettings
 from contextwarden.store import MemoryStore
 
 SYSTEM = "You are a careful coding agent."

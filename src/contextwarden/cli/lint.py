@@ -15,10 +15,11 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import SessionNotFound, UsageError
+from ..governance.classify import classify_requests, classify_session
 from ..governance.lint import RULES, LintOptions, LintReport, lint_requests
 from ..governance.requests import read_requests
 from ..governance.session import lint_session
-from ..governance.taxonomy import TaxonomyReport, classify_requests, classify_session
+from ..governance.taxonomy import TaxonomyReport
 from ..store import open_store
 from ._common import default_store_url, echo_json, store_option
 from ._policy import chosen_policy, policy_option
