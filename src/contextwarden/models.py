@@ -372,8 +372,8 @@ def resolve_profile(model: str | ModelProfile) -> ModelProfile:
         return model
     profile = get_profile(model) if isinstance(model, str) else None
     if profile is None or not profile.known:
-        names = ", ".join(p.name for p in list_profiles())
+        names = ", ".join(p.name for p in list_profiles() if p.name != "generic")
         raise UnknownModelError(
-            f"unknown model {model!r}; known models: {names} (or register a profile, see contextwarden models)"
+            f"unknown model {model!r}; known models: {names} (see `contextwarden models`; register_profile adds one)"
         )
     return profile

@@ -20,8 +20,16 @@ from ..governance.lint import RULES, LintOptions, LintReport, lint_requests
 from ..governance.requests import read_requests
 from ..governance.session import lint_session
 from ..governance.taxonomy import TaxonomyReport
-from ..store import open_store
-from ._common import default_store_url, echo_json, store_option
+from ._common import (
+    console,
+    default_store_url,
+    echo_json,
+    json_options,
+    missing_store,
+    model_option,
+    open_existing_store,
+    store_option,
+)
 from ._policy import chosen_policy, policy_option
 
 
@@ -65,10 +73,8 @@ def _print_tags(report: TaxonomyReport, console: Console) -> None:
 
 @click.command(name="lint")
 @click.argument("source")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option(
-    "--model", default=None, help="Model to build a session's requests for (default: the one its builds recorded)."
-)
+@json_options()
+@model_option(default=None, help="Model to build a session's requests for (default: the one its builds recorded).")
 @click.option(
     "--taxonomy",
     is_flag=True,
@@ -117,9 +123,9 @@ def command(
             tags = classify_requests(requests, source=source, policy=policy)
     else:
         url = store_url or default_store_url()
-        if store_url is None and not os.path.exists(url):
+        if missing_store(store_url) is not None:
             raise click.UsageError(f"no file named {source!r}, and no session store at {url}")
-        store = open_store(url)
+        store = open_existing_store(store_url)
         try:
             report = lint_session(store, source, model=model, options=options, policy=policy)
             if taxonomy:
@@ -133,9 +139,9 @@ def command(
     if as_json:
         echo_json({**report.to_dict(), "taxonomy": tags.to_dict()} if tags is not None else report.to_dict())
     else:
-        console = Console(soft_wrap=False)
-        _print(report, console)
+        out = console()
+        _print(report, out)
         if tags is not None:
-            _print_tags(tags, console)
+            _print_tags(tags, out)
     # sys.exit, not ctx.exit: the lazy group runs with standalone_mode=False, which drops Exit codes.
     sys.exit(0 if report.ok else 1)
