@@ -271,7 +271,9 @@ class ContextManager:
                 )
                 window = self._window(session_id, policy)  # reloads the window after the compaction
                 made.append(compacted)
-        return self._assemble(window, profile, exposed, fixed, budget, tuple(window_ids), (*made, plan_of(decision)))
+        return self._assemble(
+            window, profile, exposed, fixed, budget, tuple(window_ids), (*made, plan_of(decision)), policy
+        )
 
     def exposed_tools(
         self, tools: Sequence[ToolLike], projection: Projection, *, policy: PolicyLike | None = None
@@ -307,6 +309,7 @@ class ContextManager:
         budget: int,
         window_ids: tuple[str, ...],
         made: tuple[Decision, ...],
+        policy: ContextPolicy,
     ) -> ModelContext:
         """Measure and return the request; ``made`` are this build's own decisions (compaction, plan)."""
         projection = window.projection
@@ -336,7 +339,7 @@ class ContextManager:
             budget=budget,
             window=profile.context_window,
             counter=self.counter.name,
-            cache_breakpoints=_breakpoints(messages, projection),
+            cache_breakpoints=_breakpoints(messages, projection, fixed=fixed, profile=profile, policy=policy),
             decisions=decisions,
             window_event_ids=window_ids,
         )
@@ -399,25 +402,46 @@ def _note_settings(window: _Window, events: Sequence[Event]) -> None:
             return
 
 
-def _breakpoints(messages: Sequence[Message], projection: Projection) -> tuple[int, ...]:
+def _breakpoints(
+    messages: Sequence[Message], projection: Projection, *, fixed: int, profile: ModelProfile, policy: ContextPolicy
+) -> tuple[int, ...]:
     """Stable boundaries of the request, as message indices.
 
-    After system and tools; after a compacted window's opening; just before the oldest tool result
-    a future batch could change (the frontier, so a batch re-writes only from there); at the end.
+    After system and tools; after a compacted window's opening; just before the frontier (the first
+    item any pending or possible edit can change, so a batch re-writes only from there); at the end.
+    Every stable one lies at or before the frontier, so its prefix holds until the next compaction.
+    A stable boundary whose prefix (measured: system, tools and the items before it) is below the
+    model's minimum cacheable length would cache nothing, so it is left out.
     """
-    points = [-1]
+    thinking = policy.planner.mask and policy.planner.drop_old_thinking
+    frontier = projection.frontier(thinking=thinking)
+    minimum = profile.min_cacheable_tokens if profile.cache_style != "none" else 0
+    stable: list[tuple[int, int]] = [(-1, fixed)]  # (message index, prefix tokens)
     opening = 0  # a compacted window opens with its pinned block and summary
     while opening < len(messages) and messages[opening].section in ("pinned", "summary"):
         opening += 1
     if opening:
-        points.append(opening - 1)
-    frontier = projection.frontier()
+        stable.append((opening - 1, fixed + sum(m.tokens for m in messages[:opening])))
     if frontier is not None:
-        target = projection.items[frontier].id
-        start = max(0, min(frontier, len(messages) - 1) - 64)  # pairing moves messages by a few at most
-        found = next((n for n in range(start, len(messages)) if target in messages[n].source_ids), None)
+        found = _message_index(messages, projection.items[frontier].id, frontier)
         if found:
-            points.append(found - 1)
+            stable.append((found - 1, fixed + projection.total - projection.tail_tokens(frontier)))
+    points = {index for index, prefix in stable if prefix >= minimum and (frontier is None or index < len(messages))}
     if messages:
-        points.append(len(messages) - 1)
-    return tuple(sorted(set(points)))
+        points.add(len(messages) - 1)
+    return tuple(sorted(points))
+
+
+def _message_index(messages: Sequence[Message], item_id: str, guess: int) -> int | None:
+    """Index of the message rendering ``item_id``, searched outwards from ``guess``.
+
+    Pairing normalization drops orphans and adds aborted results, so the item's message sits a few
+    places from its item position; the search is exact, and short in practice.
+    """
+    count = len(messages)
+    start = min(max(guess, 0), count - 1) if count else 0
+    for step in range(count + 1):
+        for n in (start - step, start + step) if step else (start,):
+            if 0 <= n < count and item_id in messages[n].source_ids:
+                return n
+    return None
