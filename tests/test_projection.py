@@ -8,8 +8,10 @@ import random
 
 import pytest
 
+from contextwarden.accounting import anchored_estimate
 from contextwarden.context import ModelContext, ToolDefinition
-from contextwarden.events import AssistantMessage, Event, Instruction, ToolCall, ToolResult, UserMessage
+from contextwarden.errors import BudgetExceededError
+from contextwarden.events import AssistantMessage, Event, Instruction, ToolCall, ToolResult, UsageReport, UserMessage
 from contextwarden.items import Lifecycle
 from contextwarden.manager import ContextManager, ContextPolicy
 from contextwarden.models import get_profile
@@ -244,3 +246,44 @@ def test_breakpoints_never_sit_after_the_frontier_and_map_exactly() -> None:
     tiny = ContextManager(store, counter=COUNTER, compactor=None)
     small = tiny.build("s", model=dataclasses.replace(get_profile("claude-sonnet-4-5"), min_cacheable_tokens=10**6))
     assert small.cache_breakpoints == (len(small.messages) - 1,)
+
+
+# --------------------------------------------------------------------------- the usage anchor
+
+
+def test_the_usage_anchor_feeds_the_budget_check_of_build() -> None:
+    store = MemoryStore()
+    agent = Agent(store)
+    agent.add(UserMessage(text="explore"))
+    for i in range(6):
+        agent.call("bash", body(60, f"out{i}"), command=f"ls d{i}")
+    profile = dataclasses.replace(get_profile("gpt-4o"), name="small", context_window=30_000, max_output_tokens=1_000)
+    quiet = ContextPolicy(planner=PlannerSettings(min_batch_tokens=10**9))
+    manager = ContextManager(store, counter=COUNTER, policy=quiet, compactor=None)
+    assert not manager.build("s", model=profile).window_event_ids  # counted, the window is far below the trigger
+    manager.record_usage("s", UsageReport(input_tokens=27_000, output_tokens=50))
+    agent.call("bash", body(20, "more"), command="ls more")
+    anchored = manager.build("s", model=profile)
+    assert anchored.window_event_ids  # the provider says the context is larger: the planner reduces under pressure
+    assert any("over the trigger" in d.reason for d in anchored.decisions if d.action == "plan")
+    manager.record_usage("s", UsageReport(input_tokens=29_500, output_tokens=50))
+    unmasked = dataclasses.replace(quiet, planner=PlannerSettings(mask=False))
+    with pytest.raises(BudgetExceededError, match="last usage report"):
+        ContextManager(store, counter=COUNTER, policy=unmasked, compactor=None).build("s", model=profile)
+    # the stale-anchor floor: a report older than the window's compaction is ignored (counting takes over)
+    stale = anchored_estimate(
+        counted=900,
+        window_tokens=800,
+        usage=UsageReport(input_tokens=90_000, seq=4),
+        tokens_at_usage=0,
+        window_opened_seq=6,
+    )
+    assert stale.tokens == 900 and stale.anchored is None
+    fresh = anchored_estimate(
+        counted=900,
+        window_tokens=800,
+        usage=UsageReport(input_tokens=300, output_tokens=2, seq=8),
+        tokens_at_usage=700,
+        window_opened_seq=6,
+    )
+    assert fresh.tokens == 300 + 2 + 100 and fresh.source == "usage"

@@ -248,7 +248,7 @@ class ContextManager:
         trigger = min(policy.budget.trigger_for(profile), budget)
         decision = plan(
             projection,
-            total=projection.total + fixed,
+            total=projection.estimate(fixed).tokens,
             trigger=trigger,
             profile=profile,
             turns_so_far=projection.assistant_turns,
@@ -322,11 +322,15 @@ class ContextManager:
         own = tuple(d for d in standing if d not in window.reported)  # this build's, not the window's history
         window.reported = set(standing)
         decisions = (*own, *made)
-        if total > budget:
+        # The provider's last usage report is truer than our count (seed 000): anchor on it when fresh.
+        estimate = projection.estimate(fixed)
+        checked = total if estimate.anchored is None else estimate.tokens
+        if checked > budget:
+            anchored = "" if estimate.anchored is None else f" (estimated from the last usage report; counted {total})"
             raise BudgetExceededError(
-                f"request for {profile.name} does not fit after every reduction",
+                f"request for {profile.name} does not fit after every reduction{anchored}",
                 budget=budget,
-                total=total,
+                total=checked,
                 sections=sections,
             )
         return ModelContext(

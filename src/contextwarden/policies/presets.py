@@ -223,16 +223,18 @@ _META = (
 )
 # fmt: on
 
-DEFAULT_TOOL_POLICY = ToolPolicy(name="default", patterns=("*",), category="default")
-"""Unknown tools: 10,000 tokens, half head half tail, error lines kept, the planner's floor only."""
+DEFAULT_TOOL_POLICY = ToolPolicy(name="default", patterns=("*",), category="default", supersedable=True)
+"""Unknown tools: 10,000 tokens, half head half tail, error lines kept, the planner's floor only; a
+newer read of the same file (found from a ``path``-like argument) supersedes the older one."""
 
 RETRIEVAL_POLICY = ToolPolicy(
     name="retrieval", patterns=_RETRIEVAL, category="retrieval", keep_recent=5, normalize=False
 )
 EDITOR_POLICY = ToolPolicy(
     name="editor", patterns=_EDITOR, category="file_edit", head_fraction=0.6, keep_error_lines=False,
-    normalize=False,
+    normalize=False, supersedable=True,
 )  # fmt: skip
+"""Editors that also view files (``str_replace_editor view``): a newer view of the same lines supersedes."""
 FILE_EDIT_POLICY = ToolPolicy(
     name="file_edit", patterns=_FILE_EDIT, category="file_edit", max_tokens=4_000, normalize=False
 )
