@@ -18,7 +18,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..importers import FORMATS
-from ..replay import DEFAULT_MODEL, DEFAULT_STRATEGIES, ReplayResults, ReplaySettings, load_inputs, replay
+from ..replay import (
+    DEFAULT_MODEL,
+    DEFAULT_STRATEGIES,
+    FileResult,
+    ReplayResults,
+    ReplaySettings,
+    load_inputs,
+    replay,
+)
 from ..store import open_store
 from ._common import store_option
 
@@ -33,7 +41,12 @@ from ._common import store_option
     + ", ".join(DEFAULT_STRATEGIES)
     + ").",
 )
-@click.option("--model", default=DEFAULT_MODEL, show_default=True, help="Model profile to budget and price for.")
+@click.option(
+    "--model",
+    default=None,
+    help="Price and budget every request as this model profile (default: each request's own model from the "
+    f"transcript; {DEFAULT_MODEL} for a transcript that names none). An unknown name is an error.",
+)
 @click.option(
     "--json",
     "json_path",
@@ -82,7 +95,7 @@ from ._common import store_option
 def command(
     sources: tuple[str, ...],
     strategies: tuple[str, ...],
-    model: str,
+    model: str | None,
     json_path: Path | None,
     per_request: bool,
     dump_dir: Path | None,
@@ -148,9 +161,9 @@ def _print(results: ReplayResults) -> None:
         console = Console(width=160)  # piped output has no width to respect; 80 columns would crop figures
     runs = [s for s in results.strategies if not s.skipped]
     raw = next((s.figures() for s in runs if s.name == "raw"), None)
-    counter = f"{results.counter} ({'exact' if results.counter_exact else 'estimate'})"
     table = Table(
-        title=f"{len(results.files)} transcript(s), model {results.model} ({results.cache_style}), tokens by {counter}"
+        title=f"{len(results.files)} transcript(s), model {results.model} ({results.cache_style}), "
+        f"tokens by {results.counter_label or results.counter}"
     )
     for column in (
         "strategy",
@@ -196,14 +209,37 @@ def _print(results: ReplayResults) -> None:
     for s in runs:
         for result in s.per_file:
             if result.usage is not None:
-                u = result.usage
-                console.print(
-                    f"{result.name}: transcript usage ({u.source}) {u.real_input_tokens:,} input tokens, "
-                    f"model {u.predicted_input_tokens:,} ({u.input_error:+.1%}); cost ${u.real_cost_usd:.4f} "
-                    f"vs ${u.predicted_cost_usd:.4f} ({u.cost_error:+.1%})"
-                )
+                _print_usage(console, result)
     for note in results.notes:
         console.print(f"note: {note}")
+
+
+def _print_usage(console: Console, result: FileResult) -> None:
+    """Real against predicted for one transcript with provider usage (the raw strategy)."""
+    u = result.usage
+    assert u is not None
+    console.print(
+        f"{result.name}: billed usage ({u.source}, {u.requests} request(s), {', '.join(u.models)}) against the "
+        "raw strategy's prediction",
+        markup=False,
+    )
+    rows = (
+        ("input", u.real_input_tokens, u.predicted_input_tokens, u.input_error),
+        ("cache read", u.real_cache_read_tokens, u.predicted_cache_read_tokens, u.cache_read_error),
+        ("cache write", u.real_cache_write_tokens, u.predicted_cache_write_tokens, u.cache_write_error),
+        ("output", u.real_output_tokens, u.predicted_output_tokens, u.output_error),
+    )
+    for label, real, predicted, error in rows:
+        console.print(f"  {label:<12}{real:>12,} real {predicted:>12,} predicted {error:+8.1%}", markup=False)
+    console.print(
+        f"  {'cost $':<12}{u.real_cost_usd:>12.4f} real {u.predicted_cost_usd:>12.4f} predicted {u.cost_error:+8.1%}",
+        markup=False,
+    )
+    if result.hidden_prefix_tokens:
+        console.print(
+            f"  hidden prefix: {result.hidden_prefix_tokens:,} tokens, {result.hidden_prefix_method}", markup=False
+        )
+    console.print(f"  tokens: {result.counter.get('label', '')}; request times: {result.clock}", markup=False)
 
 
 def _print_per_file(console: Console, results: ReplayResults) -> None:

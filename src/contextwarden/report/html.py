@@ -203,10 +203,10 @@ def _file_section(
         parts.append('<ul class="notes">' + "".join(f"<li>{esc(n)}: {esc(t)}</li>" for n, t in notes) + "</ul>")
     parts.append("<h3>Retention probes</h3>")
     parts.append(_tables.probe_table([(s.name, f) for s, f in runs]))
-    checks = [(s.name, f.usage) for s, f in runs if f.usage is not None]
+    checks = [(s.name, f) for s, f in runs if f.usage is not None]
     if checks:
         parts.append("<h3>Cost model against the transcript's recorded usage</h3>")
-        parts.append(_tables.usage_table([(n, u) for n, u in checks if u is not None]))
+        parts.append(_tables.usage_table(checks))
     parts.append('<details><summary>Every request</summary><div class="scroll">')
     parts.append(_tables.per_request_table(runs))
     parts.append("</div></details></details>")
@@ -214,7 +214,7 @@ def _file_section(
 
 
 def _header(results: ReplayResults) -> str:
-    counter = f"{results.counter} ({'exact' if results.counter_exact else 'estimate'})"
+    counter = results.counter_label or f"{results.counter} ({'exact' if results.counter_exact else 'estimate'})"
     settings = ", ".join(f"{k}={v}" for k, v in sorted(results.settings.items()))
     lines = [
         f"model <b>{esc(results.model)}</b> · cache {esc(results.cache_style)} · counter {esc(counter)}",
