@@ -564,7 +564,11 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
 def test_cli_import_stores_sessions_with_unique_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store_path = str(tmp_path / "sessions.db")
     files = [str(SWE / "gpt4__test-repo-i1.traj"), str(DATA / "claude-code" / "session.jsonl")]
-    code, out, _ = _run(["import", "--store", store_path, *files, files[1]], capsys)
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    same_stem = other / "session.jsonl"
+    same_stem.write_text((DATA / "claude-code" / "rewound.jsonl").read_text())
+    code, out, _ = _run(["import", "--store", store_path, *files, str(same_stem)], capsys)
     assert code == 0
     assert "session gpt4__test-repo-i1 (swe-agent), 12 events" in out
     assert "session session-2 (claude-code)" in out and "warning: skipped 1 sidechain" in out
@@ -598,27 +602,39 @@ def test_cli_import_json_and_explicit_names(tmp_path: Path, capsys: pytest.Captu
     ]
     assert sessions[0]["counts"]["usage"] == 5 and sessions[0]["events"] == 20
     assert sessions[0]["warnings"] == ["skipped 1 record(s) of unknown type 'future_record_kind'"]
-    code, _, err = _run(["import", "--store", store_path, "--session", "run", files[0]], capsys)
+    other = str(DATA / "chat" / "openai.json")
+    code, _, err = _run(["import", "--store", store_path, "--session", "run", other], capsys)
     assert code == 1 and "session 'run' already exists" in err
 
 
-def test_cli_import_stores_nothing_when_a_file_is_malformed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_import_once_by_content_and_copies_on_purpose(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store_path = str(tmp_path / "sessions.db")
-    good, bad = str(DATA / "chat" / "openai.json"), str(DATA / "malformed" / "bad-middle-line.jsonl")
-    code, _, err = _run(["import", "--store", store_path, good, bad], capsys)
-    assert code == 1 and "bad-middle-line.jsonl: line 5" in err
+    source = DATA / "codex" / "rollout.jsonl"
+    renamed = tmp_path / "renamed.jsonl"
+    renamed.write_bytes(source.read_bytes())
+    assert _run(["import", "--store", store_path, str(source)], capsys)[0] == 0
+    code, out, _ = _run(["import", "--store", store_path, str(source), str(renamed)], capsys)
+    assert code == 0
+    assert out.count("already imported as session rollout; nothing changed") == 2
+    code, out, _ = _run(["import", "--store", store_path, "--json", str(renamed)], capsys)
+    assert json.loads(out)["sessions"] == [
+        {"file": str(renamed), "session_id": "rollout", "format": "codex", "already_imported": True}
+    ]
+    code, out, _ = _run(["import", "--store", store_path, "--as", "copy", str(source)], capsys)
+    assert code == 0 and "session copy (codex)" in out
     store = open_store(store_path)
     try:
-        assert store.list_sessions() == []
+        assert sorted(s.id for s in store.list_sessions()) == ["copy", "rollout"]
+        assert len(store.read("copy")) == len(store.read("rollout"))
     finally:
         store.close()
+    code, _, err = _run(["import", "--store", store_path, "--as", "x", str(source), str(renamed)], capsys)
+    assert code != 0 and "--as NAME copies one file" in err
 
 
-def test_cli_import_forced_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    plain = tmp_path / "plain.json"
-    plain.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
-    code, out, _ = _run(
-        ["import", "--store", str(tmp_path / "s.db"), "--format", "anthropic-messages", "--json", str(plain)],
-        capsys,
-    )
-    assert code == 0 and json.loads(out)["sessions"][0]["format"] == "anthropic-messages"
+def test_claude_code_without_a_user_prompt_warns() -> None:
+    # stream-json output does not echo the prompt it was given: nothing but tool results as user lines.
+    transcript = load_transcript(DATA / "claude-code" / "stream.jsonl")
+    assert not any(isinstance(e, UserMessage) for e in transcript.events)
+    assert any(w.startswith("no user prompt in this file") for w in transcript.warnings)
+    assert not any("no user prompt" in w for w in load_transcript(DATA / "claude-code" / "session.jsonl").warnings)
