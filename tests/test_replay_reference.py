@@ -124,3 +124,24 @@ def test_cli_json_shows_real_against_predicted(tmp_path: Path, capsys: pytest.Ca
         assert key in check
     assert entry["hidden_prefix"]["tokens"] > 0 and "billed input" in entry["hidden_prefix"]["method"]
     assert entry["model"] == "claude-3-5-sonnet" and entry["model_source"] == "transcript"
+
+
+def bundled() -> list[str]:
+    """Every bundled transcript: the real trajectories and the format samples."""
+    samples = sorted(p for p in TRANSCRIPTS.glob("*/*.json*") if p.parent.name != "malformed")
+    return [str(p) for p in (*REAL, *samples)]
+
+
+def test_short_sessions_never_pay_for_contextwarden() -> None:
+    """On every bundled transcript contextwarden costs at most raw, and offers no retrieval tools before evicting.
+
+    The 0.2% slack is the stale-file note a later output carries when an earlier read went out of date
+    (a sufficiency feature; 19 tokens on function_calling__marshmallow-1867, the largest case).
+    """
+    results = replay(load_inputs(bundled()), ["raw", "contextwarden"], settings=FAST, counter=default_counter())
+    raw, warden = results.strategy("raw"), results.strategy("contextwarden")
+    for a, b in zip(raw.per_file, warden.per_file, strict=True):
+        raw_cost, cost = sum(r.cost_usd for r in a.requests), sum(r.cost_usd for r in b.requests)
+        assert cost <= raw_cost * 1.002, (a.name, cost / raw_cost)
+        evicting = next((r.index for r in b.requests if r.window_event), len(b.requests))
+        assert all(r.sections.get("tools", 0) == 0 for r in b.requests[:evicting]), a.name
