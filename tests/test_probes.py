@@ -110,3 +110,54 @@ def test_request_texts_reads_content_parts_and_tool_calls() -> None:
     ]})
     assert "look at" in text and 'view {"path": "x.py"}' in text
     assert tools == {"c9": "contents"}
+
+
+SCRIPT = "import parser\nprint(parser.parse('1 + 2'))\nassert parser.parse('') == []\n"
+
+
+def script_session() -> list[Event]:
+    return [
+        UserMessage(text=TASK),
+        call("c1", "bash", command="cat repro.py"),
+        ToolResult(call_id="c1", tool_name="bash", output=SCRIPT, exit_code=0),
+        call("c2", "bash", command="pip install -r requirements.txt"),
+        ToolResult(call_id="c2", tool_name="bash", output="Collecting attrs\n" * 50, exit_code=0),
+    ]
+
+
+def test_next_action_evidence_is_the_latest_read_of_what_the_action_runs() -> None:
+    tracker = feed(script_session())
+    run = call("c3", "bash", command="python repro.py")
+    read_shown = body(assistant("c1", "bash", '{"command": "cat repro.py"}'), tool("c1", SCRIPT))
+    assert tracker.check(read_shown, upcoming=run).results["next_action_evidence"]
+    masked = body(assistant("c1", "bash", '{"command": "cat repro.py"}'), tool("c1", "[masked: 3 lines]"))
+    outcome = tracker.check(masked, upcoming=run)
+    assert not outcome.results["next_action_evidence"]
+    [miss] = outcome.evidence_misses
+    assert (miss.path, miss.seq, miss.shown) == ("repro.py", 3, "'[masked: 3 lines]'")
+    assert "repro.py (read at seq 3) shown as '[masked: 3 lines]'" in miss.describe(7)
+    # An action that touches no file read before has nothing to check.
+    assert "next_action_evidence" not in tracker.check(masked, upcoming=call("c4", "bash", command="ls")).results
+    assert "next_action_evidence" not in tracker.check(masked).results
+
+
+def test_a_file_written_since_its_read_has_no_current_read_to_keep() -> None:
+    events = [
+        *script_session(),
+        call("c3", "bash", command="sed -i 's/1 + 2/3/' repro.py"),
+        ToolResult(call_id="c3", tool_name="bash", output="", exit_code=0),
+    ]
+    tracker = feed(events)
+    outcome = tracker.check(body(), upcoming=call("c4", "bash", command="python repro.py"))
+    assert "next_action_evidence" not in outcome.results
+
+
+def test_rereads_count_reads_of_a_current_file_whose_read_was_not_shown() -> None:
+    tracker = feed(script_session())
+    again = call("c3", "bash", command="cat repro.py")
+    shown = tracker.check(body(tool("c1", SCRIPT)), upcoming=again)
+    assert (shown.reads, shown.rereads) == (1, 0)
+    hidden = tracker.check(body(tool("c1", "Old environment output: (3 lines omitted)")), upcoming=again)
+    assert (hidden.reads, hidden.rereads) == (1, 1)
+    run_only = tracker.check(body(), upcoming=call("c4", "bash", command="python repro.py"))
+    assert (run_only.reads, run_only.rereads) == (0, 0)  # running it is not reading it again

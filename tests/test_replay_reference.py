@@ -145,3 +145,17 @@ def test_short_sessions_never_pay_for_contextwarden() -> None:
         assert cost <= raw_cost * 1.002, (a.name, cost / raw_cost)
         evicting = next((r.index for r in b.requests if r.window_event), len(b.requests))
         assert all(r.sections.get("tools", 0) == 0 for r in b.requests[:evicting]), a.name
+
+
+def test_next_action_evidence_and_rereads_are_reported_per_strategy() -> None:
+    path = DATA / "swe-agent" / "ctf__BabyEncryption.traj"
+    results = replay(load_inputs([str(path)]), ["raw", "mask-last-n:3"], settings=FAST, counter=default_counter())
+    raw, masked = (results.strategy(n).per_file[0] for n in ("raw", "mask-last-n:3"))
+    assert raw.evidence_misses == () and raw.rereads == 0
+    assert any(r.probes.get("next_action_evidence") for r in raw.requests)
+    assert masked.probe_misses["next_action_evidence"] == len(masked.evidence_misses) > 0
+    assert (
+        "chall.py (read at seq" in masked.evidence_misses[0] and "Old environment output" in masked.evidence_misses[0]
+    )
+    figures = results.strategy("mask-last-n:3").figures()
+    assert {"file_reads", "rereads", "reread_rate"} <= figures.keys()

@@ -141,6 +141,10 @@ def command(
         click.echo(f"wrote {report_path}")
 
 
+LISTED = 10
+"""next-action evidence misses printed per transcript and strategy (--json has them all)."""
+
+
 def _report_writer() -> Any:
     try:
         from ..report import write_report
@@ -178,6 +182,7 @@ def _print(results: ReplayResults) -> None:
         "breaks",
         "window ev.",
         "retention",
+        "re-reads",
         "overflows",
     ):
         table.add_column(column, justify="left" if column == "strategy" else "right")
@@ -197,6 +202,7 @@ def _print(results: ReplayResults) -> None:
             str(f["prefix_breaks"]),
             str(f["window_events"]),
             f"{f['retention']:.3f}",
+            f"{f['rereads']}/{f['file_reads']}",
             str(f["overflows"]),
         )
     console.print(table)
@@ -206,6 +212,12 @@ def _print(results: ReplayResults) -> None:
         misses = {k: v for k, v in s.figures()["probe_misses"].items() if v}
         if misses:
             console.print(f"{s.name}: probe misses " + ", ".join(f"{k} {v}" for k, v in misses.items()))
+        for result in s.per_file:
+            listed = result.evidence_misses[:LISTED]
+            for line in listed:
+                console.print(f"  {result.name}: next-action evidence missed at {line}", markup=False)
+            if len(result.evidence_misses) > len(listed):
+                console.print(f"  {result.name}: ... {len(result.evidence_misses) - len(listed)} more (see --json)")
     for s in runs:
         for result in s.per_file:
             if result.usage is not None:

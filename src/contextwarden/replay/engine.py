@@ -43,6 +43,8 @@ from .strategies import Built, RunEnv, Strategy, parse_strategy
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 """The profile a transcript that names no model is priced and budgeted as (the report says so)."""
+MAX_LISTED_MISSES = 200
+"""``next_action_evidence`` misses listed per transcript and strategy (all are counted)."""
 HIDDEN_SECTION = "hidden_prefix"
 """The section name of the estimated hidden prefix (system prompt, tool schemas the transcript lacks)."""
 
@@ -143,6 +145,9 @@ class _Measured:
     examples: dict[str, str] = field(default_factory=dict)
     summarizer_tokens: int = 0
     notes: list[str] = field(default_factory=list)
+    evidence_misses: list[str] = field(default_factory=list)
+    file_reads: int = 0
+    rereads: int = 0
 
 
 class _FileReplay:
@@ -223,10 +228,14 @@ class _FileReplay:
         sections = {k: 0 for k in SECTIONS}
         for section, block in zip(sections_of, blocks, strict=True):
             sections[section] = sections.get(section, 0) + block.tokens
-        probes = self.tracker.check(body)
+        probes = self.tracker.check(body, upcoming=event)
         for kind, what in probes.missing.items():
             self.out.misses[kind] = self.out.misses.get(kind, 0) + 1
             self.out.examples.setdefault(kind, f"request {index}: {what}")
+        if len(self.out.evidence_misses) < MAX_LISTED_MISSES:
+            self.out.evidence_misses.extend(m.describe(index) for m in probes.evidence_misses)
+        self.out.file_reads += probes.reads
+        self.out.rereads += probes.rereads
         summarized = built.summarizer_input_tokens + built.summarizer_output_tokens
         self.out.summarizer_tokens += summarized
         extra = (
@@ -357,6 +366,9 @@ def replay_file(
         usage=usage,
         probe_misses=dict(measured.misses),
         miss_examples=dict(measured.examples),
+        evidence_misses=tuple(measured.evidence_misses[:MAX_LISTED_MISSES]),
+        file_reads=measured.file_reads,
+        rereads=measured.rereads,
         note=note,
         model=reference.profile.name,
         model_source=reference.model_source,

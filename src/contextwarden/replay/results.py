@@ -154,6 +154,12 @@ class FileResult:
     """Probe kind → what the first miss could not see."""
     optimum_cost_usd: float | None = None
     """The offline optimum's cost on this transcript (see ``optimum.py``)."""
+    evidence_misses: tuple[str, ...] = ()
+    """Each ``next_action_evidence`` miss: request, file, its read's seq, what was shown instead."""
+    file_reads: int = 0
+    """File reads by the transcript's actions that had an earlier current read."""
+    rereads: int = 0
+    """Of those, reads whose earlier current read this strategy did not show (reads it made necessary)."""
     note: str = ""
     """Anything the reader should know (a fallback, a skipped part)."""
     model: str = ""
@@ -177,6 +183,8 @@ class FileResult:
             **_figures(self.requests, self.summarizer_tokens),
             "probe_misses": dict(self.probe_misses),
             "miss_examples": dict(self.miss_examples),
+            "evidence_misses": list(self.evidence_misses),
+            **_reread_figures(self.file_reads, self.rereads),
             "optimum_cost_usd": self.optimum_cost_usd,
             "optimum_ratio": _ratio(sum(r.cost_usd for r in self.requests), self.optimum_cost_usd),
             "usage_check": self.usage.to_dict() if self.usage else None,
@@ -187,6 +195,10 @@ class FileResult:
             "request_times": self.clock,
             "note": self.note,
         }
+
+
+def _reread_figures(reads: int, rereads: int) -> dict[str, Any]:
+    return {"file_reads": reads, "rereads": rereads, "reread_rate": rereads / reads if reads else 0.0}
 
 
 def _ratio(value: float, base: float | None) -> float | None:
@@ -236,6 +248,7 @@ class StrategyResult:
         optimum = [f.optimum_cost_usd for f in self.per_file]
         known = None if any(o is None for o in optimum) else sum(o or 0.0 for o in optimum)
         out.update(probe_misses=misses, optimum_cost_usd=known, optimum_ratio=_ratio(out["cost_usd"], known))
+        out.update(_reread_figures(sum(f.file_reads for f in self.per_file), sum(f.rereads for f in self.per_file)))
         return out
 
     def to_dict(self) -> dict[str, Any]:
