@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from ..errors import UsageError
 from ..events import AssistantMessage, Event, JSONValue, UsageReport
 from ..models import ModelProfile, get_profile, list_profiles
-from ..render.openai_chat import render_openai_chat
 from ..tokens import CalibratedCounter, TokenCounter
+from ..wire.openai_chat import render_openai_chat
 from .costmodel import Block, BlockMeter
 from .strategies import History, plain_context
 
