@@ -638,3 +638,39 @@ def test_claude_code_without_a_user_prompt_warns() -> None:
     assert not any(isinstance(e, UserMessage) for e in transcript.events)
     assert any(w.startswith("no user prompt in this file") for w in transcript.warnings)
     assert not any("no user prompt" in w for w in load_transcript(DATA / "claude-code" / "session.jsonl").warnings)
+
+
+def test_openhands_sdk_events_map_like_the_sdk_sends_them() -> None:
+    transcript = load_transcript(DATA / "openhands-sdk" / "conversation.jsonl")
+    assert transcript.format == "openhands" and transcript.metadata["variant"] == "sdk"
+    assert transcript.metadata["tools"] == ["terminal", "file_editor"]
+    assert transcript.metadata["skipped"] == {"sdk:ConversationStateUpdateEvent": 1}
+    assert transcript.warnings == ("skipped 1 record(s) of unknown type 'sdk:FutureEventKind'",)
+    kinds = [e.kind for e in transcript.events]
+    assert kinds == [
+        "instruction", "user", "assistant", "tool_result", "tool_result", "assistant", "tool_result",
+        "assistant", "tool_result", "compaction", "assistant",
+    ]
+    events = transcript.events
+    user = events[1]
+    assert isinstance(user, UserMessage) and "<REPOSITORY_INFO>" in user.text  # extended content is sent too
+    parallel = events[2]
+    assert isinstance(parallel, AssistantMessage)
+    assert [c.name for c in parallel.tool_calls] == ["file_editor", "terminal"]  # one response, two calls
+    assert parallel.thinking[0].signature == "sig-abc"
+    assert parallel.tool_calls[1].arguments == {"command": "cd /workspace/slug && python -m pytest -q"}
+    run = events[4]
+    assert isinstance(run, ToolResult) and run.exit_code == 1 and run.is_error and "FAILED" in run.output
+    error, rejected = events[6], events[8]
+    assert isinstance(error, ToolResult) and error.is_error and "modified concurrently" in error.output
+    assert isinstance(rejected, ToolResult) and rejected.output == "Action rejected: Do not delete anything."
+    compaction = events[9]
+    assert isinstance(compaction, Compaction) and compaction.details["forgotten_event_ids"] == ["e4", "e5"]
+    final = events[10]
+    assert isinstance(final, AssistantMessage) and final.thinking[0].text == "The edit failed; ask the user."
+
+
+def test_openhands_sdk_json_list_is_detected() -> None:
+    transcript = load_transcript(DATA / "openhands-sdk" / "events.json")
+    assert transcript.format == "openhands" and transcript.metadata["variant"] == "sdk"
+    assert [e.kind for e in transcript.events][:3] == ["instruction", "user", "assistant"]
