@@ -648,8 +648,17 @@ def test_openhands_sdk_events_map_like_the_sdk_sends_them() -> None:
     assert transcript.warnings == ("skipped 1 record(s) of unknown type 'sdk:FutureEventKind'",)
     kinds = [e.kind for e in transcript.events]
     assert kinds == [
-        "instruction", "user", "assistant", "tool_result", "tool_result", "assistant", "tool_result",
-        "assistant", "tool_result", "compaction", "assistant",
+        "instruction",
+        "user",
+        "assistant",
+        "tool_result",
+        "tool_result",
+        "assistant",
+        "tool_result",
+        "assistant",
+        "tool_result",
+        "compaction",
+        "assistant",
     ]
     events = transcript.events
     user = events[1]

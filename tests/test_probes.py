@@ -28,8 +28,11 @@ def tool(call_id: str, content: str) -> dict[str, Any]:
 
 
 def assistant(call_id: str, name: str, arguments: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": None,
-            "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}],
+    }
 
 
 def test_only_applicable_probes_are_checked() -> None:
@@ -49,8 +52,13 @@ def test_task_and_constraints_must_be_visible_verbatim() -> None:
 
 def test_latest_tool_result_must_be_shown_up_to_its_truncation_marker() -> None:
     output = "\n".join(f"line {n} of the listing" for n in range(200))
-    tracker = feed([UserMessage(text=TASK), call("c1", "bash", command="ls"),
-                    ToolResult(call_id="c1", tool_name="bash", output=output)])
+    tracker = feed(
+        [
+            UserMessage(text=TASK),
+            call("c1", "bash", command="ls"),
+            ToolResult(call_id="c1", tool_name="bash", output=output),
+        ]
+    )
     head = "\n".join(f"line {n} of the listing" for n in range(20))
     cut = f"{head}\n[... output truncated: the full output is 2,000 tokens ...]\nline 199 of the listing"
     assert tracker.check(body(tool("c1", output))).results["latest_tool_result"]
@@ -80,8 +88,9 @@ def test_failing_evidence_is_required_until_a_later_run_passes() -> None:
     assert outcome.results["latest_tool_result"] is True
     passing = "collected 3 items\n\n=== 3 passed ==="
     tracker.add(with_position(call("c3", "bash", command="python -m pytest tests/test_a.py"), session_id="s", seq=6))
-    tracker.add(with_position(ToolResult(call_id="c3", tool_name="bash", output=passing, exit_code=0),
-                              session_id="s", seq=7))
+    tracker.add(
+        with_position(ToolResult(call_id="c3", tool_name="bash", output=passing, exit_code=0), session_id="s", seq=7)
+    )
     assert "failing_evidence" not in tracker.check(body(tool("c3", passing))).results
 
 
@@ -103,11 +112,18 @@ def test_modified_files_must_be_named() -> None:
 
 
 def test_request_texts_reads_content_parts_and_tool_calls() -> None:
-    text, tools = request_texts({"messages": [
-        {"role": "user", "content": [{"type": "text", "text": "look  at"}, {"type": "image_url", "image_url": {}}]},
-        assistant("c9", "view", '{"path": "x.py"}'),
-        tool("c9", "contents"),
-    ]})
+    text, tools = request_texts(
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": "look  at"}, {"type": "image_url", "image_url": {}}],
+                },
+                assistant("c9", "view", '{"path": "x.py"}'),
+                tool("c9", "contents"),
+            ]
+        }
+    )
     assert "look at" in text and 'view {"path": "x.py"}' in text
     assert tools == {"c9": "contents"}
 
