@@ -177,3 +177,14 @@ def test_rereads_count_reads_of_a_current_file_whose_read_was_not_shown() -> Non
     assert (hidden.reads, hidden.rereads) == (1, 1)
     run_only = tracker.check(body(), upcoming=call("c4", "bash", command="python repro.py"))
     assert (run_only.reads, run_only.rereads) == (0, 0)  # running it is not reading it again
+
+
+def test_whitespace_collapse_of_a_large_request_matches_split_join_across_chunks() -> None:
+    from contextwarden.replay.probes import _CHUNK, _ws
+
+    word = "abc\t "
+    text = word * (3 * _CHUNK // len(word))
+    for cut in (_CHUNK - 1, _CHUNK, _CHUNK + 1, 2 * _CHUNK):
+        edited = text[:cut] + "XY" + text[cut:]  # a word that may straddle a chunk boundary
+        assert _ws(edited) == " ".join(edited.split())
+    assert _ws("  \n" * _CHUNK) == ""

@@ -53,8 +53,29 @@ TRUNCATION_MARKER = "[... output truncated"
 """How a tool output cut at ingestion announces the cut (``contextwarden.policies.truncate``)."""
 
 
+_CHUNK = 1 << 20
+
+
 def _ws(text: str) -> str:
-    return " ".join(text.split())
+    """``text`` with every whitespace run collapsed to one space, stripped.
+
+    Split a megabyte at a time: a word list of a whole 100 MB request would take gigabytes.
+    """
+    if len(text) <= _CHUNK:
+        return " ".join(text.split())
+    pieces: list[str] = []
+    space = False  # whitespace seen since the last word written
+    for start in range(0, len(text), _CHUNK):
+        chunk = text[start : start + _CHUNK]
+        words = " ".join(chunk.split())
+        if not words:
+            space = space or bool(chunk)
+            continue
+        if pieces and (space or chunk[0].isspace()):
+            pieces.append(" ")
+        pieces.append(words)
+        space = chunk[-1].isspace()
+    return "".join(pieces)
 
 
 def _canon_output(text: str) -> str:
@@ -247,6 +268,8 @@ class ProbeTracker:
         shown = tools.get(result.call_id)
         if shown is None:
             return False
+        if shown == result.output:
+            return True  # shown as recorded: no need to normalize (and copy) a large output twice
         original = self._canon.get(result.id)
         if original is None:
             original = self._canon[result.id] = _canon_output(result.output)

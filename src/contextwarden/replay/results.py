@@ -225,8 +225,20 @@ def _figures(requests: Sequence[RequestRecord], summarizer_tokens: int) -> dict[
         "window_events": sum(1 for r in requests if r.window_event),
         "summarizer_tokens": summarizer_tokens,
         "retention": kept / pairs if pairs else 1.0,
+        "probe_retention": _probe_retention(requests),
         "overflows": sum(1 for r in requests if r.overflow),
     }
+
+
+def _probe_retention(requests: Sequence[RequestRecord]) -> dict[str, float]:
+    """Probe kind → share of the requests it applied to that kept it."""
+    applied: dict[str, int] = {}
+    kept: dict[str, int] = {}
+    for r in requests:
+        for kind, ok in r.probes.items():
+            applied[kind] = applied.get(kind, 0) + 1
+            kept[kind] = kept.get(kind, 0) + ok
+    return {kind: kept[kind] / applied[kind] for kind in PROBE_KINDS if applied.get(kind)}
 
 
 @dataclass(frozen=True, kw_only=True)
