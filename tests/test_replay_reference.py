@@ -114,7 +114,7 @@ def test_stream_json_without_timestamps_is_spaced_by_the_interval() -> None:
 def test_cli_json_shows_real_against_predicted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "r.json"
     path = DATA / "openhands" / "basic_gui_mode.json"
-    main(["replay", str(path), "--strategy", "raw", "--no-optimum", "--json", str(out)])
+    main(["replay", str(path), "--strategy", "raw", "--no-optimum", "--output", str(out)])
     printed = capsys.readouterr().out
     assert "billed usage (per-call" in printed and "hidden prefix:" in printed
     doc = json.loads(out.read_text())

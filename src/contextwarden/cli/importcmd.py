@@ -23,7 +23,7 @@ from ..errors import SessionExists, SessionNotFound
 from ..events import JSONValue
 from ..importers import FORMATS, Transcript, load_transcript
 from ..store import SessionStore, open_store
-from ._common import echo_json, store_option
+from ._common import echo_json, json_options, progress, store_option
 
 _NAME_MAX = 120
 
@@ -44,7 +44,7 @@ _NAME_MAX = 120
     default=None,
     help="Store a copy under this session id even if the same content was imported before (one file only).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_options()
 @store_option
 def command(
     files: tuple[Path, ...],
@@ -57,7 +57,11 @@ def command(
     """Import agent transcripts (Claude Code, Codex, SWE-agent, mini-swe-agent, OpenHands, chat logs)."""
     if copy_name is not None and (len(files) != 1 or session_name is not None):
         raise click.UsageError("--as NAME copies one file; give exactly one file and no --session")
-    transcripts = [load_transcript(path, format=format_name) for path in files]
+    transcripts: list[Transcript] = []
+    with progress(len(files), "reading", minimum=2) as advance:
+        for path in files:
+            transcripts.append(load_transcript(path, format=format_name))
+            advance(1)
     hashes = [content_hash(path) for path in files]
     store = open_store(store_url)
     try:
@@ -99,6 +103,9 @@ def command(
         )
         for warning in report["warnings"]:
             click.echo(f"  warning: {warning}")
+    fresh_reports = [r for r in reports if not r.get("already_imported")]
+    if len(fresh_reports) > 1:
+        click.echo(f"imported {len(fresh_reports)} files, {sum(r['events'] for r in fresh_reports)} events")
 
 
 def _session_names(store: SessionStore, files: Sequence[Path], explicit: str | None) -> list[str]:
