@@ -150,6 +150,10 @@ def _report_writer() -> Any:
     return write_report
 
 
+def _share(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else "-"
+
+
 def _ratio(value: float, base: float) -> str:
     return f"{value / base:.2f}×" if base else "-"
 
@@ -167,6 +171,7 @@ _FIGURES = (
     "breaks",
     "window ev.",
     "retention",
+    "next-action",
     "re-reads",
     "overflows",
 )
@@ -187,6 +192,7 @@ def _figure_cells(f: dict[str, Any], raw: dict[str, Any] | None) -> list[str]:
         str(f["prefix_breaks"]),
         str(f["window_events"]),
         f"{f['retention']:.3f}",
+        _share(f["probe_retention"].get("next_action_evidence")),
         f"{f['rereads']}/{f['file_reads']}",
         str(f["overflows"]),
     ]

@@ -49,6 +49,10 @@ PROBE_KINDS: tuple[str, ...] = (
     "next_action_evidence",
 )
 """Every probe, in report order."""
+RETENTION_PROBES: tuple[str, ...] = PROBE_KINDS[:5]
+"""The probes the ``retention`` figure is over: the facts that must stay visible. ``next_action_evidence``
+is reported on its own (per-probe retention, its misses listed): it asks more of a strategy (every file the
+next action touches), and mixing it in would change what the long-standing retention targets mean."""
 TRUNCATION_MARKER = "[... output truncated"
 """How a tool output cut at ingestion announces the cut (``contextwarden.policies.truncate``)."""
 

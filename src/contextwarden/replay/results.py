@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .probes import PROBE_KINDS
+from .probes import PROBE_KINDS, RETENTION_PROBES
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -209,8 +209,9 @@ def _figures(requests: Sequence[RequestRecord], summarizer_tokens: int) -> dict[
     n = len(requests)
     total = sum(r.input_tokens for r in requests)
     read = sum(r.cache_read_tokens for r in requests)
-    pairs = sum(len(r.probes) for r in requests)
-    kept = sum(sum(1 for v in r.probes.values() if v) for r in requests)
+    # Retention is over the fact probes; next-action evidence is its own figure (``probe_retention``).
+    pairs = sum(1 for r in requests for k in r.probes if k in RETENTION_PROBES)
+    kept = sum(1 for r in requests for k, v in r.probes.items() if v and k in RETENTION_PROBES)
     return {
         "requests": n,
         "input_tokens_total": total,
