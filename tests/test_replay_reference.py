@@ -144,7 +144,9 @@ def test_short_sessions_never_pay_for_contextwarden() -> None:
     own = [i for i in inputs if i not in codex]
     runs = [replay(own, ["raw", "contextwarden"], settings=FAST, counter=default_counter())]
     runs.append(replay(codex, ["raw", "contextwarden"], settings=ReplaySettings(model="gpt-5", optimum=False)))
-    pairs = [p for r in runs for p in zip(r.strategy("raw").per_file, r.strategy("contextwarden").per_file)]
+    pairs = []
+    for r in runs:
+        pairs += list(zip(r.strategy("raw").per_file, r.strategy("contextwarden").per_file, strict=True))
     assert len(pairs) == len(inputs) and codex
     for a, b in pairs:
         raw_cost, cost = sum(r.cost_usd for r in a.requests), sum(r.cost_usd for r in b.requests)
