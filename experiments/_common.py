@@ -33,10 +33,10 @@ from contextwarden.events import (
     ToolResult,
     UserMessage,
 )
-from contextwarden.render.openai_chat import render_openai_chat
 from contextwarden.replay import Built, RunEnv, Strategy, StrategyRun
 from contextwarden.replay.engine import default_counter
 from contextwarden.tokens import TokenCounter
+from contextwarden.wire import render_openai_chat
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "experiments"

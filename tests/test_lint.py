@@ -366,7 +366,7 @@ def test_hostile_lines_give_defined_results(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("render", ["openai_chat", "anthropic", "openai_responses"])
 def test_our_rendered_requests_break_only_at_window_events(tmp_path: Path, render: str) -> None:
-    import contextwarden.render as renderers
+    import contextwarden.wire as renderers
     from contextwarden.governance import replay_session
 
     store = SQLiteStore(str(tmp_path / "s.db"))

@@ -24,9 +24,9 @@ from contextwarden.events import (
 from contextwarden.manager import ContextManager, ContextPolicy
 from contextwarden.models import get_profile
 from contextwarden.planner import PlannerSettings
-from contextwarden.render.openai_chat import render_openai_chat
 from contextwarden.store.memory import MemoryStore
 from contextwarden.tokens import HeuristicCounter
+from contextwarden.wire import render_openai_chat
 
 TOOLS = (
     ToolDefinition(name="read_file", description="Read a file.", parameters={"type": "object"}),

@@ -13,19 +13,50 @@ from hypothesis import strategies as st
 from contextwarden.context import Message, ModelContext, ToolDefinition
 from contextwarden.errors import ImportFormatError, MalformedResponse, UsageError
 from contextwarden.events import AssistantMessage, BinaryPart, ThinkingBlock, ToolCall
-from contextwarden.render import (
+from contextwarden.wire import (
     ABORTED_TEXT,
+    get_codec,
     normalize_pairing,
-    parse_anthropic_response,
-    parse_gemini_response,
-    parse_openai_chat_response,
-    parse_openai_responses_response,
-    parse_request_messages,
     render_anthropic,
     render_gemini,
     render_openai_chat,
     render_openai_responses,
 )
+from contextwarden.wire._render_args import OPENING_TEXT
+from contextwarden.wire.anthropic import parse_anthropic_response
+from contextwarden.wire.gemini import parse_gemini_response
+from contextwarden.wire.openai_chat import parse_openai_chat_response
+from contextwarden.wire.openai_responses import parse_openai_responses_response
+
+
+def parse_request_messages(body: dict[str, Any]) -> tuple[str, list[Message]]:
+    """The system prompt and messages a codec reads back from a body (what these tests compare)."""
+    ctx = (
+        get_codec("anthropic" if "system" in body or "max_tokens" in body else "openai_chat")
+        .parse_request(body)
+        .to_context()
+    )
+    count = 0
+    while count < len(ctx.messages) and ctx.messages[count].role in ("system", "developer"):
+        count += 1
+    leading = [m.text for m in ctx.messages[:count]]
+    return "\n\n".join(t for t in (ctx.system, *leading) if t), [_plain(m) for m in ctx.messages[count:]]
+
+
+def _plain(message: Message) -> Message:
+    return Message(
+        role=message.role,
+        text=message.text,
+        thinking=message.thinking,
+        tool_calls=message.tool_calls,
+        tool_call_id=message.tool_call_id,
+        tool_name=message.tool_name,
+        is_error=message.is_error,
+        parts=message.parts,
+        opaque=message.opaque,
+        section=message.section,
+    )
+
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
@@ -227,8 +258,9 @@ def test_renderers_normalize_pairing_themselves() -> None:
 def test_empty_and_system_only_contexts() -> None:
     ctx = ModelContext(model="m", system="only a system prompt", messages=(Message(role="user", text=""),))
     assert render_openai_chat(ctx)["messages"] == [{"role": "system", "content": "only a system prompt"}]
-    assert render_anthropic(ctx)["messages"] == []
-    assert render_gemini(ctx)["contents"] == []
+    opening = [{"role": "user", "content": [{"type": "text", "text": OPENING_TEXT}]}]
+    assert render_anthropic(ctx)["messages"] == opening  # the API rejects an empty list
+    assert render_gemini(ctx)["contents"] == [{"role": "user", "parts": [{"text": OPENING_TEXT}]}]
     assert render_openai_responses(ctx)["input"] == []
     assert "tools" not in render_openai_chat(ctx)
     assert "system" not in render_anthropic(ModelContext(model="m", system="", messages=()))
@@ -397,9 +429,7 @@ def test_a_context_prefix_renders_to_a_payload_prefix(ctx: ModelContext) -> None
     messages, _ = normalize_pairing(ctx.messages)
     full = ModelContext(model="m", system=ctx.system, messages=messages, tools=ctx.tools)
     for k in range(len(messages) + 1):
-        closed = (k == 0 or not messages[k - 1].tool_calls) and (
-            k == len(messages) or messages[k].role != "tool"
-        )
+        closed = (k == 0 or not messages[k - 1].tool_calls) and (k == len(messages) or messages[k].role != "tool")
         if not closed:
             continue
         short = ModelContext(model="m", system=ctx.system, messages=messages[:k], tools=ctx.tools)
@@ -410,15 +440,21 @@ def test_a_context_prefix_renders_to_a_payload_prefix(ctx: ModelContext) -> None
         assert resp_full["input"][: len(resp_short["input"])] == resp_short["input"]
         a_short, a_full = _strip_cache(render_anthropic(short)), _strip_cache(render_anthropic(full))
         assert a_short.get("tools") == a_full.get("tools")
-        _assert_system_prefix(a_short.get("system", []), a_full.get("system", []), bool(a_short["messages"]))
-        _assert_merged_prefix(a_short["messages"], a_full["messages"], "content")
+        # With no user turn yet, Anthropic and Gemini get the opening text, which the first real user
+        # turn replaces: the one place a longer context does not extend the shorter one's payload.
+        a_open = a_short["messages"] == [{"role": "user", "content": [{"type": "text", "text": OPENING_TEXT}]}]
+        _assert_system_prefix(a_short.get("system", []), a_full.get("system", []), not a_open)
+        if not a_open:
+            _assert_merged_prefix(a_short["messages"], a_full["messages"], "content")
         g_short, g_full = render_gemini(short), render_gemini(full)
+        g_open = g_short["contents"] == [{"role": "user", "parts": [{"text": OPENING_TEXT}]}]
         _assert_system_prefix(
             g_short.get("systemInstruction", {}).get("parts", []),
             g_full.get("systemInstruction", {}).get("parts", []),
-            bool(g_short["contents"]),
+            not g_open,
         )
-        _assert_merged_prefix(g_short["contents"], g_full["contents"], "parts")
+        if not g_open:
+            _assert_merged_prefix(g_short["contents"], g_full["contents"], "parts")
 
 
 def _assert_system_prefix(short: list[Any], full: list[Any], has_messages: bool) -> None:
@@ -440,14 +476,16 @@ def test_rendering_is_byte_stable() -> None:
 
 def as_message(assistant: AssistantMessage) -> Message:
     return Message(
-        role="assistant", text=assistant.text, thinking=assistant.thinking, tool_calls=assistant.tool_calls
+        role="assistant",
+        text=assistant.text,
+        thinking=assistant.thinking,
+        tool_calls=assistant.tool_calls,
+        opaque=assistant.opaque,
     )
 
 
 def answered(assistant: AssistantMessage) -> tuple[Message, ...]:
-    results = tuple(
-        Message(role="tool", text="ok", tool_call_id=c.id, tool_name=c.name) for c in assistant.tool_calls
-    )
+    results = tuple(Message(role="tool", text="ok", tool_call_id=c.id, tool_name=c.name) for c in assistant.tool_calls)
     return (as_message(assistant), *results)
 
 
@@ -495,9 +533,7 @@ def test_parse_openai_chat_stop_reasons_and_missing_usage() -> None:
     assert parse_openai_chat_response(body("length"))[0].stop_reason == "max_tokens"
     assert parse_openai_chat_response(body("content_filter"))[0].stop_reason == "content_filter"
     assert parse_openai_chat_response(body("stop"))[1] is None
-    reasoning = {
-        "choices": [{"finish_reason": "stop", "message": {"content": "4", "reasoning_content": "2+2"}}]
-    }
+    reasoning = {"choices": [{"finish_reason": "stop", "message": {"content": "4", "reasoning_content": "2+2"}}]}
     assert parse_openai_chat_response(reasoning)[0].thinking == (ThinkingBlock(text="2+2"),)
 
 
@@ -535,7 +571,9 @@ def test_parse_openai_responses_round_trip() -> None:
     }
     assistant, usage = parse_openai_responses_response(body)
     assert assistant.text == "Checking." and assistant.stop_reason == "tool_use"
-    assert assistant.thinking == (ThinkingBlock(text="Plan.", signature="rs_1:gAAAA-xyz"),)
+    # The reasoning item is kept verbatim (encrypted content and all) for Responses; its text is readable.
+    assert assistant.thinking == (ThinkingBlock(text="Plan."),)
+    assert [(p.kind, json.loads(p.raw_json)) for p in assistant.opaque] == [("reasoning", reasoning)]
     assert usage is not None and (usage.input_tokens, usage.cache_read_tokens) == (2000, 1536)
     items = render_openai_responses(ModelContext(model="m", system="", messages=answered(assistant)))["input"]
     assert items[:3] == [reasoning, {"type": "message", "role": "assistant", "content": "Checking."}, call]
@@ -570,7 +608,8 @@ def test_parse_anthropic_round_trip() -> None:
     assert (usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens) == (3210, 3000, 200)
     assert assistant.stop_reason == "tool_use"
     rendered = render_anthropic(ModelContext(model="m", system="", messages=answered(assistant)))
-    assert rendered["messages"][0] == {"role": "assistant", "content": content}
+    assert rendered["messages"][0] == {"role": "user", "content": [{"type": "text", "text": OPENING_TEXT}]}
+    assert rendered["messages"][1] == {"role": "assistant", "content": content}
     end = {**body, "content": [{"type": "text", "text": "done"}], "stop_reason": "end_turn"}
     assert parse_anthropic_response(end)[0].stop_reason == "end_turn"
     assert parse_anthropic_response({**end, "stop_reason": "max_tokens"})[0].stop_reason == "max_tokens"
@@ -607,7 +646,7 @@ def test_parse_gemini_round_trip() -> None:
     assert usage is not None
     assert (usage.input_tokens, usage.cache_read_tokens, usage.output_tokens) == (5000, 4000, 130)
     rendered = render_gemini(ModelContext(model="m", system="", messages=answered(assistant)))
-    assert rendered["contents"][0] == {"role": "model", "parts": parts}
+    assert rendered["contents"][1] == {"role": "model", "parts": parts}
     assert parse_gemini_response(body)[0].tool_calls == assistant.tool_calls  # deterministic ids
     blocked = {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {"promptTokenCount": 12}}
     blocked_message, blocked_usage = parse_gemini_response(blocked)
@@ -695,9 +734,15 @@ def test_parse_request_messages_edge_cases() -> None:
             }
         ],
     }
-    assert parse_request_messages(remote)[1][0].text == "[image: https://x/y.png]"
+    # A remote image only Anthropic can fetch stays an opaque block and goes back to Anthropic as it came.
+    (opaque,) = parse_request_messages(remote)[1][0].opaque
+    assert opaque.kind == "image" and json.loads(opaque.raw_json) == remote["messages"][0]["content"][0]
+    chat_remote = {
+        "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}]
+    }
+    assert parse_request_messages(chat_remote)[1][0].text == "[image: https://x/y.png]"
     later_system = {"messages": [{"role": "user", "content": "a"}, {"role": "system", "content": "late"}]}
-    assert parse_request_messages(later_system)[1][1] == Message(role="system", text="late")
+    assert parse_request_messages(later_system)[1][1] == Message(role="system", text="late", section="instructions")
     with pytest.raises(ImportFormatError):
         parse_request_messages({"input": []})
     with pytest.raises(ImportFormatError):
@@ -711,9 +756,7 @@ def test_undecodable_output_still_encodes() -> None:
         system="sys \udc80",
         messages=(
             Message(role="user", text="run it"),
-            Message(
-                role="assistant", tool_calls=(ToolCall(id="c", name="bash", arguments={"_raw": "x\udcff"}),)
-            ),
+            Message(role="assistant", tool_calls=(ToolCall(id="c", name="bash", arguments={"_raw": "x\udcff"}),)),
             Message(role="tool", text=bad, tool_call_id="c", tool_name="bash", parts=(PDF,)),
         ),
     )
@@ -721,7 +764,7 @@ def test_undecodable_output_still_encodes() -> None:
     for render in renderers:
         encoded = json.dumps(render(ctx), ensure_ascii=False).encode("utf-8")
         assert "ok\ufffd\ufffd\\u0000end".encode() in encoded
-        assert "\ufffd".encode() in encoded.split(b"ok")[0]  # the system prompt was cleaned too
+        assert "\ufffd".encode() in encoded.split("ok\ufffd".encode())[0]  # the system prompt was cleaned too
 
 
 def test_thinking_without_output_is_not_sent() -> None:

@@ -1,15 +1,15 @@
 """The provider-neutral request the builder produces: :class:`ModelContext` and its messages.
 
-Renderers (``contextwarden.render``) turn a ``ModelContext`` into an OpenAI, Anthropic or Gemini
-payload; nothing here knows any provider's wire format.
+The codecs of :mod:`contextwarden.wire` turn a ``ModelContext`` into an OpenAI, Anthropic or Gemini
+request body; nothing here knows any provider's wire format.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from .events import BinaryPart, ThinkingBlock, ToolCall
+from .events import BinaryPart, OpaquePart, ThinkingBlock, ToolCall
 
 Role = Literal["system", "developer", "user", "assistant", "tool"]
 
@@ -23,6 +23,10 @@ SECTIONS: tuple[str, ...] = (
     "tool_output",
 )
 """Sections a request is measured by, in prompt order (tool_output is interleaved with conversation)."""
+
+
+REASONING_KINDS = frozenset({"reasoning", "thinking", "redacted_thinking"})
+"""``OpaquePart.kind`` values that are the model's reasoning (dropped with the thinking of a turn)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,12 +49,19 @@ class Message:
     """For ``tool`` messages: whether the tool failed."""
     parts: tuple[BinaryPart, ...] = ()
     """Images and files attached."""
+    opaque: tuple[OpaquePart, ...] = ()
+    """Provider items kept verbatim; only the codec of their format renders them, at their position."""
     section: str = "conversation"
     """Which section of :data:`SECTIONS` the message belongs to."""
     source_ids: tuple[str, ...] = ()
     """Ids of the events this message was projected from."""
     tokens: int = 0
     """Token count of the message's content, by the builder's counter."""
+
+    def without_thinking(self) -> Message:
+        """The message with its reasoning taken out: thinking blocks and opaque reasoning items."""
+        opaque = tuple(part for part in self.opaque if part.kind not in REASONING_KINDS)
+        return replace(self, thinking=(), opaque=opaque)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,6 +89,11 @@ class ToolDefinition:
     """What it does."""
     parameters: dict[str, object] = field(default_factory=dict)
     """JSON schema of its arguments."""
+    format: str = ""
+    """For a provider's own tool (an Anthropic server tool, a Responses built-in): the wire format
+    that defined it. Only that format's codec sends it (``raw_json``, verbatim); others leave it out."""
+    raw_json: str = ""
+    """For a provider's own tool: its definition exactly as the provider takes it, as JSON text."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -73,6 +73,26 @@ class BinaryPart:
 
 
 @dataclass(frozen=True, kw_only=True)
+class OpaquePart:
+    """A provider item contextwarden does not interpret, kept to be sent back to that provider verbatim.
+
+    Examples: an OpenAI Responses ``reasoning`` item with its ``encrypted_content``, a ``compaction``
+    item, an Anthropic content block of a type this version does not know. Only the codec of
+    ``format`` renders it, byte for byte; other formats leave it out.
+    """
+
+    format: str
+    """The wire format that produced it (``anthropic``, ``openai_chat``, ``openai_responses``, ``gemini``)."""
+    raw_json: str
+    """The item exactly as the provider sent it, as compact JSON text (key order kept)."""
+    position: int
+    """Where it sat among the content blocks (or items) of its message, counting from 0; rendering
+    puts it back there."""
+    kind: str = ""
+    """The item's own ``type`` (``reasoning``, ``compaction``, ...), so readers need not parse ``raw_json``."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class ContextEdit:
     """One change to what the model sees of an earlier event, recorded in a :class:`ContextEditBatch`."""
 
@@ -118,6 +138,8 @@ class UserMessage(Event):
     """What the user said."""
     parts: tuple[BinaryPart, ...] = ()
     """Attached images or files."""
+    opaque: tuple[OpaquePart, ...] = ()
+    """Provider items kept verbatim (unknown content blocks), each with its position in the message."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,6 +157,9 @@ class AssistantMessage(Event):
     """The model that produced it, when known."""
     stop_reason: str = ""
     """Why generation stopped (``end_turn``, ``tool_use``, ``max_tokens``...), when known."""
+    opaque: tuple[OpaquePart, ...] = ()
+    """Provider items kept verbatim (encrypted reasoning, compaction items, unknown blocks), each with
+    its position among the message's blocks or items."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -322,6 +347,7 @@ _PART_TYPES: dict[str, type[Any]] = {
     "thinking": ThinkingBlock,
     "parts": BinaryPart,
     "edits": ContextEdit,
+    "opaque": OpaquePart,
 }
 
 

@@ -34,11 +34,11 @@ from .events import (
 )
 from .fragments import DEFAULT_REGISTRY
 from .items import ContextItem, Lifecycle, Tier
+from .pairing import normalize_pairing
 from .policies.placeholders import masked_placeholder, stale_placeholder, superseded_placeholder
 from .policies.presets import ToolPolicy, apply_policy, policy_for
 from .policies.resources import Resource, covers, resources_of
 from .policies.truncate import truncate_output
-from .render.pairing import normalize_pairing
 from .state import StateBuilder, TaskState
 from .tokens import IMAGE_TOKENS, MESSAGE_OVERHEAD, TOOL_CALL_OVERHEAD, TokenCounter
 
@@ -68,6 +68,8 @@ def message_tokens(message: Message, counter: TokenCounter) -> int:
         n += TOOL_CALL_OVERHEAD + counter.count(call.name) + counter.count(_args_json(call.arguments))
     for part in message.parts:
         n += IMAGE_TOKENS if part.media_type.startswith("image/") else 16
+    for item in message.opaque:  # encrypted or unknown provider items: about 4 bytes a token
+        n += len(item.raw_json) // 4
     return n
 
 
@@ -270,7 +272,7 @@ class Projection:
         if item is None:
             return 0
         if edit.action == "drop_thinking":
-            reduced = replace(item.message, thinking=())
+            reduced = item.message.without_thinking()
         else:
             reduced = replace(item.message, text=edit.replacement, parts=())
         saved = max(item.tokens - message_tokens(reduced, self.config.counter), 0)
@@ -336,7 +338,7 @@ class Projection:
                 self._savings_cache.pop((edit.target_id, action), None)
             item = self.items[pos]
             if edit.action == "drop_thinking":
-                message = replace(item.message, thinking=())
+                message = item.message.without_thinking()
                 state = item.state
             else:
                 message = replace(item.message, text=edit.replacement, parts=())
@@ -417,7 +419,7 @@ class Projection:
         text, truncated, original = self._bounded_text(event.text, event.id)
         goal = not self._seen_user
         self._seen_user = True
-        message = Message(role="user", text=text, parts=event.parts, source_ids=(event.id,))
+        message = Message(role="user", text=text, parts=event.parts, opaque=event.opaque, source_ids=(event.id,))
         self._push(
             self._message_item(
                 event,
@@ -454,7 +456,12 @@ class Projection:
             calls.append(bounded)
         text, _, _ = self._bounded_text(event.text, event.id)
         message = Message(
-            role="assistant", text=text, thinking=event.thinking, tool_calls=tuple(calls), source_ids=(event.id,)
+            role="assistant",
+            text=text,
+            thinking=event.thinking,
+            tool_calls=tuple(calls),
+            opaque=event.opaque,
+            source_ids=(event.id,),
         )
         self._push(self._message_item(event, message))
 

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..events import ToolCall
-from ..render._common import parse_arguments
 from ..tokens import IMAGE_TOKENS, MESSAGE_OVERHEAD, TokenCounter
+from ..wire._common import parse_arguments
 from ._items import (
     RequestFormat,
     RequestItem,

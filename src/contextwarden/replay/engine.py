@@ -25,10 +25,10 @@ from ..context import SECTIONS
 from ..errors import SessionNotFound, UsageError
 from ..events import AssistantMessage, Event, JSONValue, UsageReport
 from ..models import ModelProfile, get_profile
-from ..render.openai_chat import render_openai_chat
 from ..store import MemoryStore
 from ..store._protocol import SessionStore
 from ..tokens import HeuristicCounter, TokenCounter
+from ..wire.openai_chat import render_openai_chat
 from ._measure import Clock, align, block_breakpoints, output_tokens
 from .costmodel import Block, BlockMeter, CacheSimulator, CacheTTL, CostSettings, price_call
 from .probes import ProbeTracker

@@ -37,10 +37,10 @@ from dataclasses import dataclass, replace
 from ..context import Message, ModelContext
 from ..events import AssistantMessage, Event, with_position
 from ..models import ModelProfile
+from ..pairing import normalize_pairing
 from ..policies.presets import CODING_TOOL_POLICIES
 from ..projection import Projection, ProjectionConfig
-from ..render.openai_chat import render_openai_chat
-from ..render.pairing import normalize_pairing
+from ..wire.openai_chat import render_openai_chat
 from ._measure import Clock, align, output_tokens
 from .costmodel import Block, BlockMeter, CacheSimulator, CostSettings
 from .engine import ReplaySettings

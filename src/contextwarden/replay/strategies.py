@@ -32,7 +32,7 @@ from ..events import (
     UserMessage,
 )
 from ..models import ModelProfile
-from ..render.pairing import normalize_pairing
+from ..pairing import normalize_pairing
 from ..store._protocol import SessionStore
 from ..tokens import TokenCounter
 

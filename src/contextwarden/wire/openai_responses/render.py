@@ -4,7 +4,7 @@ The request is stateless (no ``previous_response_id``): the whole conversation i
 
 - The system prompt goes to ``instructions``; later system or developer messages stay input messages.
 - Reasoning is replayed as ``reasoning`` items only for thinking blocks that carry a Responses signature
-  (``"<item id>:<encrypted_content>"``, see :mod:`contextwarden.render._common`); other providers'
+  (``"<item id>:<encrypted_content>"``, see :mod:`contextwarden.wire._common`); other providers'
   signatures and bare reasoning text are not sent (the API cannot verify them).
 - Tool results with images use the list form of ``function_call_output.output``
   (``input_text`` and ``input_image`` parts).
@@ -14,40 +14,68 @@ The request is stateless (no ``previous_response_id``): the whole conversation i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from ..context import Message, ModelContext
-from ..events import BinaryPart
-from ._common import arguments_text, clean_text, data_url, join_text, split_parts, unpack_responses_signature
-from .pairing import normalize_pairing
+from ...context import Message, ModelContext
+from ...events import BinaryPart
+from ...pairing import normalize_pairing
+from .._common import (
+    arguments_text,
+    clean_text,
+    data_url,
+    has_opaque,
+    join_text,
+    own_tools,
+    split_parts,
+    unpack_responses_signature,
+    with_opaque,
+)
+from .._render_args import finish
 
 __all__ = ["render_openai_responses"]
 
 _EMPTY_SCHEMA: dict[str, object] = {"type": "object", "properties": {}}
+_OWN_FIELDS = frozenset({"model", "instructions", "input", "tools", "max_output_tokens"})
+_FORMAT = "openai_responses"
 
 
-def render_openai_responses(ctx: ModelContext) -> dict[str, Any]:
-    """Return ``{"model", "instructions"?, "input", "tools"?}`` for ``POST /v1/responses``."""
+def render_openai_responses(
+    ctx: ModelContext,
+    *,
+    model: str | None = None,
+    max_tokens: int | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Return ``{"model", "instructions"?, "input", "tools"?, "max_output_tokens"?}`` for ``POST /v1/responses``.
+
+    ``model`` defaults to ``ctx.model``; ``max_tokens`` is sent as ``max_output_tokens`` when given;
+    ``extra`` adds settings (``reasoning``, ``include``, ``store``, ``stream``...).
+    """
     messages, _ = normalize_pairing(ctx.messages)
     items: list[dict[str, Any]] = []
     for message in messages:
         items.extend(_items(message))
-    body: dict[str, Any] = {"model": ctx.model}
+    body: dict[str, Any] = {"model": model or ctx.model}
     if ctx.system:
         body["instructions"] = clean_text(ctx.system)
     body["input"] = items
-    if ctx.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "name": tool.name,
-                "description": tool.description,
-                "parameters": tool.parameters or _EMPTY_SCHEMA,
-                "strict": False,
-            }
-            for tool in ctx.tools
-        ]
-    return body
+    functions, provided = own_tools(ctx.tools, _FORMAT)
+    tools = [_tool(tool.name, tool.description, tool.parameters) for tool in functions] + provided
+    if tools:
+        body["tools"] = tools
+    if max_tokens is not None:
+        body["max_output_tokens"] = max_tokens
+    return finish(body, extra, protected=_OWN_FIELDS)
+
+
+def _tool(name: str, description: str, parameters: dict[str, object]) -> dict[str, Any]:
+    tool: dict[str, Any] = {"type": "function", "name": name}
+    if description:
+        tool["description"] = description
+    tool["parameters"] = parameters or _EMPTY_SCHEMA
+    tool["strict"] = False
+    return tool
 
 
 def _items(message: Message) -> list[dict[str, Any]]:
@@ -60,14 +88,16 @@ def _items(message: Message) -> list[dict[str, Any]]:
         if images:
             output = _content(text, images)
         return [{"type": "function_call_output", "call_id": message.tool_call_id, "output": output}]
-    if not text and not images:
+    if not text and not images and not has_opaque(message.opaque, _FORMAT):
         return []
-    content: str | list[dict[str, Any]] = _content(text, images) if images else text
+    content: str | list[dict[str, Any]] = text
+    if images or has_opaque(message.opaque, _FORMAT):
+        content = with_opaque(_content(text, images), message.opaque, _FORMAT)
     return [{"type": "message", "role": message.role, "content": content}]
 
 
 def _assistant_items(message: Message, text: str) -> list[dict[str, Any]]:
-    if not text and not message.tool_calls:
+    if not text and not message.tool_calls and not has_opaque(message.opaque, _FORMAT):
         return []  # a reasoning item without the output it led to is rejected
     items: list[dict[str, Any]] = []
     for block in message.thinking:
@@ -83,7 +113,7 @@ def _assistant_items(message: Message, text: str) -> list[dict[str, Any]]:
         {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": arguments_text(call)}
         for call in message.tool_calls
     )
-    return items
+    return with_opaque(items, message.opaque, _FORMAT)
 
 
 def _content(text: str, images: list[BinaryPart]) -> list[dict[str, Any]]:

@@ -14,24 +14,37 @@ Choices a reader should know:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from ..context import Message, ModelContext
-from ..events import BinaryPart
-from ._common import arguments_text, clean_text, data_url, join_text, split_parts
-from .pairing import normalize_pairing
+from ...context import Message, ModelContext
+from ...events import BinaryPart
+from ...pairing import normalize_pairing
+from .._common import arguments_text, clean_text, data_url, join_text, own_tools, split_parts, with_opaque
+from .._render_args import finish
 
 __all__ = ["render_openai_chat"]
 
 _EMPTY_SCHEMA: dict[str, object] = {"type": "object", "properties": {}}
+_OWN_FIELDS = frozenset({"model", "messages", "tools", "max_completion_tokens"})
+_FORMAT = "openai_chat"
 
 
-def render_openai_chat(ctx: ModelContext, *, developer_role: bool = False) -> dict[str, Any]:
-    """Return ``{"model", "messages", "tools"?}`` for ``POST /v1/chat/completions``.
+def render_openai_chat(
+    ctx: ModelContext,
+    *,
+    model: str | None = None,
+    max_tokens: int | None = None,
+    extra: Mapping[str, Any] | None = None,
+    developer_role: bool = False,
+) -> dict[str, Any]:
+    """Return ``{"model", "messages", "tools"?, "max_completion_tokens"?}`` for ``POST /v1/chat/completions``.
 
-    ``developer_role``: speak system instructions with the ``developer`` role (o-series and later
-    reasoning models) instead of ``system``. ``tools`` is left out when there are none (the API
-    rejects an empty list).
+    ``model`` defaults to ``ctx.model``; ``max_tokens`` is sent as ``max_completion_tokens`` when given;
+    ``extra`` adds settings (``temperature``, ``stream``...). ``developer_role``: speak system
+    instructions (and developer messages) with the ``developer`` role (o-series and later reasoning
+    models) instead of ``system``, which every OpenAI-compatible server knows. ``tools`` is left out when there are
+    none (the API rejects an empty list).
     """
     messages, _ = normalize_pairing(ctx.messages)
     system_role = "developer" if developer_role else "system"
@@ -48,20 +61,22 @@ def render_openai_chat(ctx: ModelContext, *, developer_role: bool = False) -> di
             out.append(rendered)
     if tool_images:
         out.append({"role": "user", "content": tool_images})
-    body: dict[str, Any] = {"model": ctx.model, "messages": out}
-    if ctx.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": tool.parameters or _EMPTY_SCHEMA,
-                },
-            }
-            for tool in ctx.tools
-        ]
-    return body
+    body: dict[str, Any] = {"model": model or ctx.model, "messages": out}
+    functions, provided = own_tools(ctx.tools, _FORMAT)
+    tools = [_tool(tool.name, tool.description, tool.parameters) for tool in functions] + provided
+    if tools:
+        body["tools"] = tools
+    if max_tokens is not None:
+        body["max_completion_tokens"] = max_tokens
+    return finish(body, extra, protected=_OWN_FIELDS)
+
+
+def _tool(name: str, description: str, parameters: dict[str, object]) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": name}
+    if description:
+        function["description"] = description
+    function["parameters"] = parameters or _EMPTY_SCHEMA
+    return {"type": "function", "function": function}
 
 
 def _render_message(message: Message, system_role: str, tool_images: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -70,7 +85,7 @@ def _render_message(message: Message, system_role: str, tool_images: list[dict[s
     if message.role in ("system", "developer"):
         return {"role": system_role, "content": text} if text else None
     if message.role == "user":
-        return _user(text, images)
+        return _user(text, images, message)
     if message.role == "assistant":
         return _assistant(message, text)
     if images:
@@ -85,12 +100,13 @@ def _render_message(message: Message, system_role: str, tool_images: list[dict[s
     return {"role": "tool", "tool_call_id": message.tool_call_id, "content": text}
 
 
-def _user(text: str, images: list[BinaryPart]) -> dict[str, Any] | None:
-    if not images:
+def _user(text: str, images: list[BinaryPart], message: Message) -> dict[str, Any] | None:
+    opaque = [part for part in message.opaque if part.format == _FORMAT]
+    if not images and not opaque:
         return {"role": "user", "content": text} if text else None
     content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
     content.extend(_image_part(image) for image in images)
-    return {"role": "user", "content": content}
+    return {"role": "user", "content": with_opaque(content, message.opaque, _FORMAT)}
 
 
 def _assistant(message: Message, text: str) -> dict[str, Any] | None:

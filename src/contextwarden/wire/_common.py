@@ -19,8 +19,10 @@ import binascii
 import json
 import re
 from collections.abc import Mapping
+from typing import Any
 
-from ..events import BinaryPart, JSONValue, ToolCall
+from ..context import ToolDefinition
+from ..events import BinaryPart, JSONValue, OpaquePart, ToolCall
 
 REDACTED_PREFIX = "redacted:"
 """Prefix of the signature of an Anthropic ``redacted_thinking`` block."""
@@ -157,3 +159,27 @@ def unpack_responses_signature(signature: str) -> tuple[str, str] | None:
 def is_foreign_to_anthropic_or_gemini(signature: str) -> bool:
     """Whether a signature belongs to OpenAI Responses (and so must not be sent elsewhere)."""
     return unpack_responses_signature(signature) is not None
+
+
+def with_opaque(blocks: list[dict[str, Any]], opaque: tuple[OpaquePart, ...], fmt: str) -> list[dict[str, Any]]:
+    """The blocks with the message's opaque items of format ``fmt`` put back at their positions.
+
+    Each item is decoded from its raw JSON with key order kept, so it encodes back to the same bytes.
+    Items of another format are left out: no other provider could read them.
+    """
+    for part in opaque:
+        if part.format == fmt:
+            blocks.insert(min(part.position, len(blocks)), json.loads(part.raw_json))
+    return blocks
+
+
+def has_opaque(opaque: tuple[OpaquePart, ...], fmt: str) -> bool:
+    """Whether any opaque item is of format ``fmt``."""
+    return any(part.format == fmt for part in opaque)
+
+
+def own_tools(tools: tuple[ToolDefinition, ...], fmt: str) -> tuple[list[ToolDefinition], list[dict[str, Any]]]:
+    """Function tools, and the provider tools of format ``fmt`` decoded (other formats' are left out)."""
+    functions = [tool for tool in tools if not tool.raw_json]
+    provider = [json.loads(tool.raw_json) for tool in tools if tool.raw_json and tool.format == fmt]
+    return functions, provider

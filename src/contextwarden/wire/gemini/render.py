@@ -17,25 +17,44 @@ The model goes in the URL (``models/{model}:generateContent``), so the body has 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from ..context import Message, ModelContext
-from ._common import (
+from ...context import Message, ModelContext
+from ...pairing import normalize_pairing
+from .._common import (
     REDACTED_PREFIX,
     arguments_payload,
     b64,
     clean_text,
     is_foreign_to_anthropic_or_gemini,
     join_text,
+    own_tools,
     split_parts,
+    with_opaque,
 )
-from .pairing import normalize_pairing
+from .._render_args import OPENING_TEXT, finish
 
 __all__ = ["render_gemini"]
 
+_OWN_FIELDS = frozenset({"systemInstruction", "contents", "tools"})
+_FORMAT = "gemini"
 
-def render_gemini(ctx: ModelContext) -> dict[str, Any]:
-    """Return ``{"systemInstruction"?, "contents", "tools"?}`` for ``generateContent``."""
+
+def render_gemini(
+    ctx: ModelContext,
+    *,
+    model: str | None = None,
+    max_tokens: int | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Return ``{"systemInstruction"?, "contents", "tools"?, "generationConfig"?}`` for ``generateContent``.
+
+    ``model`` is not part of the body (it goes in the URL) and is accepted for a uniform call.
+    ``max_tokens`` is sent as ``generationConfig.maxOutputTokens``; ``extra`` adds settings, its
+    ``generationConfig`` merged with that limit.
+    """
+    del model  # the URL names it
     messages, _ = normalize_pairing(ctx.messages)
     system: list[dict[str, Any]] = [{"text": clean_text(ctx.system)}] if ctx.system else []
     contents: list[dict[str, Any]] = []
@@ -62,16 +81,35 @@ def render_gemini(ctx: ModelContext) -> dict[str, Any]:
     body: dict[str, Any] = {}
     if system:
         body["systemInstruction"] = {"parts": system}
+    if not contents or contents[0]["role"] != "user":
+        contents.insert(0, {"role": "user", "parts": [{"text": OPENING_TEXT}]})
     body["contents"] = contents
-    if ctx.tools:
+    tools = _tools(ctx)
+    if tools:
+        body["tools"] = tools
+    settings = dict(extra or {})
+    config = dict(settings.pop("generationConfig", None) or {})
+    if max_tokens is not None:
+        config["maxOutputTokens"] = max_tokens
+    if config:
+        settings["generationConfig"] = config
+    return finish(body, settings, protected=_OWN_FIELDS)
+
+
+def _tools(ctx: ModelContext) -> list[dict[str, Any]]:
+    functions, provided = own_tools(ctx.tools, _FORMAT)
+    tools: list[dict[str, Any]] = []
+    if functions:
         declarations: list[dict[str, Any]] = []
-        for tool in ctx.tools:
-            declaration: dict[str, Any] = {"name": tool.name, "description": tool.description}
+        for tool in functions:
+            declaration: dict[str, Any] = {"name": tool.name}
+            if tool.description:
+                declaration["description"] = tool.description
             if tool.parameters:
                 declaration["parameters"] = tool.parameters
             declarations.append(declaration)
-        body["tools"] = [{"functionDeclarations": declarations}]
-    return body
+        tools.append({"functionDeclarations": declarations})
+    return tools + provided
 
 
 def _add_parts(into: list[dict[str, Any]], parts: list[dict[str, Any]]) -> None:
@@ -98,7 +136,7 @@ def _user_parts(message: Message, call_name: str) -> list[dict[str, Any]]:
     elif text:
         parts.append({"text": text})
     parts.extend({"inlineData": {"mimeType": image.media_type, "data": b64(image.data)}} for image in images)
-    return parts
+    return with_opaque(parts, message.opaque, _FORMAT) if message.role != "tool" else parts
 
 
 def _model_parts(message: Message) -> list[dict[str, Any]]:
@@ -118,4 +156,4 @@ def _model_parts(message: Message) -> list[dict[str, Any]]:
     if signature and parts:
         target = parts[len(parts) - len(message.tool_calls)] if message.tool_calls else parts[-1]
         target["thoughtSignature"] = signature
-    return parts
+    return with_opaque(parts, message.opaque, _FORMAT)

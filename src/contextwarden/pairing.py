@@ -20,8 +20,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from ..context import Decision, Message
-from ..events import ToolCall
+from .context import Decision, Message
+from .events import ToolCall
 
 ABORTED_TEXT = "[aborted: no result was recorded for this call]"
 """The content of the synthetic result given to a call that never got one."""

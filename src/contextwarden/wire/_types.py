@@ -1,0 +1,85 @@
+"""The shapes every codec shares: the format names, a parsed request, the codec and stream protocols."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from ..context import ModelContext, ToolDefinition
+from ..events import AssistantMessage, Event, Instruction, UsageReport
+
+WireFormat = Literal["anthropic", "openai_chat", "openai_responses", "gemini"]
+"""A provider wire format: Anthropic Messages, OpenAI Chat Completions, OpenAI Responses, Gemini."""
+
+FORMATS: tuple[WireFormat, ...] = ("anthropic", "openai_chat", "openai_responses", "gemini")
+"""Every wire format, in a stable order."""
+
+ParsedResponse = tuple[AssistantMessage, UsageReport | None]
+"""A model response as events: the assistant message and, when the body reports it, its usage."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParsedRequest:
+    """A provider request body read into contextwarden events."""
+
+    format: WireFormat
+    """The wire format the body was in."""
+    model: str
+    """The ``model`` the body names (empty for Gemini, whose model is in the URL)."""
+    instructions: tuple[Instruction, ...]
+    """The leading system or developer text, in order (the system prompt)."""
+    events: tuple[Event, ...]
+    """The conversation in order: :class:`~contextwarden.events.UserMessage`,
+    :class:`~contextwarden.events.AssistantMessage`, :class:`~contextwarden.events.ToolResult`, and
+    :class:`~contextwarden.events.Instruction` for a system message in the middle of it. Opaque
+    provider items ride on the message they belong to."""
+    tools: tuple[ToolDefinition, ...] = ()
+    """The tools the request offers, in order."""
+    max_tokens: int | None = None
+    """The output limit the body asks for, when it names one."""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Every other top-level field (sampling settings, ``stream``, ``tool_choice``...), verbatim;
+    pass it back as ``render_request(..., extra=...)`` to send the same settings."""
+
+    def to_context(self) -> ModelContext:
+        """The request as a :class:`ModelContext`, with no reduction: what rendering it sends back."""
+        from ._messages import context_of
+
+        return context_of(self)
+
+
+class StreamAccumulator(Protocol):
+    """Collects the server-sent events of one streamed response into the response it amounts to."""
+
+    def feed(self, event_type: str, data: Mapping[str, Any]) -> None:
+        """Take one SSE event: its ``event:`` name (empty when the stream names none) and its JSON data."""
+
+    def result(self) -> ParsedResponse:
+        """The response so far, as :meth:`Codec.parse_response` would read the non-streamed body."""
+
+
+class Codec(Protocol):
+    """One provider wire format, both ways."""
+
+    format: WireFormat
+    """The format this codec speaks."""
+
+    def parse_request(self, body: Mapping[str, Any]) -> ParsedRequest:
+        """Read a request body into events (raises :class:`~contextwarden.errors.ImportFormatError`)."""
+
+    def render_request(
+        self,
+        ctx: ModelContext,
+        *,
+        model: str | None = None,
+        max_tokens: int | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """A complete, sendable request body for ``ctx``; ``model`` defaults to ``ctx.model``."""
+
+    def parse_response(self, body: Mapping[str, Any]) -> ParsedResponse:
+        """Read a non-streamed response body (raises :class:`~contextwarden.errors.MalformedResponse`)."""
+
+    def stream_accumulator(self) -> StreamAccumulator:
+        """A fresh accumulator for one streamed response."""

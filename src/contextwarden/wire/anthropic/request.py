@@ -1,0 +1,213 @@
+"""Read an Anthropic Messages request body (``POST /v1/messages``) into request messages.
+
+- ``system`` (a string or text blocks): one instruction per block.
+- ``assistant`` content: ``text`` blocks join into the message text; ``thinking`` and
+  ``redacted_thinking`` blocks become :class:`~contextwarden.events.ThinkingBlock` (a redacted block's
+  data under the ``redacted:`` signature convention); ``tool_use`` blocks become tool calls.
+- ``user`` content: each ``tool_result`` block becomes a ``tool`` message (``is_error`` kept, text and
+  base64 images of its content), the other blocks one ``user`` message (text joined by blank lines,
+  base64 images and documents as parts, remote ones as ``[image: URL]`` text).
+- Any other block type (server tool blocks, citations containers, types newer than this code) is kept
+  as an :class:`~contextwarden.events.OpaquePart` at its position, and only this codec renders it.
+  So is a thinking block with fields beyond ``thinking`` and ``signature``: byte-exact replay matters
+  more than reading it.
+
+``cache_control`` markers are not content: they are dropped, and the renderer places its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...context import Message, ToolDefinition
+from ...errors import ImportFormatError
+from ...events import BinaryPart, Instruction, OpaquePart, ThinkingBlock, ToolCall
+from .._common import REDACTED_PREFIX, arguments_object, dumps_compact, from_b64
+from .._messages import SYSTEM_FIELD
+
+__all__ = ["assistant_content", "parse_messages", "parse_system", "parse_tools"]
+
+_THINKING_KEYS = {
+    "thinking": frozenset({"type", "thinking", "signature"}),
+    "redacted_thinking": frozenset({"type", "data"}),
+}
+_IGNORED = frozenset({"cache_control"})
+
+
+def parse_system(system: object) -> tuple[Instruction, ...]:
+    """The instructions of a ``system`` field: a string, or text blocks (one instruction each)."""
+    if isinstance(system, str):
+        return (Instruction(text=system, source=SYSTEM_FIELD),) if system else ()
+    if system is None:
+        return ()
+    if not isinstance(system, list):
+        raise ImportFormatError("Anthropic 'system' must be a string or a list of text blocks")
+    return tuple(
+        Instruction(text=str(block.get("text", "")), source=SYSTEM_FIELD)
+        for block in system
+        if isinstance(block, Mapping) and block.get("type", "text") == "text"
+    )
+
+
+def parse_tools(tools: object) -> tuple[ToolDefinition, ...]:
+    """The tool definitions of a ``tools`` list; server tools (with a ``type``) are kept verbatim."""
+    out: list[ToolDefinition] = []
+    for tool in tools if isinstance(tools, list) else ():
+        if not isinstance(tool, Mapping):
+            continue
+        if tool.get("type") not in (None, "custom"):
+            out.append(
+                ToolDefinition(
+                    name=str(tool.get("name", "")),
+                    description="",
+                    format="anthropic",
+                    raw_json=dumps_compact({k: v for k, v in tool.items() if k not in _IGNORED}),
+                )
+            )
+            continue
+        schema = tool.get("input_schema")
+        out.append(
+            ToolDefinition(
+                name=str(tool.get("name", "")),
+                description=str(tool.get("description", "")),
+                parameters=dict(schema) if isinstance(schema, Mapping) else {},
+            )
+        )
+    return tuple(out)
+
+
+def parse_messages(messages: object) -> list[Message]:
+    """The request messages of a ``messages`` list (raises :class:`ImportFormatError` when it is none)."""
+    if not isinstance(messages, list):
+        raise ImportFormatError("Anthropic request body has no 'messages' list")
+    out: list[Message] = []
+    names: dict[str, str] = {}
+    for index, raw in enumerate(messages):
+        if not isinstance(raw, Mapping) or raw.get("role") not in ("user", "assistant"):
+            raise ImportFormatError(f"messages[{index}] is not an object with role 'user' or 'assistant'")
+        content = raw.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if not isinstance(blocks, list):
+            raise ImportFormatError(f"messages[{index}].content must be a string or a list of blocks")
+        valid = [b for b in blocks if isinstance(b, Mapping)]
+        if raw["role"] == "assistant":
+            message = assistant_content(valid)
+            names.update((call.id, call.name) for call in message.tool_calls)
+            out.append(message)
+        else:
+            out.extend(_user(valid, names))
+    return out
+
+
+def assistant_content(blocks: Sequence[Mapping[str, Any]]) -> Message:
+    """The assistant message of Anthropic content blocks (a request turn or a response's ``content``)."""
+    texts: list[str] = []
+    thinking: list[ThinkingBlock] = []
+    calls: list[ToolCall] = []
+    opaque: list[OpaquePart] = []
+    for position, block in enumerate(blocks):
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str) and _plain(block, {"type", "text"}):
+            texts.append(block["text"])
+        elif kind == "thinking" and _plain(block, _THINKING_KEYS["thinking"]):
+            thinking.append(
+                ThinkingBlock(text=str(block.get("thinking", "")), signature=str(block.get("signature", "")))
+            )
+        elif kind == "redacted_thinking" and _plain(block, _THINKING_KEYS["redacted_thinking"]):
+            thinking.append(ThinkingBlock(text="", signature=REDACTED_PREFIX + str(block.get("data", ""))))
+        elif kind == "tool_use" and _plain(block, {"type", "id", "name", "input"}):
+            calls.append(
+                ToolCall(
+                    id=str(block.get("id", "")),
+                    name=str(block.get("name", "")),
+                    arguments=arguments_object(block.get("input")),
+                )
+            )
+        else:
+            opaque.append(_opaque(block, position))
+    return Message(
+        role="assistant", text="".join(texts), thinking=tuple(thinking), tool_calls=tuple(calls), opaque=tuple(opaque)
+    )
+
+
+def _plain(block: Mapping[str, Any], keys: frozenset[str] | set[str]) -> bool:
+    """Whether the block has only fields the renderer writes back (``cache_control`` aside)."""
+    return all(key in keys or key in _IGNORED for key in block)
+
+
+def _opaque(block: Mapping[str, Any], position: int) -> OpaquePart:
+    kept = {k: v for k, v in block.items() if k not in _IGNORED}
+    return OpaquePart(
+        format="anthropic", raw_json=dumps_compact(kept), position=position, kind=str(block.get("type", ""))
+    )
+
+
+def _user(blocks: list[Mapping[str, Any]], names: Mapping[str, str]) -> list[Message]:
+    out: list[Message] = []
+    texts: list[str] = []
+    parts: list[BinaryPart] = []
+    opaque: list[OpaquePart] = []
+    position = 0
+
+    def flush() -> None:
+        if texts or parts or opaque:
+            out.append(Message(role="user", text="\n\n".join(texts), parts=tuple(parts), opaque=tuple(opaque)))
+        texts.clear()
+        parts.clear()
+        opaque.clear()
+
+    for block in blocks:
+        if block.get("type") == "tool_result":
+            flush()  # text before a result is not valid Anthropic, but keep the order seen
+            position = 0
+            out.append(_tool_result(block, names))
+        elif not _content_block(block, texts, parts):
+            opaque.append(_opaque(block, position))
+            position += 1
+        else:
+            position += 1
+    flush()
+    return out
+
+
+def _tool_result(block: Mapping[str, Any], names: Mapping[str, str]) -> Message:
+    content = block.get("content")
+    texts: list[str] = []
+    parts: list[BinaryPart] = []
+    if isinstance(content, str):
+        texts.append(content)
+    elif isinstance(content, list):
+        for inner in content:
+            if isinstance(inner, Mapping) and not _content_block(inner, texts, parts):
+                texts.append(dumps_compact(dict(inner)))
+    call_id = str(block.get("tool_use_id", ""))
+    return Message(
+        role="tool",
+        text="\n\n".join(texts),
+        tool_call_id=call_id,
+        tool_name=names.get(call_id, ""),
+        is_error=block.get("is_error") is True,
+        parts=tuple(parts),
+        section="tool_output",
+    )
+
+
+def _content_block(block: Mapping[str, Any], texts: list[str], parts: list[BinaryPart]) -> bool:
+    """Add a ``text``, ``image`` or ``document`` block; ``False`` for a block of another type."""
+    kind = block.get("type")
+    if kind == "text" and _plain(block, {"type", "text"}):
+        if block.get("text"):
+            texts.append(str(block["text"]))
+        return True
+    if kind not in ("image", "document") or not _plain(block, {"type", "source"}):
+        return False
+    source = block.get("source")
+    source = source if isinstance(source, Mapping) else {}
+    decoded = None
+    if source.get("type") == "base64":
+        decoded = from_b64(str(source.get("media_type", "")), str(source.get("data", "")))
+    if decoded is None:
+        return False  # a URL or file reference: only Anthropic can resolve it, so keep it as it came
+    parts.append(decoded)
+    return True

@@ -1,0 +1,192 @@
+"""Read an OpenAI Responses request body (``POST /v1/responses``) into request messages.
+
+- ``instructions`` is the system prompt; ``input`` is a string (one user message) or a list of items.
+- ``message`` items (or bare ``{"role", "content"}``): ``system``/``developer`` become instructions,
+  ``user`` user messages (``input_text`` joined, ``input_image`` data URLs as parts), ``assistant``
+  text of the assistant turn.
+- The items between two user-side items form one assistant turn: its ``message`` text (output text
+  parts joined; item ids, status and annotations are not kept), its ``function_call`` items as tool
+  calls (their item id and status are not kept either: the API does not need them on input), and
+  every other item (``reasoning`` with its
+  ``encrypted_content``, ``compaction``, built-in tool calls, types newer than this code) kept as an
+  :class:`~contextwarden.events.OpaquePart` at its position in the turn. A ``reasoning`` item also
+  gives a :class:`~contextwarden.events.ThinkingBlock` with its summary text, unsigned (so only the
+  opaque item is ever sent back, and only to Responses).
+- ``function_call_output`` items become ``tool`` messages.
+
+The same turn reader reads a response's ``output`` list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...context import Message, ToolDefinition
+from ...errors import ImportFormatError
+from ...events import BinaryPart, Instruction, OpaquePart, ThinkingBlock, ToolCall
+from .._common import dumps_compact, from_data_url, parse_arguments
+from .._messages import SYSTEM_FIELD
+
+__all__ = ["assistant_turn", "parse_input", "parse_instructions", "parse_tools"]
+
+_FORMAT = "openai_responses"
+_USER_SIDE = frozenset({"function_call_output"})
+
+
+def parse_instructions(instructions: object) -> tuple[Instruction, ...]:
+    """The system prompt of an ``instructions`` field."""
+    if isinstance(instructions, str) and instructions:
+        return (Instruction(text=instructions, source=SYSTEM_FIELD),)
+    return ()
+
+
+def parse_tools(tools: object) -> tuple[ToolDefinition, ...]:
+    """Function tools as definitions; built-in tools (``web_search``, ``file_search``...) kept verbatim."""
+    out: list[ToolDefinition] = []
+    for tool in tools if isinstance(tools, list) else ():
+        if not isinstance(tool, Mapping):
+            continue
+        if tool.get("type") == "function" and set(tool) <= {"type", "name", "description", "parameters", "strict"}:
+            schema = tool.get("parameters")
+            out.append(
+                ToolDefinition(
+                    name=str(tool.get("name", "")),
+                    description=str(tool.get("description", "")),
+                    parameters=dict(schema) if isinstance(schema, Mapping) else {},
+                )
+            )
+        else:
+            out.append(
+                ToolDefinition(
+                    name=str(tool.get("name", tool.get("type", ""))),
+                    description="",
+                    format=_FORMAT,
+                    raw_json=dumps_compact(dict(tool)),
+                )
+            )
+    return tuple(out)
+
+
+def parse_input(items: object) -> list[Message]:
+    """The request messages of an ``input`` field (a string or a list of items)."""
+    if isinstance(items, str):
+        return [Message(role="user", text=items)]
+    if not isinstance(items, list):
+        raise ImportFormatError("OpenAI Responses request body has no 'input' string or list")
+    out: list[Message] = []
+    turn: list[Mapping[str, Any]] = []
+    names: dict[str, str] = {}
+
+    def flush() -> None:
+        if turn:
+            message = assistant_turn(turn)
+            names.update((call.id, call.name) for call in message.tool_calls)
+            out.append(message)
+            turn.clear()
+
+    for index, raw in enumerate(items):
+        if not isinstance(raw, Mapping):
+            raise ImportFormatError(f"input[{index}] is not an object")
+        kind = raw.get("type", "message" if "role" in raw else None)
+        role = raw.get("role")
+        if kind == "message" and role != "assistant":
+            flush()
+            out.append(_message(raw))
+        elif kind in _USER_SIDE:
+            flush()
+            call_id = str(raw.get("call_id", ""))
+            text, parts = _content(raw.get("output"))
+            out.append(
+                Message(
+                    role="tool",
+                    text=text,
+                    tool_call_id=call_id,
+                    tool_name=names.get(call_id, ""),
+                    parts=parts,
+                    section="tool_output",
+                )
+            )
+        else:
+            turn.append(raw)
+    flush()
+    return out
+
+
+def assistant_turn(items: Sequence[Mapping[str, Any]]) -> Message:
+    """The assistant message of a run of output items (a request's assistant turn or a response's ``output``)."""
+    texts: list[str] = []
+    thinking: list[ThinkingBlock] = []
+    calls: list[ToolCall] = []
+    opaque: list[OpaquePart] = []
+    for position, item in enumerate(items):
+        kind = item.get("type", "message")
+        if kind == "message":
+            texts.append(_assistant_text(item.get("content")))
+        elif kind == "function_call":
+            calls.append(
+                ToolCall(
+                    id=str(item.get("call_id", "")),
+                    name=str(item.get("name", "")),
+                    arguments=parse_arguments(str(item.get("arguments") or "")),
+                )
+            )
+        else:
+            if kind == "reasoning":
+                thinking.append(ThinkingBlock(text=_reasoning_text(item)))
+            opaque.append(_opaque(item, position))
+    return Message(
+        role="assistant", text="".join(texts), thinking=tuple(thinking), tool_calls=tuple(calls), opaque=tuple(opaque)
+    )
+
+
+def _opaque(item: Mapping[str, Any], position: int) -> OpaquePart:
+    return OpaquePart(
+        format=_FORMAT, raw_json=dumps_compact(dict(item)), position=position, kind=str(item.get("type", "message"))
+    )
+
+
+def _assistant_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    return (
+        "".join(str(part.get("text", part.get("refusal", ""))) for part in content if isinstance(part, Mapping))
+        if isinstance(content, list)
+        else ""
+    )
+
+
+def _reasoning_text(item: Mapping[str, Any]) -> str:
+    pieces = [str(s.get("text", "")) for s in item.get("summary") or () if isinstance(s, Mapping)]
+    if not pieces:  # open-weight models return the raw reasoning as content instead of a summary
+        pieces = [str(c.get("text", "")) for c in item.get("content") or () if isinstance(c, Mapping)]
+    return "\n\n".join(p for p in pieces if p)
+
+
+def _message(item: Mapping[str, Any]) -> Message:
+    role = str(item.get("role", "user"))
+    text, parts = _content(item.get("content"))
+    if role in ("system", "developer"):
+        return Message(role="developer" if role == "developer" else "system", text=text, section="instructions")
+    return Message(role="user", text=text, parts=parts)
+
+
+def _content(content: object) -> tuple[str, tuple[BinaryPart, ...]]:
+    """Text and data-URL images of a ``content`` or ``output`` (a string or a list of parts)."""
+    if isinstance(content, str):
+        return content, ()
+    texts: list[str] = []
+    parts: list[BinaryPart] = []
+    for part in content if isinstance(content, list) else ():
+        if not isinstance(part, Mapping):
+            continue
+        if isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif part.get("type") == "input_image":
+            url = str(part.get("image_url", ""))
+            decoded = from_data_url(url)
+            if decoded is None:
+                texts.append(f"[image: {url}]")
+            else:
+                parts.append(decoded)
+    return "\n".join(texts), tuple(parts)
