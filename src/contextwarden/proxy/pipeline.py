@@ -1,0 +1,233 @@
+"""The proxy's core, one request at a time: identify, ingest the new suffix, project, forward, record.
+
+Everything here is synchronous and runs on a worker thread; the ASGI edge (:mod:`.app`) only moves
+bytes. :meth:`Pipeline.prepare` decides the bytes to forward; :meth:`Pipeline.record` files what
+came back. Any exception inside ``prepare`` is the caller's cue to forward the original bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..errors import ConflictError, SessionExists, SessionNotFound
+from ..events import AssistantMessage, Event, UsageReport
+from ..manager import ContextManager, ContextPolicy
+from ..mirror import content_digest, mirror_history
+from ..models import ModelProfile, get_profile
+from ..planner import PlannerSettings
+from ..replay.costmodel import CacheSimulator
+from ..store import SessionStore
+from ..tokens import TokenCounter
+from ..wire import get_codec
+from . import bodyedit
+from ._db import ProxyDB
+from .blocks import BlockCutter
+from .identity import Identity, SessionIndex, continued, history_chain
+from .ledger import Ledger, LedgerRow
+from .settings import ProxySettings
+
+CHANGING_ACTIONS = frozenset({"mask", "supersede", "stale", "clear", "truncate"})
+"""Decisions that change what a tool result shows, so the forwarded body changes there."""
+
+
+@dataclass
+class Prepared:
+    """What to forward for one request, and what the ledger needs afterwards."""
+
+    fmt: str
+    body: bytes
+    """The bytes to forward (the client's own unless the projection changed something)."""
+    outcome: str = "passthrough"
+    """``projected`` (changed), ``unchanged``, ``observed``, ``passthrough`` or ``fallback``."""
+    note: str = ""
+    model: str = ""
+    stream: bool = False
+    identity: Identity | None = None
+    root: str = ""
+    chain: list[str] = field(default_factory=list)
+    client_tokens: int = 0
+    forwarded_tokens: int = 0
+    client_input_cost: float = 0.0
+    projected_input_cost: float = 0.0
+    added_ms: float = 0.0
+
+
+class Pipeline:
+    """Sessions, projection and the ledger behind one proxy process."""
+
+    def __init__(
+        self, settings: ProxySettings, store: SessionStore, db: ProxyDB, *, counter: TokenCounter | None = None
+    ) -> None:
+        """Serve ``settings`` with ``store`` for session logs and ``db`` for the proxy's tables."""
+        self.settings = settings
+        self.store = store
+        # The proxy keeps the client's tools as they are (no retrieval tools of ours) and leaves thinking
+        # blocks with their signatures alone, so the planner must not count on dropping them.
+        policy = ContextPolicy(retrieval_tools=False, planner=PlannerSettings(drop_old_thinking=False))
+        self.manager = ContextManager(store, counter=counter, policy=policy)
+        self.cutter = BlockCutter(self.manager.counter)
+        self.index = SessionIndex(db, salt=settings.salt)
+        self.ledger = Ledger(db)
+        self._simulators: dict[tuple[str, str], CacheSimulator] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ before forwarding
+
+    def prepare(self, fmt: str, raw: bytes, headers: Mapping[str, str], credential: str) -> Prepared:
+        """The bytes to forward for one request (the caller falls back to ``raw`` if this raises)."""
+        started = time.perf_counter()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return Prepared(fmt=fmt, body=raw, note="body is not JSON; the upstream answers it")
+        if not isinstance(body, dict):
+            return Prepared(fmt=fmt, body=raw, note="body is not a JSON object; the upstream answers it")
+        prepared = Prepared(fmt=fmt, body=raw, model=str(body.get("model", "")), stream=bool(body.get("stream")))
+        if fmt == "openai_responses" and (body.get("previous_response_id") or body.get("conversation")):
+            prepared.note = "server-side state (previous_response_id) the proxy cannot see"
+            return prepared
+        parsed = get_codec(fmt).parse_request(body)
+        root = prepared.root = "\x00".join([fmt, *(content_digest(i) for i in parsed.instructions)])
+        prepared.chain = history_chain(root, [content_digest(e) for e in parsed.events])
+        identity = self.index.identify(
+            credential=credential, headers=headers, body=body, root=root, chain=prepared.chain
+        )
+        prepared.identity = identity
+        self._ensure(identity.session_id)
+        mirror_history(self.store, identity.session_id, [*parsed.instructions, *parsed.events])
+        profile = get_profile(prepared.model)
+        ctx = self.manager.build(identity.session_id, model=profile, tools=parsed.tools)
+        edited = self._edited(fmt, raw, body, ctx.messages, ctx.decisions)
+        client_blocks = self.cutter.cut(fmt, body)
+        projected_body = edited[0] if edited is not None else body
+        projected_blocks = client_blocks if edited is None else self.cutter.cut(fmt, projected_body)
+        prepared.client_tokens = sum(b.tokens for b in client_blocks[0])
+        prepared.forwarded_tokens = sum(b.tokens for b in projected_blocks[0])
+        now = time.time()
+        with self._lock:
+            client_sim = self._simulator(identity.session_id, "client", profile)
+            projected_sim = self._simulator(identity.session_id, "projected", profile)
+            prepared.client_input_cost = client_sim.observe(
+                client_blocks[0], at=now, breakpoints=client_blocks[1]
+            ).cost_usd
+            prepared.projected_input_cost = projected_sim.observe(
+                projected_blocks[0], at=now, breakpoints=projected_blocks[1]
+            ).cost_usd
+        if self.settings.mode == "observe":
+            prepared.outcome = "observed"
+        elif edited is None:
+            prepared.outcome = "unchanged"
+        else:
+            prepared.body, prepared.outcome = edited[1], "projected"
+            prepared.forwarded_tokens = sum(b.tokens for b in projected_blocks[0])
+        if self.settings.mode == "observe":
+            prepared.forwarded_tokens = prepared.client_tokens
+        prepared.added_ms = (time.perf_counter() - started) * 1000
+        return prepared
+
+    def _edited(
+        self, fmt: str, raw: bytes, body: dict[str, Any], messages: Sequence[Any], decisions: Sequence[Any]
+    ) -> tuple[dict[str, Any], bytes] | None:
+        """The client's body with the projection's changes applied, or ``None`` when nothing changes."""
+        targets = {d.target for d in decisions if d.action in CHANGING_ACTIONS}
+        replacements = {
+            m.tool_call_id: m.text
+            for m in messages
+            if m.role == "tool" and m.tool_call_id and targets.intersection(m.source_ids)
+        }
+        edited = copy.deepcopy(body)
+        changed = bodyedit.replace_tool_outputs(fmt, edited, replacements) > 0
+        if fmt == "anthropic":
+            changed = bodyedit.mark_tail(edited) or changed
+        if not changed:
+            return None
+        dump = bodyedit.client_style(raw, body)
+        if dump is None:
+            return None  # a serialization we cannot reproduce: forwarding the original is the safe choice
+        return edited, dump(edited)
+
+    def _simulator(self, session_id: str, arm: str, profile: ModelProfile) -> CacheSimulator:
+        key = (session_id, arm)
+        sim = self._simulators.get(key)
+        if sim is None or sim.profile.name != profile.name:
+            sim = self._simulators[key] = CacheSimulator(profile)
+        return sim
+
+    def _ensure(self, session_id: str) -> None:
+        try:
+            self.store.get_session(session_id)
+        except SessionNotFound:
+            with contextlib.suppress(SessionExists):  # another worker created it first
+                self.store.create_session(session_id, metadata={"source": "proxy"})
+
+    # ------------------------------------------------------------------ after the answer
+
+    def record(
+        self,
+        prepared: Prepared,
+        *,
+        status: int,
+        assistant: AssistantMessage | None,
+        usage: UsageReport | None,
+        outcome: str | None = None,
+    ) -> None:
+        """File the answer: the assistant turn and usage into the log, a row into the ledger."""
+        profile = get_profile(prepared.model) if prepared.model else None
+        output = usage.output_tokens if usage else 0
+        output_cost = (output * (profile.output_price or 0) / 1_000_000) if profile else 0.0
+        billed = 0.0
+        if usage is not None and profile is not None:
+            billed = (
+                profile.cost(
+                    input_tokens=usage.input_tokens,
+                    output_tokens=usage.output_tokens,
+                    cache_read_tokens=usage.cache_read_tokens,
+                    cache_write_tokens=usage.cache_write_tokens,
+                )
+                or 0.0
+            )
+        identity = prepared.identity
+        if identity is not None and assistant is not None and status == 200 and outcome is None:
+            self._append_turn(identity, assistant, usage)
+            after = continued(prepared.root, prepared.chain, content_digest(assistant))
+            self.index.remember(identity, after, len(prepared.chain) + 1)
+        self.ledger.record(
+            LedgerRow(
+                session_id=identity.session_id if identity else "",
+                model=prepared.model,
+                format=prepared.fmt,
+                mode=self.settings.mode,
+                outcome=outcome or (prepared.outcome if status < 400 else "upstream_error"),
+                status=status,
+                client_tokens=prepared.client_tokens,
+                forwarded_tokens=prepared.forwarded_tokens,
+                input_tokens=usage.input_tokens if usage else 0,
+                cache_read_tokens=usage.cache_read_tokens if usage else 0,
+                cache_write_tokens=usage.cache_write_tokens if usage else 0,
+                output_tokens=output,
+                cost_usd=billed,
+                client_cost_usd=prepared.client_input_cost + output_cost,
+                projected_cost_usd=prepared.projected_input_cost + output_cost,
+                added_ms=prepared.added_ms,
+                note=prepared.note,
+            )
+        )
+
+    def _append_turn(self, identity: Identity, assistant: AssistantMessage, usage: UsageReport | None) -> None:
+        events: list[Event] = [assistant]
+        if usage is not None:
+            events.append(replace(usage, response_event_id=assistant.id))
+        for _ in range(5):
+            last = self.store.get_session(identity.session_id).last_seq
+            try:
+                self.store.append(identity.session_id, events, expected_last_seq=last)
+                return
+            except ConflictError:
+                continue  # another worker appended in between; our turn goes after theirs
