@@ -151,3 +151,31 @@ def test_stats_endpoint_reports_per_session_totals(tmp_path: Path) -> None:
         assert session["requests"] == 3
         assert session["input_tokens"] == sum(rec.usage.input_tokens for rec in r.upstream.received if rec.usage)
         assert stats["total"]["requests"] == 3
+
+
+def test_context_overflow_before_streaming_compacts_once_and_retries(tmp_path: Path) -> None:
+    from contextwarden.proxy.scripted import ScriptedUpstream
+
+    upstream = ScriptedUpstream(max_input_tokens=12_000)
+    with rig(str(tmp_path / "s.db"), upstream=upstream) as r:
+        client = r.anthropic("k")
+        messages: list[Any] = [{"role": "user", "content": "find every handler and fix the failing one"}]
+        for n in range(14):
+            r.upstream.push(Reply(text=f"part {n}", tool_calls=((f"toolu_{n:03d}", "Bash", {"cmd": f"grep {n}"}),)))
+            with client.messages.stream(model=SMALL, max_tokens=64, messages=messages) as s:
+                reply = s.get_final_message()
+            messages += [
+                {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]},
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": f"toolu_{n:03d}", "content": _output(n)}],
+                },
+            ]
+        refused = [rec for rec in r.upstream.received if rec.usage is None]
+        assert refused, "the session must outgrow the upstream's limit"
+        rows = r.proxy.pipeline.ledger.rows()
+        assert len(rows) == 14 and all(row.status == 200 for row in rows)
+        assert any("context overflow" in row.note for row in rows)
+        (info,) = r.proxy.store.list_sessions()
+        compactions = [e for e in r.proxy.store.read(info.id) if e.kind == "compaction"]
+        assert compactions and compactions[0].summarizer != "mirror"

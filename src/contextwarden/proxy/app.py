@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ..providers.classify import is_context_overflow
 from ..store import SessionStore, open_store
 from . import forward
 from ._db import ProxyDB
@@ -86,16 +87,38 @@ class Proxy:
             log.warning("contextwarden proxy fell back to pass-through: %s: %s", type(exc).__name__, exc)
             prepared = _fallback(fmt, raw, exc)
         self.metrics.prepared(prepared)
+        return await self._forward(request, prepared, raw, retry=True)
+
+    async def _forward(self, request: Request, prepared: Prepared, raw: bytes, *, retry: bool) -> Response:
         upstream = await self._send(request, prepared.body)
         if upstream.status_code != 200 or not prepared.stream:
             data = b"".join([chunk async for chunk in upstream.aiter_raw()])
             await upstream.aclose()
+            retried = await self._after_overflow(prepared, raw, upstream, data) if retry else None
+            if retried is not None:
+                self.metrics.prepared(retried)
+                return await self._forward(request, retried, raw, retry=False)
             # recorded before the client has the answer, so its next request finds the turn in the log
             await self._record_body(prepared, upstream, data)
             return Response(data, status_code=upstream.status_code, headers=_headers(upstream))
         return StreamingResponse(
             self._tee(prepared, upstream), status_code=upstream.status_code, headers=_headers(upstream)
         )
+
+    async def _after_overflow(
+        self, prepared: Prepared, raw: bytes, upstream: httpx.Response, data: bytes
+    ) -> Prepared | None:
+        """A compacted retry after a context overflow (nothing has reached the client yet), or ``None``."""
+        if upstream.status_code < 400 or prepared.identity is None or prepared.outcome == "fallback":
+            return None
+        text = data.decode("utf-8", "replace") if not upstream.headers.get("content-encoding") else ""
+        if not is_context_overflow(upstream.status_code, text):
+            return None
+        try:
+            return await run_in_threadpool(self.pipeline.compact_for_overflow, prepared, raw)
+        except Exception as exc:  # the overflow error itself is what the client gets
+            log.warning("contextwarden proxy could not compact after an overflow: %s: %s", type(exc).__name__, exc)
+            return None
 
     async def _send(self, request: Request, body: bytes) -> httpx.Response:
         assert self.client is not None, "the proxy's lifespan did not run"

@@ -33,6 +33,10 @@ def _serializer(options: dict[str, Any]) -> Serializer:
     return dump
 
 
+compact = _serializer(_STYLES[0])
+"""Compact JSON, as the SDKs and Claude Code send it: for bodies the proxy renders itself."""
+
+
 def client_style(raw: bytes, body: Any) -> Serializer | None:
     """The serializer that reproduces ``raw`` from its parsed ``body`` exactly, or ``None``."""
     for options in _STYLES:

@@ -16,16 +16,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..context import ModelContext
 from ..errors import ConflictError, SessionExists, SessionNotFound
 from ..events import AssistantMessage, Event, UsageReport
 from ..manager import ContextManager, ContextPolicy
-from ..mirror import content_digest, mirror_history
+from ..mirror import MIRROR_SUMMARIZER, content_digest, mirror_history
 from ..models import ModelProfile, get_profile
 from ..planner import PlannerSettings
 from ..replay.costmodel import CacheSimulator
 from ..store import SessionStore
 from ..tokens import TokenCounter
-from ..wire import get_codec
+from ..wire import ParsedRequest, get_codec
 from . import bodyedit
 from ._db import ProxyDB
 from .blocks import BlockCutter
@@ -80,8 +81,13 @@ class Pipeline:
 
     # ------------------------------------------------------------------ before forwarding
 
-    def prepare(self, fmt: str, raw: bytes, headers: Mapping[str, str], credential: str) -> Prepared:
-        """The bytes to forward for one request (the caller falls back to ``raw`` if this raises)."""
+    def prepare(
+        self, fmt: str, raw: bytes, headers: Mapping[str, str], credential: str, *, identity: Identity | None = None
+    ) -> Prepared:
+        """The bytes to forward for one request (the caller falls back to ``raw`` if this raises).
+
+        ``identity`` skips the session lookup (a retry of a request already identified).
+        """
         started = time.perf_counter()
         try:
             body = json.loads(raw)
@@ -96,7 +102,7 @@ class Pipeline:
         parsed = get_codec(fmt).parse_request(body)
         root = prepared.root = "\x00".join([fmt, *(content_digest(i) for i in parsed.instructions)])
         prepared.chain = history_chain(root, [content_digest(e) for e in parsed.events])
-        identity = self.index.identify(
+        identity = identity or self.index.identify(
             credential=credential, headers=headers, body=body, root=root, chain=prepared.chain
         )
         prepared.identity = identity
@@ -104,7 +110,7 @@ class Pipeline:
         mirror_history(self.store, identity.session_id, [*parsed.instructions, *parsed.events])
         profile = get_profile(prepared.model)
         ctx = self.manager.build(identity.session_id, model=profile, tools=parsed.tools)
-        edited = self._edited(fmt, raw, body, ctx.messages, ctx.decisions)
+        edited = self._forwarded(identity.session_id, parsed, raw, body, ctx)
         client_blocks = self.cutter.cut(fmt, body)
         projected_body = edited[0] if edited is not None else body
         projected_blocks = client_blocks if edited is None else self.cutter.cut(fmt, projected_body)
@@ -131,6 +137,55 @@ class Pipeline:
             prepared.forwarded_tokens = prepared.client_tokens
         prepared.added_ms = (time.perf_counter() - started) * 1000
         return prepared
+
+    def _forwarded(
+        self, session_id: str, parsed: ParsedRequest, raw: bytes, body: dict[str, Any], ctx: ModelContext
+    ) -> tuple[dict[str, Any], bytes] | None:
+        """The body to forward for ``ctx``, or ``None`` when the client's own bytes are the answer."""
+        compaction = self.manager.projection(session_id).compaction
+        if compaction is None or compaction.summarizer == MIRROR_SUMMARIZER:
+            # the client's own history (a trim or reset by the client is already in its body)
+            return self._edited(parsed.format, raw, body, ctx.messages, ctx.decisions)
+        return self._rendered(parsed, raw, body, ctx)
+
+    def _rendered(
+        self, parsed: ParsedRequest, raw: bytes, body: dict[str, Any], ctx: ModelContext
+    ) -> tuple[dict[str, Any], bytes]:
+        """A compacted window: the conversation rendered from the log, the client's system, tools and settings kept.
+
+        A compaction is a window event, so the request changes at its front once; rendering is a
+        pure function of the window, so the requests after it extend each other again.
+        """
+        rendered = get_codec(parsed.format).render_request(
+            ctx, model=parsed.model, max_tokens=parsed.max_tokens, extra=parsed.extra
+        )
+        key = "input" if parsed.format == "openai_responses" else "messages"
+        edited = {k: (rendered.get(key, v) if k == key else v) for k, v in body.items()}
+        if parsed.format == "anthropic":
+            bodyedit.mark_tail(edited)
+        dump = bodyedit.client_style(raw, body) or bodyedit.compact
+        return edited, dump(edited)
+
+    def compact_for_overflow(self, prepared: Prepared, raw: bytes) -> Prepared | None:
+        """After the upstream refused the request as too long: compact once and prepare it again.
+
+        Returns ``None`` when there is nothing to compact (the caller passes the error on).
+        """
+        identity = prepared.identity
+        compactor = self.manager.compactor
+        if identity is None or compactor is None or self.settings.mode != "manage":
+            return None
+        projection = self.manager.projection(identity.session_id)
+        profile = get_profile(prepared.model)
+        compaction = compactor.compact_window(
+            identity.session_id, projection, profile=profile, reason="the upstream reported a context overflow"
+        )
+        if compaction is None:
+            return None
+        self.store.append(identity.session_id, [compaction], expected_last_seq=projection.last_seq)
+        retried = self.prepare(prepared.fmt, raw, {}, "", identity=identity)
+        retried.note = "compacted after a context overflow from the upstream"
+        return retried
 
     def _edited(
         self, fmt: str, raw: bytes, body: dict[str, Any], messages: Sequence[Any], decisions: Sequence[Any]
