@@ -27,6 +27,11 @@ class Rig:
     url: str
     clients: list[Any] = dataclasses.field(default_factory=list)
 
+    def rows(self) -> list[Any]:
+        """The proxy's ledger rows, once every queued one is written."""
+        self.proxy.pipeline.accountant.flush()
+        return self.proxy.pipeline.ledger.rows()
+
     def anthropic(self, key: str = "key-a", **headers: str) -> anthropic.Anthropic:
         """An official Anthropic client pointed at the proxy (closed with the rig)."""
         client = anthropic.Anthropic(base_url=self.url, api_key=key, max_retries=0, default_headers=headers or None)

@@ -165,7 +165,7 @@ def test_multi_turn_session_is_logged_once_with_real_usage(proxied: Rig, stream:
     billed = [r.usage for r in proxied.upstream.received if r.usage is not None]
     assert [u.input_tokens for u in usages] == [b.input_tokens for b in billed]
     assert [u.cache_read_tokens for u in usages] == [b.cache_read_tokens for b in billed]
-    rows = proxied.proxy.pipeline.ledger.rows()
+    rows = proxied.rows()
     assert [row.cache_write_tokens for row in rows] == [b.cache_write_tokens for b in billed]
     # the client's thinking signatures went upstream untouched on every later turn
     last = proxied.forwarded("/v1/messages")[-1]
@@ -180,7 +180,7 @@ def test_client_disconnect_mid_stream_records_an_interrupted_turn(proxied: Rig) 
     with httpx.stream("POST", proxied.url + "/v1/messages", json=body, headers={"x-api-key": "k"}) as response:
         next(response.iter_bytes())
     for _ in range(100):
-        rows = proxied.proxy.pipeline.ledger.rows()
+        rows = proxied.rows()
         if rows:
             break
         import time

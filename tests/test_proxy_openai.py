@@ -95,6 +95,6 @@ def test_responses_keep_encrypted_reasoning_and_compaction_items_byte_for_byte(p
 def test_previous_response_id_is_passed_through_and_counted(proxied: Rig) -> None:
     client = _client(proxied)
     client.responses.create(model="gpt-4.1", input="hi", previous_response_id="resp_earlier")
-    (row,) = proxied.proxy.pipeline.ledger.rows()
+    (row,) = proxied.rows()
     assert row.outcome == "passthrough"
     assert "previous_response_id" in row.note

@@ -54,6 +54,7 @@ class Proxy:
         self.db = db or ProxyDB(settings.store_url)
         self.pipeline = Pipeline(settings, self.store, self.db)
         self.metrics = ProxyMetrics()
+        self.pipeline.accountant.on_row = self.metrics.accounted
         self.client: httpx.AsyncClient | None = None
         self.app = Starlette(
             routes=[
@@ -163,7 +164,6 @@ class Proxy:
         except Exception as exc:  # the store may be down; the agent already has its answer
             self.metrics.record_failures.inc()
             log.warning("contextwarden proxy could not record a turn: %s: %s", type(exc).__name__, exc)
-        self.metrics.finished(prepared, status, usage, outcome)
 
     # ------------------------------------------------------------------ everything else
 
@@ -173,6 +173,7 @@ class Proxy:
 
     async def _stats(self, request: Request) -> Response:
         session = request.query_params.get("session") or None
+        await run_in_threadpool(self.pipeline.accountant.flush)
         return JSONResponse(await run_in_threadpool(self.pipeline.ledger.stats, session))
 
     async def _metrics(self, request: Request) -> Response:
@@ -180,7 +181,8 @@ class Proxy:
         return Response(body, media_type=content_type)
 
     def close(self) -> None:
-        """Release the store and the proxy's tables."""
+        """Write the remaining ledger rows; release the store and the proxy's tables."""
+        self.pipeline.close()
         self.store.close()
         self.db.close()
 

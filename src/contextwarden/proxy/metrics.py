@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 if TYPE_CHECKING:
+    from .ledger import LedgerRow
     from .pipeline import Prepared
 
 
@@ -54,14 +55,15 @@ class ProxyMetrics:
         self.requests.labels(prepared.fmt, prepared.outcome).inc()
         if prepared.outcome == "fallback":
             self.fallbacks.inc()
-        self.tokens.labels("client").inc(prepared.client_tokens)
-        self.tokens.labels("forwarded").inc(prepared.forwarded_tokens)
         self.added.observe(prepared.added_ms / 1000)
 
-    def finished(self, prepared: Prepared, status: int, usage: Any, outcome: str | None) -> None:
-        """Count what a model call saved once its answer is in."""
-        if status == 200 and outcome is None and prepared.outcome == "projected":
-            self.saving.inc(max(prepared.client_input_cost - prepared.projected_input_cost, 0.0))
+    def accounted(self, row: LedgerRow) -> None:
+        """Count the tokens and the saving of a ledger row."""
+        self.tokens.labels("client").inc(row.client_tokens)
+        self.tokens.labels("forwarded").inc(row.forwarded_tokens)
+        effective = row.projected_cost_usd if row.mode == "observe" else row.cost_usd
+        if row.status == 200 and row.client_cost_usd > effective:
+            self.saving.inc(row.client_cost_usd - effective)
 
     def exposition(self) -> tuple[bytes, str]:
         """The metrics in Prometheus text format and its content type."""

@@ -8,9 +8,7 @@ came back. Any exception inside ``prepare`` is the caller's cue to forward the o
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -21,17 +19,16 @@ from ..errors import ConflictError, SessionExists, SessionNotFound
 from ..events import AssistantMessage, Event, UsageReport
 from ..manager import ContextManager, ContextPolicy
 from ..mirror import MIRROR_SUMMARIZER, content_digest, mirror_history
-from ..models import ModelProfile, get_profile
+from ..models import get_profile
 from ..planner import PlannerSettings
-from ..replay.costmodel import CacheSimulator
 from ..store import SessionStore
 from ..tokens import TokenCounter
 from ..wire import ParsedRequest, get_codec
 from . import bodyedit
 from ._db import ProxyDB
-from .blocks import BlockCutter
+from .accounting import Accountant, Job
 from .identity import Identity, SessionIndex, continued, history_chain
-from .ledger import Ledger, LedgerRow
+from .ledger import Ledger
 from .settings import ProxySettings
 
 CHANGING_ACTIONS = frozenset({"mask", "supersede", "stale", "clear", "truncate"})
@@ -53,11 +50,12 @@ class Prepared:
     identity: Identity | None = None
     root: str = ""
     chain: list[str] = field(default_factory=list)
-    client_tokens: int = 0
-    forwarded_tokens: int = 0
-    client_input_cost: float = 0.0
-    projected_input_cost: float = 0.0
+    client_body: dict[str, Any] | None = None
+    """The client's parsed body, for the ledger's arithmetic."""
+    projected_body: dict[str, Any] | None = None
+    """What contextwarden forwards (or, observing, would forward)."""
     added_ms: float = 0.0
+    at: float = field(default_factory=time.time)
 
 
 class Pipeline:
@@ -73,11 +71,9 @@ class Pipeline:
         # blocks with their signatures alone, so the planner must not count on dropping them.
         policy = ContextPolicy(retrieval_tools=False, planner=PlannerSettings(drop_old_thinking=False))
         self.manager = ContextManager(store, counter=counter, policy=policy)
-        self.cutter = BlockCutter(self.manager.counter)
         self.index = SessionIndex(db, salt=settings.salt)
         self.ledger = Ledger(db)
-        self._simulators: dict[tuple[str, str], CacheSimulator] = {}
-        self._lock = threading.Lock()
+        self.accountant = Accountant(self.ledger, self.manager.counter)
 
     # ------------------------------------------------------------------ before forwarding
 
@@ -111,30 +107,14 @@ class Pipeline:
         profile = get_profile(prepared.model)
         ctx = self.manager.build(identity.session_id, model=profile, tools=parsed.tools)
         edited = self._forwarded(identity.session_id, parsed, raw, body, ctx)
-        client_blocks = self.cutter.cut(fmt, body)
-        projected_body = edited[0] if edited is not None else body
-        projected_blocks = client_blocks if edited is None else self.cutter.cut(fmt, projected_body)
-        prepared.client_tokens = sum(b.tokens for b in client_blocks[0])
-        prepared.forwarded_tokens = sum(b.tokens for b in projected_blocks[0])
-        now = time.time()
-        with self._lock:
-            client_sim = self._simulator(identity.session_id, "client", profile)
-            projected_sim = self._simulator(identity.session_id, "projected", profile)
-            prepared.client_input_cost = client_sim.observe(
-                client_blocks[0], at=now, breakpoints=client_blocks[1]
-            ).cost_usd
-            prepared.projected_input_cost = projected_sim.observe(
-                projected_blocks[0], at=now, breakpoints=projected_blocks[1]
-            ).cost_usd
+        prepared.client_body = body
+        prepared.projected_body = edited[0] if edited is not None else body
         if self.settings.mode == "observe":
             prepared.outcome = "observed"
         elif edited is None:
             prepared.outcome = "unchanged"
         else:
             prepared.body, prepared.outcome = edited[1], "projected"
-            prepared.forwarded_tokens = sum(b.tokens for b in projected_blocks[0])
-        if self.settings.mode == "observe":
-            prepared.forwarded_tokens = prepared.client_tokens
         prepared.added_ms = (time.perf_counter() - started) * 1000
         return prepared
 
@@ -160,11 +140,11 @@ class Pipeline:
             ctx, model=parsed.model, max_tokens=parsed.max_tokens, extra=parsed.extra
         )
         key = "input" if parsed.format == "openai_responses" else "messages"
-        edited = {k: (rendered.get(key, v) if k == key else v) for k, v in body.items()}
+        edit = bodyedit.Edit(body={k: (rendered.get(key, v) if k == key else v) for k, v in body.items()}, key=key)
         if parsed.format == "anthropic":
-            bodyedit.mark_tail(edited)
+            bodyedit.mark_tail(edit)
         dump = bodyedit.client_style(raw, body) or bodyedit.compact
-        return edited, dump(edited)
+        return edit.body, dump(edit.body)
 
     def compact_for_overflow(self, prepared: Prepared, raw: bytes) -> Prepared | None:
         """After the upstream refused the request as too long: compact once and prepare it again.
@@ -197,23 +177,15 @@ class Pipeline:
             for m in messages
             if m.role == "tool" and m.tool_call_id and targets.intersection(m.source_ids)
         }
-        edited = copy.deepcopy(body)
-        changed = bodyedit.replace_tool_outputs(fmt, edited, replacements) > 0
+        edit = bodyedit.replace_tool_outputs(fmt, body, replacements)
         if fmt == "anthropic":
-            changed = bodyedit.mark_tail(edited) or changed
-        if not changed:
+            bodyedit.mark_tail(edit)
+        if not edit.replaced:
             return None
-        dump = bodyedit.client_style(raw, body)
-        if dump is None:
+        written = edit.write(raw, body)
+        if written is None:
             return None  # a serialization we cannot reproduce: forwarding the original is the safe choice
-        return edited, dump(edited)
-
-    def _simulator(self, session_id: str, arm: str, profile: ModelProfile) -> CacheSimulator:
-        key = (session_id, arm)
-        sim = self._simulators.get(key)
-        if sim is None or sim.profile.name != profile.name:
-            sim = self._simulators[key] = CacheSimulator(profile)
-        return sim
+        return edit.body, written
 
     def _ensure(self, session_id: str) -> None:
         try:
@@ -233,47 +205,32 @@ class Pipeline:
         usage: UsageReport | None,
         outcome: str | None = None,
     ) -> None:
-        """File the answer: the assistant turn and usage into the log, a row into the ledger."""
-        profile = get_profile(prepared.model) if prepared.model else None
-        output = usage.output_tokens if usage else 0
-        output_cost = (output * (profile.output_price or 0) / 1_000_000) if profile else 0.0
-        billed = 0.0
-        if usage is not None and profile is not None:
-            billed = (
-                profile.cost(
-                    input_tokens=usage.input_tokens,
-                    output_tokens=usage.output_tokens,
-                    cache_read_tokens=usage.cache_read_tokens,
-                    cache_write_tokens=usage.cache_write_tokens,
-                )
-                or 0.0
-            )
+        """File the answer: the assistant turn and usage into the log now, a ledger row soon after."""
         identity = prepared.identity
         if identity is not None and assistant is not None and status == 200 and outcome is None:
             self._append_turn(identity, assistant, usage)
             after = continued(prepared.root, prepared.chain, content_digest(assistant))
             self.index.remember(identity, after, len(prepared.chain) + 1)
-        self.ledger.record(
-            LedgerRow(
+        self.accountant.submit(
+            Job(
                 session_id=identity.session_id if identity else "",
                 model=prepared.model,
-                format=prepared.fmt,
+                fmt=prepared.fmt,
                 mode=self.settings.mode,
                 outcome=outcome or (prepared.outcome if status < 400 else "upstream_error"),
                 status=status,
-                client_tokens=prepared.client_tokens,
-                forwarded_tokens=prepared.forwarded_tokens,
-                input_tokens=usage.input_tokens if usage else 0,
-                cache_read_tokens=usage.cache_read_tokens if usage else 0,
-                cache_write_tokens=usage.cache_write_tokens if usage else 0,
-                output_tokens=output,
-                cost_usd=billed,
-                client_cost_usd=prepared.client_input_cost + output_cost,
-                projected_cost_usd=prepared.projected_input_cost + output_cost,
-                added_ms=prepared.added_ms,
                 note=prepared.note,
+                added_ms=prepared.added_ms,
+                at=prepared.at,
+                client_body=prepared.client_body,
+                projected_body=prepared.projected_body,
+                usage=usage,
             )
         )
+
+    def close(self) -> None:
+        """Write the remaining ledger rows."""
+        self.accountant.close()
 
     def _append_turn(self, identity: Identity, assistant: AssistantMessage, usage: UsageReport | None) -> None:
         events: list[Event] = [assistant]
