@@ -39,7 +39,27 @@ from contextwarden.proxy.settings import ProxySettings
 
 MODEL = "bench-claude-1m"
 SIZES = (10, 500, 2000)
-WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau".split()
+WORDS = (
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+    "nu",
+    "xi",
+    "omicron",
+    "pi",
+    "rho",
+    "sigma",
+    "tau",
+)
 
 
 def _plain_proxy(upstream: str) -> Starlette:
@@ -150,7 +170,8 @@ def main() -> None:
                 print(
                     f"   overhead vs direct p50 {o['p50_ms']:.1f} ms p99 {o['p99_ms']:.1f} ms;"
                     f" vs plain proxy p50 {p['p50_ms']:.1f} ms p99 {p['p99_ms']:.1f} ms;"
-                    f" pipeline alone p50 {q['p50_ms']:.1f} p99 {q['p99_ms']:.1f} ms; {row['ratio_vs_plain_p50']:.2f}x plain",
+                    f" pipeline alone p50 {q['p50_ms']:.1f} p99 {q['p99_ms']:.1f} ms;"
+                    f" {row['ratio_vs_plain_p50']:.2f}x plain",
                     flush=True,
                 )
         proxy.close()
