@@ -5,7 +5,9 @@ profile so no reduction interferes), each arm first sends the history once (warm
 ingests it), then ``--requests`` streamed calls that each extend the previous request by a user and
 an assistant message, as an agent does. Three arms: direct to the scripted upstream; through a plain
 pass-through proxy written with the same stack (Starlette + uvicorn + httpx, no parsing); through
-``contextwarden proxy`` (manage mode, SQLite). Reported per arm: p50 and p99 of the total time and
+``contextwarden proxy`` (manage mode, SQLite). Upstream, plain proxy and contextwarden each run in a
+process of their own (as deployed), so none competes with another for the GIL; the client calls the
+arms in turn, so load on the machine falls on all three alike. Reported per arm: p50 and p99 of the total time and
 of the time to first byte, and the proxy's overhead over direct and over the plain pass-through.
 
 Targets (issue 12): p50 overhead under 5 ms and p99 under 25 ms at 500 messages on this machine, flat
@@ -19,6 +21,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import socket
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
@@ -32,9 +37,9 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 from contextwarden.models import get_profile, register_profile
+from contextwarden.proxy._db import ProxyDB
 from contextwarden.proxy.app import Proxy
 from contextwarden.proxy.scripted import ScriptedUpstream
-from contextwarden.proxy.serve import BackgroundServer
 from contextwarden.proxy.settings import ProxySettings
 
 MODEL = "bench-claude-1m"
@@ -111,70 +116,133 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def _register() -> None:
+    register_profile(
+        dataclasses.replace(get_profile("claude-sonnet-4-5"), name=MODEL, aliases=(), context_window=1_000_000)
+    )
+
+
+def _serve(role: str, port: int, upstream: str, store: str) -> None:
+    """Run one arm's server in this process until killed."""
+    import uvicorn
+
+    _register()
+    if role == "upstream":
+        app: Any = ScriptedUpstream().app
+    elif role == "plain":
+        app = _plain_proxy(upstream)
+    else:
+        app = Proxy(ProxySettings(anthropic_upstream=upstream, openai_upstream=upstream, store_url=store)).app
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+def _spawn(role: str, upstream: str, store: str) -> tuple[subprocess.Popen[bytes], str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, __file__, "--serve", role, "--port", str(port), "--upstream", upstream, "--store", store]
+    process = subprocess.Popen(cmd)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            httpx.get(url + "/v1/models", timeout=1)
+            return process, url
+        except httpx.TransportError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"{role} server did not start")
+
+
+def _measure(arms: dict[str, str], requests: int, store: str) -> dict[str, Any]:
+    report: dict[str, Any] = {}
+    counted = 0
+    with httpx.Client(timeout=300) as client:
+        for size in SIZES:
+            history = {arm: _history(size) for arm in arms}
+            for arm, url in arms.items():
+                _call(client, url, history[arm], f"{arm}-{size}")  # warm-up: the proxy ingests the history
+            times: dict[str, list[tuple[float, float]]] = {arm: [] for arm in arms}
+            for n in range(requests):
+                for arm, url in arms.items():  # interleaved, so load on the machine hits every arm alike
+                    history[arm] += [_message(size + 2 * n, "assistant"), _message(size + 2 * n + 1, "user")]
+                    times[arm].append(_call(client, url, history[arm], f"{arm}-{size}"))
+            client.get(arms["contextwarden"] + "/contextwarden/stats")  # waits for the ledger rows
+            db = ProxyDB(store)
+            added = [float(r[0]) for r in db.execute("SELECT added_ms FROM contextwarden_proxy_ledger ORDER BY at")]
+            db.close()
+            added, counted = added[counted + 1 :], len(added)  # this size's measured calls, warm-up excluded
+            report[str(size)] = _row(arms, times, added, history["direct"])
+    return report
+
+
+def _row(arms: dict[str, str], times: dict[str, list[tuple[float, float]]], added: list[float], history: Any) -> Any:
+    row: dict[str, Any] = {}
+    for arm in arms:
+        total = [t for t, _ in times[arm]]
+        ttfb = [f for _, f in times[arm]]
+        row[arm] = {
+            "p50_ms": _pct(total, 0.5),
+            "p99_ms": _pct(total, 0.99),
+            "ttfb_p50_ms": _pct(ttfb, 0.5),
+            "ttfb_p99_ms": _pct(ttfb, 0.99),
+        }
+    over = [a - b for (a, _), (b, _) in zip(times["contextwarden"], times["direct"], strict=True)]
+    over_plain = [a - b for (a, _), (b, _) in zip(times["contextwarden"], times["plain"], strict=True)]
+    row["overhead_vs_direct"] = {"p50_ms": _pct(over, 0.5), "p99_ms": _pct(over, 0.99)}
+    row["overhead_vs_plain"] = {"p50_ms": _pct(over_plain, 0.5), "p99_ms": _pct(over_plain, 0.99)}
+    row["pipeline_ms"] = {"p50_ms": _pct(added, 0.5), "p99_ms": _pct(added, 0.99)} if added else {}
+    row["ratio_vs_plain_p50"] = row["contextwarden"]["p50_ms"] / row["plain"]["p50_ms"]
+    row["messages_at_end"] = len(history)
+    return row
+
+
+def _print(size: str, row: dict[str, Any]) -> None:
+    print(f"{size:>5} messages at the start, {row['messages_at_end']} at the end")
+    for arm in ("direct", "plain", "contextwarden"):
+        r = row[arm]
+        print(
+            f"   {arm:<14} total p50 {r['p50_ms']:7.1f} ms  p99 {r['p99_ms']:7.1f} ms"
+            f"   ttfb p50 {r['ttfb_p50_ms']:7.1f}  p99 {r['ttfb_p99_ms']:7.1f}"
+        )
+    o, p, q = row["overhead_vs_direct"], row["overhead_vs_plain"], row["pipeline_ms"]
+    print(
+        f"   overhead vs direct p50 {o['p50_ms']:.1f} ms p99 {o['p99_ms']:.1f} ms;"
+        f" vs plain proxy p50 {p['p50_ms']:.1f} ms p99 {p['p99_ms']:.1f} ms;"
+        f" pipeline alone p50 {q.get('p50_ms', 0):.1f} p99 {q.get('p99_ms', 0):.1f} ms;"
+        f" {row['ratio_vs_plain_p50']:.2f}x plain",
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=40, help="Measured calls per arm and size (default 40).")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--serve", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--upstream", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--store", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    register_profile(
-        dataclasses.replace(get_profile("claude-sonnet-4-5"), name=MODEL, aliases=(), context_window=1_000_000)
-    )
-    upstream = ScriptedUpstream()
-    report: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory() as tmp, BackgroundServer(upstream.app) as up:
-        proxy = Proxy(
-            ProxySettings(anthropic_upstream=up.url, openai_upstream=up.url, store_url=str(Path(tmp) / "s.db"))
-        )
-        with (
-            BackgroundServer(_plain_proxy(up.url)) as plain,
-            BackgroundServer(proxy.app) as px,
-            httpx.Client(timeout=120) as client,
-        ):
-            arms = {"direct": up.url, "plain": plain.url, "contextwarden": px.url}
-            for size in SIZES:
-                history = {arm: _history(size) for arm in arms}
-                for arm, url in arms.items():
-                    _call(client, url, history[arm], f"{arm}-{size}")  # warm-up: the proxy ingests the history
-                times: dict[str, list[tuple[float, float]]] = {arm: [] for arm in arms}
-                for n in range(args.requests):
-                    for arm, url in arms.items():  # interleaved, so load on the machine hits every arm alike
-                        history[arm] += [_message(size + 2 * n, "assistant"), _message(size + 2 * n + 1, "user")]
-                        times[arm].append(_call(client, url, history[arm], f"{arm}-{size}"))
-                row: dict[str, Any] = {}
-                for arm in arms:
-                    total = [t for t, _ in times[arm]]
-                    ttfb = [f for _, f in times[arm]]
-                    row[arm] = {
-                        "p50_ms": _pct(total, 0.5),
-                        "p99_ms": _pct(total, 0.99),
-                        "ttfb_p50_ms": _pct(ttfb, 0.5),
-                        "ttfb_p99_ms": _pct(ttfb, 0.99),
-                    }
-                over = [a - b for (a, _), (b, _) in zip(times["contextwarden"], times["direct"], strict=True)]
-                over_plain = [a - b for (a, _), (b, _) in zip(times["contextwarden"], times["plain"], strict=True)]
-                added = [r.added_ms for r in proxy.pipeline.ledger.rows()][-args.requests :]
-                row["overhead_vs_direct"] = {"p50_ms": _pct(over, 0.5), "p99_ms": _pct(over, 0.99)}
-                row["overhead_vs_plain"] = {"p50_ms": _pct(over_plain, 0.5), "p99_ms": _pct(over_plain, 0.99)}
-                row["pipeline_ms"] = {"p50_ms": _pct(added, 0.5), "p99_ms": _pct(added, 0.99)}
-                row["ratio_vs_plain_p50"] = row["contextwarden"]["p50_ms"] / row["plain"]["p50_ms"]
-                report[str(size)] = row
-                tokens = sum(b.tokens for b in upstream.cutter.cut("anthropic", {"messages": history["direct"]})[0])
-                print(f"{size:>5} messages (~{tokens:,} tokens at the end)")
-                for arm in arms:
-                    r = row[arm]
-                    print(
-                        f"   {arm:<14} total p50 {r['p50_ms']:7.1f} ms  p99 {r['p99_ms']:7.1f} ms"
-                        f"   ttfb p50 {r['ttfb_p50_ms']:7.1f}  p99 {r['ttfb_p99_ms']:7.1f}"
-                    )
-                o, p, q = row["overhead_vs_direct"], row["overhead_vs_plain"], row["pipeline_ms"]
-                print(
-                    f"   overhead vs direct p50 {o['p50_ms']:.1f} ms p99 {o['p99_ms']:.1f} ms;"
-                    f" vs plain proxy p50 {p['p50_ms']:.1f} ms p99 {p['p99_ms']:.1f} ms;"
-                    f" pipeline alone p50 {q['p50_ms']:.1f} p99 {q['p99_ms']:.1f} ms;"
-                    f" {row['ratio_vs_plain_p50']:.2f}x plain",
-                    flush=True,
-                )
-        proxy.close()
+    if args.serve:
+        _serve(args.serve, args.port, args.upstream, args.store)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        store = str(Path(tmp) / "s.db")
+        processes = []
+        try:
+            upstream, up = _spawn("upstream", "", store)
+            processes.append(upstream)
+            plain, plain_url = _spawn("plain", up, store)
+            processes.append(plain)
+            proxy, proxy_url = _spawn("proxy", up, store)
+            processes.append(proxy)
+            report = _measure({"direct": up, "plain": plain_url, "contextwarden": proxy_url}, args.requests, store)
+        finally:
+            for process in processes:
+                process.terminate()
+                process.wait(timeout=30)
+    for size, row in report.items():
+        _print(size, row)
     at500 = report["500"]["overhead_vs_direct"]
     print(
         f"target at 500 messages: p50 {at500['p50_ms']:.1f} ms [{'PASS' if at500['p50_ms'] < 5 else 'FAIL'} < 5]"

@@ -72,6 +72,9 @@ class ProxyDB:
                     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
                 self._conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
                 self._conn.execute("PRAGMA journal_mode = WAL")
+                # lanes, prefixes and ledger rows can be rebuilt or lost on power failure without harm
+                # (the session log itself keeps the store's own full sync); no fsync per request for them
+                self._conn.execute("PRAGMA synchronous = NORMAL")
             for statement in _SCHEMA:
                 self.execute(statement)
         except (sqlite3.Error, OSError) as exc:

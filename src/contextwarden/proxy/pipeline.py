@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -30,6 +31,18 @@ from .accounting import Accountant, Job
 from .identity import Identity, SessionIndex, continued, history_chain
 from .ledger import Ledger
 from .settings import ProxySettings
+
+_RETRIEVAL_CALL = re.compile(r'read_range\(artifact_id="[^"]*", start_line=(\d+), end_line=(\d+)\)')
+
+
+def client_visible(text: str) -> str:
+    """A placeholder or truncation marker that points to the client's own tools, not to ``read_range``.
+
+    The proxy does not offer contextwarden's retrieval tools, so "get it back with read_range(...)"
+    becomes "a re-run of the call": the agent reads the file or runs the command again.
+    """
+    return _RETRIEVAL_CALL.sub(r"a re-run of the call (lines \1-\2 of its output)", text)
+
 
 CHANGING_ACTIONS = frozenset({"mask", "supersede", "stale", "clear", "truncate"})
 """Decisions that change what a tool result shows, so the forwarded body changes there."""
@@ -173,7 +186,7 @@ class Pipeline:
         """The client's body with the projection's changes applied, or ``None`` when nothing changes."""
         targets = {d.target for d in decisions if d.action in CHANGING_ACTIONS}
         replacements = {
-            m.tool_call_id: m.text
+            m.tool_call_id: client_visible(m.text)
             for m in messages
             if m.role == "tool" and m.tool_call_id and targets.intersection(m.source_ids)
         }
