@@ -2,9 +2,14 @@
 
     .venv/bin/python benchmarks/bench_store.py [--sizes 10000,100000,1000000] [--pg-dsn DSN] [--json out.json]
 
-- SQLite append throughput, one event per durable commit and batched;
+- SQLite append throughput, one event per durable commit and batched (WAL, synchronous=FULL);
 - PostgreSQL the same with 1 and 16 writers (each writer its own connection and session), when a
   DSN is given (``--pg-dsn`` or CONTEXTWARDEN_PG_DSN);
+- each append case with two write paths, side by side in one run: ``v2``, this release's (msgspec
+  codec with per-class field tables, time-ordered event ids) and ``v1``, the previous release's
+  (stdlib json over ``dataclasses.fields()`` per call, ``dataclasses.replace`` to place each
+  event, uuid4 ids), patched in for the comparison; same store, same durability. SQLite runs each
+  case ``--rounds`` times per path, alternating, and keeps the median run;
 - resume time (``read_window``) for sessions of 10K, 100K and 1M events whose latest compaction is
   50 events from the end: it must stay flat, because only the window's rows are read.
 """
@@ -12,6 +17,8 @@
 from __future__ import annotations
 
 import argparse
+import base64
+import dataclasses
 import json
 import os
 import platform
@@ -20,12 +27,18 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from contextwarden.events import Compaction, Event, ToolResult, UserMessage
-from contextwarden.store import PostgresStore, SessionStore, SQLiteStore
+from contextwarden.store import PostgresStore, SessionStore, SQLiteStore, _shared
+
+CODECS = ("v2", "v1")
+"""``v2``: the codec; ``v1``: the previous release's, for the side-by-side figures."""
 
 WINDOW_TAIL = 50
 """Events the benchmark sessions keep after their latest compaction."""
@@ -34,6 +47,7 @@ WINDOW_TAIL = 50
 @dataclass(frozen=True)
 class Row:
     store: str
+    codec: str
     case: str
     writers: int
     events: int
@@ -43,10 +57,48 @@ class Row:
     ms_p95: float
 
 
-def _payload(i: int) -> Event:
+def _payload(i: int, codec_name: str = "v2") -> Event:
+    # the previous release made event ids with uuid4; this one's are time-ordered (UUIDv7)
+    ids = {"id": uuid.uuid4().hex} if codec_name == "v1" else {}
     if i % 4 == 3:
-        return ToolResult(call_id=f"c{i}", tool_name="bash", output=f"$ make test\nok {i}\n" + "." * 400)
-    return UserMessage(text=f"message {i}: " + "lorem ipsum " * 12)
+        return ToolResult(call_id=f"c{i}", tool_name="bash", output=f"$ make test\nok {i}\n" + "." * 400, **ids)
+    return UserMessage(text=f"message {i}: " + "lorem ipsum " * 12, **ids)
+
+
+def _v1_encode_value(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return {"$b64": base64.b64encode(value).decode("ascii")}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _v1_encode_value(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_v1_encode_value(v) for v in value]
+    return value
+
+
+def _v1_dumps_event(event: Event) -> str:
+    """The previous release's encoder (commit 647eb5b), verbatim in behaviour; the store still reads it."""
+    out: dict[str, Any] = {"kind": event.kind}
+    for f in dataclasses.fields(event):
+        out[f.name] = _v1_encode_value(getattr(event, f.name))
+    return json.dumps(out, ensure_ascii=True, separators=(",", ":"))
+
+
+def _v1_with_position(event: Event, *, session_id: str, seq: int) -> Event:
+    return dataclasses.replace(event, session_id=session_id, seq=seq)
+
+
+@contextmanager
+def codec(name: str) -> Iterator[None]:
+    """Run the appends inside with codec ``name`` (``v1`` patches the previous release's in)."""
+    if name == "v2":
+        yield
+        return
+    saved = _shared.dumps_event, _shared.with_position
+    _shared.dumps_event, _shared.with_position = _v1_dumps_event, _v1_with_position  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        _shared.dumps_event, _shared.with_position = saved
 
 
 def _percentile(samples: list[float], q: float) -> float:
@@ -54,45 +106,63 @@ def _percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def _appender(store: SessionStore, session_id: str, appends: int, batch: int) -> list[float]:
-    """Append ``appends`` batches of ``batch`` events, one commit each; return per-append seconds."""
+def _appender(store: SessionStore, session_id: str, batches: list[list[Event]]) -> list[float]:
+    """Append each batch in one durable commit; return per-append seconds."""
     last = store.get_session(session_id).last_seq
     latencies = []
-    for a in range(appends):
-        events = [_payload(a * batch + j) for j in range(batch)]
+    for events in batches:
         t = time.perf_counter()
         store.append(session_id, events, expected_last_seq=last)
         latencies.append(time.perf_counter() - t)
-        last += batch
+        last += len(events)
     return latencies
 
 
-def bench_append(name: str, open_store: Callable[[], SessionStore], *, writers: int, appends: int, batch: int) -> Row:
-    """``writers`` threads, each with its own store object and session, appending at once."""
+def bench_append(
+    name: str, open_store: Callable[[], SessionStore], *, writers: int, appends: int, batch: int, codec_name: str
+) -> Row:
+    """``writers`` threads, each with its own store object and session, appending at once.
+
+    events/s is the events over the wall time from the first append to the last one's commit;
+    the events are built before, as building them is the caller's work, not the store's.
+    """
     stores = [open_store() for _ in range(writers)]
     sids = [s.create_session().id for s in stores]
     results: list[list[float]] = [[] for _ in range(writers)]
     start = threading.Barrier(writers + 1)
 
+    work = [
+        [[_payload(a * batch + j, codec_name) for j in range(batch)] for a in range(appends)] for _ in range(writers)
+    ]
+
+    failures: list[BaseException] = []
+
     def run(k: int) -> None:
         start.wait()
-        results[k] = _appender(stores[k], sids[k], appends, batch)
+        try:
+            results[k] = _appender(stores[k], sids[k], work[k])
+        except BaseException as exc:
+            failures.append(exc)
 
     threads = [threading.Thread(target=run, args=(k,)) for k in range(writers)]
-    for t in threads:
-        t.start()
-    start.wait()
-    t0 = time.perf_counter()
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - t0
+    with codec(codec_name):
+        for t in threads:
+            t.start()
+        start.wait()
+        t0 = time.perf_counter()
+        for t in threads:
+            t.join()
+        elapsed = time.perf_counter() - t0
     for s in stores:
         s.close()
+    if failures:
+        raise failures[0]
     latencies = [x for r in results for x in r]
     events = writers * appends * batch
     case = "single" if batch == 1 else f"batch {batch}"
     return Row(
         name,
+        codec_name,
         case,
         writers,
         events,
@@ -153,11 +223,19 @@ def bench_resume(name: str, open_store: Callable[[], SessionStore], size: int, r
     }
 
 
+def _median(rows: list[Row]) -> Row:
+    """The run with the median events/s (the machine is shared: single runs swing by 2x)."""
+    return sorted(rows, key=lambda r: r.events_per_s)[len(rows) // 2]
+
+
 def _print_appends(rows: list[Row]) -> None:
-    print(f"{'store':<10} {'case':<10} {'writers':>7} {'events':>8} {'events/s':>10} {'p50 ms':>8} {'p95 ms':>8}")
+    print(
+        f"{'store':<10} {'codec':<6} {'case':<10} {'writers':>7} {'events':>8} {'events/s':>10} "
+        f"{'p50 ms':>8} {'p95 ms':>8}"
+    )
     for r in rows:
         print(
-            f"{r.store:<10} {r.case:<10} {r.writers:>7} {r.events:>8} {r.events_per_s:>10.0f} "
+            f"{r.store:<10} {r.codec:<6} {r.case:<10} {r.writers:>7} {r.events:>8} {r.events_per_s:>10.0f} "
             f"{r.ms_p50:>8.2f} {r.ms_p95:>8.2f}"
         )
 
@@ -178,6 +256,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pg-dsn", default=os.environ.get("CONTEXTWARDEN_PG_DSN"), help="PostgreSQL DSN.")
     parser.add_argument("--appends", type=int, default=300, help="Single-event appends per writer.")
     parser.add_argument("--repeats", type=int, default=15, help="Resume timings per size.")
+    parser.add_argument("--rounds", type=int, default=5, help="SQLite append runs per case and codec (median kept).")
     parser.add_argument("--dir", default=None, help="Where SQLite files go (default: a temporary directory).")
     parser.add_argument("--json", dest="json_path", default=None, help="Also write the results here as JSON.")
     args = parser.parse_args(argv)
@@ -189,11 +268,17 @@ def main(argv: list[str] | None = None) -> None:
     def sqlite_at(name: str) -> Callable[[], SessionStore]:
         return lambda: SQLiteStore(workdir / f"{name}.db")
 
-    appends: list[Row] = [
-        bench_append("sqlite", sqlite_at("append"), writers=1, appends=args.appends, batch=1),
-        bench_append("sqlite", sqlite_at("append"), writers=1, appends=100, batch=100),
-        bench_append("sqlite", sqlite_at("append"), writers=1, appends=10, batch=1000),
-    ]
+    appends: list[Row] = []
+    for batch, count in ((1, args.appends), (100, 100), (1000, 10)):
+        runs: dict[str, list[Row]] = {name: [] for name in CODECS}
+        for r in range(args.rounds):
+            for name in CODECS:  # alternating, so a busy spell on the machine hits both codecs alike
+                # a fresh file per run, so no run appends to a bigger table than its twin
+                store_at = sqlite_at(f"append-{name}-{batch}-{r}")
+                runs[name].append(
+                    bench_append("sqlite", store_at, writers=1, appends=count, batch=batch, codec_name=name)
+                )
+        appends.extend(_median(rows) for rows in runs.values())
     resume: list[dict[str, float | str]] = []
     for size in sizes:
         resume.append({"store": "sqlite", **bench_resume("sqlite", sqlite_at(f"resume-{size}"), size, args.repeats)})
@@ -206,8 +291,11 @@ def main(argv: list[str] | None = None) -> None:
                 return PostgresStore(_with_schema(dsn, schema))
 
             for writers in (1, 16):
-                appends.append(bench_append("postgres", pg, writers=writers, appends=args.appends, batch=1))
-                appends.append(bench_append("postgres", pg, writers=writers, appends=20, batch=100))
+                for batch, count in ((1, args.appends), (100, 20)):
+                    for name in CODECS:
+                        appends.append(
+                            bench_append("postgres", pg, writers=writers, appends=count, batch=batch, codec_name=name)
+                        )
             for size in pg_sizes:
                 resume.append({"store": "postgres", **bench_resume("postgres", pg, size, args.repeats)})
         finally:

@@ -4,10 +4,15 @@
 # Each service that cannot be had is reported, and the tests that need it skip saying why.
 #
 #   bash scripts/test.sh [pytest args...]
+#
+# It installs everything the tests use into .venv: the dev extra (test tools, PostgreSQL driver, both
+# tokenizers), the peer systems, and the local model server, whose llama-cpp-python wheel is compiled
+# once (5-20 min on 2 cores) and cached in $CW_WHEEL_CACHE (default /root/.cache/cw-wheels) so that
+# later runs, on this machine or a fresh clone, reuse it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/setup.sh || exit 1
+EXTRAS=dev bash scripts/setup.sh || exit 1
 .venv/bin/python -m pip install -q -e ".[dev,peers]" || echo "test.sh: peer packages unavailable; peer strategies will skip" >&2
 
 cleanup() {
@@ -27,6 +32,7 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
         >/dev/null 2>&1 || echo "test.sh: chromium unavailable; browser tests will skip" >&2
 fi
 
+# build (once, cached) + install + start; prints CONTEXTWARDEN_LLM_URL=... last
 if line="$(bash scripts/llama_server.sh up | tail -n 1)" && [ -n "$line" ]; then
     export "$line"
 else

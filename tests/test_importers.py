@@ -482,8 +482,11 @@ def test_transcript_text_is_data(tmp_path: Path) -> None:
     hostile = "__import__('os').system('touch pwned') <script>alert(1)</script> \x00 \ud800"
     path = tmp_path / "hostile.json"
     path.write_text(json.dumps([{"role": "user", "content": hostile}]))
-    event = load_transcript(path).events[0]
-    assert isinstance(event, UserMessage) and event.text == hostile
+    transcript = load_transcript(path)
+    event = transcript.events[0]
+    # A lone surrogate is no valid text: replaced once at the boundary, and said so.
+    assert isinstance(event, UserMessage) and event.text == hostile.replace("\ud800", "\ufffd")
+    assert any("1 lone UTF-16 surrogate" in w for w in transcript.warnings)
     assert not (tmp_path / "pwned").exists()
 
 

@@ -352,6 +352,7 @@ def test_skills_and_agents_are_listed_without_their_bodies(repo: Path, home: Pat
         repo / ".contextwarden" / "agents" / "reviewer.md",
         "---\nname: reviewer\ndescription: Reviews diffs.\n---\nRole body",
     )
+    trust_project(repo, home=home)  # a project's own skills and agents load only once it is trusted
     assembled = assemble_system(repo, home=home)
     catalog = assembled.catalog
     assert find_fragment(catalog) is DEFAULT_REGISTRY.get("skills_catalog")
@@ -372,6 +373,7 @@ def test_project_skill_shadows_a_global_one_and_bad_skills_are_noted(repo: Path,
     )
     write(home / "skills" / "y" / "SKILL.md", "---\nname: deploy\ndescription: global\n---\n")
     write(home / "skills" / "z" / "SKILL.md", "---\nname: nodesc\n---\nbody")
+    trust_project(repo, home=home)
     assembled = assemble_system(repo, home=home)
     assert "- deploy: project" in assembled.catalog and "global" not in assembled.catalog
     assert "nodesc" not in assembled.catalog

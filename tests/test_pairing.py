@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from hypothesis import given, settings
@@ -98,7 +99,7 @@ def test_missing_result_gets_aborted_result_in_call_order() -> None:
     assert any("'b'" in r and "aborted" in r for r in reasons)
 
 
-def test_duplicate_call_ids_keep_the_first_call() -> None:
+def test_duplicate_call_ids_in_one_message_keep_both_calls_and_results() -> None:
     message = Message(
         role="assistant",
         tool_calls=(
@@ -108,9 +109,25 @@ def test_duplicate_call_ids_keep_the_first_call() -> None:
         ),
     )
     out, decisions = normalize_pairing([message, res("a"), res("a", "dup"), res("b")])
-    assert [c.name for c in out[0].tool_calls] == ["first", "x"]
-    assert [m.text for m in out[1:]] == ["out a", "out b"]
-    assert len(decisions) == 2  # the dropped call and the duplicate answer
+    assert [(c.id, c.name) for c in out[0].tool_calls] == [("a", "first"), ("a_dup2", "second"), ("b", "x")]
+    assert [(m.tool_call_id, m.text) for m in out[1:]] == [("a", "out a"), ("a_dup2", "dup"), ("b", "out b")]
+    assert len(decisions) == 1  # the renaming
+    assert normalize_pairing(out) == (out, ())  # idempotent
+
+
+def test_an_id_reused_in_a_later_turn_is_renamed_and_earlier_turns_stay_put() -> None:
+    first = [user(), asst("c1"), res("c1")]
+    later = [user("again"), asst("c1"), res("c1", "second run")]
+    out, decisions = normalize_pairing([*first, *later])
+    assert out[: len(first)] == tuple(first)  # what was sent before does not change
+    assert out[-2].tool_calls[0].id == "c1_dup2" and out[-1].tool_call_id == "c1_dup2"
+    assert out[-1].text == "second run" and len(decisions) == 1
+    # Normalizing in pieces, carrying the used ids, gives the same result.
+    used: set[str] = set()
+    head, _ = normalize_pairing(first, used_ids=used)
+    tail, _ = normalize_pairing(later, used_ids=used)
+    assert (*head, *tail) == out
+    assert normalize_pairing(out) == (out, ())
 
 
 def test_pending_tail_leaves_last_group_open() -> None:
@@ -145,7 +162,8 @@ def test_output_is_always_paired(messages: list[Message], pending: bool) -> None
     kept = [m for m in out if m.role == "tool" and m.text != ABORTED_TEXT]
     orphans = [d for d in decisions if d.reason.startswith("orphan")]
     assert len(kept) + len(orphans) == sum(1 for m in messages if m.role == "tool")
-    assert all(any(m is k for m in messages) for k in kept)
+    # A kept result is the input itself, or (answering a renamed call) a copy with only the id changed.
+    assert all(any(m is k or dataclasses.replace(m, tool_call_id=k.tool_call_id) == k for m in messages) for k in kept)
 
 
 @settings(max_examples=300, deadline=None)

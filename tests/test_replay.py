@@ -188,7 +188,7 @@ def test_cli_replay_prints_the_table_and_writes_json_and_dumps(
 ) -> None:
     out, dumps = tmp_path / "r.json", tmp_path / "dump"
     main(["replay", str(PYDICOM), str(OPENHANDS), "--strategy", "raw", "--strategy", "mask-last-n:3",
-          "--model", "gpt-4o", "--json", str(out), "--per-request", "--dump-requests", str(dumps)])
+          "--model", "gpt-4o", "--output", str(out), "--per-request", "--dump-requests", str(dumps)])
     printed = capsys.readouterr().out
     assert "mask-last-n:3" in printed and "retention" in printed
     doc = json.loads(out.read_text())

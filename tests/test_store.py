@@ -30,6 +30,7 @@ from contextwarden.events import (
     Event,
     ForkMarker,
     Instruction,
+    OpaquePart,
     Pin,
     SettingChange,
     Steering,
@@ -113,6 +114,9 @@ def one_of_each() -> list[Event]:
             tool_calls=(ToolCall(id="c1", name="read", arguments={"path": "a.py", "n": [1, 2.5, None, True]}),),
             model="m-1",
             stop_reason="tool_use",
+            opaque=(
+                OpaquePart(format="openai_responses", raw_json='{"type":"reasoning"}', position=1, kind="reasoning"),
+            ),
         ),
         ToolResult(call_id="c1", tool_name="read", output="x = 1\n", is_error=True, exit_code=2, parts=(png,)),
         Steering(text="do not touch tests"),

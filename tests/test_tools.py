@@ -5,8 +5,9 @@ import random
 
 import pytest
 
+from contextwarden.codec import event_from_dict, event_to_dict
 from contextwarden.errors import UsageError
-from contextwarden.events import ToolSetChange, event_from_dict, event_to_dict
+from contextwarden.events import ToolSetChange
 from contextwarden.tools import (
     BUILTIN_TOOLS,
     DEFAULT_PHASES,

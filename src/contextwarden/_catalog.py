@@ -7,6 +7,7 @@ matter. Listing them costs a line each; their full instructions enter the contex
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,10 +68,27 @@ def parse_front_matter(text: str) -> tuple[dict[str, str], str]:
     return meta, "".join(lines[end + 1 :])
 
 
-def _catalog_files(root: Path, home: Path) -> list[tuple[str, Path, Path | None]]:
+def escape_injected(text: str, *, attribute: bool = False) -> str:
+    """Escape project text for the prompt, the one way every injected project text is escaped.
+
+    ``&``, ``<`` and ``>`` become entities, so no file can open or close a tag (``<system>``,
+    ``</project_instructions>``) around or inside what it is placed in; with ``attribute=True`` the
+    double quote too, for text inside ``path="..."``.
+    """
+    return html.escape(text, quote=attribute)
+
+
+def _catalog_files(root: Path, home: Path, trusted: bool, notes: list[str]) -> list[tuple[str, Path, Path | None]]:
     found: list[tuple[str, Path, Path | None]] = []
     for base, within in ((root / PROJECT_DIR, root), (home, None)):
         skills, agents = base / "skills", base / "agents"
+        if within is not None and not trusted:
+            if skills.is_dir() or agents.is_dir():
+                notes.append(
+                    f"ignored the skills and agents in {base}: the project {root} is not trusted; run "
+                    f"`contextwarden trust {root}` to load its .contextwarden/ files"
+                )
+            continue
         if skills.is_dir():
             found += [("skill", d / "SKILL.md", within) for d in sorted(skills.iterdir()) if (d / "SKILL.md").exists()]
         if agents.is_dir():
@@ -78,9 +96,10 @@ def _catalog_files(root: Path, home: Path) -> list[tuple[str, Path, Path | None]
     return found
 
 
-def discover_catalog(root: Path, home: Path, notes: list[str]) -> list[CatalogEntry]:
+def discover_catalog(root: Path, home: Path, notes: list[str], *, trusted: bool) -> list[CatalogEntry]:
+    """Skills and agents from the home and, only when ``trusted``, from the project's ``.contextwarden/``."""
     entries: dict[tuple[str, str], CatalogEntry] = {}
-    for kind, path, within in _catalog_files(root, home):
+    for kind, path, within in _catalog_files(root, home, trusted, notes):
         read = read_text_file(path, limit=_MAX_DEFINITION_BYTES, within=within)
         if read.text is None:
             notes.append(str(read.note))
@@ -112,7 +131,8 @@ def render_catalog(entries: list[CatalogEntry], cap: int) -> str:
         if group:
             lines.append(f"{kind.capitalize()}s:")
         for entry in group:
-            line = f"- {entry.name}: {entry.description} ({entry.path})"
+            name, description, path = (escape_injected(t) for t in (entry.name, entry.description, entry.path))
+            line = f"- {name}: {description} ({path})"
             used += len(line.encode()) + 1
             if used > cap:
                 break

@@ -1,4 +1,4 @@
-"""The event types of a session log and their one JSON codec.
+"""The event types of a session log.
 
 A session is an append-only sequence of events. Every event carries an envelope
 (``session_id``, ``seq``, ``id``, ``created_at``, ``parent_id``) and a ``kind`` that names
@@ -7,32 +7,31 @@ its type. Callers build events with the envelope left at its defaults; the store
 
 ``created_at`` is bookkeeping only: nothing renders it into a model prompt.
 
-The codec (:func:`event_to_dict` / :func:`event_from_dict`) is the single way events become
-JSON, for JSONL export and for every store. It rejects unknown kinds, missing fields and
-unknown fields with a :class:`~contextwarden.errors.CodecError` naming them, so a file can be
-imported losslessly or not at all.
+Their one JSON codec, for JSONL files and every store, is :mod:`contextwarden.codec`.
 """
 
 from __future__ import annotations
 
-import base64
-import dataclasses
-import json
+import os
 import time
-import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Union
-
-from .errors import CodecError
+from typing import ClassVar, Literal, Union
 
 JSONValue = Union[str, int, float, bool, None, list["JSONValue"], dict[str, "JSONValue"]]  # noqa: UP007 (recursive alias)
 """A value that round-trips through JSON."""
 
 
 def new_event_id() -> str:
-    """Return a new stable, unique event id."""
-    return uuid.uuid4().hex
+    """Return a new stable, unique event id: a UUIDv7 (RFC 9562) as 32 hex digits.
+
+    Time-ordered (48 bits of Unix milliseconds, then 74 random bits), so the ids of events made
+    one after another sit side by side in the stores' unique-id index: a batch of appends
+    rewrites a few index pages instead of one random page per event.
+    """
+    rand = int.from_bytes(os.urandom(10), "big")
+    millis = time.time_ns() // 1_000_000 & 0xFFFF_FFFF_FFFF
+    value = millis << 80 | 0x7 << 76 | (rand >> 64 & 0xFFF) << 64 | 0b10 << 62 | rand & 0x3FFF_FFFF_FFFF_FFFF
+    return f"{value:032x}"
 
 
 # --------------------------------------------------------------------------- parts
@@ -340,104 +339,16 @@ WINDOW_KINDS: frozenset[str] = frozenset(k for k, c in EVENT_TYPES.items() if c.
 """Kinds that change the model's window (compaction, context edits, tool-set changes)."""
 
 
-# --------------------------------------------------------------------------- codec
-
-_PART_TYPES: dict[str, type[Any]] = {
-    "tool_calls": ToolCall,
-    "thinking": ThinkingBlock,
-    "parts": BinaryPart,
-    "edits": ContextEdit,
-    "opaque": OpaquePart,
-}
-
-
-def _encode_value(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return {"$b64": base64.b64encode(value).decode("ascii")}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _encode_value(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, (list, tuple)):
-        return [_encode_value(v) for v in value]
-    return value
-
-
-def event_to_dict(event: Event) -> dict[str, Any]:
-    """Encode an event as a JSON-ready dict with its ``kind`` first."""
-    out: dict[str, Any] = {"kind": event.kind}
-    for f in dataclasses.fields(event):
-        out[f.name] = _encode_value(getattr(event, f.name))
-    return out
-
-
-def _decode_part(cls: type[Any], raw: Any, where: str) -> Any:
-    if not isinstance(raw, Mapping):
-        raise CodecError(f"{where}: expected an object, got {type(raw).__name__}")
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = set(raw) - names
-    if unknown:
-        raise CodecError(f"{where}: unknown field(s) {sorted(unknown)}")
-    kwargs: dict[str, Any] = {}
-    for name, value in raw.items():
-        if isinstance(value, Mapping) and set(value) == {"$b64"}:
-            value = base64.b64decode(value["$b64"])
-        kwargs[name] = value
-    try:
-        return cls(**kwargs)
-    except TypeError as exc:
-        raise CodecError(f"{where}: {exc}") from None
-
-
-def event_from_dict(raw: Mapping[str, Any]) -> Event:
-    """Decode a dict made by :func:`event_to_dict`. Raises :class:`CodecError` on any mismatch."""
-    if not isinstance(raw, Mapping):
-        raise CodecError(f"expected a JSON object, got {type(raw).__name__}")
-    kind = raw.get("kind")
-    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
-    if cls is None:
-        raise CodecError(f"unknown event kind {kind!r}; known kinds: {sorted(EVENT_TYPES)}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = set(raw) - set(fields) - {"kind"}
-    if unknown:
-        raise CodecError(f"{kind} event: unknown field(s) {sorted(unknown)}")
-    kwargs: dict[str, Any] = {}
-    for name, value in raw.items():
-        if name == "kind":
-            continue
-        part_cls = _PART_TYPES.get(name)
-        if part_cls is not None:
-            if not isinstance(value, list):
-                raise CodecError(f"{kind} event: field {name!r} must be a list")
-            value = tuple(_decode_part(part_cls, v, f"{kind}.{name}[{i}]") for i, v in enumerate(value))
-        elif name == "exposed" and isinstance(value, list):
-            value = tuple(value)
-        kwargs[name] = value
-    missing = [
-        n
-        for n, f in fields.items()
-        if n not in kwargs and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    ]
-    if missing:
-        raise CodecError(f"{kind} event: missing field(s) {missing}")
-    try:
-        return cls(**kwargs)
-    except TypeError as exc:
-        raise CodecError(f"{kind} event: {exc}") from None
-
-
-def dumps_event(event: Event) -> str:
-    """Encode an event as one line of ASCII JSON (lone surrogates and NUL bytes survive as escapes)."""
-    return json.dumps(event_to_dict(event), ensure_ascii=True, separators=(",", ":"))
-
-
-def loads_event(line: str) -> Event:
-    """Decode one line made by :func:`dumps_event`."""
-    try:
-        raw = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise CodecError(f"invalid JSON: {exc}") from None
-    return event_from_dict(raw)
-
-
 def with_position(event: Event, *, session_id: str, seq: int) -> Event:
     """Return a copy of ``event`` placed at ``seq`` in ``session_id`` (what a store does on append)."""
-    return dataclasses.replace(event, session_id=session_id, seq=seq)
+    # not dataclasses.replace: it re-runs __init__ and costs more than encoding the event. Events
+    # are plain frozen dataclasses (no __slots__, no __post_init__), so copying the fields is the same.
+    placed = _new_object(type(event))
+    fields = placed.__dict__
+    fields.update(event.__dict__)
+    fields["session_id"] = session_id
+    fields["seq"] = seq
+    return placed
+
+
+_new_object = object.__new__

@@ -9,6 +9,10 @@ What the model is told before the conversation comes from files on disk (seed 00
   project root down to the working directory (``AGENTS.override.md`` > ``AGENTS.md`` > ``CLAUDE.md``),
   far to near, each wrapped with its path and XML-escaped, under a total byte cap with a visible note;
 - **catalogs** of skills and subagents: name, description and path only; bodies are read on demand.
+  The project's own (``.contextwarden/skills``, ``.contextwarden/agents``) load only once it is trusted.
+
+Every project text that reaches the prompt is escaped one way (:func:`escape_injected`), so no file can
+open or close a tag such as ``<system>`` around what follows it.
 
 Bad files never fail the assembly: each is skipped or cut and a note says so (``AssembledSystem.notes``).
 A rule file edited mid-session is delivered as a new fragment (:func:`detect_rule_changes`); the earlier
@@ -18,7 +22,6 @@ text is never rewritten, so the cached prefix survives.
 from __future__ import annotations
 
 import hashlib
-import html
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +31,7 @@ from ._catalog import (
     PROJECT_DIR,
     CatalogEntry,
     discover_catalog,
+    escape_injected,
     parse_front_matter,
     read_skill,
     render_catalog,
@@ -181,13 +185,13 @@ def _rule_sections(files: list[RuleFile]) -> list[str]:
     sections: list[str] = []
     for rule in files:
         # Escaping body and path keeps a file containing </project_instructions> from closing its wrapper.
-        body = html.escape(rule.text.rstrip(), quote=False)
+        body = escape_injected(rule.text.rstrip())
         if rule.truncated:
             body += (
                 f"\n[contextwarden: this file was cut at {len(rule.text.encode())} of {rule.size} bytes "
                 "to fit the cap on project instructions]"
             )
-        path = html.escape(rule.path, quote=True)
+        path = escape_injected(rule.path, attribute=True)
         sections.append(f'<project_instructions path="{path}">\n{body}\n</project_instructions>')
     return sections
 
@@ -200,7 +204,7 @@ def _render_rules(files: list[RuleFile], omitted: list[str], cap: int) -> str:
         *_rule_sections(files),
     ]
     if omitted:
-        listed = ", ".join(html.escape(p, quote=False) for p in omitted)
+        listed = ", ".join(escape_injected(p) for p in omitted)
         parts.append(f"[contextwarden: omitted because the {cap}-byte cap was reached: {listed}]")
     return DEFAULT_REGISTRY.wrap("project_instructions", "\n\n".join(parts))
 
@@ -339,7 +343,7 @@ def assemble_system(
     entries: list[CatalogEntry] = []
     catalog = ""
     if options.include_catalog:
-        entries = discover_catalog(root, home_path, notes)
+        entries = discover_catalog(root, home_path, notes, trusted=trusted)
         catalog, _ = _fit(
             lambda cap: render_catalog(entries, cap), options.max_catalog_bytes, "skills_catalog", counter
         )
@@ -379,7 +383,7 @@ def detect_rule_changes(previous: AssembledSystem, current: AssembledSystem) -> 
     if changed:
         parts += _rule_sections(changed)
     if removed:
-        listed = ", ".join(html.escape(p, quote=False) for p in removed)
+        listed = ", ".join(escape_injected(p) for p in removed)
         parts.append(f"These files no longer exist and no longer apply: {listed}")
     if not changed and not removed:
         parts.append("The set of files is the same; the project instructions were reordered or re-cut.")

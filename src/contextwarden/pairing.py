@@ -7,12 +7,17 @@ sequence obey it, deterministically, and says what it changed:
 - a ``tool`` message outside such a run, answering a call id the preceding assistant message does not
   have, or answering a call already answered, is an orphan and is dropped;
 - a call with no result in its run gets a synthetic error result (:data:`ABORTED_TEXT`);
-- of two calls with the same id in one assistant message the later one is dropped;
+- call ids are unique in the whole sequence, as every provider requires: a call whose id an
+  earlier call already used (in an earlier turn, or earlier in the same message) is renamed
+  ``<id>_dup<n>`` (the smallest ``n`` from 2 not yet used), and the results carrying that id answer
+  the calls in order: the first result the first call, the next one the renamed call. Nothing is
+  dropped;
 - results are put in the order of their calls, so parallel calls stay together.
 
-Each message group (an assistant message and its run) is normalized on its own, so appending messages
-never changes how an earlier group normalizes. The one exception is the last group while its results
-may still arrive: ``pending_tail=True`` leaves its missing results alone instead of aborting them.
+Each message group (an assistant message and its run) is normalized knowing only the ids used before
+it, so appending messages never changes how an earlier group normalizes. The one exception is the
+last group while its results may still arrive: ``pending_tail=True`` leaves its missing results
+alone instead of aborting them.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ __all__ = ["ABORTED_TEXT", "normalize_pairing", "normalize_with_origins"]
 
 
 def normalize_pairing(
-    messages: Sequence[Message], *, pending_tail: bool = False
+    messages: Sequence[Message], *, pending_tail: bool = False, used_ids: set[str] | None = None
 ) -> tuple[tuple[Message, ...], tuple[Decision, ...]]:
     """Return the messages with every tool call paired to exactly one result, and the decisions taken.
 
@@ -38,15 +43,18 @@ def normalize_pairing(
     messages, its calls may still be running; leave their missing results missing instead of adding
     aborted ones. A group closed by any later non-tool message is never pending.
 
-    Pure and idempotent: a normalized sequence normalizes (with the same ``pending_tail``) to itself,
-    with no decisions.
+    ``used_ids``: the call ids of messages before these (a caller normalizing a long sequence in
+    pieces); the ids these messages end up using are added to it.
+
+    Idempotent: a normalized sequence normalizes (with the same ``pending_tail``) to itself, with no
+    decisions.
     """
-    out, decisions, _ = normalize_with_origins(messages, pending_tail=pending_tail)
+    out, decisions, _ = normalize_with_origins(messages, pending_tail=pending_tail, used_ids=used_ids)
     return out, decisions
 
 
 def normalize_with_origins(
-    messages: Sequence[Message], *, pending_tail: bool = False
+    messages: Sequence[Message], *, pending_tail: bool = False, used_ids: set[str] | None = None
 ) -> tuple[tuple[Message, ...], tuple[Decision, ...], tuple[int, ...]]:
     """Normalize like :func:`normalize_pairing`, and say where each output message comes from.
 
@@ -57,6 +65,7 @@ def normalize_with_origins(
     out: list[Message] = []
     origins: list[int] = []
     decisions: list[Decision] = []
+    used = set() if used_ids is None else used_ids
     count = len(messages)
     i = 0
     while i < count:
@@ -75,7 +84,7 @@ def normalize_with_origins(
             end += 1
         pending = pending_tail and end == count
         before = len(out)
-        _normalize_group(message, messages[i + 1 : end], pending, out, decisions)
+        _normalize_group(message, messages[i + 1 : end], pending, out, decisions, used)
         # Kept results are the input objects themselves; a synthetic one belongs to the group's end
         # (the assistant itself when the run is empty).
         where = {id(messages[k]): k for k in range(i + 1, end)}
@@ -91,19 +100,32 @@ def _normalize_group(
     pending: bool,
     out: list[Message],
     decisions: list[Decision],
+    used: set[str],
 ) -> None:
-    calls = _unique_calls(assistant, decisions)
-    if len(calls) != len(assistant.tool_calls):
+    calls = _unique_calls(assistant, decisions, used)
+    sent_ids = [call.id for call in assistant.tool_calls]
+    if calls != list(assistant.tool_calls):
         assistant = dataclasses.replace(assistant, tool_calls=tuple(calls))
-    call_ids = {call.id for call in calls}
+    # The ids each sent id stands for, in call order: a result with that id answers the first unanswered.
+    waiting: dict[str, list[str]] = {}
+    for sent, call in zip(sent_ids, calls, strict=True):
+        waiting.setdefault(sent, []).append(call.id)
+        if sent != call.id:
+            waiting.setdefault(call.id, []).append(call.id)
     answers: dict[str, Message] = {}
     for result in run:
-        if result.tool_call_id not in call_ids:
-            decisions.append(_orphan(result, "it answers no call of the assistant message before it"))
-        elif result.tool_call_id in answers:
-            decisions.append(_orphan(result, f"call {result.tool_call_id!r} was already answered"))
-        else:
-            answers[result.tool_call_id] = result
+        queue = [i for i in waiting.get(result.tool_call_id, ()) if i not in answers]
+        if not queue:
+            why = (
+                f"call {result.tool_call_id!r} was already answered"
+                if result.tool_call_id in waiting
+                else "it answers no call of the assistant message before it"
+            )
+            decisions.append(_orphan(result, why))
+            continue
+        answers[queue[0]] = (
+            result if queue[0] == result.tool_call_id else dataclasses.replace(result, tool_call_id=queue[0])
+        )
     answered_order = list(answers)
     call_order = [call.id for call in calls if call.id in answers]
     if answered_order != call_order:
@@ -130,21 +152,23 @@ def _normalize_group(
             )
 
 
-def _unique_calls(assistant: Message, decisions: list[Decision]) -> list[ToolCall]:
-    seen: set[str] = set()
+def _unique_calls(assistant: Message, decisions: list[Decision], used: set[str]) -> list[ToolCall]:
     calls: list[ToolCall] = []
     for call in assistant.tool_calls:
-        if call.id in seen:
+        if call.id in used:
+            n = 2
+            while f"{call.id}_dup{n}" in used:
+                n += 1
+            renamed = f"{call.id}_dup{n}"
             decisions.append(
                 Decision(
                     action="pairing",
                     target=call.id,
-                    reason=f"duplicate call id {call.id!r} in one assistant message; the later call "
-                    f"to {call.name!r} was dropped",
+                    reason=f"call id {call.id!r} was already used; this call to {call.name!r} is sent as {renamed!r}",
                 )
             )
-            continue
-        seen.add(call.id)
+            call = dataclasses.replace(call, id=renamed)
+        used.add(call.id)
         calls.append(call)
     return calls
 

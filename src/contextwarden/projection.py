@@ -130,6 +130,7 @@ class Projection:
         self._settled_decisions: list[Decision] = []
         self._settled_upto = 0
         self._settled_sections: dict[str, int] = {}
+        self._settled_ids: set[str] = set()  # call ids the settled messages use (pairing keeps ids unique)
         self._tool_ids: list[str] = []
         self._tool_floor = 0
         self._thinking_ids: list[str] = []
@@ -171,12 +172,16 @@ class Projection:
         while boundary > self._settled_upto and items[boundary].message.role == "tool":
             boundary -= 1
         if boundary > self._settled_upto:
-            done, decisions = normalize_pairing([i.message for i in items[self._settled_upto : boundary]])
+            done, decisions = normalize_pairing(
+                [i.message for i in items[self._settled_upto : boundary]], used_ids=self._settled_ids
+            )
             self._settled.extend(done)
             self._settled_decisions.extend(decisions)
             self._settled_upto = boundary
             self._add_sections(self._settled_sections, done)
-        tail, tail_decisions = normalize_pairing([i.message for i in items[self._settled_upto :]])
+        tail, tail_decisions = normalize_pairing(
+            [i.message for i in items[self._settled_upto :]], used_ids=set(self._settled_ids)
+        )
         sections = dict(self._settled_sections)
         self._add_sections(sections, tail)
         return (*self._settled, *tail), (*self._settled_decisions, *tail_decisions), sections
@@ -332,6 +337,7 @@ class Projection:
             if pos < self._settled_upto:
                 self._settled, self._settled_decisions, self._settled_upto = [], [], 0
                 self._settled_sections = {}
+                self._settled_ids = set()
             self._cum_valid = min(self._cum_valid, pos)
             self._mask_cache.pop(edit.target_id, None)
             for action in ("mask", "supersede", "stale", "clear", "drop_thinking"):

@@ -9,8 +9,7 @@ imported the first time.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from ..replay import ReplayResults, ReplaySettings, load_inputs, replay
 from ..replay.engine import DEFAULT_MODEL
 from ..report import write_report
 from ..store import SessionStore, open_store
-from ._common import echo_json, store_option
+from ._common import echo_json, json_options, model_option, progress, store_option
 
 DEMO_STRATEGIES: tuple[str, ...] = ("raw", "mask-last-n:10", "contextwarden")
 """What the demo compares: no management, SWE-agent-style masking, and contextwarden's default policy."""
@@ -66,19 +65,6 @@ def _import(store: SessionStore, path: Path) -> tuple[str, bool]:
     return name, True
 
 
-@contextmanager
-def _progress(total: int, enabled: bool) -> Iterator[Any]:
-    if not enabled:
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    columns = (TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, transient=True) as bar:
-        task = bar.add_task("replay", total=total)
-        yield lambda n: bar.advance(task, n)
-
-
 def run_demo(
     *,
     store_url: str | None,
@@ -96,7 +82,7 @@ def run_demo(
         session, imported = _import(store, path)
         inputs = load_inputs([session], store=store)
         total = sum(i.requests for i in inputs) * len(strategies)
-        with _progress(total, show_progress) as advance:
+        with progress(total if show_progress else 0, "replaying") as advance:
             results = replay(inputs, list(strategies), settings=ReplaySettings(model=model), progress=advance)
     finally:
         store.close()
@@ -128,8 +114,8 @@ def run_demo(
     show_default=True,
     help="Which bundled real trajectory to use.",
 )
-@click.option("--model", default=DEFAULT_MODEL, show_default=True, help="Model profile to budget and price for.")
-@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of the table.")
+@model_option(default=DEFAULT_MODEL, help="Model profile to budget and price for.")
+@json_options()
 @store_option
 def command(out_dir: Path, trajectory: str, model: str, as_json: bool, store_url: str | None) -> None:
     """Replay a bundled real trajectory with raw, masking and contextwarden; print the table, write the report.

@@ -18,7 +18,7 @@ from ..errors import SessionExists, SessionNotFound
 from ..events import JSONValue
 from ..importers import FORMATS, Transcript, load_transcript
 from ..store import SessionStore, open_store
-from ._common import echo_json, store_option
+from ._common import echo_json, json_options, progress, store_option
 
 _NAME_MAX = 120
 
@@ -33,7 +33,7 @@ _NAME_MAX = 120
     default=None,
     help="Read every file as this format instead of detecting it.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_options()
 @store_option
 def command(
     files: tuple[Path, ...],
@@ -43,7 +43,11 @@ def command(
     store_url: str | None,
 ) -> None:
     """Import agent transcripts (Claude Code, Codex, SWE-agent, mini-swe-agent, OpenHands, chat logs)."""
-    transcripts = [load_transcript(path, format=format_name) for path in files]
+    transcripts: list[Transcript] = []
+    with progress(len(files), "reading", minimum=2) as advance:
+        for path in files:
+            transcripts.append(load_transcript(path, format=format_name))
+            advance(1)
     store = open_store(store_url)
     try:
         names = _session_names(store, files, session_name)
@@ -61,6 +65,8 @@ def command(
         )
         for warning in report["warnings"]:
             click.echo(f"  warning: {warning}")
+    if len(reports) > 1:
+        click.echo(f"imported {len(reports)} files, {sum(r['events'] for r in reports)} events")
 
 
 def _session_names(store: SessionStore, files: Sequence[Path], explicit: str | None) -> list[str]:

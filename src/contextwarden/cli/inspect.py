@@ -7,16 +7,22 @@ truncated, masked, superseded or compacted, and why).
 
 from __future__ import annotations
 
-import os
-
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ..errors import SessionNotFound, UsageError
 from ..governance.inspection import Inspection, inspect_session
-from ..store import open_store
-from ._common import default_store_url, echo_json, store_option
+from ._common import (
+    console,
+    default_store_url,
+    echo_json,
+    json_options,
+    model_option,
+    open_existing_store,
+    store_option,
+)
 
 
 def _composition(title: str, rows: dict[str, int], view: Inspection) -> Table:
@@ -32,8 +38,29 @@ def _composition(title: str, rows: dict[str, int], view: Inspection) -> Table:
     return table
 
 
-def _items(view: Inspection) -> Table:
+_WIDE = 120
+"""Below this many columns the items table puts an item's facts and its text on two lines of one cell."""
+
+
+def _items(view: Inspection, width: int) -> Table:
     table = Table(title="items")
+    dim = ("masked", "superseded", "stale")
+    if width < _WIDE:
+        # Seven columns at 80 leave the text a dozen characters, one word per line: one cell, two lines.
+        index_width = len(str(max((item.index for item in view.items), default=0)))
+        tokens_width = max([len("tokens"), *(len(f"{item.tokens:,}") for item in view.items)])
+        room = max(20, width - index_width - tokens_width - 10)  # 10: the borders and padding of 3 columns
+        table.add_column("#", justify="right", min_width=index_width)
+        table.add_column("tokens", justify="right", min_width=tokens_width)
+        table.add_column("item")
+        for item in view.items:
+            cell = Text()
+            for line in (f"{item.role} · {item.section} · {item.tier} · {item.state}", " ".join(item.preview.split())):
+                text = Text(line)
+                text.truncate(room, overflow="ellipsis")
+                cell.append_text(text if not cell else Text("\n").append_text(text))
+            table.add_row(str(item.index), f"{item.tokens:,}", cell, style="dim" if item.state in dim else None)
+        return table
     for name, justify in (
         ("#", "right"),
         ("role", "left"),
@@ -50,7 +77,6 @@ def _items(view: Inspection) -> Table:
             no_wrap=name != "text",
         )
     for item in view.items:
-        style = "dim" if item.state in ("masked", "superseded", "stale") else None
         table.add_row(
             str(item.index),
             item.role,
@@ -59,7 +85,7 @@ def _items(view: Inspection) -> Table:
             item.state,
             f"{item.tokens:,}",
             item.preview,
-            style=style,
+            style="dim" if item.state in dim else None,
         )
     return table
 
@@ -101,7 +127,7 @@ def _print(view: Inspection, console: Console, *, show_items: bool) -> None:
     if plan:
         console.print(f"planner: {plan[-1]}")
     if show_items:
-        console.print(_items(view))
+        console.print(_items(view, console.width))
     if any(d.action != "plan" for d in ctx.decisions):
         console.print(_decisions(view))
     else:
@@ -113,8 +139,8 @@ def _print(view: Inspection, console: Console, *, show_items: bool) -> None:
 @click.option(
     "--turn", type=int, default=None, help="Which request (1-based; default: the one the manager would build now)."
 )
-@click.option("--model", default=None, help="Model to build for (default: the session's).")
-@click.option("--json", "as_json", is_flag=True, help="Print the inspection as JSON.")
+@model_option(default=None, help="Model to build for (default: the session's).")
+@json_options()
 @click.option("--items/--no-items", default=True, show_default=True, help="List every item.")
 @store_option
 def command(
@@ -122,9 +148,7 @@ def command(
 ) -> None:
     """Show what the model sees on a session's turn, and why."""
     url = store_url or default_store_url()
-    if store_url is None and not os.path.exists(url):
-        raise click.UsageError(f"no session store at {url} (pass --store)")
-    store = open_store(url)
+    store = open_existing_store(store_url)
     try:
         view = inspect_session(store, session_id, turn=turn, model=model)
     except SessionNotFound:
@@ -136,4 +160,4 @@ def command(
     if as_json:
         echo_json(view.to_dict())
     else:
-        _print(view, Console(soft_wrap=False), show_items=items)
+        _print(view, console(), show_items=items)

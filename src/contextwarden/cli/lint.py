@@ -18,8 +18,16 @@ from ..errors import SessionNotFound
 from ..governance.lint import RULES, LintOptions, LintReport, lint_requests
 from ..governance.requests import read_requests
 from ..governance.session import lint_session
-from ..store import open_store
-from ._common import default_store_url, echo_json, store_option
+from ._common import (
+    console,
+    default_store_url,
+    echo_json,
+    json_options,
+    missing_store,
+    model_option,
+    open_existing_store,
+    store_option,
+)
 
 
 def _print(report: LintReport, console: Console) -> None:
@@ -48,8 +56,8 @@ def _print(report: LintReport, console: Console) -> None:
 
 @click.command(name="lint")
 @click.argument("source")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--model", default=None, help="Model to build a session's requests for (default: the session's).")
+@json_options()
+@model_option(default=None, help="Model to build a session's requests for (default: the session's).")
 @click.option(
     "--max-breaks",
     type=int,
@@ -75,9 +83,9 @@ def command(
             raise click.UsageError(f"{source} holds no request payloads ({report.bad_line_count} unreadable line(s))")
     else:
         url = store_url or default_store_url()
-        if store_url is None and not os.path.exists(url):
+        if missing_store(store_url) is not None:
             raise click.UsageError(f"no file named {source!r}, and no session store at {url}")
-        store = open_store(url)
+        store = open_existing_store(store_url)
         try:
             report = lint_session(store, source, model=model, options=options)
         except SessionNotFound:
@@ -87,6 +95,6 @@ def command(
     if as_json:
         echo_json(report.to_dict())
     else:
-        _print(report, Console(soft_wrap=False))
+        _print(report, console())
     # sys.exit, not ctx.exit: the lazy group runs with standalone_mode=False, which drops Exit codes.
     sys.exit(0 if report.ok else 1)

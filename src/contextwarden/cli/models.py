@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from ..models import ModelProfile, list_profiles, load_profiles_toml
-from ._common import echo_json
+from ._common import console as make_console
+from ._common import echo_json, json_options, print_table
 
 
 def profile_row(profile: ModelProfile) -> dict[str, Any]:
@@ -28,7 +28,7 @@ def _price(value: float | None) -> str:
 
 
 @click.command(name="models")
-@click.option("--json", "as_json", is_flag=True, help="Print every profile field as JSON.")
+@json_options()
 @click.option(
     "--profiles",
     "profile_files",
@@ -68,7 +68,7 @@ def command(as_json: bool, profile_files: tuple[Path, ...]) -> None:
             p.cache_style,
             _tokens(p.min_cacheable_tokens or None),
         )
-    console = Console()
+    console = make_console()
     if not console.is_terminal:
-        console = Console(width=160)  # piped output: no terminal width to fit, keep rows whole
-    console.print(table)
+        console = make_console(width=160)  # piped output: no terminal width to fit, keep rows whole
+    print_table(console, table)

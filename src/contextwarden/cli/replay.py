@@ -8,19 +8,19 @@ notes skipped peers and probe misses, and on request writes the JSON figures, ev
 
 from __future__ import annotations
 
-import json
+import time
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.measure import Measurement
 from rich.table import Table
 
 from ..importers import FORMATS
 from ..replay import DEFAULT_MODEL, DEFAULT_STRATEGIES, ReplayResults, ReplaySettings, load_inputs, replay
-from ..store import open_store
-from ._common import store_option
+from ._common import console as make_console
+from ._common import echo_json, json_options, missing_store, model_option, open_existing_store, progress, store_option
 
 
 @click.command(name="replay")
@@ -33,15 +33,9 @@ from ._common import store_option
     + ", ".join(DEFAULT_STRATEGIES)
     + ").",
 )
-@click.option("--model", default=DEFAULT_MODEL, show_default=True, help="Model profile to budget and price for.")
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write the figures as JSON to this file.",
-)
-@click.option("--per-request", is_flag=True, help="Include every request's figures in the --json output.")
+@model_option(default=DEFAULT_MODEL, help="Model profile to budget and price for.")
+@json_options(output=True)
+@click.option("--per-request", is_flag=True, help="Include every request's figures in the JSON.")
 @click.option(
     "--dump-requests",
     "dump_dir",
@@ -83,7 +77,8 @@ def command(
     sources: tuple[str, ...],
     strategies: tuple[str, ...],
     model: str,
-    json_path: Path | None,
+    as_json: bool,
+    output: Path | None,
     per_request: bool,
     dump_dir: Path | None,
     report_path: Path | None,
@@ -96,7 +91,10 @@ def command(
     """Replay transcripts (files or stored session ids) and compare tokens, cost and retention."""
     write_report = _report_writer() if report_path is not None else None
     needs_store = any(not Path(s).exists() for s in sources)
-    store = open_store(store_url) if needs_store else None
+    if needs_store and missing_store(store_url) is not None:
+        missing = ", ".join(repr(s) for s in sources if not Path(s).exists())
+        raise click.UsageError(f"no file named {missing}, and no session store at {missing_store(store_url)}")
+    store = open_existing_store(store_url) if needs_store else None
     try:
         inputs = load_inputs(sources, store=store, format=format_name)
     finally:
@@ -106,26 +104,23 @@ def command(
         model=model, interval_seconds=interval, cache_ttl="1h" if cache_ttl == "1h" else "5m", optimum=not no_optimum
     )
     names = list(strategies or DEFAULT_STRATEGIES)
-    err = Console(stderr=True)
     total = sum(i.requests for i in inputs) * len(names)
-    with Progress(
-        TextColumn("replaying"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=err,
-        transient=True,
-        disable=total < 200,
-    ) as bar:
-        task = bar.add_task("replay", total=total)
-        results = replay(inputs, names, settings=settings, dump_dir=dump_dir, progress=lambda n: bar.advance(task, n))
-    _print(results)
-    if json_path is not None:
-        json_path.write_text(json.dumps(results.to_dict(per_request=per_request), indent=2) + "\n", encoding="utf-8")
-        click.echo(f"wrote {json_path}")
+    started = time.perf_counter()
+    with progress(total, "replaying", minimum=50) as advance:
+        results = replay(inputs, names, settings=settings, dump_dir=dump_dir, progress=advance)
+    if as_json:
+        echo_json(results.to_dict(per_request=per_request))
+    else:
+        _print(results)
+        click.echo(
+            f"replayed {sum(i.requests for i in inputs)} requests from {len(inputs)} transcript(s) under "
+            f"{len(names)} strategies in {time.perf_counter() - started:.1f} s"
+        )
+    if output is not None:
+        echo_json(results.to_dict(per_request=per_request), output)
     if write_report is not None and report_path is not None:
         write_report(results, report_path, transcripts={i.source: i.events for i in inputs})
-        click.echo(f"wrote {report_path}")
+        click.echo(f"wrote {report_path}", err=as_json)
 
 
 def _report_writer() -> Any:
@@ -142,50 +137,65 @@ def _ratio(value: float, base: float) -> str:
     return f"{value / base:.2f}×" if base else "-"
 
 
+_FIGURES = (
+    "strategy",
+    "requests",
+    "mean input",
+    "× raw",
+    "peak",
+    "cost $",
+    "× raw",
+    "× optimum",
+    "cache hit",
+    "breaks",
+    "window ev.",
+    "retention",
+    "overflows",
+)
+
+
+def _figure_cells(f: dict[str, Any], raw: dict[str, Any] | None) -> list[str]:
+    """One strategy's figures as the table shows them, in the order of ``_FIGURES[1:]``."""
+    ratio = f["optimum_ratio"]
+    return [
+        str(f["requests"]),
+        f"{f['input_tokens_mean']:,.0f}",
+        _ratio(f["input_tokens_mean"], raw["input_tokens_mean"]) if raw else "-",
+        f"{f['input_tokens_peak']:,}",
+        f"{f['cost_usd']:.4f}",
+        _ratio(f["cost_usd"], raw["cost_usd"]) if raw else "-",
+        f"{ratio:.2f}×" if ratio else "-",
+        f"{f['cache_hit_ratio']:.0%}",
+        str(f["prefix_breaks"]),
+        str(f["window_events"]),
+        f"{f['retention']:.3f}",
+        str(f["overflows"]),
+    ]
+
+
 def _print(results: ReplayResults) -> None:
-    console = Console()
+    console = make_console()
     if not console.is_terminal:
-        console = Console(width=160)  # piped output has no width to respect; 80 columns would crop figures
+        console = make_console(width=160)  # piped output has no width to respect; 80 columns would crop figures
     runs = [s for s in results.strategies if not s.skipped]
     raw = next((s.figures() for s in runs if s.name == "raw"), None)
     counter = f"{results.counter} ({'exact' if results.counter_exact else 'estimate'})"
-    table = Table(
-        title=f"{len(results.files)} transcript(s), model {results.model} ({results.cache_style}), tokens by {counter}"
-    )
-    for column in (
-        "strategy",
-        "requests",
-        "mean input",
-        "× raw",
-        "peak",
-        "cost $",
-        "× raw",
-        "× optimum",
-        "cache hit",
-        "breaks",
-        "window ev.",
-        "retention",
-        "overflows",
-    ):
+    title = f"{len(results.files)} transcript(s), model {results.model} ({results.cache_style}), tokens by {counter}"
+    rows = [(s.name, _figure_cells(s.figures(), raw)) for s in runs]
+    table = Table(title=title)
+    for column in _FIGURES:
         table.add_column(column, justify="left" if column == "strategy" else "right")
-    for s in runs:
-        f = s.figures()
-        ratio = f["optimum_ratio"]
-        table.add_row(
-            s.name,
-            str(f["requests"]),
-            f"{f['input_tokens_mean']:,.0f}",
-            _ratio(f["input_tokens_mean"], raw["input_tokens_mean"]) if raw else "-",
-            f"{f['input_tokens_peak']:,}",
-            f"{f['cost_usd']:.4f}",
-            _ratio(f["cost_usd"], raw["cost_usd"]) if raw else "-",
-            f"{ratio:.2f}×" if ratio else "-",
-            f"{f['cache_hit_ratio']:.0%}",
-            str(f["prefix_breaks"]),
-            str(f["window_events"]),
-            f"{f['retention']:.3f}",
-            str(f["overflows"]),
-        )
+    for name, cells in rows:
+        table.add_row(name, *cells)
+    if Measurement.get(console, console.options.update_width(10_000), table).maximum > console.width:
+        # Too wide for this terminal (13 figures at 80 columns): one row per figure, one column per strategy.
+        table = Table(title=title)
+        table.add_column("figure")
+        for name, _ in rows:
+            table.add_column(name, justify="right")
+        for index, figure in enumerate(_FIGURES[1:]):
+            label = {"× raw": f"{_FIGURES[index]} × raw"}.get(figure, figure)  # the figure it divides
+            table.add_row(label, *(cells[index] for _, cells in rows))
     console.print(table)
     if len(results.files) > 1:
         _print_per_file(console, results)

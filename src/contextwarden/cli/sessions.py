@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from typing import IO, Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -29,15 +28,17 @@ from ..events import (
     UsageReport,
 )
 from ..store import SessionInfo, SessionStore, count_kinds, export_jsonl, import_jsonl, open_store
-from ._common import echo_json, store_option
+from ._common import console as make_console
+from ._common import echo_json, json_options, missing_store, open_existing_store, print_table, store_option
 
 _SUMMARY_WIDTH = 100
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @contextmanager
-def _opened(store_url: str | None) -> Iterator[SessionStore]:
-    store = open_store(store_url)
+def _opened(store_url: str | None, *, create: bool = False) -> Iterator[SessionStore]:
+    # Only `sessions import` writes; every other subcommand must not create a store by looking.
+    store = open_store(store_url) if create else open_existing_store(store_url)
     try:
         yield store
     finally:
@@ -130,11 +131,13 @@ def command() -> None:
 
 @command.command(name="ls")
 @store_option
-@click.option("--json", "as_json", is_flag=True, help="Print the sessions as JSON.")
+@json_options()
 def ls_command(store_url: str | None, as_json: bool) -> None:
     """List sessions, oldest first."""
-    with _opened(store_url) as store:
-        infos = store.list_sessions()
+    infos: list[SessionInfo] = []
+    if missing_store(store_url) is None:
+        with _opened(store_url) as store:
+            infos = list(store.list_sessions())
     if as_json:
         echo_json([_info_json(i) for i in infos])
         return
@@ -151,14 +154,14 @@ def ls_command(store_url: str | None, as_json: bool) -> None:
             Text(_lineage(info)),
             Text(_title(info)),
         )
-    Console().print(table)
+    print_table(make_console(), table)
 
 
 @command.command(name="show")
 @click.argument("session_id")
 @store_option
 @click.option("--last", "last_n", default=10, show_default=True, type=click.IntRange(min=0), help="Events to list.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@json_options()
 def show_command(session_id: str, store_url: str | None, last_n: int, as_json: bool) -> None:
     """Show a session: header, events per kind, and its last events."""
     with _opened(store_url) as store:
@@ -183,7 +186,7 @@ def show_command(session_id: str, store_url: str | None, last_n: int, as_json: b
             }
         )
         return
-    console = Console()
+    console = make_console()
     header = Table.grid(padding=(0, 2))
     header.add_row("session", Text(info.id))
     header.add_row("created", _when(info.created_at))
@@ -224,10 +227,10 @@ def export_command(session_id: str, store_url: str | None, output: str | None) -
 @click.argument("file", type=click.File("rb"))
 @store_option
 @click.option("--session", "session_id", default=None, help="Store under this id (default: the file's).")
-@click.option("--json", "as_json", is_flag=True, help="Print the new session's header as JSON.")
+@json_options()
 def import_command(file: IO[bytes], store_url: str | None, session_id: str | None, as_json: bool) -> None:
     """Import a session from a JSON Lines file made by `sessions export` (all or nothing)."""
-    with _opened(store_url) as store:
+    with _opened(store_url, create=True) as store:
         info = import_jsonl(store, file, session_id=session_id)
     if as_json:
         echo_json(_info_json(info))

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from ..tokens import available_counters
-from ._common import echo_json
+from ._common import console as make_console
+from ._common import echo_json, json_options
 
 
 def count_all(data: bytes) -> list[dict[str, Any]]:
@@ -42,7 +42,7 @@ def count_all(data: bytes) -> list[dict[str, Any]]:
 
 @click.command(name="tokens")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+@json_options()
 def command(file: Path, as_json: bool) -> None:
     """Count FILE's tokens with every available counter (FILE may be - for standard input).
 
@@ -65,4 +65,4 @@ def command(file: Path, as_json: bool) -> None:
             f"{row['bytes']:,}",
             f"{row['ms']:.1f}",
         )
-    Console().print(table)
+    make_console().print(table)

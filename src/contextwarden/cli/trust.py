@@ -13,7 +13,7 @@ import click
 
 from ..errors import UsageError
 from ..instructions import find_project_root, is_trusted, list_trusted, revoke_trust, trust_project
-from ._common import echo_json
+from ._common import echo_json, json_options
 
 
 def _list(as_json: bool) -> None:
@@ -31,7 +31,7 @@ def _list(as_json: bool) -> None:
 @click.argument("path", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--list", "list_", is_flag=True, help="List trusted projects.")
 @click.option("--revoke", is_flag=True, help="Remove the trust record of the project at PATH.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_options()
 def command(path: Path | None, list_: bool, revoke: bool, as_json: bool) -> None:
     """Trust the project at PATH (default: the current directory) so its .contextwarden/ files load.
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..events import ToolCall
 from ..tokens import IMAGE_TOKENS, MESSAGE_OVERHEAD, TokenCounter
+from ..wire import detect_format as wire_detect_format
 from ..wire._common import parse_arguments
 from ._items import (
     RequestFormat,
@@ -20,28 +21,15 @@ from ._items import (
 )
 
 _WRAPPERS = ("request", "body", "payload", "params")
-_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 
 
 def detect_format(payload: Mapping[str, Any]) -> RequestFormat | None:
-    """The request format of a payload, or ``None`` when it is not a request we can read."""
-    messages = payload.get("messages")
-    if not isinstance(messages, list):
-        if "input" in payload and isinstance(payload["input"], (str, list)):
-            return "openai_responses"
-        return None
-    if "system" in payload or "anthropic_version" in payload:
-        return "anthropic"
-    tools = payload.get("tools")
-    if isinstance(tools, list) and any(isinstance(t, Mapping) and "input_schema" in t for t in tools):
-        return "anthropic"
-    for message in messages:
-        content = message.get("content") if isinstance(message, Mapping) else None
-        if isinstance(content, list) and any(
-            isinstance(b, Mapping) and (b.get("type") in _ANTHROPIC_BLOCKS or "source" in b) for b in content
-        ):
-            return "anthropic"
-    return "openai_chat"
+    """The request format of a payload, or ``None`` when it is not a request the linter reads.
+
+    The format is :func:`contextwarden.wire.detect_format`'s; Gemini bodies are not linted yet.
+    """
+    fmt = wire_detect_format(payload)
+    return None if fmt == "gemini" else fmt
 
 
 def unwrap(raw: Mapping[str, Any]) -> tuple[Mapping[str, Any], RequestFormat | None, Mapping[str, Any] | None]:

@@ -14,11 +14,14 @@ unknown fields are ignored and unknown record types are skipped and counted in t
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..codec import event_to_dict
 from ..errors import ImportFormatError, UsageError
+from ..events import Event
 from . import chat_messages, claude_code, codex, openhands, swe_agent
 from ._common import Transcript
 from ._source import Importer, ImportOptions, SourceDocument, read_source
@@ -32,6 +35,7 @@ __all__ = [
     "detect_format",
     "load_transcript",
     "read_source",
+    "text_size",
 ]
 
 FORMATS: Mapping[str, Importer] = {
@@ -59,28 +63,96 @@ def load_transcript(path: str | Path, *, format: str | None = None) -> Transcrip
     if format is not None and format not in FORMATS:
         raise UsageError(f"unknown transcript format {format!r}; known formats: {', '.join(FORMATS)}")
     doc = read_source(path)
-    name = format or _detect(doc)
-    try:
-        transcript = FORMATS[name](doc, ImportOptions(format=name))
-    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
-        # A foreign file shaped in a way no check anticipated is still a format error, not a crash.
-        raise ImportFormatError(f"{doc.path}: cannot be read as {name}: {type(exc).__name__}: {exc}") from exc
+    detected = _detect_or_none(doc)
+    name = format or detected
+    if name is None:
+        raise _unrecognized(doc)
+    transcript = _read_as(doc, name)
+    if format is not None and detected not in (None, format):
+        _check_fit(transcript, _read_as(doc, detected))
+    if not transcript.events:
+        hint = f"; it looks like {detected}: drop --format" if detected not in (None, name) else ""
+        raise ImportFormatError(f"{doc.path}: read as {name}, it holds no events to import{hint}")
     if doc.warnings:
         transcript = dataclasses.replace(transcript, warnings=doc.warnings + transcript.warnings)
     return transcript
 
 
+def _read_as(doc: SourceDocument, name: str) -> Transcript:
+    try:
+        return FORMATS[name](doc, ImportOptions(format=name))
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+        # A foreign file shaped in a way no check anticipated is still a format error, not a crash.
+        raise ImportFormatError(f"{doc.path}: cannot be read as {name}: {type(exc).__name__}: {exc}") from exc
+
+
+def _check_fit(forced: Transcript, detected: Transcript) -> None:
+    """Refuse a forced format that keeps less of the file (text, or events of a kind) than the detected one.
+
+    Forcing a format is for a file detection gets wrong; when the forced reading loses text that the
+    detected one keeps, the force is the mistake, and importing it would drop content silently.
+    """
+    kept, could = text_size(forced.events), text_size(detected.events)
+    have, want = Counter(e.kind for e in forced.events), Counter(e.kind for e in detected.events)
+    if kept >= could and all(have[kind] >= n for kind, n in want.items()):
+        return
+    raise ImportFormatError(
+        f"{forced.source}: --format {forced.format} does not fit: it reads {_summary(forced)} and "
+        f"{kept:,} characters of text, but the file looks like {detected.format}, which reads "
+        f"{_summary(detected)} and {could:,} characters; nothing was imported. Drop --format, or use "
+        f"--format {detected.format}"
+    )
+
+
+def _summary(transcript: Transcript) -> str:
+    counts = Counter(e.kind for e in transcript.events)
+    listed = ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items()))
+    return f"{len(transcript.events)} events ({listed})" if listed else "0 events"
+
+
+def text_size(events: Sequence[Event]) -> int:
+    """Characters of text the events hold (messages, tool arguments and output, thinking, summaries).
+
+    Ids, kinds and timestamps are not text; comparing two readings of one file by this size shows
+    which of them keeps more of it.
+    """
+    total = 0
+    for event in events:
+        stack: list[Any] = [
+            v for k, v in event_to_dict(event).items() if k not in _NOT_TEXT and isinstance(v, (str, list, dict))
+        ]
+        while stack:
+            value = stack.pop()
+            if isinstance(value, str):
+                total += len(value)
+            elif isinstance(value, dict):
+                stack += [v for k, v in value.items() if k not in _NOT_TEXT]
+            elif isinstance(value, list):
+                stack += value
+    return total
+
+
+_NOT_TEXT = frozenset({"id", "kind", "session_id", "parent_id", "call_id", "response_event_id", "signature"})
+
+
 def _detect(doc: SourceDocument) -> str:
-    if doc.is_jsonl:
-        found = _sniff_records([record for _, record in doc.lines[:_SAMPLE]])
-    else:
-        found = _sniff_document(doc.document)
+    found = _detect_or_none(doc)
     if found is None:
-        raise ImportFormatError(
-            f"{doc.path}: not a transcript format contextwarden recognizes; "
-            f"force one with --format (one of: {', '.join(FORMATS)})"
-        )
+        raise _unrecognized(doc)
     return found
+
+
+def _detect_or_none(doc: SourceDocument) -> str | None:
+    if doc.is_jsonl:
+        return _sniff_records([record for _, record in doc.lines[:_SAMPLE]])
+    return _sniff_document(doc.document)
+
+
+def _unrecognized(doc: SourceDocument) -> ImportFormatError:
+    return ImportFormatError(
+        f"{doc.path}: not a transcript format contextwarden recognizes; "
+        f"force one with --format (one of: {', '.join(FORMATS)})"
+    )
 
 
 def _sniff_records(records: Sequence[dict[str, Any]]) -> str | None:

@@ -1,4 +1,10 @@
-"""Anthropic Messages content blocks, shared by the Claude Code and the plain Anthropic importers."""
+"""Anthropic Messages content blocks, shared by the Claude Code and the plain Anthropic importers.
+
+Each block is read by the wire layer's Anthropic codec (:mod:`contextwarden.wire.anthropic.request`),
+so a transcript and a live request mean the same thing; this module adds the importers' strictness (a
+malformed block is an error naming its JSON path) and their accounting (a block the model never saw
+again, such as a server tool call, is counted as skipped).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..events import BinaryPart, ThinkingBlock, ToolCall
-from ._common import as_dict, binary_from_base64, fail, parse_arguments
+from ..wire.anthropic.request import assistant_block, content_block
+from ._common import as_dict, fail
 
 
 @dataclass
@@ -36,43 +43,35 @@ def assistant_content(content: Any, source: str, where: str, skip: Callable[[str
         raise fail(source, f"{where}.content", "expected a string or an array of blocks")
     for index, raw in enumerate(content):
         block = as_dict(raw, source, f"{where}.content[{index}]")
-        kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
-            out.texts.append(block["text"])
-        elif kind == "thinking":
-            out.thinking.append(
-                ThinkingBlock(text=str(block.get("thinking") or ""), signature=str(block.get("signature") or ""))
-            )
-        elif kind == "redacted_thinking":
-            out.thinking.append(ThinkingBlock(text="", signature=str(block.get("data") or "")))
-        elif kind == "tool_use":
-            call_id = block.get("id")
-            if not isinstance(call_id, str) or not call_id:
-                raise fail(source, f"{where}.content[{index}].id", "a tool_use block needs an id")
-            name = str(block.get("name") or "")
-            out.calls.append(ToolCall(id=call_id, name=name, arguments=parse_arguments(block.get("input"))))
+        if block.get("type") == "tool_use" and (not isinstance(block.get("id"), str) or not block.get("id")):
+            raise fail(source, f"{where}.content[{index}].id", "a tool_use block needs an id")
+        read = assistant_block(block, index)
+        if isinstance(read, str):
+            out.texts.append(read)
+        elif isinstance(read, ThinkingBlock):
+            out.thinking.append(read)
+        elif isinstance(read, ToolCall):
+            out.calls.append(read)
+        elif read.kind == "text" and isinstance(block.get("text"), str):
+            out.texts.append(block["text"])  # text with citations: the model saw the text
         else:
-            skip(f"assistant block:{kind}")
+            skip(f"assistant block:{read.kind}")
     return out
 
 
 def collect_block(block: dict[str, Any], texts: list[str], parts: list[BinaryPart]) -> None:
-    """Add a user-side ``text``, ``image`` or ``document`` block to ``texts`` or ``parts``."""
+    """Add a user-side ``text``, ``image`` or ``document`` block to ``texts`` or ``parts``.
+
+    An image or document the wire layer cannot inline (a URL or file reference) becomes a
+    ``[image: URL]`` line, so the imported text still says what was shown.
+    """
+    if content_block(block, texts, parts):
+        return
     kind = block.get("type")
-    if kind == "text" and isinstance(block.get("text"), str):
-        texts.append(block["text"])
-    elif kind in ("image", "document"):
+    if kind in ("image", "document"):
         source = block.get("source")
-        source = source if isinstance(source, dict) else {}
-        data = source.get("data")
-        part = None
-        if source.get("type") == "base64" and isinstance(data, str):
-            part = binary_from_base64(str(source.get("media_type") or ""), data)
-        if part is not None:
-            parts.append(part)
-        else:
-            url = source.get("url")
-            texts.append(f"[{kind}: {url}]" if isinstance(url, str) else f"[{kind}]")
+        url = source.get("url") if isinstance(source, dict) else None
+        texts.append(f"[{kind}: {url}]" if isinstance(url, str) else f"[{kind}]")
 
 
 def text_and_parts(content: Any, source: str, where: str) -> tuple[str, list[BinaryPart]]:

@@ -14,6 +14,7 @@ how transcript text is kept inert.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -36,5 +37,14 @@ def write_report(
     each transcript's task and a request-by-request excerpt beside its charts.
     """
     target = Path(path)
+    data = render_report(results, transcripts=transcripts).encode("utf-8")  # fails before any file exists
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_report(results, transcripts=transcripts), encoding="utf-8")
+    # Write then rename: a failure half-way leaves the previous report (or none), never a truncated one.
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}-", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise

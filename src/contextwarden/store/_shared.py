@@ -7,22 +7,15 @@ compaction, a fork reading its parent's prefix without a copy) are written once,
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
+from ..codec import dumps_event, loads_event
 from ..errors import CodecError, SessionNotFound, StoreError, UsageError
-from ..events import (
-    EVENT_TYPES,
-    Compaction,
-    Event,
-    ForkMarker,
-    JSONValue,
-    dumps_event,
-    loads_event,
-    with_position,
-)
+from ..events import EVENT_TYPES, Compaction, Event, ForkMarker, JSONValue, with_position
 from ._protocol import SessionInfo, SessionStore
 
 _ID_MAX = 500
@@ -53,6 +46,17 @@ def check_seq(value: object, what: str) -> int:
     return value
 
 
+def new_session_info(
+    session_id: str | None, metadata: dict[str, JSONValue] | None, parent_session_id: str | None
+) -> SessionInfo:
+    """Check ``create_session``'s arguments and return the new session's header (a new id if none)."""
+    sid = check_id(session_id if session_id is not None else new_session_id())
+    if parent_session_id is not None:
+        check_id(parent_session_id, "parent session id")
+    meta = loads_metadata(dumps_metadata(metadata))
+    return SessionInfo(id=sid, created_at=time.time(), metadata=meta, parent_session_id=parent_session_id)
+
+
 def dumps_metadata(metadata: dict[str, JSONValue] | None) -> str:
     """Encode session metadata as ASCII JSON; ``UsageError`` if it is not JSON."""
     try:
@@ -69,28 +73,25 @@ def loads_metadata(text: str) -> dict[str, JSONValue]:
     return value
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """An event placed at its seq, with the row values every store writes."""
-
-    event: Event
-    """The stored copy (session id and seq assigned)."""
-    text: str
-    """The codec's ASCII JSON for it."""
-
-    @property
-    def row(self) -> tuple[str, int, str, str, str]:
-        """``(session_id, seq, id, kind, data)``, the column order of every events table."""
-        e = self.event
-        return (e.session_id, e.seq, e.id, e.kind, self.text)
+Row = tuple[str, int, str, str, str]
+"""``(session_id, seq, id, kind, data)``: the column order of every events table."""
 
 
-def encode(event: Event) -> str:
-    """Return the codec's text for ``event``; ``CodecError`` when a field holds a non-JSON value."""
-    try:
-        return dumps_event(event)
-    except (TypeError, ValueError) as exc:
-        raise CodecError(f"{event.kind} event {event.id!r} cannot be encoded: {exc}") from None
+Prepared = tuple[Event, Row]
+"""An event placed at its seq (the stored copy, session id and seq assigned) and its row.
+
+A plain tuple, not a NamedTuple: one is made per appended event, and a NamedTuple costs a call."""
+
+
+class Batch(NamedTuple):
+    """An append, placed and encoded before any lock is taken."""
+
+    events: list[Event]
+    """The stored copies, to return to the caller."""
+    rows: list[Row]
+    """Their rows, in seq order."""
+    window_start: int | None
+    """The window start the batch's latest compaction sets, if it has one."""
 
 
 def decode(text: str, session_id: str, seq: int) -> Event:
@@ -103,11 +104,16 @@ def decode(text: str, session_id: str, seq: int) -> Event:
 
 def place(event: Event, session_id: str, seq: int) -> Prepared:
     """Check ``event`` is a registered kind with a valid id and place it at ``seq``."""
-    if not isinstance(event, Event) or EVENT_TYPES.get(event.kind) is not type(event):
-        raise UsageError(f"cannot store {type(event).__name__}: not a registered event kind")
+    cls = type(event)
+    if EVENT_TYPES.get(getattr(cls, "kind", "")) is not cls:
+        raise UsageError(f"cannot store {cls.__name__}: not a registered event kind")
     check_id(event.id, "event id")
     stored = with_position(event, session_id=session_id, seq=seq)
-    return Prepared(stored, encode(stored))
+    try:
+        text = dumps_event(stored)
+    except (CodecError, TypeError, ValueError) as exc:
+        raise CodecError(f"{cls.kind} event {event.id!r} cannot be encoded: {exc}") from None
+    return stored, (session_id, seq, stored.id, cls.kind, text)
 
 
 def compaction_window_start(event: Compaction) -> int:
@@ -115,26 +121,28 @@ def compaction_window_start(event: Compaction) -> int:
     return max(1, min(event.first_kept_seq, event.seq))
 
 
-def prepare_append(
-    session_id: str, events: Sequence[Event], *, expected_last_seq: int
-) -> tuple[list[Prepared], int | None]:
-    """Place ``events`` after ``expected_last_seq``; return them and the new window start, if any.
+def prepare_append(session_id: str, events: Sequence[Event], *, expected_last_seq: int) -> Batch:
+    """Place ``events`` after ``expected_last_seq`` and encode them.
 
     Encoding happens here, before a store takes its lock, so a slow encode never blocks writers.
     Duplicate ids inside the batch are refused; ids already in the store are the store's to check.
     """
-    out: list[Prepared] = []
+    stored: list[Event] = []
+    rows: list[Row] = []
     seen: set[str] = set()
     window_start: int | None = None
-    for offset, event in enumerate(events):
-        prepared = place(event, session_id, expected_last_seq + 1 + offset)
-        if prepared.event.id in seen:
-            raise UsageError(f"event id {prepared.event.id!r} appears twice in one append")
-        seen.add(prepared.event.id)
-        if isinstance(prepared.event, Compaction):
-            window_start = compaction_window_start(prepared.event)
-        out.append(prepared)
-    return out, window_start
+    seq = expected_last_seq
+    for event in events:
+        seq += 1
+        placed, row = place(event, session_id, seq)
+        if row[2] in seen:
+            raise UsageError(f"event id {row[2]!r} appears twice in one append")
+        seen.add(row[2])
+        if isinstance(placed, Compaction):
+            window_start = compaction_window_start(placed)
+        stored.append(placed)
+        rows.append(row)
+    return Batch(stored, rows, window_start)
 
 
 class RestoreTracker:
@@ -150,20 +158,20 @@ class RestoreTracker:
         self.window_start = 1
         self._seen: set[str] = set()
 
-    def feed(self, events: Iterable[Event]) -> Iterator[Prepared]:
-        """Yield each event placed at the next seq; it must carry that seq already (or 0)."""
+    def feed(self, events: Iterable[Event]) -> Iterator[Row]:
+        """Yield the row of each event placed at the next seq; it must carry that seq already (or 0)."""
         for event in events:
             seq = self.last_seq + 1
             if event.seq not in (0, seq):
                 raise CodecError(f"event {event.id!r} has seq {event.seq}, expected {seq} (seq must be gapless)")
-            prepared = place(event, self.session_id, seq)
-            if prepared.event.id in self._seen:
-                raise CodecError(f"event id {prepared.event.id!r} appears twice")
-            self._seen.add(prepared.event.id)
-            if isinstance(prepared.event, Compaction):
-                self.window_start = compaction_window_start(prepared.event)
+            placed, row = place(event, self.session_id, seq)
+            if placed.id in self._seen:
+                raise CodecError(f"event id {placed.id!r} appears twice")
+            self._seen.add(placed.id)
+            if isinstance(placed, Compaction):
+                self.window_start = compaction_window_start(placed)
             self.last_seq = seq
-            yield prepared
+            yield row
 
     def info(self, header: SessionInfo) -> SessionInfo:
         """Return the restored session's header once every event went through."""
@@ -255,9 +263,9 @@ def fork_window_start(segments: Sequence[Segment], latest_compaction: Callable[[
     return 1
 
 
-def fork_marker(session_id: str, new_session_id: str, at_seq: int) -> Prepared:
-    """Build the first event of a fork, placed right after the shared prefix."""
-    return place(ForkMarker(source_session_id=session_id, at_seq=at_seq), new_session_id, at_seq + 1)
+def fork_marker(session_id: str, new_session_id: str, at_seq: int) -> Row:
+    """Build the row of a fork's first event, placed right after the shared prefix."""
+    return place(ForkMarker(source_session_id=session_id, at_seq=at_seq), new_session_id, at_seq + 1)[1]
 
 
 # --------------------------------------------------------------------------- optional capabilities

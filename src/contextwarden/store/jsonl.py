@@ -2,9 +2,10 @@
 
 The file is one session: an optional header line ``{"kind": "session", "format": ..., "id": ...,
 "created_at": ..., "metadata": ..., "parent_session_id": ...}`` then one event per line, each
-exactly as :func:`~contextwarden.events.dumps_event` writes it (ASCII JSON, so NUL bytes and
-undecodable text survive as escapes), with seq 1..n. A fork is exported with its shared prefix,
-so the file stands alone.
+as :func:`~contextwarden.codec.dumps_event` writes it with ``ascii_only`` (ASCII JSON, so the file
+reads the same under any locale and NUL bytes and undecodable text survive as escapes), with seq
+1..n. A fork is exported with its shared prefix, so the file stands alone. Files written by older
+releases (earlier event schema versions) import as they are.
 
 An import is all or nothing: a bad line, an unknown kind, a missing field or a seq out of order
 raises :class:`~contextwarden.errors.CodecError` naming the line, and nothing is stored.
@@ -17,8 +18,9 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
+from ..codec import dumps_event, event_from_dict, loads_json
 from ..errors import CodecError
-from ..events import Event, JSONValue, dumps_event, event_from_dict
+from ..events import Event, JSONValue
 from ._protocol import SessionInfo, SessionStore
 from ._shared import SupportsRestore, check_id, new_session_id
 
@@ -43,7 +45,7 @@ def export_jsonl(store: SessionStore, session_id: str, fp: IO[str]) -> int:
     fp.write(json.dumps(header, ensure_ascii=True, separators=(",", ":")) + "\n")
     count = 0
     for event in store.iter_events(session_id):
-        fp.write(dumps_event(event) + "\n")
+        fp.write(dumps_event(event, ascii_only=True) + "\n")
         count += 1
     return count
 
@@ -93,9 +95,9 @@ class _Lines:
             if not raw.strip():
                 continue
             try:
-                return self.line, json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise CodecError(f"line {self.line}: invalid JSON: {exc}") from None
+                return self.line, loads_json(raw)
+            except CodecError as exc:
+                raise CodecError(f"line {self.line}: {exc}") from None
         return None
 
 

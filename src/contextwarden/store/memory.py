@@ -55,11 +55,8 @@ class MemoryStore:
         parent_session_id: str | None = None,
     ) -> SessionInfo:
         """Create an empty session (a new id when none is given); ``SessionExists`` if taken."""
-        sid = sh.check_id(session_id if session_id is not None else sh.new_session_id())
-        if parent_session_id is not None:
-            sh.check_id(parent_session_id, "parent session id")
-        meta = sh.loads_metadata(sh.dumps_metadata(metadata))
-        info = SessionInfo(id=sid, created_at=time.time(), metadata=meta, parent_session_id=parent_session_id)
+        info = sh.new_session_info(session_id, metadata, parent_session_id)
+        sid = info.id
         with self._lock:
             if sid in self._sessions:
                 raise SessionExists(f"session {sid!r} already exists")
@@ -98,24 +95,25 @@ class MemoryStore:
         """Append events atomically after ``expected_last_seq``; return them as stored (seq assigned)."""
         sh.check_id(session_id)
         sh.check_seq(expected_last_seq, "expected_last_seq")
-        prepared, window_start = sh.prepare_append(session_id, events, expected_last_seq=expected_last_seq)
+        batch = sh.prepare_append(session_id, events, expected_last_seq=expected_last_seq)
         with self._lock:
             session = self._get(session_id)
             if session.info.last_seq != expected_last_seq:
                 raise ConflictError(session_id, expected_last_seq, session.info.last_seq)
-            taken = [p.event.id for p in prepared if p.event.id in self._ids]
+            taken = [row[2] for row in batch.rows if row[2] in self._ids]
             if taken:
                 raise UsageError(f"event id {taken[0]!r} is already stored; event ids must be unique")
-            if not prepared:
+            if not batch.rows:
                 return []
-            session.rows.extend(_row(p) for p in prepared)
-            self._ids.update(p.event.id for p in prepared)
+            session.rows.extend(_row(row) for row in batch.rows)
+            self._ids.update(row[2] for row in batch.rows)
+            window_start = batch.window_start
             session.info = dataclasses.replace(
                 session.info,
-                last_seq=prepared[-1].event.seq,
+                last_seq=batch.rows[-1][1],
                 window_start_seq=window_start if window_start is not None else session.info.window_start_seq,
             )
-        return [p.event for p in prepared]
+        return batch.events
 
     def read(self, session_id: str, *, since_seq: int = 0) -> list[Event]:
         """Events with seq > ``since_seq``, in order (a fork's shared prefix included)."""
@@ -157,7 +155,7 @@ class MemoryStore:
                 metadata=dict(parent.metadata),
             )
             self._sessions[new_id] = _Session(info, [_row(marker)])
-            self._ids.add(marker.event.id)
+            self._ids.add(marker[2])
         return _copy(info)
 
     def close(self) -> None:
@@ -179,16 +177,16 @@ class MemoryStore:
     def restore_session(self, header: SessionInfo, events: Iterable[Event]) -> SessionInfo:
         """Create ``header.id`` holding ``events`` at seq 1..n; nothing is stored if anything fails."""
         tracker = sh.RestoreTracker(sh.check_id(header.id))
-        prepared = list(tracker.feed(events))
+        rows = list(tracker.feed(events))
         info = tracker.info(header)
         with self._lock:
             if info.id in self._sessions:
                 raise SessionExists(f"session {info.id!r} already exists")
-            taken = [p.event.id for p in prepared if p.event.id in self._ids]
+            taken = [row[2] for row in rows if row[2] in self._ids]
             if taken:
                 raise UsageError(f"event id {taken[0]!r} is already stored; event ids must be unique")
-            self._sessions[info.id] = _Session(info, [_row(p) for p in prepared])
-            self._ids.update(p.event.id for p in prepared)
+            self._sessions[info.id] = _Session(info, [_row(row) for row in rows])
+            self._ids.update(row[2] for row in rows)
         return _copy(info)
 
     # ------------------------------------------------------------------ internals
@@ -218,8 +216,8 @@ class MemoryStore:
         return None
 
 
-def _row(prepared: sh.Prepared) -> tuple[str, str, str]:
-    return (prepared.event.id, prepared.event.kind, prepared.text)
+def _row(row: sh.Row) -> tuple[str, str, str]:
+    return (row[2], row[3], row[4])
 
 
 def _copy(info: SessionInfo) -> SessionInfo:

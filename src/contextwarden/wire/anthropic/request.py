@@ -26,7 +26,15 @@ from ...events import BinaryPart, Instruction, OpaquePart, ThinkingBlock, ToolCa
 from .._common import REDACTED_PREFIX, arguments_object, dumps_compact, from_b64
 from .._messages import SYSTEM_FIELD
 
-__all__ = ["assistant_content", "parse_messages", "parse_system", "parse_tools"]
+__all__ = [
+    "AssistantBlock",
+    "assistant_block",
+    "assistant_content",
+    "content_block",
+    "parse_messages",
+    "parse_system",
+    "parse_tools",
+]
 
 _THINKING_KEYS = {
     "thinking": frozenset({"type", "thinking", "signature"}),
@@ -100,6 +108,26 @@ def parse_messages(messages: object) -> list[Message]:
     return out
 
 
+AssistantBlock = str | ThinkingBlock | ToolCall | OpaquePart
+"""What one assistant content block is: text, reasoning, a tool call, or an item kept verbatim."""
+
+
+def assistant_block(block: Mapping[str, Any], position: int) -> AssistantBlock:
+    """Read one assistant content block (``position``: its index in the message's content)."""
+    kind = block.get("type")
+    if kind == "text" and isinstance(block.get("text"), str) and _plain(block, {"type", "text"}):
+        return str(block["text"])
+    if kind == "thinking" and _plain(block, _THINKING_KEYS["thinking"]):
+        return ThinkingBlock(text=str(block.get("thinking", "")), signature=str(block.get("signature", "")))
+    if kind == "redacted_thinking" and _plain(block, _THINKING_KEYS["redacted_thinking"]):
+        return ThinkingBlock(text="", signature=REDACTED_PREFIX + str(block.get("data", "")))
+    if kind == "tool_use" and _plain(block, {"type", "id", "name", "input"}):
+        return ToolCall(
+            id=str(block.get("id", "")), name=str(block.get("name", "")), arguments=arguments_object(block.get("input"))
+        )
+    return _opaque(block, position)
+
+
 def assistant_content(blocks: Sequence[Mapping[str, Any]]) -> Message:
     """The assistant message of Anthropic content blocks (a request turn or a response's ``content``)."""
     texts: list[str] = []
@@ -107,25 +135,15 @@ def assistant_content(blocks: Sequence[Mapping[str, Any]]) -> Message:
     calls: list[ToolCall] = []
     opaque: list[OpaquePart] = []
     for position, block in enumerate(blocks):
-        kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str) and _plain(block, {"type", "text"}):
-            texts.append(block["text"])
-        elif kind == "thinking" and _plain(block, _THINKING_KEYS["thinking"]):
-            thinking.append(
-                ThinkingBlock(text=str(block.get("thinking", "")), signature=str(block.get("signature", "")))
-            )
-        elif kind == "redacted_thinking" and _plain(block, _THINKING_KEYS["redacted_thinking"]):
-            thinking.append(ThinkingBlock(text="", signature=REDACTED_PREFIX + str(block.get("data", ""))))
-        elif kind == "tool_use" and _plain(block, {"type", "id", "name", "input"}):
-            calls.append(
-                ToolCall(
-                    id=str(block.get("id", "")),
-                    name=str(block.get("name", "")),
-                    arguments=arguments_object(block.get("input")),
-                )
-            )
+        read = assistant_block(block, position)
+        if isinstance(read, str):
+            texts.append(read)
+        elif isinstance(read, ThinkingBlock):
+            thinking.append(read)
+        elif isinstance(read, ToolCall):
+            calls.append(read)
         else:
-            opaque.append(_opaque(block, position))
+            opaque.append(read)
     return Message(
         role="assistant", text="".join(texts), thinking=tuple(thinking), tool_calls=tuple(calls), opaque=tuple(opaque)
     )
@@ -162,7 +180,7 @@ def _user(blocks: list[Mapping[str, Any]], names: Mapping[str, str]) -> list[Mes
             flush()  # text before a result is not valid Anthropic, but keep the order seen
             position = 0
             out.append(_tool_result(block, names))
-        elif not _content_block(block, texts, parts):
+        elif not content_block(block, texts, parts):
             opaque.append(_opaque(block, position))
             position += 1
         else:
@@ -179,7 +197,7 @@ def _tool_result(block: Mapping[str, Any], names: Mapping[str, str]) -> Message:
         texts.append(content)
     elif isinstance(content, list):
         for inner in content:
-            if isinstance(inner, Mapping) and not _content_block(inner, texts, parts):
+            if isinstance(inner, Mapping) and not content_block(inner, texts, parts):
                 texts.append(dumps_compact(dict(inner)))
     call_id = str(block.get("tool_use_id", ""))
     return Message(
@@ -193,7 +211,7 @@ def _tool_result(block: Mapping[str, Any], names: Mapping[str, str]) -> Message:
     )
 
 
-def _content_block(block: Mapping[str, Any], texts: list[str], parts: list[BinaryPart]) -> bool:
+def content_block(block: Mapping[str, Any], texts: list[str], parts: list[BinaryPart]) -> bool:
     """Add a ``text``, ``image`` or ``document`` block; ``False`` for a block of another type."""
     kind = block.get("type")
     if kind == "text" and _plain(block, {"type", "text"}):

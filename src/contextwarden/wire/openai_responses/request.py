@@ -168,7 +168,22 @@ def _message(item: Mapping[str, Any]) -> Message:
     text, parts = _content(item.get("content"))
     if role in ("system", "developer"):
         return Message(role="developer" if role == "developer" else "system", text=text, section="instructions")
-    return Message(role="user", text=text, parts=parts)
+    content = item.get("content")
+    opaque = tuple(
+        OpaquePart(
+            format=_FORMAT, raw_json=dumps_compact(dict(part)), position=position, kind=str(part.get("type", ""))
+        )
+        for position, part in enumerate(content if isinstance(content, list) else ())
+        if isinstance(part, Mapping) and not _readable_part(part)
+    )
+    return Message(role="user", text=text, parts=parts, opaque=opaque)
+
+
+def _readable_part(part: Mapping[str, Any]) -> bool:
+    """A content part read into text or a binary part (the rest is kept opaque)."""
+    if part.get("type") in ("input_text", "output_text") and set(part) <= {"type", "text"}:
+        return True
+    return part.get("type") == "input_image" and from_data_url(str(part.get("image_url", ""))) is not None
 
 
 def _content(content: object) -> tuple[str, tuple[BinaryPart, ...]]:
@@ -178,15 +193,12 @@ def _content(content: object) -> tuple[str, tuple[BinaryPart, ...]]:
     texts: list[str] = []
     parts: list[BinaryPart] = []
     for part in content if isinstance(content, list) else ():
-        if not isinstance(part, Mapping):
-            continue
-        if isinstance(part.get("text"), str):
-            texts.append(part["text"])
-        elif part.get("type") == "input_image":
-            url = str(part.get("image_url", ""))
-            decoded = from_data_url(url)
-            if decoded is None:
-                texts.append(f"[image: {url}]")
-            else:
+        if not isinstance(part, Mapping) or not _readable_part(part):
+            continue  # kept opaque on a user message (see _message); in a tool output, not read
+        if part.get("type") == "input_image":
+            decoded = from_data_url(str(part.get("image_url", "")))
+            if decoded is not None:
                 parts.append(decoded)
+        else:
+            texts.append(str(part.get("text", "")))
     return "\n".join(texts), tuple(parts)
