@@ -22,7 +22,7 @@ from contextwarden.events import (
     UserMessage,
 )
 from contextwarden.manager import ContextManager
-from contextwarden.mirror import MIRRORED_KINDS, content_digest, mirror_history
+from contextwarden.mirror import MIRRORED_KINDS, content_digest, mirror_history, mirrored_events
 from contextwarden.store import MemoryStore, PostgresStore, SessionStore, SQLiteStore
 
 Opener = Callable[[], SessionStore]
@@ -261,3 +261,27 @@ def test_bad_input_is_refused_with_a_clear_error(store: SessionStore) -> None:
     with pytest.raises(UsageError, match="takes message events"):
         mirror_history(store, "s", [UsageReport(input_tokens=1)])
     assert mirror_history(store, "s", []).outcome == "unchanged"
+
+
+def test_an_exact_history_makes_a_shorter_list_a_rewind(opener: Opener) -> None:
+    store = opener()
+    mirror_history(store, "s", conversation(3))
+    popped = conversation(3)[:-1]  # a session backend popped the newest item
+    result = mirror_history(store, "s", popped, exact=True)
+    assert result.outcome == "reset"
+    assert messages(store, "s", window=True) == digests(popped)
+    assert digests(mirrored_events(opener(), "s")) == digests(popped)
+    emptied = mirror_history(store, "s", [], exact=True)
+    assert emptied.outcome == "reset" and emptied.appended == ()
+    assert mirrored_events(store, "s") == [] and messages(store, "s", window=True) == []
+    assert len(messages(store, "s")) == len(conversation(3)) + len(popped)  # nothing deleted
+
+
+def test_mirrored_events_follow_trims_and_resets(store: SessionStore) -> None:
+    mirror_history(store, "s", conversation(4))
+    trimmed = [conversation(5)[0], *conversation(5)[6:]]
+    mirror_history(store, "s", trimmed)
+    assert digests(mirrored_events(store, "s")) == digests(trimmed)
+    edited = [*trimmed[:-1], ToolResult(call_id="call_4", tool_name="read_file", output="changed")]
+    mirror_history(store, "s", edited)
+    assert digests(mirrored_events(store, "s")) == digests(edited)

@@ -56,6 +56,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from .codec import event_to_dict
 from .errors import ConflictError, SessionExists, SessionNotFound, StoreError, UsageError
 from .events import (
     AssistantMessage,
@@ -64,9 +65,9 @@ from .events import (
     Event,
     Instruction,
     JSONValue,
+    OpaquePart,
     ToolResult,
     UserMessage,
-    event_to_dict,
     new_event_id,
 )
 from .state import TaskState, derive_state
@@ -118,12 +119,20 @@ def content_digest(event: Event) -> str:
             put(part.name)
             h.update(hashlib.blake2b(part.data, digest_size=16).digest())
 
+    def put_opaque(items: Iterable[OpaquePart]) -> None:
+        # provider items kept verbatim (encrypted reasoning...) are content the client sends back
+        for item in items:
+            put(f"opaque:{item.format}:{item.position}")
+            put(item.raw_json)
+
     put(event.kind)
     if isinstance(event, UserMessage):
         put(event.text)
         put_parts(event.parts)
+        put_opaque(event.opaque)
     elif isinstance(event, AssistantMessage):
         put(event.text)
+        put_opaque(event.opaque)
         for block in event.thinking:
             put("thinking")
             put(block.text)
@@ -148,10 +157,17 @@ def content_digest(event: Event) -> str:
     return h.hexdigest()
 
 
-def mirror_history(store: SessionStore, session_id: str, history: Sequence[Event]) -> MirrorResult:
+def mirror_history(
+    store: SessionStore, session_id: str, history: Sequence[Event], *, exact: bool = False
+) -> MirrorResult:
     """Make the session's log follow ``history``, the client's full list of events, in order.
 
-    Creates the session when it does not exist. An empty ``history`` changes nothing. Events of
+    ``exact`` says the list is the authority even when it is shorter than the log: a strict prefix
+    is then a rewind (a reset), not an older copy (``behind``), and an empty list empties the
+    window. Session backends that pop items use it; clients that may resend stale copies do not.
+
+    Creates the session when it does not exist. An empty ``history`` changes nothing (unless
+    ``exact``). Events of
     other kinds than :data:`MIRRORED_KINDS` in ``history`` are refused with a ``UsageError``.
     Appended events get fresh ids, so a caller may pass the same objects on every call.
     """
@@ -166,7 +182,7 @@ def mirror_history(store: SessionStore, session_id: str, history: Sequence[Event
         for _ in range(_MAX_ATTEMPTS):
             chain.refresh(store)
             try:
-                return _sync(store, chain, history, digests)
+                return _sync(store, chain, history, digests, exact=exact)
             except ConflictError:
                 continue  # another writer appended first: read its tail and match again
     raise ConflictError(session_id, chain.last_seq, store.get_session(session_id).last_seq)
@@ -212,18 +228,42 @@ class _Chain:
             self.kinds.append(event.kind)
             self.seqs.append(event.seq)
             self.event_ids.append(event.id)
-        elif isinstance(event, Compaction) and event.summarizer == MIRROR_SUMMARIZER:
-            mode = event.details.get("mirror")
-            keep_from = event.details.get("from_seq")
-            lead = event.details.get("kept_leading", 0)
-            if mode == "reset":
-                lead, keep = 0, len(self.seqs)
-            elif mode == "trim" and isinstance(keep_from, int) and isinstance(lead, int):
-                keep = next((i for i, s in enumerate(self.seqs) if s >= keep_from), len(self.seqs))
-            else:
-                return
-            for column in (self.digests, self.kinds, self.seqs, self.event_ids):
-                del column[lead:keep]
+        else:
+            span = _dropped_span(event, self.seqs)
+            if span is not None:
+                for column in (self.digests, self.kinds, self.seqs, self.event_ids):
+                    del column[span]
+
+
+def _dropped_span(event: Event, seqs: Sequence[int]) -> slice | None:
+    """Which of the mirrored messages (given by seq) a mirror window event drops, if it is one."""
+    if not isinstance(event, Compaction) or event.summarizer != MIRROR_SUMMARIZER:
+        return None
+    mode = event.details.get("mirror")
+    keep_from = event.details.get("from_seq")
+    lead = event.details.get("kept_leading", 0)
+    if mode == "reset":
+        return slice(0, len(seqs))
+    if mode == "trim" and isinstance(keep_from, int) and isinstance(lead, int):
+        return slice(lead, next((i for i, s in enumerate(seqs) if s >= keep_from), len(seqs)))
+    return None
+
+
+def mirrored_events(store: SessionStore, session_id: str) -> list[Event]:
+    """The history the log holds for the client now: what its next full list should start with.
+
+    The mirrored message events in order, with what trims and resets dropped left out. Reads the
+    whole log (a session backend's ``get_items`` needs it once per run, not once per call).
+    """
+    events: list[Event] = []
+    for event in store.iter_events(session_id):
+        if event.kind in MIRRORED_KINDS:
+            events.append(event)
+        else:
+            span = _dropped_span(event, [e.seq for e in events])
+            if span is not None:
+                del events[span]
+    return events
 
 
 class _Chains:
@@ -248,10 +288,12 @@ _chains = _Chains()
 # --------------------------------------------------------------------------- matching
 
 
-def _sync(store: SessionStore, chain: _Chain, history: Sequence[Event], digests: list[str]) -> MirrorResult:
-    if not history:
-        return MirrorResult(outcome="unchanged", last_seq=chain.last_seq)
+def _sync(
+    store: SessionStore, chain: _Chain, history: Sequence[Event], digests: list[str], *, exact: bool
+) -> MirrorResult:
     log = chain.digests
+    if not history and not (exact and log):
+        return MirrorResult(outcome="unchanged", last_seq=chain.last_seq)
     common = _common_prefix(log, digests)
     if common == len(log):
         new = history[common:]
@@ -262,7 +304,7 @@ def _sync(store: SessionStore, chain: _Chain, history: Sequence[Event], digests:
             matched=common,
             last_seq=chain.last_seq,
         )
-    if common == len(digests):
+    if common == len(digests) and not exact:
         return MirrorResult(outcome="behind", matched=common, last_seq=chain.last_seq)
     start = _trim_start(chain, digests, common)
     if start is not None:
