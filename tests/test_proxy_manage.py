@@ -13,6 +13,7 @@ from _proxy import Rig, normalized_messages, rig
 from contextwarden.errors import StoreError
 from contextwarden.events import WINDOW_KINDS
 from contextwarden.models import get_profile, register_profile
+from contextwarden.proxy.bodyedit import count_breakpoints
 from contextwarden.proxy.scripted import Reply
 from contextwarden.store import SQLiteStore
 
@@ -65,6 +66,9 @@ def test_sixty_turns_stay_byte_stable_between_window_events(tmp_path: Path) -> N
             assert bodies[n]["system"] == bodies[n - 1]["system"]
             if after[: len(before)] != before:
                 breaks.append(n)
+        # the tail and, once the planner has a frontier, a breakpoint just before it; never more than 4
+        marks = [count_breakpoints(b) for b in bodies]
+        assert max(marks) <= 4 and 2 in marks
         windows = _window_events(r)
         assert windows >= 1, "60 turns of 2K-token outputs on a 60K window must reach the planner"
         assert 1 <= len(breaks) <= windows

@@ -145,6 +145,23 @@ def count_breakpoints(body: Mapping[str, Any]) -> int:
     return found
 
 
+def mark_before_result(edit: Edit, call_id: str, *, ttl: str = "5m") -> bool:
+    """Add a breakpoint at the end of the message before the one holding ``call_id``'s tool result.
+
+    That is the planner's frontier: the oldest result a later batch may change. A prefix cached up to
+    there stays readable after the batch, so only what follows is written again. Same limits as
+    :func:`mark_tail`; returns whether a breakpoint was added.
+    """
+    messages = _list(edit.body.get("messages"))
+    for index, message in enumerate(messages):
+        blocks = _list(message.get("content") if isinstance(message, dict) else None)
+        if any(
+            isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") == call_id for b in blocks
+        ):
+            return index > 0 and _mark(edit, index - 1, ttl)
+    return False
+
+
 def mark_tail(edit: Edit, *, ttl: str = "5m") -> bool:
     """Add a breakpoint on the last content block of an Anthropic body, if one is free there.
 
@@ -153,9 +170,14 @@ def mark_tail(edit: Edit, *, ttl: str = "5m") -> bool:
     whether a breakpoint was added.
     """
     messages = _list(edit.body.get("messages"))
-    if not messages or not isinstance(messages[-1], dict) or count_breakpoints(edit.body) >= MAX_BREAKPOINTS:
+    return bool(messages) and _mark(edit, len(messages) - 1, ttl)
+
+
+def _mark(edit: Edit, index: int, ttl: str) -> bool:
+    messages = _list(edit.body.get("messages"))
+    if not isinstance(messages[index], dict) or count_breakpoints(edit.body) >= MAX_BREAKPOINTS:
         return False
-    last = messages[-1]
+    last = messages[index]
     content = last.get("content")
     if isinstance(content, str) and content:
         content = [{"type": "text", "text": content}]
@@ -165,5 +187,5 @@ def mark_tail(edit: Edit, *, ttl: str = "5m") -> bool:
     if tail.get("cache_control") or tail.get("type") in ("thinking", "redacted_thinking"):
         return False
     mark = {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": ttl}
-    edit.set_message(len(messages) - 1, {**last, "content": [*content[:-1], {**tail, "cache_control": mark}]})
+    edit.set_message(index, {**last, "content": [*content[:-1], {**tail, "cache_control": mark}]})
     return True

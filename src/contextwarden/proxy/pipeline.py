@@ -44,6 +44,15 @@ def client_visible(text: str) -> str:
     return _RETRIEVAL_CALL.sub(r"a re-run of the call (lines \1-\2 of its output)", text)
 
 
+def _frontier_calls(messages: Sequence[Any], breakpoints: Sequence[int]) -> list[str]:
+    """Call ids of the tool results right after the context's inner breakpoints (the planner's frontier)."""
+    calls = []
+    for point in breakpoints:
+        if 0 <= point < len(messages) - 1 and messages[point + 1].role == "tool":
+            calls.append(messages[point + 1].tool_call_id)
+    return calls
+
+
 CHANGING_ACTIONS = frozenset({"mask", "supersede", "stale", "clear", "truncate"})
 """Decisions that change what a tool result shows, so the forwarded body changes there."""
 
@@ -138,7 +147,7 @@ class Pipeline:
         compaction = self.manager.projection(session_id).compaction
         if compaction is None or compaction.summarizer == MIRROR_SUMMARIZER:
             # the client's own history (a trim or reset by the client is already in its body)
-            return self._edited(parsed.format, raw, body, ctx.messages, ctx.decisions)
+            return self._edited(parsed.format, raw, body, ctx.messages, ctx.decisions, ctx.cache_breakpoints)
         return self._rendered(parsed, raw, body, ctx)
 
     def _rendered(
@@ -181,7 +190,13 @@ class Pipeline:
         return retried
 
     def _edited(
-        self, fmt: str, raw: bytes, body: dict[str, Any], messages: Sequence[Any], decisions: Sequence[Any]
+        self,
+        fmt: str,
+        raw: bytes,
+        body: dict[str, Any],
+        messages: Sequence[Any],
+        decisions: Sequence[Any],
+        breakpoints: Sequence[int] = (),
     ) -> tuple[dict[str, Any], bytes] | None:
         """The client's body with the projection's changes applied, or ``None`` when nothing changes."""
         targets = {d.target for d in decisions if d.action in CHANGING_ACTIONS}
@@ -193,6 +208,8 @@ class Pipeline:
         edit = bodyedit.replace_tool_outputs(fmt, body, replacements)
         if fmt == "anthropic":
             bodyedit.mark_tail(edit)
+            for call_id in _frontier_calls(messages, breakpoints):
+                bodyedit.mark_before_result(edit, call_id)
         if not edit.replaced:
             return None
         written = edit.write(raw, body)
