@@ -206,8 +206,3 @@ def _fallback(fmt: str, raw: bytes, exc: Exception) -> Prepared:
         prepared.model = str(body.get("model", ""))
         prepared.stream = bool(body.get("stream"))
     return prepared
-
-
-def create_app(settings: ProxySettings | None = None) -> Starlette:
-    """The proxy's ASGI app for ``settings`` (defaults: manage mode, the public upstreams, SQLite)."""
-    return Proxy(settings or ProxySettings()).app

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..models import ModelProfile, get_profile
+from ..models import get_profile
 from ..replay.costmodel import CacheSimulator, RequestCost
 from ..tokens import TokenCounter, best_counter
 from . import _sse
@@ -90,12 +90,10 @@ class ScriptedUpstream:
         *,
         counter: TokenCounter | None = None,
         max_input_tokens: int | None = None,
-        profiles: Mapping[str, ModelProfile] | None = None,
     ) -> None:
         """Answer from :meth:`push`-ed replies; refuse prompts over ``max_input_tokens`` as a provider would."""
         self.cutter = BlockCutter(counter or best_counter())
         self.max_input_tokens = max_input_tokens
-        self.profiles = dict(profiles or {})
         self.replies: deque[Reply] = deque()
         self.received: list[Received] = []
         self._accounts: dict[str, _Account] = {}
@@ -114,10 +112,6 @@ class ScriptedUpstream:
     def push(self, *replies: Reply) -> None:
         """Queue answers, used in order."""
         self.replies.extend(replies)
-
-    def profile(self, model: str) -> ModelProfile:
-        """The profile whose cache rules and prices bill ``model``."""
-        return self.profiles.get(model) or get_profile(model)
 
     # ------------------------------------------------------------------ routes
 
@@ -164,7 +158,7 @@ class ScriptedUpstream:
             account = self._accounts.setdefault(key, _Account())
             simulator = account.simulators.get(f"{fmt}/{model}")
             if simulator is None:
-                simulator = account.simulators[f"{fmt}/{model}"] = CacheSimulator(self.profile(model))
+                simulator = account.simulators[f"{fmt}/{model}"] = CacheSimulator(get_profile(model))
             cost = simulator.observe(blocks, at=self._clock, output_tokens=reply.output_tokens, breakpoints=points)
         received.usage = cost
         if body.get("stream"):
