@@ -1,6 +1,6 @@
-"""One real run per framework against the local llama.cpp server, through each framework's OpenAI-compatible model.
+"""One real run per framework against the local llama.cpp server, through its OpenAI-compatible model class.
 
-Each run is two user turns with the adapter on: the model's real answers are mirrored, the second
+ADK's is ``LiteLlm``. Each run is two user turns with the adapter on: the model's real answers are mirrored, the second
 request is the projection of the log, and ``inspect`` rebuilds it. The server has a 2,048-token
 window, so the profile says so. Skipped, saying why, when the server is not running.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -103,10 +104,37 @@ def test_pydantic_ai_with_openai_chat_model(tmp_path: Path) -> None:
     assert_two_real_turns(store, "pa")
 
 
-def test_google_adk_needs_litellm_for_an_openai_compatible_server() -> None:
-    local_llm_url_or_skip()
-    pytest.importorskip(
-        "litellm",
-        reason="ADK reaches OpenAI-compatible servers only through LiteLlm, and litellm is not installable here; "
-        "the ADK adapter is tested with a scripted BaseLlm in test_integrations_google_adk.py",
+def test_google_adk_with_lite_llm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("litellm", reason="ADK reaches OpenAI-compatible servers through LiteLlm: pip install litellm")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm fetches prices online otherwise
+    from google.adk.agents import LlmAgent
+    from google.adk.models.lite_llm import LiteLlm
+    from google.adk.runners import InMemoryRunner
+    from google.genai import types
+
+    from contextwarden.integrations.google_adk import ContextWardenCallbacks
+
+    url = local_llm_url_or_skip()
+    store = SQLiteStore(tmp_path / "s.db")
+    warden = ContextWardenCallbacks(store, model=local_profile(), retrieval=False)
+    model = LiteLlm(model=f"openai/{local_model_name()}", api_base=url, api_key="local", max_tokens=24)
+    agent = LlmAgent(
+        name="a",
+        model=model,
+        instruction="Answer in one word.",
+        before_model_callback=warden.before_model,
+        after_model_callback=warden.after_model,
     )
+    runner = InMemoryRunner(agent=agent, app_name="local")
+
+    async def go() -> None:
+        await runner.session_service.create_session(app_name="local", user_id="u", session_id="adk")
+        for question in QUESTIONS:
+            message = types.Content(role="user", parts=[types.Part(text=question)])
+            async for _ in runner.run_async(user_id="u", session_id="adk", new_message=message):
+                pass
+
+    with warnings.catch_warnings():  # litellm warns about its own TypedDicts as it loads them lazily
+        warnings.simplefilter("ignore", UserWarning)
+        asyncio.run(go())
+    assert_two_real_turns(store, "adk")

@@ -270,6 +270,16 @@ def test_duplicate_event_ids_are_refused_whole_batch(store: SessionStore) -> Non
     assert store.read("t") == [] and store.get_session("t").last_seq == 0
 
 
+def test_a_stored_id_deep_in_a_long_batch_is_named_and_nothing_is_stored(store: SessionStore) -> None:
+    store.create_session("t")
+    first = store.append("t", users(30), expected_last_seq=0)
+    batch = users(250, "n")
+    batch[230] = UserMessage(id=first[7].id, text="reused")  # in the third INSERT statement of the batch
+    with pytest.raises(UsageError, match=f"event id {first[7].id!r} is already stored"):
+        store.append("t", batch, expected_last_seq=30)
+    assert store.get_session("t").last_seq == 30 and texts(store.read("t")) == texts(first)
+
+
 def test_a_batch_that_cannot_be_encoded_stores_nothing(store: SessionStore) -> None:
     store.create_session("s")
     bad = ToolCall(id="c", name="n", arguments={"x": object()})  # type: ignore[dict-item]

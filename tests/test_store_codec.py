@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import enum
 import json
 import math
 import time
@@ -72,6 +73,21 @@ def test_values_only_stdlib_json_writes_faithfully_survive() -> None:
     back = loads_event(dumps_event(AssistantMessage(tool_calls=(call,))))
     args: dict[str, Any] = back.tool_calls[0].arguments  # type: ignore[attr-defined]
     assert math.isnan(args["nan"]) and args["inf"] == -math.inf and args["big"] == 2**80 and args["neg"] == -(2**70)
+
+
+class _Path(str):
+    """A str subclass, as a caller's own types may be."""
+
+
+class _Tone(str, enum.Enum):
+    WARM = "warm"
+
+
+def test_str_subclasses_and_enums_write_as_their_value() -> None:
+    event = SettingChange(model=_Path("m"), settings={"tone": _Tone.WARM, "path": _Path("a/b")})
+    assert loads_event(dumps_event(event)) == SettingChange(
+        id=event.id, created_at=event.created_at, model="m", settings={"tone": "warm", "path": "a/b"}
+    )
 
 
 def test_unknown_and_missing_are_named_on_read() -> None:

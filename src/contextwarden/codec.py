@@ -249,8 +249,8 @@ def dumps_event(event: Event, *, ascii_only: bool = False) -> str:
     if not exotic:
         try:
             body = _ENCODER.encode(event)
-        except UnicodeEncodeError:
-            pass  # a lone surrogate: only json's \u escapes can carry it
+        except (UnicodeEncodeError, TypeError):
+            pass  # a lone surrogate (only json's \u escapes carry it) or a str subclass msgspec does not take
         else:
             text = (layout.prefix + body[1:]).decode("utf-8")
             if not ascii_only or text.isascii():

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
 import threading
 import weakref
 from collections.abc import Iterable, Sequence
@@ -106,55 +107,35 @@ class MirrorResult:
 
 def content_digest(event: Event) -> str:
     """A digest of what the event says, independent of id, seq, time and response metadata."""
-    h = hashlib.blake2b(digest_size=16)
-
-    def put(value: str) -> None:
-        data = value.encode("utf-8", "surrogatepass")
-        h.update(len(data).to_bytes(8, "little"))
-        h.update(data)
-
-    def put_parts(parts: Iterable[BinaryPart]) -> None:
-        for part in parts:
-            put(part.media_type)
-            put(part.name)
-            h.update(hashlib.blake2b(part.data, digest_size=16).digest())
-
-    def put_opaque(items: Iterable[OpaquePart]) -> None:
-        # provider items kept verbatim (encrypted reasoning...) are content the client sends back
-        for item in items:
-            put(f"opaque:{item.format}:{item.position}")
-            put(item.raw_json)
-
-    put(event.kind)
+    texts: list[str] = [event.kind]
     if isinstance(event, UserMessage):
-        put(event.text)
-        put_parts(event.parts)
-        put_opaque(event.opaque)
+        texts += [event.text, _canonical([_parts(event.parts), _opaque(event.opaque)])]
     elif isinstance(event, AssistantMessage):
-        put(event.text)
-        put_opaque(event.opaque)
-        for block in event.thinking:
-            put("thinking")
-            put(block.text)
-            put(block.signature)
-        for call in event.tool_calls:
-            put("call")
-            put(call.id)
-            put(call.name)
-            put(_canonical(call.arguments))
+        calls = [[c.id, c.name, c.arguments] for c in event.tool_calls]
+        thinking = [[b.text, b.signature] for b in event.thinking]
+        texts += [event.text, _canonical([calls, thinking, _opaque(event.opaque)])]
     elif isinstance(event, ToolResult):
-        put(event.call_id)
-        put(event.tool_name)
-        put(event.output)
-        put("error" if event.is_error else "ok")
-        put_parts(event.parts)
+        texts += [event.output, _canonical([event.call_id, event.tool_name, event.is_error, _parts(event.parts)])]
     elif isinstance(event, Instruction):
-        put(event.role)
-        put(event.text)
+        texts += [event.role, event.text]
     else:
-        body = {k: v for k, v in event_to_dict(event).items() if k not in _NOT_CONTENT}
-        put(_canonical(body))
+        texts.append(_canonical({k: v for k, v in event_to_dict(event).items() if k not in _NOT_CONTENT}))
+    # Large texts are hashed as they are (no escaping pass); the lengths up front keep the
+    # concatenation unambiguous. Lone surrogates (undecodable bytes) survive surrogatepass.
+    data = [t.encode("utf-8", "surrogatepass") for t in texts]
+    h = hashlib.blake2b(struct.pack(f"<{len(data)}Q", *map(len, data)), digest_size=16)
+    for chunk in data:
+        h.update(chunk)
     return h.hexdigest()
+
+
+def _parts(parts: Iterable[BinaryPart]) -> list[list[str]]:
+    return [[p.media_type, p.name, hashlib.blake2b(p.data, digest_size=16).hexdigest()] for p in parts]
+
+
+def _opaque(items: Iterable[OpaquePart]) -> list[list[object]]:
+    # provider items kept verbatim (encrypted reasoning...) are content the client sends back
+    return [[item.format, item.position, item.raw_json] for item in items]
 
 
 def mirror_history(

@@ -7,12 +7,17 @@ imports only its framework, when called.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any
 
 Step = tuple[str, dict[str, Any]]
 """One scripted tool call: the tool's name and its arguments."""
+
+# Call ids stay unique across scripted models, as a real model's are: frameworks pair and
+# de-duplicate items by call id across a whole session.
+_CALL_IDS = itertools.count(1)
 
 
 def langchain_model(calls: Sequence[Step], *, final: str) -> Any:
@@ -25,8 +30,8 @@ def langchain_model(calls: Sequence[Step], *, final: str) -> Any:
             return self
 
     answers = [
-        AIMessage(content="", tool_calls=[{"id": f"call_{n}", "name": name, "args": args}])
-        for n, (name, args) in enumerate(calls)
+        AIMessage(content="", tool_calls=[{"id": f"call_{next(_CALL_IDS)}", "name": name, "args": args}])
+        for name, args in calls
     ]
     return ToolCallingFakeModel(messages=iter([*answers, AIMessage(content=final)]))
 
@@ -44,9 +49,8 @@ def agents_model(calls: Sequence[Step], *, final: str) -> Any:
             item: Any
             if script:
                 name, arguments = script.pop(0)
-                n = len(calls) - len(script)
                 item = ResponseFunctionToolCall(
-                    type="function_call", call_id=f"call_{n}", name=name, arguments=json.dumps(arguments)
+                    type="function_call", call_id=f"call_{next(_CALL_IDS)}", name=name, arguments=json.dumps(arguments)
                 )
             else:
                 text = ResponseOutputText(type="output_text", text=final, annotations=[])

@@ -12,6 +12,8 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import cache
+from itertools import chain
 from typing import Any
 
 from ..errors import ConflictError, SessionExists, SessionNotFound, StoreError, UsageError
@@ -45,6 +47,8 @@ class Dialect:
     """Appended to the read of a session's ``last_seq`` before an append (a row lock, if needed)."""
     lock_fork: str = ""
     """Appended to the read of a fork's parent (a share lock, if needed)."""
+    rows_per_insert: int = 1
+    """Event rows per ``INSERT`` statement of an append."""
     migration_lock: str | None = None
     """A statement run first by a migration, so concurrent openers migrate one at a time."""
     migrations: tuple[tuple[int, tuple[str, ...]], ...] = ()
@@ -285,12 +289,16 @@ class SQLStore:
     def _insert_events(self, cur: Cursor, rows: Sequence[sh.Row]) -> None:
         if not rows:
             return
-        p = self.dialect.param
+        d = self.dialect
+        n = d.rows_per_insert
+        full = len(rows) // n
         try:
-            cur.executemany(
-                f"INSERT INTO {self.dialect.events} (session_id, seq, id, kind, data) VALUES ({p}, {p}, {p}, {p}, {p})",
-                rows,
-            )
+            if full:
+                cur.executemany(
+                    _insert_sql(d.events, d.param, n), [_flat(rows[i : i + n]) for i in range(0, full * n, n)]
+                )
+            if len(rows) > full * n:
+                cur.execute(_insert_sql(d.events, d.param, len(rows) - full * n), _flat(rows[full * n :]))
         except Exception as exc:
             if self._is_duplicate_id(exc):
                 duplicate = self._duplicate_id(cur, exc, rows)
@@ -322,6 +330,17 @@ class SQLStore:
             (segment.session_id, segment.after_seq, segment.upto_seq),
         ).fetchone()
         return None if row is None else str(row[0])
+
+
+def _flat(rows: Sequence[sh.Row]) -> tuple[Any, ...]:
+    return tuple(chain.from_iterable(rows))
+
+
+@cache
+def _insert_sql(events: str, param: str, count: int) -> str:
+    """``INSERT`` of ``count`` event rows in one statement (cached: every append asks)."""
+    values = ", ".join([f"({param}, {param}, {param}, {param}, {param})"] * count)
+    return f"INSERT INTO {events} (session_id, seq, id, kind, data) VALUES {values}"
 
 
 def _info_from_row(row: Sequence[Any]) -> SessionInfo:

@@ -38,6 +38,7 @@ POSTGRES = Dialect(
     events=_EVENTS,
     migrations_table="contextwarden_schema_migrations",
     creation_order="ord",
+    rows_per_insert=1,  # psycopg pipelines executemany; multi-row statements measured ~5% slower
     lock_append=" FOR UPDATE",
     lock_fork=" FOR SHARE",
     migration_lock=f"SELECT pg_advisory_xact_lock({_LOCK_KEY})",

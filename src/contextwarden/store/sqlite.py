@@ -26,6 +26,9 @@ SQLITE = Dialect(
     events="events",
     migrations_table="schema_migrations",
     creation_order="rowid",
+    # one statement of many rows costs SQLite about a quarter less CPU per row than one per row;
+    # 100 rows of 5 values stay under the 999 variables older SQLite builds allow
+    rows_per_insert=100,
     migrations=(
         (
             1,
