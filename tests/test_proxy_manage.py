@@ -105,6 +105,9 @@ def test_observe_mode_forwards_the_clients_bytes_and_records_the_saving(tmp_path
         assert sent["messages"] == messages[:-2]
         rows = r.rows()
         assert {row.outcome for row in rows} == {"observed"}
+        # the usage measured the client's request, not the projection: it must not anchor the estimate
+        (info,) = r.proxy.store.list_sessions()
+        assert not [e for e in r.proxy.store.read(info.id) if e.kind == "usage"]
         assert sum(row.projected_cost_usd for row in rows) < sum(row.client_cost_usd for row in rows)
         assert _window_events(r) >= 1
 

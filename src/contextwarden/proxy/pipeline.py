@@ -238,7 +238,9 @@ class Pipeline:
         """File the answer: the assistant turn and usage into the log now, a ledger row soon after."""
         identity = prepared.identity
         if identity is not None and assistant is not None and status == 200 and outcome is None:
-            self._append_turn(identity, assistant, usage)
+            # usage anchors the size estimate of the next projection, so it is logged only when it
+            # measured the projection; observing, it measured the client's own (larger) request
+            self._append_turn(identity, assistant, usage if prepared.outcome in ("projected", "unchanged") else None)
             after = continued(prepared.root, prepared.chain, content_digest(assistant))
             self.index.remember(identity, after, len(prepared.chain) + 1)
         self.accountant.submit(
