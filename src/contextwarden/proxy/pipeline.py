@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -31,17 +30,6 @@ from .accounting import Accountant, Job
 from .identity import Identity, SessionIndex, continued, history_chain
 from .ledger import Ledger
 from .settings import ProxySettings
-
-_RETRIEVAL_CALL = re.compile(r'read_range\(artifact_id="[^"]*", start_line=(\d+), end_line=(\d+)\)')
-
-
-def client_visible(text: str) -> str:
-    """A placeholder or truncation marker that points to the client's own tools, not to ``read_range``.
-
-    The proxy does not offer contextwarden's retrieval tools, so "get it back with read_range(...)"
-    becomes "a re-run of the call": the agent reads the file or runs the command again.
-    """
-    return _RETRIEVAL_CALL.sub(r"a re-run of the call (lines \1-\2 of its output)", text)
 
 
 def _frontier_calls(messages: Sequence[Any], breakpoints: Sequence[int]) -> list[str]:
@@ -144,10 +132,13 @@ class Pipeline:
         self, session_id: str, parsed: ParsedRequest, raw: bytes, body: dict[str, Any], ctx: ModelContext
     ) -> tuple[dict[str, Any], bytes] | None:
         """The body to forward for ``ctx``, or ``None`` when the client's own bytes are the answer."""
-        compaction = self.manager.projection(session_id).compaction
+        projection = self.manager.projection(session_id)
+        compaction = projection.compaction
         if compaction is None or compaction.summarizer == MIRROR_SUMMARIZER:
-            # the client's own history (a trim or reset by the client is already in its body)
-            return self._edited(parsed.format, raw, body, ctx.messages, ctx.decisions, ctx.cache_breakpoints)
+            # the client's own history (a trim or reset by the client is already in its body); every
+            # standing change of the window applies, not only the ones this build made
+            standing = projection.decisions
+            return self._edited(parsed.format, raw, body, ctx.messages, standing, ctx.cache_breakpoints)
         return self._rendered(parsed, raw, body, ctx)
 
     def _rendered(
@@ -201,7 +192,7 @@ class Pipeline:
         """The client's body with the projection's changes applied, or ``None`` when nothing changes."""
         targets = {d.target for d in decisions if d.action in CHANGING_ACTIONS}
         replacements = {
-            m.tool_call_id: client_visible(m.text)
+            m.tool_call_id: m.text
             for m in messages
             if m.role == "tool" and m.tool_call_id and targets.intersection(m.source_ids)
         }
