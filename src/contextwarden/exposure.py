@@ -6,9 +6,10 @@ import json
 from collections.abc import Sequence
 
 from .context import ToolDefinition
+from .projection import Projection
 from .tools import READ_RANGE, RECALL, ToolSpec
 
-__all__ = ["ToolLike", "definition", "exposed_tools", "tool_json"]
+__all__ = ["ToolLike", "definition", "evicted", "exposed_tools", "tool_json"]
 
 ToolLike = ToolDefinition | ToolSpec
 """A tool as callers pass it: a neutral definition or a registry spec."""
@@ -46,3 +47,15 @@ def exposed_tools(
         names = {t.name for t in chosen}
         chosen += [definition(t) for t in (READ_RANGE, RECALL) if t.name not in names]
     return tuple(chosen)
+
+
+_EVICTING = frozenset({"mask", "supersede", "stale", "clear", "truncate"})
+
+
+def evicted(projection: Projection) -> bool:
+    """Whether content left the window: a compaction, an edit other than dropping thinking, a truncated output.
+
+    The retrieval tools are for reading such content back; before any, their schemas would be dead weight
+    on every request of a short session.
+    """
+    return projection.compaction is not None or any(d.action in _EVICTING for d in projection.decisions)

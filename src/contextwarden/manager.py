@@ -24,7 +24,7 @@ from .buildrecord import BUILD_KEY, BuildSettings, build_settings_of, record_eve
 from .context import SECTIONS, Decision, Message, ModelContext, ToolDefinition
 from .errors import BudgetExceededError, CodecError
 from .events import Compaction, ContextEditBatch, Event, SettingChange, ToolCall, ToolResult, UsageReport
-from .exposure import ToolLike, definition, exposed_tools, tool_json
+from .exposure import ToolLike, definition, evicted, exposed_tools, tool_json
 from .models import ModelProfile, resolve_profile
 from .planner import Plan, plan
 from .policy import ContextPolicy
@@ -33,6 +33,7 @@ from .retrieval import answer_retrieval
 from .store._protocol import SessionStore
 from .taskpolicies import get_task_policy
 from .tokens import TokenCounter, best_counter
+from .tools import READ_RANGE
 from .window import compaction_blocks, latest_compaction
 
 if TYPE_CHECKING:
@@ -65,6 +66,8 @@ class _Window:
     """The build settings last recorded in the log (a build records only a change)."""
     reported: set[Decision] = field(default_factory=set)
     """Decisions already returned by a build, so each build returns only its own."""
+    retrieval_shown: bool | None = None
+    """Whether the last request built offered the retrieval tools (None: none built in this process)."""
 
 
 def _policy(policy: PolicyLike) -> ContextPolicy:
@@ -270,7 +273,20 @@ class ContextManager:
                     tokens_saved=max(compaction.tokens_before - compaction.tokens_after, 0),
                 )
                 window = self._window(session_id, policy)  # reloads the window after the compaction
+                projection = window.projection
                 made.append(compacted)
+        if window_ids:
+            # The first window event that evicts something is where the retrieval tools appear.
+            exposed = self.exposed_tools(settings.tools, projection, policy=policy)
+            fixed = self._fixed_tokens(projection.system, exposed)
+        shown = any(t.name == READ_RANGE.name for t in exposed)
+        if shown and window.retrieval_shown is False and not window_ids:
+            # Output truncated at ingestion made them needed: the tool list changes here, so record it.
+            batch = ContextEditBatch(edits=(), reason="retrieval tools offered: output truncated at ingestion")
+            stored_batch = self.store.append(session_id, [batch], expected_last_seq=projection.last_seq)
+            projection.add(stored_batch[0])
+            window_ids.append(stored_batch[0].id)
+        window.retrieval_shown = shown
         return self._assemble(
             window, profile, exposed, fixed, budget, tuple(window_ids), (*made, plan_of(decision)), policy
         )
@@ -281,9 +297,16 @@ class ContextManager:
         """The tools a request offers.
 
         The caller's, filtered by the last recorded tool-set change, then the retrieval tools when
-        the policy enables them.
+        the policy enables them and something left the window (masked, superseded, compacted, or
+        truncated at ingestion). Before that there is nothing to read back, and their schemas would
+        ride on every request of a short session. They appear with the window event that first
+        evicts, which rewrites the request anyway; a truncation at ingestion records an (empty)
+        context-edit batch for the change, so the cached prefix only ever changes at window events.
         """
-        return exposed_tools(tools, projection.exposed_tools, retrieval=self._resolve(policy).retrieval_tools)
+        resolved = self._resolve(policy)
+        return exposed_tools(
+            tools, projection.exposed_tools, retrieval=resolved.retrieval_tools and evicted(projection)
+        )
 
     def _fixed_tokens(self, system: str, tools: Sequence[ToolDefinition]) -> int:
         return self.counter.count(system) + sum(self.counter.count(tool_json(t)) for t in tools)
