@@ -16,7 +16,19 @@ from ..state import MAX_CONSTRAINTS, TaskState
 from ..tokens import TokenCounter
 from ._base import SummaryInput, SummaryOptions, SummaryResult
 from .serialize import Entry, call_label
-from .truth import Step, clean_text, current_errors, current_failing, current_tests, failure_lines, is_banner, last_step
+from .truth import (
+    PINNED_CONSTRAINTS,
+    PINNED_GOAL,
+    Step,
+    clean_text,
+    current_errors,
+    current_failing,
+    current_tests,
+    failure_lines,
+    is_banner,
+    last_step,
+    refer_to_anchors,
+)
 
 MAX_LINE_CHARS = 300
 """Every bullet is cut to this many characters."""
@@ -68,12 +80,6 @@ def _section(text: str, heading: str) -> list[str]:
         if inside and line.strip():
             out.append(line.strip())
     return out
-
-
-PINNED_GOAL = "(the original task, pinned verbatim above)"
-"""What a summary says instead of the goal when the window pins it."""
-PINNED_CONSTRAINTS = "(the user's {n} constraints are pinned verbatim above)"
-"""What a summary says instead of the constraints when the window pins them."""
 
 
 def _actions(entries: Sequence[Entry]) -> tuple[list[str], list[str]]:
@@ -221,7 +227,8 @@ def history_summary(data: SummaryInput, shape: _Shape = _Shape()) -> str:
     ]
     if data.focus:
         lines[0:0] = [f"_Focus requested: {shape.line(data.focus)}_", ""]
-    return "\n".join(lines)
+    text = "\n".join(lines)
+    return refer_to_anchors(text, s)[0] if pinned else text
 
 
 def turn_prefix_summary(data: SummaryInput, shape: _Shape = _Shape()) -> str:

@@ -158,3 +158,35 @@ def current_errors(state: TaskState) -> tuple[tuple[str, str], ...]:
         key = m.group(0) if m else ""
         out.append((f"{key}{error_quote(error) or 'failed'}", event_id))
     return tuple(out)
+
+
+PINNED_GOAL = "(the original task, pinned verbatim above)"
+"""What a summary says instead of the goal when the window pins it."""
+PINNED_CONSTRAINTS = "(the user's {n} constraints are pinned verbatim above)"
+"""What a summary says instead of the constraints when the window pins them."""
+
+
+def _words(text: str) -> re.Pattern[str]:
+    """``text`` as a pattern that matches it across any whitespace."""
+    return re.compile(r"\s+".join(re.escape(w) for w in text.split()))
+
+
+def refer_to_anchors(text: str, anchors: TaskState) -> tuple[str, list[str]]:
+    """``text`` with verbatim repeats of the pinned goal and constraints replaced by a reference.
+
+    Returns the text and the facts that were repeated (cut to 120 characters).
+    """
+    constraints = PINNED_CONSTRAINTS.format(n=len(anchors.constraints))
+    repeated: list[str] = []
+    for fact, reference in ((anchors.goal, PINNED_GOAL), *((c, constraints) for c in anchors.constraints)):
+        if len(fact.split()) < 4:
+            continue  # a short phrase may legitimately recur
+        pattern = _words(fact)
+        if pattern.search(text):
+            text = pattern.sub(reference, text)
+            repeated.append(fact[:120])
+    lines: list[str] = []
+    for line in text.splitlines():
+        if not (lines and line == lines[-1] and line.strip("- ") in (PINNED_GOAL, constraints)):
+            lines.append(line)
+    return "\n".join(lines), repeated

@@ -32,8 +32,16 @@ from ..events import Compaction, Event, JSONValue
 from ..items import ContextItem
 from ..state import TaskState, derive_state
 from .serialize import Entry
-from .structured import PINNED_CONSTRAINTS, PINNED_GOAL
-from .truth import clean_text, current_errors, current_failing, current_tests, error_quote, is_banner, last_step
+from .truth import (
+    clean_text,
+    current_errors,
+    current_failing,
+    current_tests,
+    error_quote,
+    is_banner,
+    last_step,
+    refer_to_anchors,
+)
 
 REPAIR_HEADING = "## Verified Facts"
 """The heading under which verification appends what a summary left out."""
@@ -191,11 +199,6 @@ def _sections(summary: str) -> list[tuple[str, list[str]]]:
     return out
 
 
-def _words(text: str) -> re.Pattern[str]:
-    """``text`` as a pattern that matches it across any whitespace."""
-    return re.compile(r"\s+".join(re.escape(w) for w in text.split()))
-
-
 def _finished_steps(entries: Sequence[Entry]) -> list[str]:
     """Texts of assistant steps in ``entries`` whose tool calls have all returned (newest last)."""
     out: list[str] = []
@@ -244,7 +247,9 @@ def correct_summary(
         out += body
     text = "\n".join(out)
     if anchors is not None:
-        text = _refer_to_anchors(text, anchors, corrected)
+        text, repeated = refer_to_anchors(text, anchors)
+        if repeated:
+            corrected["repeated_anchors"] = repeated
     return text, corrected
 
 
@@ -283,29 +288,6 @@ def _cut_banners(lines: list[str], corrected: dict[str, list[str]]) -> list[str]
         if cut.strip("-* ") and not is_banner(cut):
             keep.append(cut)
     return keep
-
-
-def _refer_to_anchors(text: str, anchors: TaskState, corrected: dict[str, list[str]]) -> str:
-    """Replace verbatim repeats of the pinned goal and constraints with a reference to the pinned block."""
-    for fact, reference in (
-        (anchors.goal, PINNED_GOAL),
-        *((c, PINNED_CONSTRAINTS.format(n=len(anchors.constraints))) for c in anchors.constraints),
-    ):
-        if len(fact.split()) < 4:
-            continue  # a short phrase may legitimately recur
-        pattern = _words(fact)
-        if pattern.search(text):
-            text = pattern.sub(reference, text)
-            corrected.setdefault("repeated_anchors", []).append(fact[:120])
-    lines: list[str] = []
-    for line in text.splitlines():
-        if not (
-            lines
-            and line == lines[-1]
-            and line.strip("- ") in (PINNED_GOAL, PINNED_CONSTRAINTS.format(n=len(anchors.constraints)))
-        ):
-            lines.append(line)
-    return "\n".join(lines)
 
 
 _REPAIR_TITLES = {
