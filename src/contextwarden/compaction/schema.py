@@ -17,9 +17,9 @@ from ..events import JSONValue
 from .truth import PINNED_CONSTRAINTS, PINNED_GOAL, clean_text
 from .validate import InvalidSummary
 
-MAX_ITEMS = 6
+MAX_ITEMS = 3
 """Items per list the schema allows (bounds the output of a model that repeats itself)."""
-MAX_ITEM_CHARS = 200
+MAX_ITEM_CHARS = 80
 """Characters per item the schema allows."""
 
 LISTS: tuple[tuple[str, str, str], ...] = (
