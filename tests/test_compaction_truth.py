@@ -129,3 +129,25 @@ def test_a_narrower_pass_does_not_close_a_wider_failure() -> None:
     assert current_failing(derive_state(store.read("s"))) == ("tests/test_calc.py::test_negative",)
     agent.call("bash", "3 passed", exit_code=0, command="pytest -q")
     assert current_failing(derive_state(store.read("s"))) == ()
+
+
+def test_finished_steps_leave_out_the_step_still_running() -> None:
+    from contextwarden.compaction.serialize import Entry
+    from contextwarden.compaction.truth import finished_steps
+
+    run = "Run the whole suite now."
+    entries = [
+        Entry(seq=1, label="assistant", text=run),
+        Entry(seq=1, label="tool call", text="{}", name="bash"),
+        Entry(seq=2, label="tool result", text="ok", name="bash"),
+        Entry(seq=3, label="assistant", text="Read the config file first."),
+        Entry(seq=3, label="tool call", text="{}", name="read_file"),
+        Entry(seq=4, label="tool result", text="x", name="read_file"),
+    ]
+    assert finished_steps(entries) == [run, "Read the config file first."]
+    running = [
+        *entries,
+        Entry(seq=5, label="assistant", text=run),
+        Entry(seq=5, label="tool call", text="{}", name="bash"),
+    ]
+    assert finished_steps(running) == ["Read the config file first."]

@@ -106,6 +106,39 @@ def last_step(entries: Sequence[Entry]) -> Step | None:
     return Step(text=said.text.strip(), seq=said.seq, calls=labels, finished=finished, failed=failed)
 
 
+def finished_steps(entries: Sequence[Entry], *, min_chars: int = 12) -> list[str]:
+    """Texts of the assistant steps in ``entries`` that have finished (one pass, oldest first).
+
+    A step is an assistant message with text and the tool calls it made; it has finished when every
+    call has returned (a step without calls, once anything follows it). The text of the last step,
+    when that one is still running, is left out even if an earlier finished step said the same.
+    """
+    done: list[str] = []
+    text, seq, calls, later = "", 0, 0, False
+    pending: list[str] = []
+
+    def close() -> None:
+        if text and not pending and (calls or later) and len(text) >= min_chars:
+            done.append(text)
+
+    for e in entries:
+        if e.label == "assistant":
+            close()
+            text, seq, calls, pending, later = clean_text(e.text).strip(), e.seq, 0, [], False
+            continue
+        if e.label == "tool call" and e.seq == seq and text:
+            calls += 1
+            pending.append(e.name)
+        elif e.label == "tool result" and e.name in pending:
+            pending.remove(e.name)
+        if e.seq > seq:
+            later = True
+    if text and (pending or not (calls or later)):
+        return [t for t in done if t != text]
+    close()
+    return done
+
+
 def _covers(wider: str, narrower: str) -> bool:
     """Whether a run of test target ``wider`` includes ``narrower`` (same runner, ``all`` or a path prefix)."""
     runner, _, scope = wider.partition(":")

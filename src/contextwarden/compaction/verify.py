@@ -38,8 +38,8 @@ from .truth import (
     current_failing,
     current_tests,
     error_quote,
+    finished_steps,
     is_banner,
-    last_step,
     refer_to_anchors,
 )
 
@@ -199,28 +199,6 @@ def _sections(summary: str) -> list[tuple[str, list[str]]]:
     return out
 
 
-def _finished_steps(entries: Sequence[Entry]) -> list[str]:
-    """Texts of assistant steps in ``entries`` whose tool calls have all returned (newest last)."""
-    out: list[str] = []
-    for n, e in enumerate(entries):
-        if e.label == "assistant" and len(_norm(e.text)) >= 12:
-            step = last_step(entries[: _step_end(entries, n)])
-            if step is not None and step.finished:
-                out.append(_norm(clean_text(e.text)))
-    current = last_step(entries)
-    if current is not None and not current.finished:
-        out = [t for t in out if t != _norm(clean_text(current.text))]
-    return out
-
-
-def _step_end(entries: Sequence[Entry], start: int) -> int:
-    """Index just past the step starting at ``start``: up to the next assistant text."""
-    for n in range(start + 1, len(entries)):
-        if entries[n].label == "assistant":
-            return n
-    return len(entries)
-
-
 def correct_summary(
     summary: str, *, state: TaskState, anchors: TaskState | None, entries: Sequence[Entry]
 ) -> tuple[str, dict[str, list[str]]]:
@@ -232,7 +210,7 @@ def correct_summary(
     cleaned = clean_text(summary.replace("\r\n", "\n")).replace("\x00", "")
     if cleaned != summary.replace("\r\n", "\n"):
         corrected["escapes"] = ["terminal escapes or control characters"]
-    finished = _finished_steps(entries)
+    finished = [_norm(t) for t in finished_steps(entries)]
     still = current_tests(state)
     closed = [n for t in state.tests if not t.passed and t not in still for n in (t.target, *t.failing)]
     out: list[str] = []
