@@ -218,7 +218,7 @@ def test_resume_rebuilds_exactly_the_same_request(tmp_path: Path) -> None:
     agent = Agent(store).start()
     agent.add(ToolSetChange(exposed=("read_file", "bash")))
     live = manager(store)
-    for r in range(25):
+    for r in range(40):  # placeholders never cost tokens, so it takes this long to need a compaction
         agent.work(1, prefix=f"src/x{r}_")
         live.build("s", model=MODEL)
     assert compactions(store)

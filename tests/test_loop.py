@@ -83,7 +83,7 @@ def test_max_turns_stops_the_loop() -> None:
 
 def test_provider_overflow_is_compacted_and_retried_exactly_once() -> None:
     store = MemoryStore()
-    Agent(store).start().work(10)
+    Agent(store).start().work(20)  # enough verbatim history for a compaction to keep 2,000 tokens and cut the rest
     provider = ScriptedProvider([ContextOverflowError("This model's maximum context length is 8192 tokens", status=400),
                                  "fixed"])
     result = run_agent_loop(provider, TOOLS, manager(store), "s", model=profile(), max_turns=2)
@@ -96,7 +96,7 @@ def test_provider_overflow_is_compacted_and_retried_exactly_once() -> None:
 
 def test_a_second_overflow_raises_a_clear_error_naming_the_sizes() -> None:
     store = MemoryStore()
-    Agent(store).start().work(10)
+    Agent(store).start().work(20)  # enough verbatim history for a compaction to keep 2,000 tokens and cut the rest
     overflow = ContextOverflowError("prompt is too long: 9000 tokens > 8000 maximum", status=400)
     provider = ScriptedProvider([overflow, overflow, "never"])
     sizes = r"still overflowing after compaction and one retry: \d+ tokens before, \d+ after .* window \d+"
@@ -128,7 +128,7 @@ def test_real_window_from_the_error_message_is_used_for_the_retry() -> None:
 
 def test_silent_overflow_is_recovered_without_recording_the_truncated_answer() -> None:
     store = MemoryStore()
-    Agent(store).start().work(10)
+    Agent(store).start().work(20)  # enough verbatim history for a compaction to keep 2,000 tokens and cut the rest
     window = profile(40_000)
     silent = make_response("garbage from a truncated prompt", usage=Usage(input_tokens=40_000, output_tokens=5))
     provider = ScriptedProvider([silent, "good answer"])
@@ -142,7 +142,7 @@ def test_silent_overflow_is_recovered_without_recording_the_truncated_answer() -
                                    ServerError("503 overloaded", status=503)], ids=["429", "5xx"])
 def test_rate_limits_and_server_errors_are_never_answered_by_compaction(error: ProviderError) -> None:
     store = MemoryStore()
-    Agent(store).start().work(10)
+    Agent(store).start().work(20)  # enough verbatim history for a compaction to keep 2,000 tokens and cut the rest
     provider = ScriptedProvider([error])
     with pytest.raises(type(error)):
         run_agent_loop(provider, TOOLS, manager(store), "s", model=profile(), max_turns=1)

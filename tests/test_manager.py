@@ -273,7 +273,7 @@ def test_supersession_and_staleness_become_placeholders_that_say_by_what() -> No
     s.call("read_file", "v1 " * 3_000, path="a.py")
     s.call("read_file", "lines 10-20 " * 900, path="b.py", view_range=[10, 20])
     s.call("read_file", "other lines " * 900, path="b.py", view_range=[30, 40])
-    s.call("bash", "FAILED tests/test_a.py::t1\n" * 300, command="pytest tests/test_a.py")
+    s.call("bash", "".join(f"FAILED tests/test_a.py::t{i}\n" for i in range(300)), command="pytest tests/test_a.py")
     s.call("read_file", "v1 again " * 3_000, path="a.py")
     s.call("edit_file", "ok", path="a.py", old_str="x", new_str="y")
     s.call("bash", "1 passed", command="pytest tests/test_a.py")

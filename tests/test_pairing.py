@@ -188,3 +188,9 @@ def test_appending_never_changes_the_settled_prefix(
         out, decisions = normalize_pairing(longer, pending_tail=pending)
         assert out[: len(prefix)] == prefix
         assert decisions[: len(prefix_decisions)] == prefix_decisions
+
+
+def test_a_renamed_result_keeps_its_origin() -> None:
+    messages = [user(), asst("a"), res("a"), asst("a"), res("a", "again")]
+    out, _, origins = normalize_with_origins(messages)
+    assert out[-1].tool_call_id == "a_dup2" and origins == (0, 1, 2, 3, 4)

@@ -118,7 +118,7 @@ OPENAI_CHAT = {
         {"role": "user", "content": "And?"},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {"id": "call_3", "type": "function", "function": {"name": "bash", "arguments": "{}"}},
             ],
@@ -318,7 +318,8 @@ def canonical(fmt: str, body: dict[str, Any]) -> dict[str, Any]:
     - OpenAI Chat: message fields other than role, content, tool_calls, tool_call_id left out; text-only
       content lists as one string; orphan tool messages left out and a reused call id renamed
       ``<id>_dup<n>`` with its result (the pairing rule: a provider rejects either);
-      tool-call arguments that are a JSON object as compact JSON; an assistant's empty content with calls as ``null``.
+      tool-call arguments that are a JSON object as compact JSON; an assistant's missing or null
+      content beside calls as ``""``.
     - OpenAI Responses: text-only content lists as strings; ``id``/``status`` of message and
       function_call items left out; function-call arguments as compact JSON.
     """
@@ -396,7 +397,7 @@ def _chat_message(message: dict[str, Any]) -> dict[str, Any]:
             {**c, "function": {**c["function"], "arguments": _compact(c["function"]["arguments"])}}
             for c in out["tool_calls"]
         ]
-        out["content"] = out.get("content") or None
+        out["content"] = out.get("content") or ""
     return out
 
 
@@ -515,3 +516,28 @@ def test_an_imported_transcript_replays_its_reasoning_as_the_provider_sent_it() 
         "thinking": "Check the largest directories first.",
         "signature": "ErUBCkYIBBgCIkB-sig",
     } in [strip_cache_control(b) for b in blocks]
+
+
+def test_legacy_function_calls_become_tool_calls_with_their_results() -> None:
+    body = json.loads((DATA / "chat" / "openai-functions.json").read_text())
+    parsed = get_codec("openai_chat").parse_request(body)
+    rendered = get_codec("openai_chat").render_request(parsed.to_context())
+    calls = [c for m in rendered["messages"] for c in m.get("tool_calls") or ()]
+    results = [m for m in rendered["messages"] if m["role"] == "tool"]
+    assert calls and [c["id"] for c in calls] == [m["tool_call_id"] for m in results]
+    assert calls[0]["id"] == "function-call-1" and results[0]["content"] == "4.828"
+
+
+def test_openai_encrypted_reasoning_from_an_import_never_reaches_anthropic_or_gemini() -> None:
+    """Codex transcripts keep a reasoning item's bare ``encrypted_content`` as the signature."""
+    from contextwarden.importers import load_transcript
+    from contextwarden.wire._messages import message_of
+
+    transcript = load_transcript(DATA / "codex" / "rollout.jsonl")
+    messages = tuple(m for m in map(message_of, transcript.events) if m is not None)
+    assert any(b.signature.startswith("gAAAAA") for m in messages for b in m.thinking)
+    from contextwarden.context import ModelContext
+
+    ctx = ModelContext(model="m", system="", messages=messages)
+    for fmt in ("anthropic", "gemini"):
+        assert "gAAAAA" not in json.dumps(get_codec(fmt).render_request(ctx))

@@ -8,6 +8,7 @@ provider items; each is rendered by every codec and checked against the rules th
 from __future__ import annotations
 
 import itertools
+import re
 from collections import Counter
 from typing import Any
 
@@ -21,7 +22,7 @@ from contextwarden.store.memory import MemoryStore
 from contextwarden.tokens import HeuristicCounter
 from contextwarden.wire import FORMATS, get_codec
 
-IDS = ["c1", "c2", "c1_dup2"]
+IDS = ["c1", "c2", "c1_dup2", "functions.bash:0", ""]
 TEXTS = ["", " ", "\n\t", "ok", "answer with trailing space  ", "done\n"]
 OPAQUE = {
     "anthropic": '{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"x"}}',
@@ -82,6 +83,11 @@ def calls_and_results(fmt: str, body: dict[str, Any]) -> tuple[list[str], list[s
 def assert_anthropic_rules(body: dict[str, Any]) -> None:
     """The Messages API's own rules (beyond pairing)."""
     assert isinstance(body.get("max_tokens"), int) and body["max_tokens"] > 0
+    for m in body["messages"]:
+        for b in m["content"]:
+            for key in ("id", "tool_use_id"):
+                if b["type"] in ("tool_use", "tool_result") and key in b:
+                    assert re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", b[key]), b[key]
     messages = body["messages"]
     assert messages, "messages must not be empty"
     assert messages[0]["role"] == "user"

@@ -1,4 +1,4 @@
-"""Context items: what events become in the model's view, with tier and lifecycle."""
+"""Context items: what events become in the model's view, with tier and lifecycle, and their list."""
 
 from __future__ import annotations
 
@@ -7,36 +7,26 @@ from dataclasses import dataclass
 
 from .context import Message
 from .policies.resources import Resource
+from .tiers import Tier
 
-
-class Tier(enum.IntEnum):
-    """Priority tiers (seed 002). Under pressure tier 6 goes first; tiers 0 and 1 never go."""
-
-    SYSTEM = 0
-    """System, safety and policy instructions."""
-    GOAL = 1
-    """The current goal and the latest steering."""
-    TASK_STATE = 2
-    """Unresolved task state (failing tests, open errors, the summary)."""
-    WORKING_SET = 3
-    """The current working set (files being changed)."""
-    RECENT_TOOL = 4
-    """Recent tool results."""
-    HISTORY = 5
-    """Older conversation."""
-    METADATA = 6
-    """Low-value metadata."""
+__all__ = ["ContextItem", "ItemList", "Lifecycle", "Tier"]
 
 
 class Lifecycle(str, enum.Enum):
-    """Where an item is in its life."""
+    """What the model sees of an item *now* (a pending edit changes nothing until it is applied)."""
 
     FRESH = "fresh"
-    REFERENCED = "referenced"
+    """Shown as projected at ingestion."""
     SUPERSEDED = "superseded"
+    """Replaced by a placeholder: a newer result on the same resource is the current one."""
     STALE = "stale"
-    EVICTABLE = "evictable"
+    """Replaced by a placeholder: a later change made it out of date."""
     MASKED = "masked"
+    """Replaced by a placeholder for age or space."""
+
+
+REDUCED = frozenset({Lifecycle.MASKED, Lifecycle.SUPERSEDED, Lifecycle.STALE})
+"""States in which an item shows a placeholder; no edit changes it again."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,13 +42,9 @@ class ContextItem:
     tokens: int
     """Tokens of ``message`` (content plus per-message overhead)."""
     tier: Tier
-    """Priority tier."""
-    pinned: bool = False
-    """Must stay visible verbatim."""
-    compressible: bool = True
-    """May be summarized by compaction."""
+    """Priority tier: under pressure higher tiers are masked first; tiers 0 and 1 are never edited."""
     evictable: bool = False
-    """May be replaced by a placeholder (tool results)."""
+    """An edit may still replace it with a placeholder (a tool result not yet reduced)."""
     source_ids: tuple[str, ...] = ()
     """Events it came from."""
     resources: tuple[Resource, ...] = ()
@@ -67,9 +53,65 @@ class ContextItem:
     """Lifecycle state."""
     recency: int = 0
     """Seq of the source event (higher is newer)."""
-    references: int = 0
-    """How many later calls touched the same resources."""
     original_tokens: int = 0
     """Tokens of the full original output (before truncation or replacement)."""
     truncated: bool = False
     """Whether ingestion truncated it."""
+
+    @property
+    def pinned(self) -> bool:
+        """Never edited: tiers 0 and 1 (instructions, the goal, steering, the compaction's pinned block)."""
+        return self.tier <= Tier.GOAL
+
+
+class ItemList:
+    """The items of a window in order, with positions by id and prefix sums of their tokens."""
+
+    def __init__(self) -> None:
+        self.items: list[ContextItem] = []
+        self.total = 0
+        self._pos: dict[str, int] = {}
+        self._cum: list[int] = []
+        self._cum_valid = 0
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def get(self, item_id: str) -> ContextItem | None:
+        """The item with that id, if it is in the window."""
+        pos = self._pos.get(item_id)
+        return self.items[pos] if pos is not None else None
+
+    def position(self, item_id: str) -> int:
+        """Index of the item (KeyError when it is not in the window)."""
+        return self._pos[item_id]
+
+    def find(self, item_id: str) -> int | None:
+        """Index of the item, or None."""
+        return self._pos.get(item_id)
+
+    def push(self, item: ContextItem) -> int:
+        """Append ``item``; returns its position."""
+        pos = len(self.items)
+        self._pos[item.id] = pos
+        self.items.append(item)
+        self.total += item.tokens
+        return pos
+
+    def put(self, pos: int, item: ContextItem) -> None:
+        """Replace the item at ``pos`` (same id), keeping the totals true."""
+        self.total += item.tokens - self.items[pos].tokens
+        self.items[pos] = item
+        self._cum_valid = min(self._cum_valid, pos)
+
+    def tail_tokens(self, position: int) -> int:
+        """Tokens of the items from ``position`` on (prefix sums, rebuilt only from the first change)."""
+        if self._cum_valid < len(self.items):
+            running = self._cum[self._cum_valid - 1] if self._cum_valid else 0
+            del self._cum[self._cum_valid :]
+            for item in self.items[self._cum_valid :]:
+                running += item.tokens
+                self._cum.append(running)
+            self._cum_valid = len(self.items)
+        before = self._cum[position - 1] if position > 0 else 0
+        return self.total - before

@@ -179,7 +179,7 @@ class ContextManager:
         turns = projection.assistant_turns
         decision = plan(
             projection,
-            total=projection.total + fixed,
+            total=projection.estimate(fixed).tokens,
             trigger=trigger,
             profile=profile,
             turns_so_far=turns,
@@ -195,7 +195,7 @@ class ContextManager:
                 stored = self.store.append(session_id, [compaction], expected_last_seq=projection.last_seq)
                 window_ids.append(stored[0].id)
                 projection = self.projection(session_id, policy=policy)
-        return self._assemble(projection, profile, exposed, fixed, budget, tuple(window_ids), decision)
+        return self._assemble(projection, profile, exposed, fixed, budget, tuple(window_ids), decision, policy)
 
     def exposed_tools(
         self, tools: Sequence[ToolLike], projection: Projection, *, policy: ContextPolicy | None = None
@@ -232,6 +232,7 @@ class ContextManager:
         budget: int,
         window_ids: tuple[str, ...],
         decision: Plan,
+        policy: ContextPolicy,
     ) -> ModelContext:
         messages, pairing, measured = projection.normalized()
         sections = {k: measured.get(k, 0) for k in SECTIONS}
@@ -239,11 +240,15 @@ class ContextManager:
         sections["tools"] = fixed - sections["system"]
         total = sum(sections.values())
         decisions = (*projection.decisions, *pairing, Decision(action="plan", target="", reason=decision.reason))
-        if total > budget:
+        # The provider's last usage report is truer than our count (seed 000): anchor on it when fresh.
+        estimate = projection.estimate(fixed)
+        checked = total if estimate.anchored is None else estimate.tokens
+        if checked > budget:
+            anchored = "" if estimate.anchored is None else f" (estimated from the last usage report; counted {total})"
             raise BudgetExceededError(
-                f"request for {profile.name} does not fit after every reduction",
+                f"request for {profile.name} does not fit after every reduction{anchored}",
                 budget=budget,
-                total=total,
+                total=checked,
                 sections=sections,
             )
         return ModelContext(
@@ -256,7 +261,7 @@ class ContextManager:
             budget=budget,
             window=profile.context_window,
             counter=self.counter.name,
-            cache_breakpoints=_breakpoints(messages, projection),
+            cache_breakpoints=_breakpoints(messages, projection, fixed=fixed, profile=profile, policy=policy),
             decisions=decisions,
             window_event_ids=window_ids,
         )
@@ -350,25 +355,46 @@ def _exposed(
     return tuple(chosen)
 
 
-def _breakpoints(messages: Sequence[Message], projection: Projection) -> tuple[int, ...]:
+def _breakpoints(
+    messages: Sequence[Message], projection: Projection, *, fixed: int, profile: ModelProfile, policy: ContextPolicy
+) -> tuple[int, ...]:
     """Stable boundaries of the request, as message indices.
 
-    After system and tools; after a compacted window's opening; just before the oldest tool result
-    a future batch could change (the frontier, so a batch re-writes only from there); at the end.
+    After system and tools; after a compacted window's opening; just before the frontier (the first
+    item any pending or possible edit can change, so a batch re-writes only from there); at the end.
+    Every stable one lies at or before the frontier, so its prefix holds until the next compaction.
+    A stable boundary whose prefix (measured: system, tools and the items before it) is below the
+    model's minimum cacheable length would cache nothing, so it is left out.
     """
-    points = [-1]
+    thinking = policy.planner.mask and policy.planner.drop_old_thinking
+    frontier = projection.frontier(thinking=thinking)
+    minimum = profile.min_cacheable_tokens if profile.cache_style != "none" else 0
+    stable: list[tuple[int, int]] = [(-1, fixed)]  # (message index, prefix tokens)
     opening = 0  # a compacted window opens with its pinned block and summary
     while opening < len(messages) and messages[opening].section in ("pinned", "summary"):
         opening += 1
     if opening:
-        points.append(opening - 1)
-    frontier = projection.frontier()
+        stable.append((opening - 1, fixed + sum(m.tokens for m in messages[:opening])))
     if frontier is not None:
-        target = projection.items[frontier].id
-        start = max(0, min(frontier, len(messages) - 1) - 64)  # pairing moves messages by a few at most
-        found = next((n for n in range(start, len(messages)) if target in messages[n].source_ids), None)
+        found = _message_index(messages, projection.items[frontier].id, frontier)
         if found:
-            points.append(found - 1)
+            stable.append((found - 1, fixed + projection.total - projection.tail_tokens(frontier)))
+    points = {index for index, prefix in stable if prefix >= minimum and (frontier is None or index < len(messages))}
     if messages:
-        points.append(len(messages) - 1)
-    return tuple(sorted(set(points)))
+        points.add(len(messages) - 1)
+    return tuple(sorted(points))
+
+
+def _message_index(messages: Sequence[Message], item_id: str, guess: int) -> int | None:
+    """Index of the message rendering ``item_id``, searched outwards from ``guess``.
+
+    Pairing normalization drops orphans and adds aborted results, so the item's message sits a few
+    places from its item position; the search is exact, and short in practice.
+    """
+    count = len(messages)
+    start = min(max(guess, 0), count - 1) if count else 0
+    for step in range(count + 1):
+        for n in (start - step, start + step) if step else (start,):
+            if 0 <= n < count and item_id in messages[n].source_ids:
+                return n
+    return None

@@ -84,12 +84,14 @@ def normalize_with_origins(
             end += 1
         pending = pending_tail and end == count
         before = len(out)
-        _normalize_group(message, messages[i + 1 : end], pending, out, decisions, used)
+        copies: dict[int, int] = {}
+        _normalize_group(message, messages[i + 1 : end], pending, out, decisions, used, copies)
         # Kept results are the input objects themselves; a synthetic one belongs to the group's end
         # (the assistant itself when the run is empty).
         where = {id(messages[k]): k for k in range(i + 1, end)}
         origins.append(i)
-        origins.extend(where.get(id(result), end - 1) for result in out[before + 1 :])
+        # A result answering a renamed call is a copy: it comes from the message it copies.
+        origins.extend(where.get(copies.get(id(result), id(result)), end - 1) for result in out[before + 1 :])
         i = end
     return tuple(out), tuple(decisions), tuple(origins)
 
@@ -101,9 +103,20 @@ def _normalize_group(
     out: list[Message],
     decisions: list[Decision],
     used: set[str],
+    copies: dict[int, int],
 ) -> None:
-    calls = _unique_calls(assistant, decisions, used)
     sent_ids = [call.id for call in assistant.tool_calls]
+    if (
+        [result.tool_call_id for result in run] == sent_ids
+        and used.isdisjoint(sent_ids)
+        and len(set(sent_ids)) == len(sent_ids)
+    ):
+        # The usual group (new ids, one result each, in call order) needs no change: skip the work.
+        used.update(sent_ids)
+        out.append(assistant)
+        out.extend(run)
+        return
+    calls = _unique_calls(assistant, decisions, used)
     if calls != list(assistant.tool_calls):
         assistant = dataclasses.replace(assistant, tool_calls=tuple(calls))
     # The ids each sent id stands for, in call order: a result with that id answers the first unanswered.
@@ -123,9 +136,9 @@ def _normalize_group(
             )
             decisions.append(_orphan(result, why))
             continue
-        answers[queue[0]] = (
-            result if queue[0] == result.tool_call_id else dataclasses.replace(result, tool_call_id=queue[0])
-        )
+        kept = result if queue[0] == result.tool_call_id else dataclasses.replace(result, tool_call_id=queue[0])
+        copies[id(kept)] = id(result)
+        answers[queue[0]] = kept
     answered_order = list(answers)
     call_order = [call.id for call in calls if call.id in answers]
     if answered_order != call_order:

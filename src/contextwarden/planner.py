@@ -37,6 +37,10 @@ class ReductionPool(Protocol):
         """Edits dropping thinking blocks of turns before the latest user message."""
         ...
 
+    def loss_key(self, edit: ContextEdit) -> tuple[int, int, int]:
+        """Sort key of the order of loss under pressure (smallest goes first)."""
+        ...
+
     def savings(self, edit: ContextEdit) -> int:
         """Tokens ``edit`` would take out."""
         ...
@@ -55,7 +59,8 @@ class PlannerSettings:
     """Knobs of the planner (part of :class:`~contextwarden.manager.ContextPolicy`)."""
 
     keep_recent_tool_results: int = 3
-    """Tool results newer than this many stay verbatim when masking (Anthropic's context editing keeps 3)."""
+    """Tool results newer than this many stay verbatim when masking (Anthropic's context editing keeps 3);
+    a tool policy's own ``keep_recent`` raises the floor for its results."""
     min_batch_tokens: int = 2_048
     """A voluntary batch must save at least this many tokens (the hard budget ignores it)."""
     min_batch_share: float = 0.4
@@ -70,7 +75,10 @@ class PlannerSettings:
     mask: bool = True
     """Mask old tool results at all (False: only lossless reductions)."""
     working_set_files: int = 1
-    """The latest read of this many working-set files is never masked (0: none)."""
+    """Besides the files the task names or an unresolved failure involves (always protected), the latest
+    current read of this many most relevant working-set files is never masked while no later write made
+    it stale (0: none). Protecting every working-set file costs about 5% more on the generated replay
+    sessions (docs/benchmarks.md), so the default protects one."""
     pressure_target: float = 0.6
     """Under pressure, mask down towards this share of the trigger."""
 
@@ -126,8 +134,9 @@ def plan(
     compares; ``conversation_tokens`` is the part batches can reduce, which ``min_batch_share``
     is a share of (default: ``total``), so the number of tools offered does not change when to batch.
 
-    ``evidence`` names tool results that must stay verbatim (failing tests, unresolved errors):
-    they are never masked, only superseded by a newer run of the same thing.
+    ``evidence`` names tool results that must stay verbatim (failing tests, unresolved errors,
+    the current reads of the working set): they are never masked, only superseded by a newer
+    result on the same thing. Every edit's saving is net (placeholder included) and positive.
     """
     lossless = pool.lossless_edits()
     skip = frozenset(e.target_id for e in lossless) | evidence
@@ -172,7 +181,8 @@ def _under_pressure(
     batch = list(lossless)
     saved = sum(pool.savings(e) for e in batch)
     target = int(trigger * settings.pressure_target)
-    for edit in masking:
+    # The order of loss follows the tiers (6 first), then working-set relevance, then age.
+    for edit in sorted(masking, key=pool.loss_key):
         if total - saved <= target:
             break
         batch.append(edit)

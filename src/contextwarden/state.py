@@ -9,7 +9,7 @@ errors, and the working set. Compaction snapshots it into the compaction event
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -25,7 +25,7 @@ from .events import (
     UserMessage,
 )
 from .policies._errors import find_error_lines
-from .policies.presets import CODING_TOOL_POLICIES, policy_for
+from .policies.presets import CODING_TOOL_POLICIES, ToolPolicy, policy_for
 from .policies.resources import Resource, resources_of
 
 MAX_CONSTRAINT_CHARS = 400
@@ -36,6 +36,11 @@ MAX_ERRORS = 8
 """Unresolved errors tracked at once (newest kept)."""
 MAX_WORKING_SET = 12
 """Files in the working set."""
+WORKING_SET_DECAY_EVENTS = 24
+"""A file only read, by more than one call, leaves the working set after this many events without a
+touch (seed 002 §24: old files decay); modified files, files the task names and files with unresolved
+failures stay. A file read once joins only while it is the file touched last."""
+_PATHLIKE = re.compile(r"[\w.-]+(?:/[\w.-]+)*\.\w+|[\w-]+(?:/[\w.-]+)+")
 
 _RULE_WORDS = re.compile(
     r"\b(?:don'?t|do not|must(?:n'?t)?|never|always|keep|avoid|only|should(?:n'?t| not)?|"
@@ -103,7 +108,9 @@ class TaskState:
     unresolved_error_ids: tuple[str, ...] = ()
     """Ids of the tool results holding those errors (never masked while unresolved)."""
     working_set: tuple[str, ...] = ()
-    """Files most relevant now (recency and reference count), most relevant first."""
+    """Files the agent is working on, most relevant first (seed 002 §23-24): files with an unresolved
+    failure, files the goal, constraints or steering name, modified files, then files read recently
+    (they decay), each group by recency and reference count."""
     last_assistant_text: str = ""
     """The latest assistant text, a hint of the next step."""
     compactions: int = 0
@@ -233,12 +240,21 @@ def _action_key(tool_name: str, call: ToolCall, resources: tuple[Resource, ...])
 
 
 class StateBuilder:
-    """Folds events into a :class:`TaskState` one at a time (incremental: O(1) per event)."""
+    """Folds events into a :class:`TaskState` one at a time (incremental: O(1) per event).
 
-    def __init__(self, base: TaskState | None = None) -> None:
+    ``policies`` are the tool policies in force: they classify each call (what it read, changed or
+    ran), so a research or browser preset derives its state from its own categories.
+    """
+
+    def __init__(self, base: TaskState | None = None, *, policies: Sequence[ToolPolicy] = CODING_TOOL_POLICIES) -> None:
         self.state = base or TaskState()
+        self.policies = policies
         self._calls: dict[str, ToolCall] = {}
         self._seen_user = bool(self.state.goal)
+        self._named_text: str | None = None
+        self._named_paths: frozenset[str] = frozenset()
+        self.task_files: tuple[str, ...] = ()
+        """Working-set files with an unresolved failure or named by the task (never left unprotected)."""
 
     def apply(self, event: Event) -> None:
         """Fold one event into the state."""
@@ -291,7 +307,7 @@ class StateBuilder:
         call = self._calls.get(result.call_id)
         if call is None:
             return
-        policy = policy_for(result.tool_name, call, CODING_TOOL_POLICIES)
+        policy = policy_for(result.tool_name, call, self.policies)
         resources = resources_of(call, policy.category)
         refs = dict(s.references)
         touch = dict(s.last_touch)
@@ -321,10 +337,12 @@ class StateBuilder:
         errors = [e for e in errors if not e[0].startswith(key)]
         if failed:
             errors.append((key + _first_error_line(result), result.id))
-        working = sorted(
-            (k for k in touch if k in read or k in modified),
-            key=lambda k: (-touch[k], -refs.get(k, 0), k),
-        )[:MAX_WORKING_SET]
+        unresolved = (
+            " ".join(e[0] for e in errors[-MAX_ERRORS:])
+            + " "
+            + " ".join(f for t in tests if not t.passed for f in (t.target, *t.failing))
+        )
+        working = self._working_set(touch, refs, read, modified, unresolved, result.seq)
         self.state = replace(
             s,
             references=refs,
@@ -337,10 +355,68 @@ class StateBuilder:
             working_set=tuple(working),
         )
 
+    def _working_set(
+        self,
+        touch: Mapping[str, int],
+        refs: Mapping[str, int],
+        read: tuple[str, ...],
+        modified: tuple[str, ...],
+        unresolved: str,
+        now: int,
+    ) -> tuple[str, ...]:
+        changed = set(modified)
+        failing = _path_tokens(unresolved)
+        named = self._task_paths()
+        ranked: list[tuple[int, int, int, str]] = []
+        files = [k for k in touch if k in changed or k in read]
+        latest = max(files, key=lambda k: touch[k], default="")
+        for key in files:
+            group = 0
+            if failing and _names(failing, key):
+                group = 4
+            elif named and _names(named, key):
+                group = 3
+            elif key in changed:
+                group = 2
+            elif key == latest or (refs.get(key, 0) > 1 and now - touch[key] <= WORKING_SET_DECAY_EVENTS):
+                group = 1
+            if group:
+                ranked.append((-group, -touch[key], -refs.get(key, 0), key))
+        ranked.sort()
+        kept = ranked[:MAX_WORKING_SET]
+        self.task_files = tuple(r[3] for r in kept if -r[0] >= 3)
+        return tuple(r[3] for r in kept)
 
-def derive_state(events: Iterable[Event], *, base: TaskState | None = None) -> TaskState:
-    """The task state after ``events``, starting from ``base`` (a compaction snapshot) when given."""
-    builder = StateBuilder(base)
+    def _task_paths(self) -> frozenset[str]:
+        """Paths the goal, a constraint or the latest steering names (parsed once per text)."""
+        s = self.state
+        text = "\n".join((s.goal, s.latest_steering, *s.constraints))
+        if text != self._named_text:
+            self._named_text, self._named_paths = text, _path_tokens(text)
+        return self._named_paths
+
+
+def _path_tokens(text: str) -> frozenset[str]:
+    """Path-like words of ``text`` (``src/calc.py``, ``calc.py``, ``pkg/sub``), without ``./``."""
+    return frozenset(t for raw in _PATHLIKE.findall(text) if (t := raw.strip("./")))
+
+
+def _names(tokens: frozenset[str], key: str) -> bool:
+    """Whether one of ``tokens`` names the file ``key``: the whole path or a trailing part of it.
+
+    ``src/calc.py`` and ``calc.py`` both name ``/testbed/src/calc.py``.
+    """
+    if key in tokens:
+        return True
+    parts = key.split("/")
+    return any("/".join(parts[i:]) in tokens for i in range(1, len(parts)))
+
+
+def derive_state(
+    events: Iterable[Event], *, base: TaskState | None = None, policies: Sequence[ToolPolicy] = CODING_TOOL_POLICIES
+) -> TaskState:
+    """The task state after ``events``, from ``base`` (a compaction snapshot), under ``policies``."""
+    builder = StateBuilder(base, policies=policies)
     for event in events:
         builder.apply(event)
     return builder.state

@@ -19,12 +19,12 @@ as the tool result of the call that started the subagent when there is one, else
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .context import ModelContext
 from .errors import UsageError
-from .events import AssistantMessage, Event, Instruction, Pin, ToolCall, ToolResult, UserMessage
+from .events import AssistantMessage, ContextEdit, Event, Instruction, Pin, ToolCall, ToolResult, UserMessage
 from .fragments import DEFAULT_REGISTRY, FragmentRegistry, cut_middle
 from .items import ContextItem, Lifecycle
 from .manager import ContextManager, ToolLike
@@ -38,7 +38,7 @@ __all__ = ["SubtaskContext", "project_for_subtask", "return_to_parent"]
 MAX_GOAL_CHARS = 1_000
 """The parent's goal is quoted in the task message up to this many characters."""
 
-_LIVE = (Lifecycle.FRESH, Lifecycle.REFERENCED, Lifecycle.EVICTABLE, Lifecycle.MASKED)
+_LIVE = (Lifecycle.FRESH, Lifecycle.MASKED)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,12 +61,17 @@ class SubtaskContext:
     """The child's first request, when a model was given."""
 
 
-def _find(selector: str, items: Sequence[ContextItem]) -> ContextItem | None:
-    """The item ``selector`` names: an item id, or the newest live result that read a resource key."""
+def _find(selector: str, items: Sequence[ContextItem], pending: Mapping[str, ContextEdit]) -> ContextItem | None:
+    """The item ``selector`` names: an item id, or the newest live result that read a resource key.
+
+    Live: not superseded or stale, and no pending edit says it is about to be.
+    """
     for item in items:
         if item.id == selector:
             return item
-    touching = [i for i in items if any(r.key == selector for r in i.resources) and i.state in _LIVE]
+    touching = [
+        i for i in items if any(r.key == selector for r in i.resources) and i.state in _LIVE and i.id not in pending
+    ]
     reads = [i for i in touching if any(r.key == selector and r.access == "read" for r in i.resources)]
     chosen = reads or touching
     return chosen[-1] if chosen else None
@@ -79,11 +84,14 @@ def _selected(
     chosen: list[ContextItem] = []
     skipped: list[tuple[str, str]] = []
     for selector in dict.fromkeys(selectors):
-        item = _find(selector, projection.items)
+        item = _find(selector, projection.items, projection.candidates)
+        pending = projection.candidates.get(item.id) if item is not None else None
         if item is None:
             skipped.append((selector, "not found in the parent's current window"))
         elif item.state in (Lifecycle.SUPERSEDED, Lifecycle.STALE):
             skipped.append((selector, f"{item.state.value}: a newer version exists"))
+        elif pending is not None and pending.action in ("supersede", "stale"):
+            skipped.append((selector, f"{pending.action}d: a newer version exists"))
         elif item.id not in {c.id for c in chosen}:
             chosen.append(item)
     return chosen, skipped

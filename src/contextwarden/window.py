@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from .accounting import message_tokens
 from .context import Message
 from .events import Compaction, Event
 from .fragments import DEFAULT_REGISTRY
@@ -57,8 +58,6 @@ def summary_text(summary: str, covered_to_seq: int, counter: TokenCounter) -> st
 
 def compaction_blocks(compaction: Compaction, counter: TokenCounter) -> list[ContextItem]:
     """The pinned block and the summary block that open the compaction's window."""
-    from .projection import message_tokens
-
     state = TaskState.from_dict(compaction.state)
     blocks: list[ContextItem] = []
     for kind, text, tier in (
@@ -75,8 +74,6 @@ def compaction_blocks(compaction: Compaction, counter: TokenCounter) -> list[Con
                 message=message,
                 tokens=tokens,
                 tier=tier,
-                pinned=kind == "pinned",
-                compressible=kind == "summary",
                 source_ids=(compaction.id,),
                 recency=compaction.seq,
                 original_tokens=tokens,

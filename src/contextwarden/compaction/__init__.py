@@ -15,6 +15,7 @@ task state, deterministically and offline.
 
 from __future__ import annotations
 
+from ..accounting import Estimate
 from ._base import Summarizer, SummaryInput, SummaryOptions, SummaryResult
 from .compactor import CompactionSettings, WindowCompactor, compact
 from .cutpoint import CutPoint, find_cut
@@ -22,7 +23,7 @@ from .remote import adopt_remote_compaction, filter_remote_items
 from .serialize import Entry, entries_from_events, entries_from_items, fit_transcript
 from .structured import StructuredSummarizer
 from .summarizers import LLMSummarizer, LLMSummarizerSettings
-from .triggers import CompactionHook, Estimate, TriggerDecision, TriggerSettings, Turn, estimate_request
+from .triggers import CompactionHook, TriggerDecision, TriggerSettings, Turn, estimate_request
 from .validate import InvalidSummary, SummaryCheck, validate_summary
 from .verify import Verification, anchor_state, reground_reason, verify_summary
 

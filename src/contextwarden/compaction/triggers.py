@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..accounting import Estimate
 from ..budget import BudgetPolicy
 from ..context import ToolDefinition
 from ..events import Compaction
@@ -79,23 +80,6 @@ class Turn:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Estimate:
-    """The size of the next request, estimated without side effects."""
-
-    tokens: int
-    """The estimate used for the decision."""
-    counted: int
-    """System + tool schemas + window items, by the counter."""
-    anchored: int | None = None
-    """Last reported input + output, plus what the window grew since; None without a usable report."""
-
-    @property
-    def source(self) -> str:
-        """``usage`` when anchored on a provider report, else ``counter``."""
-        return "usage" if self.anchored is not None else "counter"
-
-
-@dataclass(frozen=True, kw_only=True)
 class TriggerDecision:
     """Whether to compact before this turn, and why."""
 
@@ -133,13 +117,7 @@ def estimate_request(projection: Projection, tools: Sequence[ToolDefinition], co
     """
     if projection.exposed_tools is not None:
         tools = [t for t in tools if t.name in projection.exposed_tools]
-    counted = fixed_tokens(projection.system, tools, counter) + projection.total
-    usage = projection.last_usage
-    opened = projection.compaction.seq if projection.compaction is not None else 0
-    if usage is None or usage.seq <= opened or usage.input_tokens <= 0:
-        return Estimate(tokens=counted, counted=counted)
-    anchored = usage.input_tokens + usage.output_tokens + (projection.total - projection.tokens_at_last_usage)
-    return Estimate(tokens=max(anchored, 0), counted=counted, anchored=max(anchored, 0))
+    return projection.estimate(fixed_tokens(projection.system, tools, counter))
 
 
 def threshold_for(profile: ModelProfile, settings: TriggerSettings, budget: BudgetPolicy) -> int:

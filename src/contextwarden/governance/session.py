@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from ..compaction import WindowCompactor
-from ..context import ModelContext
+from ..context import ModelContext, ToolDefinition
 from ..errors import BudgetExceededError
 from ..events import (
     AssistantMessage,
@@ -148,6 +148,8 @@ def replay_session(
 
     ``model`` fixes the model; otherwise each turn uses the model its assistant message names (or
     the last :class:`SettingChange`, the session's ``metadata["model"]``, or :data:`DEFAULT_MODEL`).
+    ``tools`` fixes the tools; otherwise each turn offers those the last :class:`SettingChange`
+    recorded in ``settings["tools"]`` (framework adapters record what each call offered).
     ``final`` adds the request the manager would build now, after the last event (its ``response``
     is ``None``). ``items_at`` attaches the window's items to that turn.
     """
@@ -156,17 +158,22 @@ def replay_session(
     current = str(info.metadata.get("model") or DEFAULT_MODEL)
     turn = 0
     waiting: ReplayedTurn | None = None
+    recorded: tuple[ToolDefinition, ...] = ()
     for event in store.iter_events(session_id):
         if isinstance(event, UsageReport) and waiting is not None and waiting.usage is None:
             waiting = replace(waiting, usage=event)
         if isinstance(event, SettingChange) and event.model:
             current = event.model
+        if isinstance(event, SettingChange) and not tools:
+            recorded = _recorded_tools(event, recorded, replay)
         if isinstance(event, AssistantMessage):
             if waiting is not None:
                 yield waiting
             turn += 1
             flushed = replay.flush()
-            waiting = _build(replay, turn, event, model or event.model or current, tools, flushed, items_at == turn)
+            waiting = _build(
+                replay, turn, event, model or event.model or current, tools or recorded, flushed, items_at == turn
+            )
         replay.last_original_seq = event.seq
         copied = _copy(event)
         if copied is not None:
@@ -176,7 +183,30 @@ def replay_session(
         yield waiting
     if final:
         flushed = replay.flush()
-        yield _build(replay, turn + 1, None, model or current, tools, flushed, items_at == turn + 1)
+        yield _build(replay, turn + 1, None, model or current, tools or recorded, flushed, items_at == turn + 1)
+
+
+def _recorded_tools(
+    event: SettingChange, current: tuple[ToolDefinition, ...], replay: _Replay
+) -> tuple[ToolDefinition, ...]:
+    """The tools a framework adapter recorded as offered (``settings["tools"]``), and its retrieval switch."""
+    if event.settings.get("retrieval_tools") is False and replay.policy.retrieval_tools:
+        replay.policy = replace(replay.policy, retrieval_tools=False)
+        replay.manager.policy = replay.policy
+    offered = event.settings.get("tools")
+    if not isinstance(offered, list):
+        return current
+    out: list[ToolDefinition] = []
+    for tool in offered:
+        if isinstance(tool, dict):
+            schema = tool.get("parameters")
+            parameters: dict[str, object] = dict(schema) if isinstance(schema, dict) else {}
+            out.append(
+                ToolDefinition(
+                    name=str(tool.get("name", "")), description=str(tool.get("description", "")), parameters=parameters
+                )
+            )
+    return tuple(out)
 
 
 def _build(

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..errors import ConfigError, UsageError
 from ..events import ToolCall
+from ..tiers import Tier
 from .normalize import normalize_output, sanitize_output
 from .resources import classify_command, command_of, command_program
 from .truncate import Truncation, truncate_output
@@ -75,13 +76,17 @@ class ToolPolicy:
     """Keep error-like lines from the cut middle (with their line numbers)."""
     error_line_budget_fraction: float = 0.2
     """Share of the budget reserved for those error lines (unused share goes to head and tail)."""
-    keep_recent: int = 10
-    """How many of the most recent results of this policy stay verbatim when older ones are masked."""
+    keep_recent: int | None = None
+    """How many of the most recent results of this policy stay verbatim when older ones are masked: a
+    floor on top of the planner's ``keep_recent_tool_results`` (None: only the planner's floor)."""
+    tier: Tier = Tier.RECENT_TOOL
+    """Priority tier of its results: under pressure higher tiers are masked first."""
     normalize: bool = True
     """Full terminal normalization (ANSI, progress bars, repeats); False keeps the text exact
     except for NUL and undecodable bytes (for file contents that edits must match)."""
     supersedable: bool = False
-    """A newer result on the same resource supersedes an older one (file reads, test runs, pages)."""
+    """A newer result of this policy on the same resource supersedes the older ones (file reads of the
+    same lines, runs of the same test target, the same page); False keeps every one until masked."""
     keep_sources: bool = False
     """When masked, the placeholder keeps the URLs the output cited (research)."""
 
@@ -90,7 +95,7 @@ class ToolPolicy:
             raise ConfigError(f"tool policy {self.name!r} has no patterns")
         if self.category not in CATEGORIES:
             raise ConfigError(f"tool policy {self.name!r}: unknown category {self.category!r}; use one of {CATEGORIES}")
-        if self.max_tokens < 1 or self.keep_recent < 0:
+        if self.max_tokens < 1 or (self.keep_recent is not None and self.keep_recent < 0):
             raise ConfigError(f"tool policy {self.name!r}: max_tokens must be >= 1 and keep_recent >= 0")
         if not 0 <= self.head_fraction <= 1 or not 0 <= self.error_line_budget_fraction < 1:
             raise ConfigError(f"tool policy {self.name!r}: fractions must be within [0, 1)")
@@ -208,16 +213,18 @@ _META = (
 )
 # fmt: on
 
-DEFAULT_TOOL_POLICY = ToolPolicy(name="default", patterns=("*",), category="default")
-"""Unknown tools: 10,000 tokens, half head half tail, error lines kept, last 10 verbatim."""
+DEFAULT_TOOL_POLICY = ToolPolicy(name="default", patterns=("*",), category="default", supersedable=True)
+"""Unknown tools: 10,000 tokens, half head half tail, error lines kept, the planner's floor only; a
+newer read of the same file (found from a ``path``-like argument) supersedes the older one."""
 
 RETRIEVAL_POLICY = ToolPolicy(
     name="retrieval", patterns=_RETRIEVAL, category="retrieval", keep_recent=5, normalize=False
 )
 EDITOR_POLICY = ToolPolicy(
     name="editor", patterns=_EDITOR, category="file_edit", head_fraction=0.6, keep_error_lines=False,
-    normalize=False,
+    normalize=False, supersedable=True,
 )  # fmt: skip
+"""Editors that also view files (``str_replace_editor view``): a newer view of the same lines supersedes."""
 FILE_EDIT_POLICY = ToolPolicy(
     name="file_edit", patterns=_FILE_EDIT, category="file_edit", max_tokens=4_000, normalize=False
 )
@@ -228,11 +235,11 @@ FILE_READ_POLICY = ToolPolicy(
 SHELL_POLICY = ToolPolicy(name="shell", patterns=_SHELL, category="shell", head_fraction=0.4)
 TEST_POLICY = ToolPolicy(
     name="test", patterns=_TEST, category="test", head_fraction=0.3, error_line_budget_fraction=0.3,
-    keep_recent=5, supersedable=True,
+    supersedable=True,
 )  # fmt: skip
 SEARCH_POLICY = ToolPolicy(
     name="search", patterns=_SEARCH, category="search", max_tokens=6_000, head_fraction=0.7,
-    keep_error_lines=False, supersedable=True,
+    keep_error_lines=False, supersedable=True, tier=Tier.HISTORY,
 )  # fmt: skip
 WEB_SEARCH_POLICY = ToolPolicy(
     name="web_search", patterns=_WEB_SEARCH, category="search", max_tokens=6_000, head_fraction=0.8,
@@ -246,7 +253,7 @@ BROWSER_POLICY = ToolPolicy(
     name="browser", patterns=_BROWSER, category="browser", max_tokens=8_000, head_fraction=0.6,
     keep_error_lines=False, keep_recent=3, supersedable=True,
 )  # fmt: skip
-META_POLICY = ToolPolicy(name="meta", patterns=_META, category="default", max_tokens=4_000)
+META_POLICY = ToolPolicy(name="meta", patterns=_META, category="default", max_tokens=4_000, tier=Tier.METADATA)
 
 CODING_TOOL_POLICIES: tuple[ToolPolicy, ...] = (
     RETRIEVAL_POLICY, EDITOR_POLICY, FILE_EDIT_POLICY, FILE_READ_POLICY, SHELL_POLICY, TEST_POLICY,

@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
-from ..events import JSONValue, ThinkingBlock, ToolCall
+from ..events import JSONValue, ThinkingBlock, ToolCall, UsageReport
 
 Role = Literal["system", "user", "assistant", "tool"]
 """Who speaks a :class:`ChatMessage`."""
@@ -77,6 +77,18 @@ class Usage:
     """Input tokens served from the provider's prompt cache (part of ``input_tokens``)."""
     cache_write_tokens: int = 0
     """Input tokens written to the provider's prompt cache (part of ``input_tokens``)."""
+
+
+def usage_of(report: UsageReport | None) -> Usage:
+    """The :class:`Usage` of a parsed response's usage report (all zero when the body had none)."""
+    if report is None:
+        return Usage()
+    return Usage(
+        input_tokens=report.input_tokens,
+        output_tokens=report.output_tokens,
+        cache_read_tokens=report.cache_read_tokens,
+        cache_write_tokens=report.cache_write_tokens,
+    )
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,11 @@ from types import TracebackType
 import httpx
 
 from ..errors import MalformedResponse
-from ..events import JSONValue, ThinkingBlock, ToolCall
-from ._protocol import CallOptions, ChatMessage, ChatRequest, ChatResponse, Usage
-from .retry import HttpCall, RetryPolicy, json_count, make_error, post_json, resolve_call_settings
+from ..events import JSONValue
+from ..wire._common import REDACTED_PREFIX
+from ..wire.anthropic import parse_anthropic_response
+from ._protocol import CallOptions, ChatMessage, ChatRequest, ChatResponse, usage_of
+from .retry import HttpCall, RetryPolicy, make_error, post_json, resolve_call_settings
 
 ANTHROPIC_VERSION = "2023-06-01"
 """The ``anthropic-version`` header value this client speaks."""
@@ -150,7 +152,9 @@ def _assistant_blocks(message: ChatMessage) -> list[JSONValue]:
     blocks: list[JSONValue] = []
     for block in message.thinking:
         # Only signed thinking can be replayed; unsigned text (from another provider) is dropped.
-        if block.signature and block.text:
+        if block.signature.startswith(REDACTED_PREFIX):  # the wire layer's mark of a redacted block
+            blocks.append({"type": "redacted_thinking", "data": block.signature[len(REDACTED_PREFIX) :]})
+        elif block.signature and block.text:
             blocks.append({"type": "thinking", "thinking": block.text, "signature": block.signature})
         elif block.signature:
             blocks.append({"type": "redacted_thinking", "data": block.signature})
@@ -182,59 +186,18 @@ def parse_response(data: dict[str, JSONValue], request: ChatRequest, *, provider
     """Turn a decoded Messages API body into a :class:`ChatResponse` (``MalformedResponse`` if not one)."""
     if data.get("type") == "error":
         raise make_error(provider, None, json.dumps(data))
-    content = data.get("content")
-    if not isinstance(content, list):
-        raise MalformedResponse(
-            f"{provider}: the response has no content list: {json.dumps(data)[:200]}", body=json.dumps(data)
-        )
-    texts: list[str] = []
-    calls: list[ToolCall] = []
-    thinking: list[ThinkingBlock] = []
-    for block in content:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text":
-            texts.append(str(block.get("text", "")))
-        elif kind == "tool_use":
-            arguments = block.get("input")
-            calls.append(
-                ToolCall(
-                    id=str(block.get("id", f"toolu_{len(calls)}")),
-                    name=str(block.get("name", "")),
-                    arguments=arguments if isinstance(arguments, dict) else {},
-                )
-            )
-        elif kind == "thinking":
-            thinking.append(
-                ThinkingBlock(text=str(block.get("thinking", "")), signature=str(block.get("signature", "")))
-            )
-        elif kind == "redacted_thinking":
-            thinking.append(ThinkingBlock(text="", signature=str(block.get("data", ""))))
-    stop = data.get("stop_reason")
-    model = data.get("model")
+    try:
+        assistant, usage = parse_anthropic_response(data)
+    except MalformedResponse as exc:
+        detail = "the response has no content list" if not isinstance(data.get("content"), list) else str(exc)
+        raise MalformedResponse(f"{provider}: {detail}: {json.dumps(data)[:200]}", body=json.dumps(data)) from None
     return ChatResponse(
-        text="".join(texts),
-        tool_calls=tuple(calls),
-        # end_turn, max_tokens and tool_use are already the neutral names; others pass through.
-        stop_reason=stop if isinstance(stop, str) else "",
-        usage=parse_usage(data.get("usage")),
-        model=model if isinstance(model, str) and model else request.model,
+        text=assistant.text,
+        tool_calls=assistant.tool_calls,
+        # end_turn, max_tokens and tool_use are the neutral names; others pass through lowercased.
+        stop_reason=assistant.stop_reason,
+        usage=usage_of(usage),
+        model=assistant.model or request.model,
         raw=data,
-        thinking=tuple(thinking),
-    )
-
-
-def parse_usage(value: JSONValue) -> Usage:
-    """Read Anthropic ``usage``; ``input_tokens`` becomes uncached + cache reads + cache writes."""
-    if not isinstance(value, dict):
-        return Usage()
-    uncached = json_count(value.get("input_tokens"))
-    read = json_count(value.get("cache_read_input_tokens"))
-    write = json_count(value.get("cache_creation_input_tokens"))
-    return Usage(
-        input_tokens=uncached + read + write,
-        output_tokens=json_count(value.get("output_tokens")),
-        cache_read_tokens=read,
-        cache_write_tokens=write,
+        thinking=assistant.thinking,
     )

@@ -15,17 +15,10 @@ from types import TracebackType
 import httpx
 
 from ..errors import MalformedResponse
-from ..events import JSONValue, ThinkingBlock, ToolCall
-from ._protocol import CallOptions, ChatMessage, ChatRequest, ChatResponse, Usage
-from .retry import HttpCall, RetryPolicy, json_count, make_error, post_json, resolve_call_settings
-
-_STOP_REASONS = {
-    "stop": "end_turn",
-    "length": "max_tokens",
-    "tool_calls": "tool_use",
-    "function_call": "tool_use",
-}
-"""OpenAI ``finish_reason`` values and the neutral names they mean."""
+from ..events import JSONValue
+from ..wire.openai_chat import parse_openai_chat_response
+from ._protocol import CallOptions, ChatMessage, ChatRequest, ChatResponse, usage_of
+from .retry import HttpCall, RetryPolicy, make_error, post_json, resolve_call_settings
 
 
 class OpenAICompatProvider:
@@ -176,86 +169,16 @@ def parse_response(data: dict[str, JSONValue], request: ChatRequest, *, provider
     message = choice.get("message") if isinstance(choice, dict) else None
     if not isinstance(choice, dict) or not isinstance(message, dict):
         raise MalformedResponse(f"{provider}: the first choice has no message", body=json.dumps(data))
-    finish = choice.get("finish_reason")
-    finish_text = finish if isinstance(finish, str) else ""
-    model = data.get("model")
-    return ChatResponse(
-        text=_content_text(message.get("content")),
-        tool_calls=_parse_tool_calls(message.get("tool_calls"), provider),
-        stop_reason=_STOP_REASONS.get(finish_text, finish_text),
-        usage=parse_usage(data.get("usage")),
-        model=model if isinstance(model, str) and model else request.model,
-        raw=data,
-        thinking=_parse_reasoning(message),
-    )
-
-
-def _content_text(content: JSONValue) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # some servers answer with content parts
-        return "".join(
-            str(part.get("text", "")) for part in content if isinstance(part, dict) and part.get("type") == "text"
-        )
-    return ""
-
-
-def _parse_reasoning(message: Mapping[str, JSONValue]) -> tuple[ThinkingBlock, ...]:
-    # DeepSeek and llama.cpp return reasoning as "reasoning_content"; OpenRouter and vLLM as "reasoning".
-    for key in ("reasoning_content", "reasoning"):
-        value = message.get(key)
-        if isinstance(value, str) and value:
-            return (ThinkingBlock(text=value),)
-    return ()
-
-
-def _parse_tool_calls(value: JSONValue, provider: str) -> tuple[ToolCall, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise MalformedResponse(f"{provider}: tool_calls is not a list", body=json.dumps(value))
-    calls: list[ToolCall] = []
-    for index, item in enumerate(value):
-        function = item.get("function") if isinstance(item, dict) else None
-        if not isinstance(item, dict) or not isinstance(function, dict):
-            raise MalformedResponse(f"{provider}: tool call {index} has no function", body=json.dumps(value))
-        call_id = item.get("id")
-        name = function.get("name")
-        calls.append(
-            ToolCall(
-                id=call_id if isinstance(call_id, str) and call_id else f"call_{index}",
-                name=name if isinstance(name, str) else "",
-                arguments=parse_arguments(function.get("arguments")),
-            )
-        )
-    return tuple(calls)
-
-
-def parse_arguments(value: JSONValue) -> dict[str, JSONValue]:
-    """Tool-call arguments as a dict; text that is not a JSON object is kept under ``_raw``."""
-    if isinstance(value, dict):
-        return value
-    if value is None or value == "":
-        return {}
-    text = value if isinstance(value, str) else json.dumps(value)
     try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError:
-        return {"_raw": text}
-    return parsed if isinstance(parsed, dict) else {"_raw": text}
-
-
-def parse_usage(value: JSONValue) -> Usage:
-    """OpenAI ``usage`` as :class:`Usage`; ``prompt_tokens`` already includes cached tokens."""
-    if not isinstance(value, dict):
-        return Usage()
-    details = value.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    if cached is None:
-        cached = value.get("prompt_cache_hit_tokens")  # DeepSeek's name for the same count
-    return Usage(
-        input_tokens=json_count(value.get("prompt_tokens")),
-        output_tokens=json_count(value.get("completion_tokens")),
-        cache_read_tokens=json_count(cached),
-        cache_write_tokens=0,
+        assistant, usage = parse_openai_chat_response(data)
+    except MalformedResponse as exc:
+        raise MalformedResponse(f"{provider}: {exc}", body=json.dumps(data)) from None
+    return ChatResponse(
+        text=assistant.text,
+        tool_calls=assistant.tool_calls,
+        stop_reason=assistant.stop_reason,
+        usage=usage_of(usage),
+        model=assistant.model or request.model,
+        raw=data,
+        thinking=assistant.thinking,
     )

@@ -9,7 +9,9 @@ single ``signature`` field:
   ``"redacted:<data>"`` with empty text.
 
 Item ids start with ``rs_`` and both payloads are base64, so neither form can be mistaken for an
-Anthropic or Gemini signature (plain base64, no colon).
+Anthropic or Gemini signature (plain base64, no colon). A bare OpenAI ``encrypted_content`` stored as a
+signature (as transcript importers do) is a Fernet token, which always starts with ``gAAAAA`` (the
+version byte 0x80, then a timestamp's zero high bytes); it is never sent to Anthropic or Gemini either.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import Any
 
 from ..context import ToolDefinition
 from ..events import BinaryPart, JSONValue, OpaquePart, ToolCall
+
+_FERNET_PREFIX = "gAAAAA"
 
 REDACTED_PREFIX = "redacted:"
 """Prefix of the signature of an Anthropic ``redacted_thinking`` block."""
@@ -157,8 +161,8 @@ def unpack_responses_signature(signature: str) -> tuple[str, str] | None:
 
 
 def is_foreign_to_anthropic_or_gemini(signature: str) -> bool:
-    """Whether a signature belongs to OpenAI Responses (and so must not be sent elsewhere)."""
-    return unpack_responses_signature(signature) is not None
+    """Whether a signature belongs to OpenAI (and so must not be sent to Anthropic or Gemini)."""
+    return signature.startswith(_FERNET_PREFIX) or unpack_responses_signature(signature) is not None
 
 
 def with_opaque(blocks: list[dict[str, Any]], opaque: tuple[OpaquePart, ...], fmt: str) -> list[dict[str, Any]]:

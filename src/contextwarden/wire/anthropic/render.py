@@ -12,6 +12,8 @@ The body is complete: ``model``, ``max_tokens`` (the caller's, else the model pr
   turns follow); a whitespace-only tool result has no ``content``.
 - System and developer messages before the conversation become further system blocks; later ones are
   sent as user text.
+- Tool-use ids fit the API's pattern: one made by another provider that does not is respelled
+  (:func:`call_id`), on the call and its result alike.
 - Thinking is kept only for blocks with a signature (``redacted:`` signatures become
   ``redacted_thinking``); unsigned blocks and OpenAI Responses signatures are dropped. Anthropic opaque
   items go back at their positions, verbatim.
@@ -23,6 +25,8 @@ Tool-call pairing (and unique call ids) come from :func:`contextwarden.pairing.n
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,13 +47,14 @@ from .._common import (
 )
 from .._render_args import OPENING_TEXT, finish, profile_max_tokens
 
-__all__ = ["MAX_CACHE_BREAKPOINTS", "OPENING_TEXT", "render_anthropic"]
+__all__ = ["MAX_CACHE_BREAKPOINTS", "call_id", "render_anthropic"]
 
 MAX_CACHE_BREAKPOINTS = 4
 """Anthropic accepts at most this many ``cache_control`` blocks per request."""
 
 
 _EMPTY_SCHEMA: dict[str, object] = {"type": "object", "properties": {}}
+_CALL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _CACHEABLE = frozenset({"text", "image", "document", "tool_use", "tool_result"})
 _OWN_FIELDS = frozenset({"model", "max_tokens", "system", "messages", "tools"})
 _FORMAT = "anthropic"
@@ -110,6 +115,19 @@ def render_anthropic(
     return finish(body, extra, protected=_OWN_FIELDS)
 
 
+def call_id(raw: str) -> str:
+    """A tool-use id as the Messages API takes it (``^[a-zA-Z0-9_-]{1,64}$``).
+
+    An id made elsewhere that does not fit (``functions.bash:0``, an empty id) is spelled with its
+    other characters as ``_`` and a hash of the original, so distinct ids stay distinct and the same
+    id always gets the same spelling.
+    """
+    if _CALL_ID.fullmatch(raw):
+        return raw
+    digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{re.sub(r'[^a-zA-Z0-9_-]', '_', raw)[:48]}_{digest}"
+
+
 def _tool(name: str, description: str, parameters: dict[str, object]) -> dict[str, Any]:
     tool: dict[str, Any] = {"name": name}
     if description:
@@ -129,7 +147,7 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
     if message.role == "assistant":
         return _assistant_blocks(message, text)
     if message.role == "tool":
-        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
+        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id(message.tool_call_id)}
         if media:
             result["content"] = _text_and_media(text, media)
         elif text.strip():
@@ -156,7 +174,7 @@ def _assistant_blocks(message: Message, text: str) -> list[dict[str, Any]]:
         # rejects it, so a turn renders to the same bytes once later turns follow it.
         blocks.append({"type": "text", "text": text.rstrip()})
     blocks.extend(
-        {"type": "tool_use", "id": call.id, "name": call.name, "input": arguments_payload(call)}
+        {"type": "tool_use", "id": call_id(call.id), "name": call.name, "input": arguments_payload(call)}
         for call in message.tool_calls
     )
     return with_opaque(blocks, message.opaque, _FORMAT)

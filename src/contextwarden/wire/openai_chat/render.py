@@ -8,6 +8,7 @@ Choices a reader should know:
   whole run of tool messages (a user message inside the run would break pairing) one user message
   carries those images, each group introduced by the call id it came from.
 - Parts that are not images (PDFs, raw bytes) become a one-line note with type and size.
+- An assistant message with only tool calls has ``"content": ""`` (llama.cpp rejects null).
 - Byte stability: keys are written in a fixed order and nothing depends on time or randomness, so a
   context prefix renders to the same message list prefix.
 """
@@ -112,7 +113,9 @@ def _user(text: str, images: list[BinaryPart], message: Message) -> dict[str, An
 def _assistant(message: Message, text: str) -> dict[str, Any] | None:
     if not text and not message.tool_calls:
         return None
-    rendered: dict[str, Any] = {"role": "assistant", "content": text or None}
+    # An empty string beside tool calls, not null: OpenAI takes both, but llama.cpp's server (and other
+    # OpenAI-compatible servers that validate with pydantic) reject null.
+    rendered: dict[str, Any] = {"role": "assistant", "content": text}
     if message.tool_calls:
         rendered["tool_calls"] = [
             {

@@ -6,8 +6,11 @@
   :class:`~contextwarden.events.OpaquePart` at their position.
 - ``assistant``: text (a string or text parts; a ``refusal`` when there is no text), ``tool_calls``
   (arguments parsed), and ``reasoning_content`` (what OpenAI-compatible servers return) as unsigned
-  thinking.
+  thinking (``reasoning`` too, as OpenRouter and vLLM call it).
 - ``tool`` messages answer ``tool_call_id``; their tool name is the call's.
+- The deprecated ``function_call`` of an assistant message becomes a tool call with the made-up id
+  ``function-call-<n>``, and a ``function`` message answers the latest such call of its name (both
+  are rendered back as ``tool_calls`` and ``tool`` messages).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from ...errors import ImportFormatError
 from ...events import BinaryPart, OpaquePart, ThinkingBlock, ToolCall
 from .._common import dumps_compact, from_data_url, parse_arguments
 
-__all__ = ["parse_messages", "parse_tools", "tool_call"]
+__all__ = ["parse_messages", "parse_tools", "reasoning_blocks", "tool_call"]
 
 _FORMAT = "openai_chat"
 
@@ -56,6 +59,8 @@ def parse_messages(messages: object) -> list[Message]:
         raise ImportFormatError("OpenAI Chat request body has no 'messages' list")
     out: list[Message] = []
     names: dict[str, str] = {}
+    legacy_calls: dict[str, str] = {}
+    legacy_count = 0
     for index, raw in enumerate(messages):
         if not isinstance(raw, Mapping) or not isinstance(raw.get("role"), str):
             raise ImportFormatError(f"messages[{index}] is not an object with a 'role'")
@@ -65,14 +70,22 @@ def parse_messages(messages: object) -> list[Message]:
             out.append(Message(role=role, text=text, section="instructions"))
         elif role == "assistant":
             calls = tuple(tool_call(c) for c in raw.get("tool_calls") or () if isinstance(c, Mapping))
+            legacy = raw.get("function_call")
+            if isinstance(legacy, Mapping):  # the deprecated single call: it has no id, so one is made
+                legacy_count += 1
+                legacy_id = f"function-call-{legacy_count}"
+                call = tool_call({"id": legacy_id, "function": legacy})
+                legacy_calls[call.name] = legacy_id
+                calls = (*calls, call)
             names.update((call.id, call.name) for call in calls)
             if not text and isinstance(raw.get("refusal"), str):
                 text = raw["refusal"]
-            reasoning = raw.get("reasoning_content")
-            thinking = (ThinkingBlock(text=reasoning),) if isinstance(reasoning, str) and reasoning else ()
+            thinking = reasoning_blocks(raw)
             out.append(Message(role="assistant", text=text, thinking=thinking, tool_calls=calls, parts=parts))
-        elif role == "tool":
-            call_id = str(raw.get("tool_call_id", ""))
+        elif role in ("tool", "function"):
+            # A legacy ``function`` message answers the latest function_call of its name.
+            name = str(raw.get("name", ""))
+            call_id = legacy_calls.pop(name, "") if role == "function" else str(raw.get("tool_call_id", ""))
             out.append(
                 Message(
                     role="tool",
@@ -86,6 +99,18 @@ def parse_messages(messages: object) -> list[Message]:
         else:
             out.append(Message(role="user", text=text, parts=parts, opaque=opaque))
     return out
+
+
+def reasoning_blocks(message: Mapping[str, Any]) -> tuple[ThinkingBlock, ...]:
+    """Reasoning text OpenAI-compatible servers add to a message, as an unsigned thinking block.
+
+    DeepSeek and llama.cpp call it ``reasoning_content``; OpenRouter and vLLM ``reasoning``.
+    """
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return (ThinkingBlock(text=value),)
+    return ()
 
 
 def tool_call(raw: Mapping[str, Any]) -> ToolCall:

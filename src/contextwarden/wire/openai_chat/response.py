@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...events import AssistantMessage, ThinkingBlock, ToolCall
+from ...errors import MalformedResponse
+from ...events import AssistantMessage, ToolCall
 from .._response_common import first_entry, int_field, map_stop_reason, mapping, openai_text, usage_report
 from .._types import ParsedResponse
-from .request import tool_call
+from .request import reasoning_blocks, tool_call
 
 
 def parse_openai_chat_response(body: Mapping[str, Any]) -> ParsedResponse:
@@ -18,10 +19,11 @@ def parse_openai_chat_response(body: Mapping[str, Any]) -> ParsedResponse:
     text = openai_text(message.get("content"))
     if not text and isinstance(message.get("refusal"), str):
         text = message["refusal"]
-    calls = tuple(_chat_call(raw) for raw in message.get("tool_calls") or ())
-    # OpenAI-compatible servers (llama.cpp, vLLM, DeepSeek) return reasoning here.
-    reasoning = message.get("reasoning_content")
-    thinking = (ThinkingBlock(text=reasoning),) if isinstance(reasoning, str) and reasoning else ()
+    raw_calls = message.get("tool_calls") or []
+    if not isinstance(raw_calls, list):
+        raise MalformedResponse("choices[0].message.tool_calls is not a list")
+    calls = tuple(_chat_call(raw, index) for index, raw in enumerate(raw_calls))
+    thinking = reasoning_blocks(message)
     assistant = AssistantMessage(
         text=text,
         thinking=thinking,
@@ -34,6 +36,7 @@ def parse_openai_chat_response(body: Mapping[str, Any]) -> ParsedResponse:
         return assistant, None
     details = usage.get("prompt_tokens_details")
     cached = int_field(details.get("cached_tokens")) if isinstance(details, Mapping) else 0
+    cached = cached or int_field(usage.get("prompt_cache_hit_tokens"))  # DeepSeek's name for the same count
     return assistant, usage_report(
         body,
         assistant,
@@ -43,7 +46,9 @@ def parse_openai_chat_response(body: Mapping[str, Any]) -> ParsedResponse:
     )
 
 
-def _chat_call(raw: object) -> ToolCall:
-    call = mapping(raw, "tool_calls[]")
-    mapping(call.get("function"), "tool_calls[].function")
-    return tool_call(call)
+def _chat_call(raw: object, index: int) -> ToolCall:
+    call = mapping(raw, f"tool call {index}")
+    mapping(call.get("function"), f"tool call {index} function")
+    parsed = tool_call(call)
+    # Some OpenAI-compatible servers leave the id out; results still need one to refer to.
+    return parsed if parsed.id else ToolCall(id=f"call_{index}", name=parsed.name, arguments=parsed.arguments)

@@ -1,0 +1,165 @@
+"""The engine every framework adapter shares: mirror the history, build the projection, say what was sent.
+
+An adapter converts the framework's messages to a provider wire body (OpenAI Chat, OpenAI Responses
+or Gemini), hands that body to :meth:`Warden.project`, and converts the returned body back into the
+framework's messages. Everything in between happens here, once:
+
+1. the wire codec reads the body into events (the only parser);
+2. :func:`~contextwarden.mirror.mirror_history` appends what is new to the session log;
+3. a :class:`~contextwarden.events.SettingChange` records the model and the tools offered, when they
+   change, so ``contextwarden inspect SESSION`` rebuilds the request the framework's model saw;
+4. :meth:`ContextManager.build` projects the window; the codec renders it back into a body.
+
+Any error inside contextwarden is the adapter's cue to send the framework's own request unchanged
+(:func:`fallback_warning` logs why); nothing here ever edits the framework's history.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..context import Message, ModelContext, ToolDefinition
+from ..events import Instruction, SettingChange, UsageReport
+from ..manager import ContextManager, ContextPolicy
+from ..mirror import MirrorResult, mirror_history
+from ..models import ModelProfile, get_profile
+from ..store import SessionStore, open_store
+from ..tools import READ_RANGE, RECALL
+from ..wire import WireFormat, get_codec
+
+logger = logging.getLogger("contextwarden.integrations")
+
+RETRIEVAL_NAMES: tuple[str, ...] = (READ_RANGE.name, RECALL.name)
+"""The names of contextwarden's retrieval tools, as every adapter registers them."""
+
+# What a truncation marker or a masking placeholder says to get content back. When the model has no
+# retrieval tool, the call is replaced by where the content is, so no text names a missing tool.
+_RETRIEVAL_CALL = re.compile(r"(?:read_range|recall)\((?:[^()\"]|\"[^\"]*\")*\)")
+_KEPT_IN_LOG = "the full text is kept in the session log"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Projected:
+    """One projected request: the body to send and what produced it."""
+
+    body: dict[str, Any]
+    """The rendered request body in the adapter's wire format (``messages``/``input``/``contents``,
+    ``tools``, ``model``...)."""
+    context: ModelContext
+    """The projection itself (sections, decisions, breakpoints)."""
+    mirrored: MirrorResult
+    """What the mirror appended for this call."""
+    mirrored_instructions: tuple[Instruction, ...] = ()
+    """The leading instructions of the mirrored history (a session backend prepends them too)."""
+
+
+class Warden:
+    """Store, manager and policy of one adapter; :meth:`project` is called once per model call."""
+
+    def __init__(
+        self,
+        store: SessionStore | str | None = None,
+        *,
+        manager: ContextManager | None = None,
+        policy: ContextPolicy | None = None,
+        model: str | ModelProfile | None = None,
+        retrieval: bool = True,
+    ) -> None:
+        """Keep sessions in ``store`` (a store, a store URL, or ``None`` for the default SQLite file).
+
+        ``manager`` defaults to a :class:`ContextManager` over the store with ``policy``. ``model``
+        fixes the profile to plan for; by default each call's model name is looked up.
+        ``retrieval`` exposes ``read_range``/``recall`` (the adapter registers them as framework
+        tools); turned off, no placeholder names them.
+        """
+        if manager is not None:
+            self.store = manager.store
+            self.manager = manager
+        else:
+            self.store = store if isinstance(store, SessionStore) else open_store(store)
+            self.manager = ContextManager(self.store, policy=policy)
+        self.policy = replace(policy or self.manager.policy, retrieval_tools=retrieval)
+        self.model = model
+        self.retrieval = retrieval
+        self._recorded: dict[str, tuple[str, tuple[ToolDefinition, ...]]] = {}
+        self._lock = threading.Lock()
+
+    def profile(self, name: str, *, context_window: int | None = None) -> ModelProfile:
+        """The profile to plan for: the fixed one, else the named one (the framework's window when ours is unknown)."""
+        if isinstance(self.model, ModelProfile):
+            return self.model
+        profile = get_profile(self.model or name or "generic")
+        if not profile.known and context_window:
+            profile = replace(profile, context_window=context_window)
+        return profile
+
+    def mirror(self, session_id: str, fmt: WireFormat, body: Mapping[str, Any]) -> MirrorResult:
+        """Mirror the history in ``body`` without building (after a call, to store the model's answer)."""
+        parsed = get_codec(fmt).parse_request(body)
+        return mirror_history(self.store, session_id, [*parsed.instructions, *parsed.events])
+
+    def record_usage(self, session_id: str, usage: UsageReport) -> None:
+        """Append the provider's usage of the last call (it anchors the next size estimate)."""
+        self.manager.record_usage(session_id, usage)
+
+    def project(
+        self,
+        session_id: str,
+        fmt: WireFormat,
+        body: Mapping[str, Any],
+        *,
+        model: str = "",
+        context_window: int | None = None,
+    ) -> Projected:
+        """Mirror the history in ``body`` (a ``fmt`` request) and return the projected request."""
+        codec = get_codec(fmt)
+        parsed = codec.parse_request(body)
+        mirrored = mirror_history(self.store, session_id, [*parsed.instructions, *parsed.events])
+        profile = self.profile(model or parsed.model, context_window=context_window)
+        tools = tuple(t for t in parsed.tools if t.name not in RETRIEVAL_NAMES)
+        self._record_settings(session_id, profile.name, tools)
+        ctx = self.manager.build(session_id, model=profile, tools=tools, policy=self.policy)
+        if not self.retrieval:
+            ctx = without_retrieval_hints(ctx)
+        rendered = codec.render_request(ctx, model=model or parsed.model or profile.name)
+        return Projected(body=rendered, context=ctx, mirrored=mirrored, mirrored_instructions=parsed.instructions)
+
+    def _record_settings(self, session_id: str, model: str, tools: tuple[ToolDefinition, ...]) -> None:
+        """Append the model and tools of this call when they differ from the last call's."""
+        with self._lock:
+            if self._recorded.get(session_id) == (model, tools):
+                return
+            self._recorded[session_id] = (model, tools)
+        offered = [{"name": t.name, "description": t.description, "parameters": dict(t.parameters)} for t in tools]
+        event = SettingChange(
+            model=model,
+            settings={"tools": offered, "retrieval_tools": self.retrieval},  # type: ignore[dict-item]
+        )
+        last = self.store.get_session(session_id).last_seq
+        self.store.append(session_id, [event], expected_last_seq=last)
+
+
+def without_retrieval_hints(ctx: ModelContext) -> ModelContext:
+    """The context with every ``read_range(...)``/``recall(...)`` hint replaced by where the text is."""
+
+    def clean(message: Message) -> Message:
+        if "read_range(" not in message.text and "recall(" not in message.text:
+            return message
+        return replace(message, text=_RETRIEVAL_CALL.sub(_KEPT_IN_LOG, message.text))
+
+    return replace(ctx, messages=tuple(clean(m) for m in ctx.messages))
+
+
+def fallback_warning(framework: str, exc: BaseException) -> None:
+    """Log that contextwarden failed and the framework's own request goes out unchanged."""
+    logger.warning(
+        "contextwarden: %s request sent unchanged because the projection failed: %s: %s",
+        framework,
+        type(exc).__name__,
+        exc,
+    )

@@ -1,0 +1,128 @@
+"""The planner on its own (a real projection as its pool), and the working set it protects."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from contextwarden.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
+from contextwarden.items import Tier
+from contextwarden.manager import ContextManager, ContextPolicy
+from contextwarden.models import get_profile
+from contextwarden.planner import PlannerSettings, payback_turns, plan
+from contextwarden.policies.presets import CODING_TOOL_POLICIES
+from contextwarden.projection import Projection, ProjectionConfig
+from contextwarden.store.memory import MemoryStore
+from contextwarden.tokens import HeuristicCounter
+
+COUNTER = HeuristicCounter()
+PROFILE = get_profile("gpt-4o")
+
+
+def body(n: int, tag: str) -> str:
+    return "\n".join(f"{tag} line {i}: value = compute({i}, {tag!r})" for i in range(n))
+
+
+def projection(*pairs: tuple[str, str, dict[str, object]], goal: str = "fix it") -> Projection:
+    store = MemoryStore()
+    store.create_session("p")
+    events: list[Event] = [UserMessage(text=goal)]
+    for n, (name, output, args) in enumerate(pairs):
+        events += [
+            AssistantMessage(tool_calls=(ToolCall(id=f"k{n}", name=name, arguments=args),)),  # type: ignore[arg-type]
+            ToolResult(call_id=f"k{n}", tool_name=name, output=output),
+        ]
+    p = Projection(ProjectionConfig(counter=COUNTER, tool_policies=CODING_TOOL_POLICIES))
+    for event in store.append("p", events, expected_last_seq=0):
+        p.add(event)
+    return p
+
+
+def test_under_pressure_the_order_of_loss_follows_the_tiers() -> None:
+    # Oldest first: a shell log (tier 4), a search listing (tier 5), a plan note (tier 6), then recent results.
+    p = projection(
+        ("bash", body(60, "build"), {"command": "make"}),
+        ("grep", body(60, "hits"), {"pattern": "x"}),
+        ("update_plan", body(60, "plan"), {"plan": "steps"}),
+        *[("bash", body(10, f"r{i}"), {"command": f"ls {i}"}) for i in range(3)],
+    )
+    tiers = {i.id: i.tier for i in p.items if i.message.role == "tool"}
+    assert sorted(set(tiers.values())) == [Tier.RECENT_TOOL, Tier.HISTORY, Tier.METADATA]
+    settings = PlannerSettings(keep_recent_tool_results=3, pressure_target=1.0)
+    cut = p.total - p.savings(p.mask_edits(3, frozenset())[0]) // 2  # one mask is enough to get under
+    one = plan(p, total=p.total, trigger=cut, profile=PROFILE, turns_so_far=6, settings=settings)
+    assert [tiers[e.target_id] for e in one.edits] == [Tier.METADATA]  # the newest of the three, but tier 6
+    two = plan(p, total=p.total, trigger=cut - 900, profile=PROFILE, turns_so_far=6, settings=settings)
+    assert [tiers[e.target_id] for e in two.edits] == [Tier.METADATA, Tier.HISTORY]
+    everything = plan(p, total=p.total, trigger=1, profile=PROFILE, turns_so_far=6, settings=settings)
+    assert [tiers[e.target_id] for e in everything.edits] == [Tier.METADATA, Tier.HISTORY, Tier.RECENT_TOOL]
+    assert everything.needs_compaction  # the goal (tier 1) is never edited, so it stays over a 1-token trigger
+    goal = p.items[0]
+    assert goal.tier is Tier.GOAL and all(e.target_id != goal.id for e in everything.edits)
+
+
+def test_voluntary_batches_wait_for_payback_and_count_net_savings() -> None:
+    p = projection(*[("bash", body(80, f"log{i}"), {"command": f"make {i}"}) for i in range(8)])
+    settings = PlannerSettings(keep_recent_tool_results=3, min_batch_share=0.0, min_batch_tokens=0)
+    now = plan(p, total=p.total, trigger=10**6, profile=PROFILE, turns_so_far=40, settings=settings)
+    assert len(now.edits) == 5 and now.saved_tokens == sum(p.savings(e) for e in now.edits) > 0
+    early = plan(
+        p,
+        total=p.total,
+        trigger=10**6,
+        profile=PROFILE,
+        turns_so_far=0,
+        settings=dataclasses.replace(settings, expected_turns=0),
+    )
+    assert not early.edits and "waiting" in early.reason
+    assert payback_turns(rewritten=1_000, saved=0, write=1.25, read=0.1) == float("inf")
+
+
+def test_the_goal_file_read_stays_visible_while_current_in_a_30_turn_128k_session() -> None:
+    """Issue 16's scripted case: big install logs arrive after the only read of the goal's file."""
+    store = MemoryStore()
+    store.create_session("s")
+    profile = dataclasses.replace(get_profile("gpt-4o"), name="w128k", context_window=128_000)
+    manager = ContextManager(store, counter=COUNTER, policy=ContextPolicy())
+    n = 0
+
+    def call(name: str, output: str, **args: object) -> str:
+        nonlocal n
+        n += 1
+        last = store.get_session("s").last_seq
+        stored = store.append(
+            "s",
+            [
+                AssistantMessage(tool_calls=(ToolCall(id=f"c{n}", name=name, arguments=args),)),  # type: ignore[arg-type]
+                ToolResult(call_id=f"c{n}", tool_name=name, output=output),
+            ],
+            expected_last_seq=last,
+        )
+        return stored[1].id
+
+    store.append(
+        "s", [UserMessage(text="Fix the rounding bug in src/calc.py: round_half(2.5) returns 2.")], expected_last_seq=0
+    )
+    current = call("read_file", body(120, "calc v1"), path="src/calc.py")
+    edits = 0
+    for turn in range(2, 31):
+        if turn in (2, 3, 4, 12, 13, 20):
+            call("bash", body(400, f"pip install {turn}"), command=f"pip install -r req{turn}.txt")
+        elif turn in (6, 16, 24):
+            edits += 1
+            call(
+                "edit_file", "The file src/calc.py has been edited.", path="src/calc.py", old_string="a", new_string="b"
+            )
+        elif turn in (7, 17, 25):
+            current = call("read_file", body(120, f"calc v{edits + 1}"), path="src/calc.py")
+        elif turn % 2:
+            call("bash", body(60, f"test run {turn}"), command="pytest tests/test_calc.py")
+        else:
+            call("read_file", body(80, f"helper {turn}"), path=f"src/helper{turn}.py")
+        ctx = manager.build("s", model=profile)
+        stale = turn in (6, 16, 24)  # right after an edit the file has no current read until it is read again
+        if not stale:
+            shown = [m.text for m in ctx.messages if current in m.source_ids]
+            assert shown and shown[0].startswith("calc v"), f"turn {turn}: the current read of src/calc.py is gone"
+    assert any(e.kind == "context_edit" for e in store.read("s"))  # the planner did reduce around it
+    masked = [d for d in manager.build("s", model=profile).decisions if d.action == "mask"]
+    assert masked and all(d.target != current for d in masked)
