@@ -322,7 +322,7 @@ class ContextManager:
         """Measure and return the request; ``made`` are this build's own decisions (compaction, plan)."""
         projection = window.projection
         messages, pairing, measured = projection.normalized()
-        sections = {k: measured.get(k, 0) for k in SECTIONS}
+        sections: dict[str, int] = {k: measured.get(k, 0) for k in SECTIONS}
         sections["system"] = self.counter.count(projection.system)
         sections["tools"] = fixed - sections["system"]
         total = sum(sections.values())

@@ -213,7 +213,7 @@ class _FileReplay:
         keys = [b.key for b in blocks]
         prefix_break = bool(self.previous) and keys[: len(self.previous)] != self.previous
         self.previous = keys
-        sections = {k: 0 for k in SECTIONS}
+        sections: dict[str, int] = {k: 0 for k in SECTIONS}
         for section, block in zip(sections_of, blocks, strict=True):
             sections[section] = sections.get(section, 0) + block.tokens
         probes = self.tracker.check(body, upcoming=event)
