@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate_sessions import calibration, generate
 
 from contextwarden.replay import ReplayResults, ReplaySettings, default_counter, load_inputs, replay
+from contextwarden.replay.probes import RETENTION_PROBES
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = sorted((ROOT / "src" / "contextwarden" / "data" / "trajectories").glob("*/*.traj")) + sorted(
@@ -63,14 +64,15 @@ def _table(results: ReplayResults, title: str) -> None:
     raw = next(s.figures() for s in ran if s.name == "raw")
     print(f"\n{title}")
     print(f"{'strategy':<52}{'req':>5}{'mean in':>9}{'×raw':>6}{'cost $':>9}{'×raw':>6}{'×opt':>6}{'hit':>6}"
-          f"{'win':>5}{'ret':>7}{'ovf':>4}")
+          f"{'win':>5}{'ret':>7}{'nae':>7}{'reread':>7}{'ovf':>4}")
     for s in ran:
         f = s.figures()
         opt = f["optimum_ratio"]
         print(f"{s.name:<52}{f['requests']:>5}{f['input_tokens_mean']:>9,.0f}"
               f"{f['input_tokens_mean'] / raw['input_tokens_mean']:>6.2f}{f['cost_usd']:>9.3f}"
               f"{f['cost_usd'] / raw['cost_usd']:>6.2f}{(opt or 0):>6.2f}{f['cache_hit_ratio']:>6.0%}"
-              f"{f['window_events']:>5}{f['retention']:>7.3f}{f['overflows']:>4}")
+              f"{f['window_events']:>5}{f['retention']:>7.3f}"
+              f"{f['probe_retention'].get('next_action_evidence', 1.0):>7.3f}{f['reread_rate']:>7.1%}{f['overflows']:>4}")
     for s in results.strategies:
         if s.skipped:
             print(f"{s.name:<52}skipped: {s.skipped}")
@@ -104,11 +106,14 @@ def targets(results: ReplayResults, strategy: str) -> list[dict[str, Any]]:
             files = [ran[name].per_file[i] for i in long_files]
             requests = [r for f in files for r in f.requests]
             n = len(requests)
-            pairs = sum(len(r.probes) for r in requests)
+            pairs = sum(1 for r in requests for k in r.probes if k in RETENTION_PROBES)
             optimum = sum(f.optimum_cost_usd or 0.0 for f in files)
             cost = sum(r.cost_usd for r in requests)
             return {"input_tokens_mean": sum(r.input_tokens for r in requests) / n, "cost_usd": cost,
-                    "retention": sum(sum(r.probes.values()) for r in requests) / pairs if pairs else 1.0,
+                    "retention": sum(1 for r in requests for k, v in r.probes.items() if v and k in RETENTION_PROBES)
+                    / pairs
+                    if pairs
+                    else 1.0,
                     "optimum_ratio": cost / optimum if optimum else None}
 
         others = [total(n)["cost_usd"] for n in ran if not n.startswith("contextwarden")]

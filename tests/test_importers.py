@@ -567,7 +567,11 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
 def test_cli_import_stores_sessions_with_unique_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store_path = str(tmp_path / "sessions.db")
     files = [str(SWE / "gpt4__test-repo-i1.traj"), str(DATA / "claude-code" / "session.jsonl")]
-    code, out, _ = _run(["import", "--store", store_path, *files, files[1]], capsys)
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    same_stem = other / "session.jsonl"
+    same_stem.write_text((DATA / "claude-code" / "rewound.jsonl").read_text())
+    code, out, _ = _run(["import", "--store", store_path, *files, str(same_stem)], capsys)
     assert code == 0
     assert "session gpt4__test-repo-i1 (swe-agent), 12 events" in out
     assert "session session-2 (claude-code)" in out and "warning: skipped 1 sidechain" in out
@@ -601,27 +605,84 @@ def test_cli_import_json_and_explicit_names(tmp_path: Path, capsys: pytest.Captu
     ]
     assert sessions[0]["counts"]["usage"] == 5 and sessions[0]["events"] == 20
     assert sessions[0]["warnings"] == ["skipped 1 record(s) of unknown type 'future_record_kind'"]
-    code, _, err = _run(["import", "--store", store_path, "--session", "run", files[0]], capsys)
+    other = str(DATA / "chat" / "openai.json")
+    code, _, err = _run(["import", "--store", store_path, "--session", "run", other], capsys)
     assert code == 1 and "session 'run' already exists" in err
 
 
-def test_cli_import_stores_nothing_when_a_file_is_malformed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_import_once_by_content_and_copies_on_purpose(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store_path = str(tmp_path / "sessions.db")
-    good, bad = str(DATA / "chat" / "openai.json"), str(DATA / "malformed" / "bad-middle-line.jsonl")
-    code, _, err = _run(["import", "--store", store_path, good, bad], capsys)
-    assert code == 1 and "bad-middle-line.jsonl: line 5" in err
+    source = DATA / "codex" / "rollout.jsonl"
+    renamed = tmp_path / "renamed.jsonl"
+    renamed.write_bytes(source.read_bytes())
+    assert _run(["import", "--store", store_path, str(source)], capsys)[0] == 0
+    code, out, _ = _run(["import", "--store", store_path, str(source), str(renamed)], capsys)
+    assert code == 0
+    assert out.count("already imported as session rollout; nothing changed") == 2
+    code, out, _ = _run(["import", "--store", store_path, "--json", str(renamed)], capsys)
+    assert json.loads(out)["sessions"] == [
+        {"file": str(renamed), "session_id": "rollout", "format": "codex", "already_imported": True}
+    ]
+    code, out, _ = _run(["import", "--store", store_path, "--as", "copy", str(source)], capsys)
+    assert code == 0 and "session copy (codex)" in out
     store = open_store(store_path)
     try:
-        assert store.list_sessions() == []
+        assert sorted(s.id for s in store.list_sessions()) == ["copy", "rollout"]
+        assert len(store.read("copy")) == len(store.read("rollout"))
     finally:
         store.close()
+    code, _, err = _run(["import", "--store", store_path, "--as", "x", str(source), str(renamed)], capsys)
+    assert code != 0 and "--as NAME copies one file" in err
 
 
-def test_cli_import_forced_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    plain = tmp_path / "plain.json"
-    plain.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
-    code, out, _ = _run(
-        ["import", "--store", str(tmp_path / "s.db"), "--format", "anthropic-messages", "--json", str(plain)],
-        capsys,
-    )
-    assert code == 0 and json.loads(out)["sessions"][0]["format"] == "anthropic-messages"
+def test_claude_code_without_a_user_prompt_warns() -> None:
+    # stream-json output does not echo the prompt it was given: nothing but tool results as user lines.
+    transcript = load_transcript(DATA / "claude-code" / "stream.jsonl")
+    assert not any(isinstance(e, UserMessage) for e in transcript.events)
+    assert any(w.startswith("no user prompt in this file") for w in transcript.warnings)
+    assert not any("no user prompt" in w for w in load_transcript(DATA / "claude-code" / "session.jsonl").warnings)
+
+
+def test_openhands_sdk_events_map_like_the_sdk_sends_them() -> None:
+    transcript = load_transcript(DATA / "openhands-sdk" / "conversation.jsonl")
+    assert transcript.format == "openhands" and transcript.metadata["variant"] == "sdk"
+    assert transcript.metadata["tools"] == ["terminal", "file_editor"]
+    assert transcript.metadata["skipped"] == {"sdk:ConversationStateUpdateEvent": 1}
+    assert transcript.warnings == ("skipped 1 record(s) of unknown type 'sdk:FutureEventKind'",)
+    kinds = [e.kind for e in transcript.events]
+    assert kinds == [
+        "instruction",
+        "user",
+        "assistant",
+        "tool_result",
+        "tool_result",
+        "assistant",
+        "tool_result",
+        "assistant",
+        "tool_result",
+        "compaction",
+        "assistant",
+    ]
+    events = transcript.events
+    user = events[1]
+    assert isinstance(user, UserMessage) and "<REPOSITORY_INFO>" in user.text  # extended content is sent too
+    parallel = events[2]
+    assert isinstance(parallel, AssistantMessage)
+    assert [c.name for c in parallel.tool_calls] == ["file_editor", "terminal"]  # one response, two calls
+    assert parallel.thinking[0].signature == "sig-abc"
+    assert parallel.tool_calls[1].arguments == {"command": "cd /workspace/slug && python -m pytest -q"}
+    run = events[4]
+    assert isinstance(run, ToolResult) and run.exit_code == 1 and run.is_error and "FAILED" in run.output
+    error, rejected = events[6], events[8]
+    assert isinstance(error, ToolResult) and error.is_error and "modified concurrently" in error.output
+    assert isinstance(rejected, ToolResult) and rejected.output == "Action rejected: Do not delete anything."
+    compaction = events[9]
+    assert isinstance(compaction, Compaction) and compaction.details["forgotten_event_ids"] == ["e4", "e5"]
+    final = events[10]
+    assert isinstance(final, AssistantMessage) and final.thinking[0].text == "The edit failed; ask the user."
+
+
+def test_openhands_sdk_json_list_is_detected() -> None:
+    transcript = load_transcript(DATA / "openhands-sdk" / "events.json")
+    assert transcript.format == "openhands" and transcript.metadata["variant"] == "sdk"
+    assert [e.kind for e in transcript.events][:3] == ["instruction", "user", "assistant"]

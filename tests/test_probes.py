@@ -28,8 +28,11 @@ def tool(call_id: str, content: str) -> dict[str, Any]:
 
 
 def assistant(call_id: str, name: str, arguments: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": None,
-            "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}],
+    }
 
 
 def test_only_applicable_probes_are_checked() -> None:
@@ -49,8 +52,13 @@ def test_task_and_constraints_must_be_visible_verbatim() -> None:
 
 def test_latest_tool_result_must_be_shown_up_to_its_truncation_marker() -> None:
     output = "\n".join(f"line {n} of the listing" for n in range(200))
-    tracker = feed([UserMessage(text=TASK), call("c1", "bash", command="ls"),
-                    ToolResult(call_id="c1", tool_name="bash", output=output)])
+    tracker = feed(
+        [
+            UserMessage(text=TASK),
+            call("c1", "bash", command="ls"),
+            ToolResult(call_id="c1", tool_name="bash", output=output),
+        ]
+    )
     head = "\n".join(f"line {n} of the listing" for n in range(20))
     cut = f"{head}\n[... output truncated: the full output is 2,000 tokens ...]\nline 199 of the listing"
     assert tracker.check(body(tool("c1", output))).results["latest_tool_result"]
@@ -80,8 +88,9 @@ def test_failing_evidence_is_required_until_a_later_run_passes() -> None:
     assert outcome.results["latest_tool_result"] is True
     passing = "collected 3 items\n\n=== 3 passed ==="
     tracker.add(with_position(call("c3", "bash", command="python -m pytest tests/test_a.py"), session_id="s", seq=6))
-    tracker.add(with_position(ToolResult(call_id="c3", tool_name="bash", output=passing, exit_code=0),
-                              session_id="s", seq=7))
+    tracker.add(
+        with_position(ToolResult(call_id="c3", tool_name="bash", output=passing, exit_code=0), session_id="s", seq=7)
+    )
     assert "failing_evidence" not in tracker.check(body(tool("c3", passing))).results
 
 
@@ -103,10 +112,79 @@ def test_modified_files_must_be_named() -> None:
 
 
 def test_request_texts_reads_content_parts_and_tool_calls() -> None:
-    text, tools = request_texts({"messages": [
-        {"role": "user", "content": [{"type": "text", "text": "look  at"}, {"type": "image_url", "image_url": {}}]},
-        assistant("c9", "view", '{"path": "x.py"}'),
-        tool("c9", "contents"),
-    ]})
+    text, tools = request_texts(
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": "look  at"}, {"type": "image_url", "image_url": {}}],
+                },
+                assistant("c9", "view", '{"path": "x.py"}'),
+                tool("c9", "contents"),
+            ]
+        }
+    )
     assert "look at" in text and 'view {"path": "x.py"}' in text
     assert tools == {"c9": "contents"}
+
+
+SCRIPT = "import parser\nprint(parser.parse('1 + 2'))\nassert parser.parse('') == []\n"
+
+
+def script_session() -> list[Event]:
+    return [
+        UserMessage(text=TASK),
+        call("c1", "bash", command="cat repro.py"),
+        ToolResult(call_id="c1", tool_name="bash", output=SCRIPT, exit_code=0),
+        call("c2", "bash", command="pip install -r requirements.txt"),
+        ToolResult(call_id="c2", tool_name="bash", output="Collecting attrs\n" * 50, exit_code=0),
+    ]
+
+
+def test_next_action_evidence_is_the_latest_read_of_what_the_action_runs() -> None:
+    tracker = feed(script_session())
+    run = call("c3", "bash", command="python repro.py")
+    read_shown = body(assistant("c1", "bash", '{"command": "cat repro.py"}'), tool("c1", SCRIPT))
+    assert tracker.check(read_shown, upcoming=run).results["next_action_evidence"]
+    masked = body(assistant("c1", "bash", '{"command": "cat repro.py"}'), tool("c1", "[masked: 3 lines]"))
+    outcome = tracker.check(masked, upcoming=run)
+    assert not outcome.results["next_action_evidence"]
+    [miss] = outcome.evidence_misses
+    assert (miss.path, miss.seq, miss.shown) == ("repro.py", 3, "'[masked: 3 lines]'")
+    assert "repro.py (read at seq 3) shown as '[masked: 3 lines]'" in miss.describe(7)
+    # An action that touches no file read before has nothing to check.
+    assert "next_action_evidence" not in tracker.check(masked, upcoming=call("c4", "bash", command="ls")).results
+    assert "next_action_evidence" not in tracker.check(masked).results
+
+
+def test_a_file_written_since_its_read_has_no_current_read_to_keep() -> None:
+    events = [
+        *script_session(),
+        call("c3", "bash", command="sed -i 's/1 + 2/3/' repro.py"),
+        ToolResult(call_id="c3", tool_name="bash", output="", exit_code=0),
+    ]
+    tracker = feed(events)
+    outcome = tracker.check(body(), upcoming=call("c4", "bash", command="python repro.py"))
+    assert "next_action_evidence" not in outcome.results
+
+
+def test_rereads_count_reads_of_a_current_file_whose_read_was_not_shown() -> None:
+    tracker = feed(script_session())
+    again = call("c3", "bash", command="cat repro.py")
+    shown = tracker.check(body(tool("c1", SCRIPT)), upcoming=again)
+    assert (shown.reads, shown.rereads) == (1, 0)
+    hidden = tracker.check(body(tool("c1", "Old environment output: (3 lines omitted)")), upcoming=again)
+    assert (hidden.reads, hidden.rereads) == (1, 1)
+    run_only = tracker.check(body(), upcoming=call("c4", "bash", command="python repro.py"))
+    assert (run_only.reads, run_only.rereads) == (0, 0)  # running it is not reading it again
+
+
+def test_whitespace_collapse_of_a_large_request_matches_split_join_across_chunks() -> None:
+    from contextwarden.replay.probes import _CHUNK, _ws
+
+    word = "abc\t "
+    text = word * (3 * _CHUNK // len(word))
+    for cut in (_CHUNK - 1, _CHUNK, _CHUNK + 1, 2 * _CHUNK):
+        edited = text[:cut] + "XY" + text[cut:]  # a word that may straddle a chunk boundary
+        assert _ws(edited) == " ".join(edited.split())
+    assert _ws("  \n" * _CHUNK) == ""

@@ -187,6 +187,7 @@ def _session(seed: int) -> tuple[list[list[str]], list[ModelContext], list[bool]
     )
     manager = ContextManager(store, counter=COUNTER, policy=policy)
     requests, contexts, compacted = [], [], []
+    offered_before = False
     for _ in range(60):
         k = rng.randrange(4)
         kind = rng.choice(("read", "read", "edit", "test", "bash"))
@@ -203,7 +204,10 @@ def _session(seed: int) -> tuple[list[list[str]], list[ModelContext], list[bool]
         kinds = {e.kind for e in store.read("s") if e.id in ctx.window_event_ids}
         requests.append(_rendered(ctx))
         contexts.append(ctx)
-        compacted.append("compaction" in kinds)
+        offered = any(t.name == "read_range" for t in ctx.tools)
+        # The retrieval tools join the tool list at the first eviction: the one other change to a stable prefix.
+        compacted.append("compaction" in kinds or (offered and not offered_before))
+        offered_before = offered_before or offered
     return requests, contexts, compacted
 
 

@@ -71,7 +71,8 @@ def test_report_renders_with_charts_and_a_readable_screenshot(driver: Any, tmp_p
     logs = _open(driver, report)
     assert not [e for e in logs if e.get("level") == "SEVERE"], logs  # e.g. a stylesheet refused by the CSP
     charts = driver.find_elements("css selector", "svg.chart")
-    assert len(charts) == 2 * (3 + 3)  # per file: input, cost, cached + one composition per strategy
+    # the tokens-against-cost chart, then per file: input, cost, cached + one composition per strategy
+    assert len(charts) == 1 + 2 * (3 + 3)
     first = charts[0]
     assert first.size["width"] > 300 and first.size["height"] > 100
     assert driver.execute_script("return document.querySelectorAll('svg.chart polyline').length") >= 9

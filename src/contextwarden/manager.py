@@ -82,6 +82,8 @@ class Compactor(Protocol):
 @dataclass
 class _Session:
     projection: Projection
+    retrieval_shown: bool | None = None
+    """Whether the last request built offered the retrieval tools (None: none built in this process)."""
 
 
 class ContextManager:
@@ -195,6 +197,20 @@ class ContextManager:
                 stored = self.store.append(session_id, [compaction], expected_last_seq=projection.last_seq)
                 window_ids.append(stored[0].id)
                 projection = self.projection(session_id, policy=policy)
+        if window_ids:
+            # The first window event that evicts something is where the retrieval tools appear.
+            exposed = self.exposed_tools(tools, projection, policy=policy)
+            fixed = self._fixed_tokens(projection.system, exposed)
+        shown = any(t.name == READ_RANGE.name for t in exposed)
+        cached = self._sessions.get(session_id)
+        if cached is not None:
+            if shown and cached.retrieval_shown is False and not window_ids:
+                # Output truncated at ingestion made them needed: the tool list changes here, so record it.
+                batch = ContextEditBatch(edits=(), reason="retrieval tools offered: output truncated at ingestion")
+                stored_batch = self.store.append(session_id, [batch], expected_last_seq=projection.last_seq)
+                projection.add(stored_batch[0])
+                window_ids.append(stored_batch[0].id)
+            cached.retrieval_shown = shown
         return self._assemble(projection, profile, exposed, fixed, budget, tuple(window_ids), decision, policy)
 
     def exposed_tools(
@@ -203,10 +219,14 @@ class ContextManager:
         """The tools a request offers.
 
         The caller's, filtered by the last recorded tool-set change, then the retrieval tools when
-        the policy enables them.
+        the policy enables them and something left the window (masked, superseded, compacted, or
+        truncated at ingestion). Before that there is nothing to read back, and their schemas would
+        ride on every request of a short session. They appear with the window event that first
+        evicts, which rewrites the request anyway; a truncation at ingestion records an (empty)
+        context-edit batch for the change, so the cached prefix only ever changes at window events.
         """
         policy = policy or self.policy
-        return _exposed(tools, projection.exposed_tools, retrieval=policy.retrieval_tools)
+        return _exposed(tools, projection.exposed_tools, retrieval=policy.retrieval_tools and _evicted(projection))
 
     def _fixed_tokens(self, system: str, tools: Sequence[ToolDefinition]) -> int:
         return self.counter.count(system) + sum(self.counter.count(_tool_json(t)) for t in tools)
@@ -335,6 +355,17 @@ def _definition(tool: ToolLike) -> ToolDefinition:
     if isinstance(tool, ToolDefinition):
         return tool
     return ToolDefinition(name=tool.name, description=tool.description, parameters=dict(tool.parameters))
+
+
+_EVICTING = frozenset({"mask", "supersede", "stale", "clear", "truncate"})
+
+
+def _evicted(projection: Projection) -> bool:
+    """Whether content left the window: a compaction, an edit other than dropping thinking, a truncated output.
+
+    (The retrieval tools are for reading such content back; before any, they would be dead weight.)
+    """
+    return projection.compaction is not None or any(d.action in _EVICTING for d in projection.decisions)
 
 
 def _exposed(

@@ -3,10 +3,15 @@
 Every file is read (and its format detected) before anything is stored, so a malformed file stops the
 command with nothing half-imported. Each transcript becomes one new session named after the file (made
 unique with ``-2``, ``-3``...) or after ``--session NAME`` (``NAME``, ``NAME-2``... for several files).
+
+A file is imported once: its content's SHA-256 is kept in the session's metadata, and a file whose
+content is already stored reports that session and changes nothing. ``--as NAME`` stores a copy on
+purpose, under ``NAME``.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,31 +38,64 @@ _NAME_MAX = 120
     default=None,
     help="Read every file as this format instead of detecting it.",
 )
+@click.option(
+    "--as",
+    "copy_name",
+    default=None,
+    help="Store a copy under this session id even if the same content was imported before (one file only).",
+)
 @json_options()
 @store_option
 def command(
     files: tuple[Path, ...],
     session_name: str | None,
     format_name: str | None,
+    copy_name: str | None,
     as_json: bool,
     store_url: str | None,
 ) -> None:
     """Import agent transcripts (Claude Code, Codex, SWE-agent, mini-swe-agent, OpenHands, chat logs)."""
+    if copy_name is not None and (len(files) != 1 or session_name is not None):
+        raise click.UsageError("--as NAME copies one file; give exactly one file and no --session")
     transcripts: list[Transcript] = []
     with progress(len(files), "reading", minimum=2) as advance:
         for path in files:
             transcripts.append(load_transcript(path, format=format_name))
             advance(1)
+    hashes = [content_hash(path) for path in files]
     store = open_store(store_url)
     try:
-        names = _session_names(store, files, session_name)
-        reports = [_store_one(store, name, t) for name, t in zip(names, transcripts, strict=True)]
+        known = {} if copy_name is not None else _imported_hashes(store)
+        fresh = [n for n, h in enumerate(hashes) if h not in known and h not in hashes[:n]]
+        names = _session_names(store, [files[n] for n in fresh], copy_name or session_name)
+        stored = {n: _store_one(store, name, transcripts[n], hashes[n]) for n, name in zip(fresh, names, strict=True)}
     finally:
         store.close()
+    reports = []
+    for n, digest in enumerate(hashes):
+        if n in stored:
+            reports.append(stored[n])
+            continue
+        # The same content as an earlier session, or as an earlier file of this command.
+        first = known.get(digest) or stored[hashes.index(digest)]["session_id"]
+        reports.append(
+            {
+                "file": transcripts[n].source,
+                "session_id": first,
+                "format": transcripts[n].format,
+                "already_imported": True,
+            }
+        )
     if as_json:
         echo_json({"sessions": reports})
         return
     for report in reports:
+        if report.get("already_imported"):
+            click.echo(
+                f"{report['file']}: already imported as session {report['session_id']}; nothing changed "
+                "(--as NAME stores a copy)"
+            )
+            continue
         counts = ", ".join(f"{kind} {n}" for kind, n in sorted(report["counts"].items()))
         click.echo(
             f"{report['file']}: session {report['session_id']} ({report['format']}), "
@@ -65,8 +103,9 @@ def command(
         )
         for warning in report["warnings"]:
             click.echo(f"  warning: {warning}")
-    if len(reports) > 1:
-        click.echo(f"imported {len(reports)} files, {sum(r['events'] for r in reports)} events")
+    fresh_reports = [r for r in reports if not r.get("already_imported")]
+    if len(fresh_reports) > 1:
+        click.echo(f"imported {len(fresh_reports)} files, {sum(r['events'] for r in fresh_reports)} events")
 
 
 def _session_names(store: SessionStore, files: Sequence[Path], explicit: str | None) -> list[str]:
@@ -102,10 +141,32 @@ def _clean(stem: str) -> str:
     return "".join(c if c.isprintable() else "_" for c in stem)[:_NAME_MAX]
 
 
-def _store_one(store: SessionStore, session_id: str, transcript: Transcript) -> dict[str, Any]:
+def content_hash(path: Path) -> str:
+    """SHA-256 of the file's bytes: what "the same transcript" means for import-once."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _imported_hashes(store: SessionStore) -> dict[str, str]:
+    """Content hash → the first session imported from it."""
+    found: dict[str, str] = {}
+    for info in sorted(store.list_sessions(), key=lambda i: i.created_at):
+        digest = info.metadata.get("content_sha256")
+        if isinstance(digest, str):
+            found.setdefault(digest, info.id)
+    return found
+
+
+def _store_one(
+    store: SessionStore, session_id: str, transcript: Transcript, digest: str | None = None
+) -> dict[str, Any]:
     metadata: dict[str, JSONValue] = {
         "source": str(Path(transcript.source).resolve()),
         "format": transcript.format,
+        "content_sha256": digest or content_hash(Path(transcript.source)),
         "transcript": transcript.metadata,
     }
     store.create_session(session_id, metadata=metadata)

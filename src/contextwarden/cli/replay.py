@@ -18,7 +18,16 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from ..importers import FORMATS
-from ..replay import DEFAULT_MODEL, DEFAULT_STRATEGIES, ReplayResults, ReplaySettings, load_inputs, replay
+from ..replay import (
+    DEFAULT_MODEL,
+    DEFAULT_STRATEGIES,
+    FileResult,
+    ReplayResults,
+    ReplaySettings,
+    StrategyResult,
+    load_inputs,
+    replay,
+)
 from ._common import console as make_console
 from ._common import echo_json, json_options, missing_store, model_option, open_existing_store, progress, store_option
 
@@ -33,7 +42,11 @@ from ._common import echo_json, json_options, missing_store, model_option, open_
     + ", ".join(DEFAULT_STRATEGIES)
     + ").",
 )
-@model_option(default=DEFAULT_MODEL, help="Model profile to budget and price for.")
+@model_option(
+    default=None,
+    help="Price and budget every request as this model profile (default: each request's own model from the "
+    f"transcript; {DEFAULT_MODEL} for a transcript that names none, with a note).",
+)
 @json_options(output=True)
 @click.option("--per-request", is_flag=True, help="Include every request's figures in the JSON.")
 @click.option(
@@ -76,7 +89,7 @@ from ._common import echo_json, json_options, missing_store, model_option, open_
 def command(
     sources: tuple[str, ...],
     strategies: tuple[str, ...],
-    model: str,
+    model: str | None,
     as_json: bool,
     output: Path | None,
     per_request: bool,
@@ -123,6 +136,10 @@ def command(
         click.echo(f"wrote {report_path}", err=as_json)
 
 
+LISTED = 10
+"""next-action evidence misses printed per transcript and strategy (--json has them all)."""
+
+
 def _report_writer() -> Any:
     try:
         from ..report import write_report
@@ -131,6 +148,10 @@ def _report_writer() -> Any:
             f"--report needs contextwarden.report, which is not available here ({exc})"
         ) from None
     return write_report
+
+
+def _share(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else "-"
 
 
 def _ratio(value: float, base: float) -> str:
@@ -150,6 +171,8 @@ _FIGURES = (
     "breaks",
     "window ev.",
     "retention",
+    "next-action",
+    "re-reads",
     "overflows",
 )
 
@@ -169,6 +192,8 @@ def _figure_cells(f: dict[str, Any], raw: dict[str, Any] | None) -> list[str]:
         str(f["prefix_breaks"]),
         str(f["window_events"]),
         f"{f['retention']:.3f}",
+        _share(f["probe_retention"].get("next_action_evidence")),
+        f"{f['rereads']}/{f['file_reads']}",
         str(f["overflows"]),
     ]
 
@@ -179,7 +204,7 @@ def _print(results: ReplayResults) -> None:
         console = make_console(width=160)  # piped output has no width to respect; 80 columns would crop figures
     runs = [s for s in results.strategies if not s.skipped]
     raw = next((s.figures() for s in runs if s.name == "raw"), None)
-    counter = f"{results.counter} ({'exact' if results.counter_exact else 'estimate'})"
+    counter = results.counter_label or f"{results.counter} ({'exact' if results.counter_exact else 'estimate'})"
     title = f"{len(results.files)} transcript(s), model {results.model} ({results.cache_style}), tokens by {counter}"
     rows = [(s.name, _figure_cells(s.figures(), raw)) for s in runs]
     table = Table(title=title)
@@ -200,20 +225,54 @@ def _print(results: ReplayResults) -> None:
     if len(results.files) > 1:
         _print_per_file(console, results)
     for s in runs:
-        misses = {k: v for k, v in s.figures()["probe_misses"].items() if v}
-        if misses:
-            console.print(f"{s.name}: probe misses " + ", ".join(f"{k} {v}" for k, v in misses.items()))
+        _print_misses(console, s)
     for s in runs:
         for result in s.per_file:
             if result.usage is not None:
-                u = result.usage
-                console.print(
-                    f"{result.name}: transcript usage ({u.source}) {u.real_input_tokens:,} input tokens, "
-                    f"model {u.predicted_input_tokens:,} ({u.input_error:+.1%}); cost ${u.real_cost_usd:.4f} "
-                    f"vs ${u.predicted_cost_usd:.4f} ({u.cost_error:+.1%})"
-                )
+                _print_usage(console, result)
     for note in results.notes:
         console.print(f"note: {note}")
+
+
+def _print_misses(console: Console, s: StrategyResult) -> None:
+    """One strategy's probe misses, and the first next-action evidence misses of each transcript."""
+    misses = {k: v for k, v in s.figures()["probe_misses"].items() if v}
+    if misses:
+        console.print(f"{s.name}: probe misses " + ", ".join(f"{k} {v}" for k, v in misses.items()))
+    for result in s.per_file:
+        listed = result.evidence_misses[:LISTED]
+        for line in listed:
+            console.print(f"  {result.name}: next-action evidence missed at {line}", markup=False)
+        if len(result.evidence_misses) > len(listed):
+            console.print(f"  {result.name}: ... {len(result.evidence_misses) - len(listed)} more (see --json)")
+
+
+def _print_usage(console: Console, result: FileResult) -> None:
+    """Real against predicted for one transcript with provider usage (the raw strategy)."""
+    u = result.usage
+    assert u is not None
+    console.print(
+        f"{result.name}: billed usage ({u.source}, {u.requests} request(s), {', '.join(u.models)}) against the "
+        "raw strategy's prediction",
+        markup=False,
+    )
+    rows = (
+        ("input", u.real_input_tokens, u.predicted_input_tokens, u.input_error),
+        ("cache read", u.real_cache_read_tokens, u.predicted_cache_read_tokens, u.cache_read_error),
+        ("cache write", u.real_cache_write_tokens, u.predicted_cache_write_tokens, u.cache_write_error),
+        ("output", u.real_output_tokens, u.predicted_output_tokens, u.output_error),
+    )
+    for label, real, predicted, error in rows:
+        console.print(f"  {label:<12}{real:>12,} real {predicted:>12,} predicted {error:+8.1%}", markup=False)
+    console.print(
+        f"  {'cost $':<12}{u.real_cost_usd:>12.4f} real {u.predicted_cost_usd:>12.4f} predicted {u.cost_error:+8.1%}",
+        markup=False,
+    )
+    if result.hidden_prefix_tokens:
+        console.print(
+            f"  hidden prefix: {result.hidden_prefix_tokens:,} tokens, {result.hidden_prefix_method}", markup=False
+        )
+    console.print(f"  tokens: {result.counter.get('label', '')}; request times: {result.clock}", markup=False)
 
 
 def _print_per_file(console: Console, results: ReplayResults) -> None:

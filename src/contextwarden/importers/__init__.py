@@ -22,7 +22,7 @@ from typing import Any
 from ..codec import event_to_dict
 from ..errors import ImportFormatError, UsageError
 from ..events import Event
-from . import chat_messages, claude_code, codex, openhands, swe_agent
+from . import chat_messages, claude_code, codex, openhands, openhands_sdk, swe_agent
 from ._common import Transcript
 from ._source import Importer, ImportOptions, SourceDocument, read_source
 
@@ -202,7 +202,7 @@ def _sniff_document(document: Any) -> str | None:
 
 
 def _is_openhands_event(item: Any) -> bool:
-    return (
+    return openhands_sdk.is_sdk_event(item) or (
         isinstance(item, dict)
         and (isinstance(item.get("action"), str) or isinstance(item.get("observation"), str))
         and ("source" in item or "tool_call_metadata" in item or "cause" in item)

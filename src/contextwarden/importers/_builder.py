@@ -6,7 +6,9 @@ It keeps the invariants so no importer re-implements them:
   call) is merged into one :class:`AssistantMessage` by a caller-chosen key;
 - a :class:`ToolResult` is kept only when an earlier tool call has its id (orphans and duplicates are
   dropped with a warning), and it is named after that call; reused call ids are made unique;
-- provider usage is attached to the assistant message it belongs to and emitted right after it.
+- provider usage is attached to the assistant message it belongs to and emitted right after it;
+- ``metadata["timestamps"]`` says whether every response carried its recorded time (``transcript``),
+  some did (``partial``) or none did (``none``).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class TranscriptBuilder:
         self._warnings: list[str] = []
         self._skipped: Counter[str] = Counter()
         self._unknown: Counter[str] = Counter()
+        self._stamped: Counter[bool] = Counter()
 
     # -- bookkeeping
 
@@ -122,6 +125,7 @@ class TranscriptBuilder:
             return
         if not (text or thinking or tool_calls):
             return
+        self._stamped[at is not None] += 1
         event = AssistantMessage(
             text=text,
             thinking=tuple(thinking),
@@ -222,6 +226,11 @@ class TranscriptBuilder:
         for what, count in sorted(self._unknown.items()):
             warnings.append(f"skipped {count} record(s) of unknown type {what!r}")
         metadata = dict(self.metadata)
+        if self._stamped:
+            # Replay times requests by these; events without a recorded time carry their import time.
+            metadata["timestamps"] = (
+                "none" if not self._stamped[True] else "partial" if self._stamped[False] else "transcript"
+            )
         if self._skipped:
             metadata["skipped"] = {k: v for k, v in sorted(self._skipped.items())}
         unanswered = [c for c in self._call_names if c not in self._answered]

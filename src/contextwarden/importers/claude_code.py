@@ -28,9 +28,11 @@ Claude Code does not record its system prompt in these files, so no :class:`Inst
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
+from ..events import UserMessage
 from ._anthropic import assistant_content, text_and_parts, user_content
 from ._builder import TranscriptBuilder
 from ._common import (
@@ -64,7 +66,12 @@ def load(doc: SourceDocument, options: ImportOptions) -> Transcript:
         reader.read(number, record)
     reader.finish()
     builder.metadata["system_prompt_recorded"] = False
-    return builder.build()
+    transcript = builder.build()
+    if not any(isinstance(e, UserMessage) for e in transcript.events):
+        # A resumed or headless run can start with tool results only: say so rather than guess a task.
+        warning = "no user prompt in this file: the task is unknown (a resumed session, or the prompt was not logged)"
+        transcript = dataclasses.replace(transcript, warnings=(*transcript.warnings, warning))
+    return transcript
 
 
 def _records(doc: SourceDocument) -> tuple[Record, ...]:

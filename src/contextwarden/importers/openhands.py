@@ -1,5 +1,8 @@
 """OpenHands event streams: a JSON list of action and observation events (or ``{"events": [...]}``).
 
+This is the V0 format (``openhands/events``); a stream of the SDK's ``kind`` events (V1,
+``openhands-sdk``) is read by :mod:`.openhands_sdk`. Both may also be JSON Lines.
+
 The mapping follows what OpenHands' ``ConversationMemory`` sends to the model:
 
 - ``action: system`` → :class:`Instruction`; ``action: message`` → :class:`UserMessage` (source
@@ -39,6 +42,7 @@ from ._common import (
     usage_fields_openai,
 )
 from ._source import ImportOptions, SourceDocument
+from .openhands_sdk import is_sdk_event, read_sdk_events
 
 # Argument keys OpenHands adds to actions for its own bookkeeping; the model never produced them.
 _INTERNAL_ARGS = frozenset(
@@ -59,12 +63,18 @@ _INTERNAL_ARGS = frozenset(
 
 
 def load(doc: SourceDocument, options: ImportOptions) -> Transcript:
-    """Read an OpenHands event stream."""
+    """Read an OpenHands event stream: the V0 action/observation format, or the SDK's ``kind`` events."""
     events, prefix = _event_list(doc)
     builder = TranscriptBuilder(source=doc.path, format=options.format)
+    records = [as_dict(raw, doc.path, f"{prefix}[{index}]") for index, raw in enumerate(events)]
+    places = [f"{prefix}[{index}]" for index in range(len(records))]
+    if any(is_sdk_event(r) for r in records):
+        builder.metadata["variant"] = "sdk"
+        read_sdk_events(records, builder, places)
+        return builder.build()
     reader = _Reader(builder, doc.path)
-    for index, raw in enumerate(events):
-        reader.read(as_dict(raw, doc.path, f"{prefix}[{index}]"), f"{prefix}[{index}]")
+    for record, place in zip(records, places, strict=True):
+        reader.read(record, place)
     return builder.build()
 
 

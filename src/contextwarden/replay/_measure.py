@@ -58,16 +58,32 @@ def block_breakpoints(ctx: ModelContext, landed: Mapping[int, int]) -> list[int]
 
 
 class Clock:
-    """The send time of each request: real timestamps when the transcript has them."""
+    """The send time of each request: the transcript's own timestamps when it has them, else ``interval`` apart.
 
-    def __init__(self, events: Sequence[Event], interval: float) -> None:
+    ``stamped`` is what the importer found (``metadata["timestamps"]``): ``"transcript"`` when every
+    response carries its recorded time, ``"none"`` or ``"partial"`` when not (the events then carry
+    their import time, microseconds apart, which must not pass for request times). Without it
+    (events built in code), increasing times spanning at least a second per request count as real.
+    """
+
+    def __init__(self, events: Sequence[Event], interval: float, *, stamped: str | None = None) -> None:
         stamps = [e.created_at for e in events if isinstance(e, AssistantMessage)]
-        real = len(stamps) > 1 and stamps[-1] > stamps[0] and all(b >= a for a, b in itertools.pairwise(stamps))
+        increasing = len(stamps) > 1 and stamps[-1] > stamps[0] and all(b >= a for a, b in itertools.pairwise(stamps))
+        if stamped is None:
+            real = increasing and stamps[-1] - stamps[0] >= len(stamps) - 1
+        else:
+            real = stamped == "transcript" and increasing
         self.times = [s - stamps[0] for s in stamps] if real else [i * interval for i in range(len(stamps))]
         self.real = real
+        self.interval = interval
+
+    @property
+    def label(self) -> str:
+        """Which times were used, for the report."""
+        return "the transcript's timestamps" if self.real else f"{self.interval:g} s apart (--interval)"
 
     def __call__(self, index: int) -> float:
-        return self.times[index] if index < len(self.times) else index * 30.0
+        return self.times[index] if index < len(self.times) else index * self.interval
 
 
 def output_tokens(event: AssistantMessage, counter: TokenCounter) -> int:

@@ -3,20 +3,25 @@
 For one transcript and one strategy, the transcript's events are appended one by one to a fresh
 in-memory session. Right before each assistant message (one model request each) the strategy
 builds its request; the engine renders it as OpenAI Chat, measures it block by block with the
-replay's counter, prices it with the cache model (:mod:`.costmodel`), checks the retention probes
-(:mod:`.probes`) and, when asked, dumps it. Then the transcript's own assistant message and the
-events after it are appended as they happened, so every strategy sees the same outputs.
+transcript's counter, prices it with the cache model (:mod:`.costmodel`) for the model that answered
+it, checks the retention probes (:mod:`.probes`) and, when asked, dumps it. Then the transcript's own
+assistant message and the events after it are appended as they happened, so every strategy sees the
+same outputs. Only the request being measured is held; the figures kept per request are a few numbers.
 
-Time: requests are ``interval_seconds`` apart unless the transcript's assistant messages carry real,
-increasing timestamps. Window events recorded in the transcript itself (a compaction the original
-agent made) are not replayed: each strategy makes its own.
+What the transcript records about its real requests (models, usage, the tokenizer calibration, the
+hidden prefix every request carries) is read once per transcript by :mod:`.reference`; the raw
+strategy's figures are compared with the billed usage in :class:`~.results.UsageCheck`.
+
+Time: requests are sent at the transcript's own timestamps when the importer found them on every
+response, else ``interval_seconds`` apart; each file's result says which. Window events recorded in
+the transcript itself (a compaction the original agent made) are not replayed: each strategy makes its own.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
@@ -30,13 +35,18 @@ from ..store._protocol import SessionStore
 from ..tokens import HeuristicCounter, TokenCounter
 from ..wire.openai_chat import render_openai_chat
 from ._measure import Clock, align, block_breakpoints, output_tokens
-from .costmodel import Block, BlockMeter, CacheSimulator, CacheTTL, CostSettings, price_call
+from .costmodel import BlockMeter, CacheSimulator, CacheTTL, CostSettings, price_call
 from .probes import ProbeTracker
+from .reference import Reference, read_reference
 from .results import FileResult, ReplayResults, RequestRecord, StrategyResult, UsageCheck
 from .strategies import Built, RunEnv, Strategy, parse_strategy
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
-"""The profile a replay prices and budgets against when none is named."""
+"""The profile a transcript that names no model is priced and budgeted as (the report says so)."""
+MAX_LISTED_MISSES = 200
+"""``next_action_evidence`` misses listed per transcript and strategy (all are counted)."""
+HIDDEN_SECTION = "hidden_prefix"
+"""The section name of the estimated hidden prefix (system prompt, tool schemas the transcript lacks)."""
 
 Progress = Callable[[int], None]
 """Called with the number of requests just measured."""
@@ -46,8 +56,8 @@ Progress = Callable[[int], None]
 class ReplaySettings:
     """How a replay runs. Vary it with ``dataclasses.replace``."""
 
-    model: str = DEFAULT_MODEL
-    """The model profile requests are budgeted and priced for."""
+    model: str | None = None
+    """Price and budget every request as this model; None: each transcript's own model (see :mod:`.reference`)."""
     interval_seconds: float = 30.0
     """Seconds between requests when the transcript has no timestamps."""
     cache_ttl: CacheTTL = "5m"
@@ -131,40 +141,47 @@ def default_counter() -> TokenCounter:
 @dataclass
 class _Measured:
     records: list[RequestRecord] = field(default_factory=list)
-    usage: dict[int, UsageReport] = field(default_factory=dict)
     misses: dict[str, int] = field(default_factory=dict)
     examples: dict[str, str] = field(default_factory=dict)
     summarizer_tokens: int = 0
     notes: list[str] = field(default_factory=list)
+    evidence_misses: list[str] = field(default_factory=list)
+    file_reads: int = 0
+    rereads: int = 0
 
 
 class _FileReplay:
-    """One strategy over one transcript."""
+    """One strategy over one transcript. Holds one rendered request at a time."""
 
     def __init__(
         self,
         inp: ReplayInput,
         strategy: Strategy,
         *,
-        profile: ModelProfile,
+        reference: Reference,
         meter: BlockMeter,
         settings: ReplaySettings,
-        summarizer: ModelProfile,
+        summarizer: ModelProfile | None,
         dump: IO[str] | None,
     ) -> None:
         self.inp = inp
-        self.profile = profile
+        self.reference = reference
+        self.profile = reference.profile
         self.meter = meter
         self.summarizer = summarizer
         self.dump = dump
+        self.settings = settings
         self.store = MemoryStore()
         self.sid = self.store.create_session("replay").id
-        self.run = strategy.start(RunEnv(store=self.store, session_id=self.sid, profile=profile, counter=meter.counter))
+        self.run = strategy.start(
+            RunEnv(store=self.store, session_id=self.sid, profile=self.profile, counter=meter.counter)
+        )
         self.tracker = ProbeTracker()
-        self.sim = CacheSimulator(profile, CostSettings(ttl=settings.cache_ttl))
-        self.clock = Clock(inp.events, settings.interval_seconds)
-        self.previous: list[Block] = []
-        self.index_of: dict[str, int] = {}
+        # A provider caches per model: a session that switches models starts that model's cache cold.
+        self.sims: dict[str, CacheSimulator] = {}
+        self.clock = clock_of(inp, settings)
+        self.hidden = reference.hidden_prefix.block()
+        self.previous: list[str] = []
         self.out = _Measured()
 
     def play(self, progress: Progress | None) -> _Measured:
@@ -175,14 +192,17 @@ class _FileReplay:
                 self._request(event, self.run.build())
                 if progress is not None:
                     progress(1)
-            if isinstance(event, UsageReport) and self.out.records:
-                target = self.index_of.get(event.response_event_id, len(self.out.records) - 1)
-                self.out.usage.setdefault(target, event)
             last = self.store.get_session(self.sid).last_seq
             stored = self.store.append(self.sid, [event], expected_last_seq=last)[0]
             self.run.observe(stored)
             self.tracker.add(stored)
         return self.out
+
+    def _sim(self, profile: ModelProfile) -> CacheSimulator:
+        sim = self.sims.get(profile.name)
+        if sim is None:
+            sim = self.sims[profile.name] = CacheSimulator(profile, CostSettings(ttl=self.settings.cache_ttl))
+        return sim
 
     def _request(self, event: AssistantMessage, built: Built) -> None:
         ctx = built.context
@@ -191,27 +211,36 @@ class _FileReplay:
             self.dump.write(json.dumps(body, ensure_ascii=True) + "\n")
         blocks = self.meter.blocks(body)
         sections_of, landed = align(ctx, body)
+        breakpoints = block_breakpoints(ctx, landed)
+        if self.hidden is not None:
+            blocks = [self.hidden, *blocks]
+            sections_of = [HIDDEN_SECTION, *sections_of]
+            breakpoints = [b + 1 for b in breakpoints]
         index = len(self.out.records)
-        self.index_of[event.id] = index
-        out_tokens = output_tokens(event, self.meter.counter)
-        cost = self.sim.observe(
-            blocks, at=self.clock(index), output_tokens=out_tokens, breakpoints=block_breakpoints(ctx, landed)
+        out_tokens = self.reference.output_tokens(index, output_tokens(event, self.meter.counter))
+        profile = self.reference.profile_of(index)
+        cost = self._sim(profile).observe(
+            blocks, at=self.clock(index), output_tokens=out_tokens, breakpoints=breakpoints
         )
         keys = [b.key for b in blocks]
-        prefix_break = bool(self.previous) and keys[: len(self.previous)] != [b.key for b in self.previous]
-        self.previous = blocks
+        prefix_break = bool(self.previous) and keys[: len(self.previous)] != self.previous
+        self.previous = keys
         sections = {k: 0 for k in SECTIONS}
         for section, block in zip(sections_of, blocks, strict=True):
             sections[section] = sections.get(section, 0) + block.tokens
-        probes = self.tracker.check(body)
+        probes = self.tracker.check(body, upcoming=event)
         for kind, what in probes.missing.items():
             self.out.misses[kind] = self.out.misses.get(kind, 0) + 1
             self.out.examples.setdefault(kind, f"request {index}: {what}")
+        if len(self.out.evidence_misses) < MAX_LISTED_MISSES:
+            self.out.evidence_misses.extend(m.describe(index) for m in probes.evidence_misses)
+        self.out.file_reads += probes.reads
+        self.out.rereads += probes.rereads
         summarized = built.summarizer_input_tokens + built.summarizer_output_tokens
         self.out.summarizer_tokens += summarized
         extra = (
             price_call(
-                self.summarizer,
+                self.summarizer or profile,
                 input_tokens=built.summarizer_input_tokens,
                 output_tokens=built.summarizer_output_tokens,
             )
@@ -223,6 +252,7 @@ class _FileReplay:
         if built.note:
             self.out.notes.append(f"request {index}: {built.note}")
         limit = self.profile.input_window
+        usage = self.reference.usage.get(index)
         self.out.records.append(
             RequestRecord(
                 index=index,
@@ -241,35 +271,50 @@ class _FileReplay:
                 summarizer_tokens=summarized,
                 overflow=limit is not None and cost.input_tokens > limit,
                 probes=dict(probes.results),
+                model=profile.name,
+                usage_input_tokens=usage.input_tokens if usage else None,
+                usage_cache_read_tokens=usage.cache_read_tokens if usage else None,
+                usage_cache_write_tokens=usage.cache_write_tokens if usage else None,
             )
         )
 
 
-def _usage_check(
-    inp: ReplayInput, records: list[RequestRecord], usage: Mapping[int, UsageReport], profile: ModelProfile
-) -> UsageCheck | None:
+def clock_of(inp: ReplayInput, settings: ReplaySettings) -> Clock:
+    """The send times of ``inp``'s requests (its timestamps when the importer found real ones)."""
+    stamped = inp.metadata.get("timestamps")
+    return Clock(inp.events, settings.interval_seconds, stamped=stamped if isinstance(stamped, str) else None)
+
+
+def _real_cost(u: UsageReport, profile: ModelProfile) -> float:
+    return (
+        profile.cost(
+            input_tokens=u.input_tokens,
+            output_tokens=u.output_tokens,
+            cache_read_tokens=u.cache_read_tokens,
+            cache_write_tokens=u.cache_write_tokens,
+        )
+        or 0.0
+    )
+
+
+def _usage_check(inp: ReplayInput, records: Sequence[RequestRecord], reference: Reference) -> UsageCheck | None:
+    """The raw strategy's prediction against the transcript's own usage (per call, else run totals)."""
+    usage = reference.usage
     if usage:
-        pairs = [(records[i], u) for i, u in sorted(usage.items()) if i < len(records)]
-
-        def real_cost(u: UsageReport) -> float:
-            return (
-                profile.cost(
-                    input_tokens=u.input_tokens,
-                    output_tokens=u.output_tokens,
-                    cache_read_tokens=u.cache_read_tokens,
-                    cache_write_tokens=u.cache_write_tokens,
-                )
-                or 0.0
-            )
-
+        pairs = [(records[i], u, reference.profile_of(i)) for i, u in sorted(usage.items()) if i < len(records)]
         return UsageCheck(
             requests=len(pairs),
-            real_input_tokens=sum(u.input_tokens for _, u in pairs),
-            predicted_input_tokens=sum(r.input_tokens for r, _ in pairs),
-            real_cache_read_tokens=sum(u.cache_read_tokens for _, u in pairs),
-            predicted_cache_read_tokens=sum(r.cache_read_tokens for r, _ in pairs),
-            real_cost_usd=sum(real_cost(u) for _, u in pairs),
-            predicted_cost_usd=sum(r.cost_usd for r, _ in pairs),
+            real_input_tokens=sum(u.input_tokens for _, u, _ in pairs),
+            predicted_input_tokens=sum(r.input_tokens for r, _, _ in pairs),
+            real_cache_read_tokens=sum(u.cache_read_tokens for _, u, _ in pairs),
+            predicted_cache_read_tokens=sum(r.cache_read_tokens for r, _, _ in pairs),
+            real_cache_write_tokens=sum(u.cache_write_tokens for _, u, _ in pairs),
+            predicted_cache_write_tokens=sum(r.cache_write_tokens for r, _, _ in pairs),
+            real_output_tokens=sum(u.output_tokens for _, u, _ in pairs),
+            predicted_output_tokens=sum(r.output_tokens for r, _, _ in pairs),
+            real_cost_usd=sum(_real_cost(u, p) for _, u, p in pairs),
+            predicted_cost_usd=sum(r.cost_usd for r, _, _ in pairs),
+            models=tuple(sorted({p.name for _, _, p in pairs})),
         )
     totals = inp.metadata.get("usage_totals")
     if not isinstance(totals, dict) or not isinstance(totals.get("input_tokens"), int):
@@ -277,6 +322,7 @@ def _usage_check(
     real_in, real_out = int(totals["input_tokens"] or 0), int(totals.get("output_tokens") or 0)  # type: ignore[arg-type]
     predicted_in = sum(r.input_tokens for r in records)
     predicted_out = sum(r.output_tokens for r in records)
+    profile = reference.profile
     # Run totals carry no cache figures: compare both sides uncached.
     return UsageCheck(
         requests=len(records),
@@ -284,9 +330,12 @@ def _usage_check(
         predicted_input_tokens=predicted_in,
         real_cache_read_tokens=0,
         predicted_cache_read_tokens=0,
+        real_output_tokens=real_out,
+        predicted_output_tokens=predicted_out,
         real_cost_usd=price_call(profile, input_tokens=real_in, output_tokens=real_out),
         predicted_cost_usd=price_call(profile, input_tokens=predicted_in, output_tokens=predicted_out),
         source="totals",
+        models=(profile.name,),
     )
 
 
@@ -294,23 +343,20 @@ def replay_file(
     inp: ReplayInput,
     strategy: Strategy,
     *,
-    profile: ModelProfile,
+    reference: Reference,
     meter: BlockMeter,
     settings: ReplaySettings,
     dump: IO[str] | None = None,
     progress: Progress | None = None,
 ) -> FileResult:
-    """Replay one strategy over one transcript."""
-    summarizer = get_profile(settings.summarizer_model) if settings.summarizer_model else profile
-    measured = _FileReplay(
-        inp, strategy, profile=profile, meter=meter, settings=settings, summarizer=summarizer, dump=dump
-    ).play(progress)
+    """Replay one strategy over one transcript (``reference`` from :func:`reference_of`)."""
+    summarizer = get_profile(settings.summarizer_model) if settings.summarizer_model else None
+    replayer = _FileReplay(
+        inp, strategy, reference=reference, meter=meter, settings=settings, summarizer=summarizer, dump=dump
+    )
+    measured = replayer.play(progress)
     records = measured.records
-    for index, u in measured.usage.items():
-        records[index] = replace(
-            records[index], usage_input_tokens=u.input_tokens, usage_cache_read_tokens=u.cache_read_tokens
-        )
-    usage = _usage_check(inp, records, measured.usage, profile) if strategy.name == "raw" else None
+    usage = _usage_check(inp, records, reference) if strategy.name == "raw" else None
     note = "; ".join(measured.notes[:3]) + (f" (+{len(measured.notes) - 3} more)" if len(measured.notes) > 3 else "")
     return FileResult(
         file=inp.source,
@@ -320,7 +366,28 @@ def replay_file(
         usage=usage,
         probe_misses=dict(measured.misses),
         miss_examples=dict(measured.examples),
+        evidence_misses=tuple(measured.evidence_misses[:MAX_LISTED_MISSES]),
+        file_reads=measured.file_reads,
+        rereads=measured.rereads,
         note=note,
+        model=reference.profile.name,
+        model_source=reference.model_source,
+        counter=reference.calibration.to_dict(),
+        hidden_prefix_tokens=reference.hidden_prefix.tokens,
+        hidden_prefix_method=reference.hidden_prefix.method,
+        clock=replayer.clock.label,
+    )
+
+
+def reference_of(inp: ReplayInput, settings: ReplaySettings, counter: TokenCounter) -> Reference:
+    """The reference of one transcript: its models, usage, calibration and hidden prefix."""
+    return read_reference(
+        inp.events,
+        name=inp.source,
+        metadata=inp.metadata,
+        override=settings.model,
+        default_model=DEFAULT_MODEL,
+        counter=counter,
     )
 
 
@@ -346,17 +413,26 @@ def replay(
     from .peers import PeerStrategy, PeerUnavailable
 
     settings = settings or ReplaySettings()
-    profile = get_profile(settings.model)
     counter = counter or default_counter()
-    meter = BlockMeter(counter)
     parsed = [parse_strategy(s) if isinstance(s, str) else s for s in strategies]
     notes: list[str] = []
-    if not profile.known:
-        notes.append(f"model {settings.model!r} is not a known profile: generic window and no prices")
+    references = [reference_of(inp, settings, counter) for inp in inputs]
+    # One meter per transcript: its counter is calibrated to that transcript's provider.
+    meters = [BlockMeter(ref.counter(counter)) for ref in references]
+    for inp, ref in zip(inputs, references, strict=True):
+        if ref.model_source == "default":
+            notes.append(f"{inp.name} names no model: priced and budgeted as {ref.profile.name} (pass --model)")
     optimum: dict[str, float | None] = {}
     if settings.optimum:
-        for inp in inputs:
-            optimum[inp.source] = offline_optimum(inp.events, profile=profile, meter=meter, settings=settings).cost_usd
+        for inp, ref, meter in zip(inputs, references, meters, strict=True):
+            optimum[inp.source] = offline_optimum(
+                inp.events,
+                profile=ref.profile,
+                meter=meter,
+                settings=settings,
+                reference=ref,
+                clock=clock_of(inp, settings),
+            ).cost_usd
     results: list[StrategyResult] = []
     for strategy in parsed:
         skipped = strategy.availability() if isinstance(strategy, PeerStrategy) else ""
@@ -367,11 +443,11 @@ def replay(
                 progress(sum(i.requests for i in inputs))
             continue
         per_file: list[FileResult] = []
-        for inp in inputs:
+        for inp, ref, meter in zip(inputs, references, meters, strict=True):
             dump = _dump_file(dump_dir, strategy.name, inp.name)
             try:
                 result = replay_file(
-                    inp, strategy, profile=profile, meter=meter, settings=settings, dump=dump, progress=progress
+                    inp, strategy, reference=ref, meter=meter, settings=settings, dump=dump, progress=progress
                 )
             except PeerUnavailable as exc:  # pragma: no cover - availability() is checked first
                 raise UsageError(f"{strategy.name}: {exc}") from None
@@ -380,17 +456,22 @@ def replay(
                     dump.close()
             per_file.append(replace(result, optimum_cost_usd=optimum.get(inp.source)))
         results.append(StrategyResult(name=strategy.name, per_file=tuple(per_file)))
+    models = sorted({ref.profile.name for ref in references}) or [settings.model or DEFAULT_MODEL]
+    styles = sorted({ref.profile.cache_style for ref in references}) or ["none"]
+    labels = sorted({ref.calibration.label for ref in references})
     return ReplayResults(
         files=tuple(i.source for i in inputs),
         strategies=tuple(results),
         counter=counter.name,
         counter_exact=bool(getattr(counter, "exact", False)),
-        model=profile.name,
-        cache_style=profile.cache_style,
+        counter_label="; ".join(labels) if len(labels) == 1 else "per transcript (see each file's counter)",
+        model=", ".join(models),
+        cache_style=", ".join(styles),
         settings={
+            "model": settings.model,
             "interval_seconds": settings.interval_seconds,
             "cache_ttl": settings.cache_ttl,
-            "summarizer_model": settings.summarizer_model or profile.name,
+            "summarizer_model": settings.summarizer_model or "each request's model",
         },
         notes=tuple(notes),
     )

@@ -45,6 +45,7 @@ from ._measure import Clock, align, output_tokens
 from .costmodel import Block, BlockMeter, CacheSimulator, CostSettings
 from .engine import ReplaySettings
 from .probes import ProbeTracker
+from .reference import Reference
 
 _INFEASIBLE = float("inf")
 _MASK_REASON = "offline optimum"
@@ -78,10 +79,11 @@ class _Snapshot:
 class _Blocks:
     """Block of each (item, variant), learned from renders of the base and fully reduced requests."""
 
-    def __init__(self, meter: BlockMeter) -> None:
+    def __init__(self, meter: BlockMeter, hidden: Block | None = None) -> None:
         self.meter = meter
         self.by_variant: dict[tuple[str, str], Block] = {}
         self.prefix: dict[str, list[Block]] = {}
+        self.hidden = [hidden] if hidden is not None else []
 
     def learn(self, profile: ModelProfile, system: str, messages: Sequence[Message]) -> None:
         normalized, _ = normalize_pairing(messages)
@@ -89,7 +91,7 @@ class _Blocks:
         body = render_openai_chat(ctx)
         blocks = self.meter.blocks(body)
         _, landed = align(ctx, body)
-        self.prefix[system] = blocks[: landed[-1] + 1]
+        self.prefix[system] = self.hidden + blocks[: landed[-1] + 1]
         for j, m in enumerate(normalized):
             k = landed[j]
             if m.source_ids and k >= 0 and k != landed[j - 1]:  # landed[-1] is the system block
@@ -118,14 +120,19 @@ class _Blocks:
 
 
 def _snapshots(
-    events: Sequence[Event], profile: ModelProfile, meter: BlockMeter, settings: ReplaySettings
+    events: Sequence[Event],
+    profile: ModelProfile,
+    meter: BlockMeter,
+    settings: ReplaySettings,
+    reference: Reference | None,
+    clock: Clock | None,
 ) -> tuple[list[_Snapshot], dict[str, Message], _Blocks]:
     config = ProjectionConfig(counter=meter.counter, tool_policies=CODING_TOOL_POLICIES)
     projection = Projection(config)
     tracker = ProbeTracker()
-    clock = Clock(events, settings.interval_seconds)
+    clock = clock or Clock(events, settings.interval_seconds)
     base: dict[str, Message] = {}
-    learned = _Blocks(meter)
+    learned = _Blocks(meter, reference.hidden_prefix.block() if reference is not None else None)
     snaps: list[_Snapshot] = []
     seq = 0
     for event in events:
@@ -145,7 +152,11 @@ def _snapshots(
                 system=projection.system,
                 ids=tuple(i.id for i in projection.items),
                 edited=edited,
-                out_tokens=output_tokens(event, meter.counter),
+                out_tokens=(
+                    reference.output_tokens(len(snaps), output_tokens(event, meter.counter))
+                    if reference is not None
+                    else output_tokens(event, meter.counter)
+                ),
                 at=clock(len(snaps)),
             )
             learned.learn(profile, snap.system, [base[i] for i in snap.ids])
@@ -202,17 +213,29 @@ def schedule_cost(
     profile: ModelProfile,
     meter: BlockMeter,
     settings: ReplaySettings,
+    reference: Reference | None = None,
+    clock: Clock | None = None,
 ) -> float:
     """The cost of one given schedule, every request priced in one cache (to check the optimum)."""
-    snaps, base, learned = _snapshots(events, profile, meter, settings)
+    snaps, base, learned = _snapshots(events, profile, meter, settings, reference, clock)
     return _sequential(snaps, base, learned, batch_points, profile=profile, settings=settings)
 
 
 def offline_optimum(
-    events: Sequence[Event], *, profile: ModelProfile, meter: BlockMeter, settings: ReplaySettings
+    events: Sequence[Event],
+    *,
+    profile: ModelProfile,
+    meter: BlockMeter,
+    settings: ReplaySettings,
+    reference: Reference | None = None,
+    clock: Clock | None = None,
 ) -> Optimum:
-    """The cheapest batch schedule for ``events`` under ``profile``'s cache (see the module docstring)."""
-    snaps, base, learned = _snapshots(events, profile, meter, settings)
+    """The cheapest batch schedule for ``events`` under ``profile``'s cache (see the module docstring).
+
+    With ``reference``, every request carries the transcript's hidden prefix and is charged its
+    reported output tokens, as the strategies are; ``clock`` gives the send times.
+    """
+    snaps, base, learned = _snapshots(events, profile, meter, settings, reference, clock)
     n = len(snaps)
     if n == 0:
         return Optimum(cost_usd=0.0, batch_points=(), never_cost_usd=0.0, requests=0)

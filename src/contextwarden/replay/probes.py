@@ -10,7 +10,16 @@ happened into the derived task state, and :meth:`ProbeTracker.check` asks of one
   (a result cut at ingestion passes when the part before ``[... output truncated`` is its start);
 - ``failing_evidence``: the latest failing test run or unresolved error output, the same way,
   until a later run passes or the error is resolved;
-- ``files_modified``: the name of every file modified so far.
+- ``files_modified``: the name of every file modified so far;
+- ``next_action_evidence``: what the action about to be taken depends on. The request is the one
+  sent before an assistant turn, and that turn's tool calls are known (they are the transcript's);
+  for every file a call runs, edits or reads, the latest successful read of that file must be
+  visible, verbatim up to a truncation marker, unless the file was written since (then there is no
+  current read to keep). Each miss names the request, the file and what the request showed instead.
+
+Re-reads are counted alongside: a read of a file whose latest read is still current (the file was
+not written since) but not visible in the request. The actions are the transcript's own, so this is
+the number of reads the strategy would have made necessary; raw never has one.
 
 Texts are compared with whitespace collapsed, and tool outputs after the lossless terminal
 normalization every strategy may apply (ANSI escapes, progress lines, repeated lines), so a
@@ -25,22 +34,72 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..events import Event, ToolResult
+from ..events import AssistantMessage, Event, ToolCall, ToolResult
 from ..policies.normalize import normalize_output
+from ..policies.presets import CODING_TOOL_POLICIES, policy_for
+from ..policies.resources import Resource, command_of, resources_of
 from ..state import StateBuilder, TaskState
 
-PROBE_KINDS: tuple[str, ...] = ("task", "constraints", "latest_tool_result", "failing_evidence", "files_modified")
+PROBE_KINDS: tuple[str, ...] = (
+    "task",
+    "constraints",
+    "latest_tool_result",
+    "failing_evidence",
+    "files_modified",
+    "next_action_evidence",
+)
 """Every probe, in report order."""
+RETENTION_PROBES: tuple[str, ...] = PROBE_KINDS[:5]
+"""The probes the ``retention`` figure is over: the facts that must stay visible. ``next_action_evidence``
+is reported on its own (per-probe retention, its misses listed): it asks more of a strategy (every file the
+next action touches), and mixing it in would change what the long-standing retention targets mean."""
 TRUNCATION_MARKER = "[... output truncated"
 """How a tool output cut at ingestion announces the cut (``contextwarden.policies.truncate``)."""
 
 
+_CHUNK = 1 << 20
+
+
 def _ws(text: str) -> str:
-    return " ".join(text.split())
+    """``text`` with every whitespace run collapsed to one space, stripped.
+
+    Split a megabyte at a time: a word list of a whole 100 MB request would take gigabytes.
+    """
+    if len(text) <= _CHUNK:
+        return " ".join(text.split())
+    pieces: list[str] = []
+    space = False  # whitespace seen since the last word written
+    for start in range(0, len(text), _CHUNK):
+        chunk = text[start : start + _CHUNK]
+        words = " ".join(chunk.split())
+        if not words:
+            space = space or bool(chunk)
+            continue
+        if pieces and (space or chunk[0].isspace()):
+            pieces.append(" ")
+        pieces.append(words)
+        space = chunk[-1].isspace()
+    return "".join(pieces)
 
 
 def _canon_output(text: str) -> str:
     return _ws(normalize_output(text).text)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvidenceMiss:
+    """One piece of evidence the next action depended on that the request did not show."""
+
+    path: str
+    """The file."""
+    seq: int
+    """The seq of its latest read."""
+    shown: str
+    """What the request showed for that read instead (a placeholder), or ``absent``."""
+
+    def describe(self, request: int) -> str:
+        """One line for the report."""
+        return f"request {request}: {self.path} (read at seq {self.seq}) shown as {self.shown}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +110,12 @@ class ProbeOutcome:
     """Probe kind → kept."""
     missing: dict[str, str] = field(default_factory=dict)
     """Probe kind → what was not visible (for the report)."""
+    evidence_misses: tuple[EvidenceMiss, ...] = ()
+    """Every file the next action needed whose latest read was not visible."""
+    reads: int = 0
+    """Files the next action reads."""
+    rereads: int = 0
+    """Of those, files whose latest read is current but not visible (a read the strategy made necessary)."""
 
     @property
     def kept(self) -> int:
@@ -91,6 +156,9 @@ class ProbeTracker:
         self._latest: ToolResult | None = None
         self._results: dict[str, ToolResult] = {}
         self._canon: dict[str, str] = {}
+        self._calls: dict[str, ToolCall] = {}
+        self._current_read: dict[str, ToolResult] = {}
+        """File → its latest successful read, while the file has not been written since."""
 
     @property
     def state(self) -> TaskState:
@@ -100,9 +168,18 @@ class ProbeTracker:
     def add(self, event: Event) -> None:
         """Fold one transcript event (as stored, with its seq)."""
         self._state.apply(event)
+        if isinstance(event, AssistantMessage):
+            self._calls.update((c.id, c) for c in event.tool_calls)
         if isinstance(event, ToolResult):
             self._latest = event
             self._results[event.id] = event
+            call = self._calls.pop(event.call_id, None)
+            if call is not None and not (event.is_error or event.exit_code not in (None, 0)):
+                for r in _files(call, event.tool_name):
+                    if r.access == "write":
+                        self._current_read.pop(r.key, None)
+                    elif r.access == "read":
+                        self._current_read[r.key] = event
 
     def latest_evidence(self) -> ToolResult | None:
         """The newest failing test run or unresolved error output, if any."""
@@ -114,8 +191,12 @@ class ProbeTracker:
         ids = {r.id for r in (self._latest, self.latest_evidence()) if r is not None}
         return frozenset(ids)
 
-    def check(self, body: Mapping[str, Any]) -> ProbeOutcome:
-        """Check every applicable probe against one rendered OpenAI Chat request."""
+    def check(self, body: Mapping[str, Any], upcoming: AssistantMessage | None = None) -> ProbeOutcome:
+        """Check every applicable probe against one rendered OpenAI Chat request.
+
+        ``upcoming`` is the assistant turn the request is for; without it ``next_action_evidence``
+        is not applicable.
+        """
         text, tools = request_texts(body)
         state = self.state
         results: dict[str, bool] = {}
@@ -146,12 +227,53 @@ class ProbeTracker:
         if state.files_modified:
             lost = [f for f in state.files_modified if posixpath.basename(f.rstrip("/")) not in text]
             record("files_modified", not lost, ", ".join(lost))
-        return ProbeOutcome(results=results, missing=missing)
+        misses: list[EvidenceMiss] = []
+        reads = rereads = 0
+        needed = self._needed(upcoming) if upcoming is not None else {}
+        for path, (result, reading) in needed.items():
+            visible = self._visible(result, tools)
+            reads += reading
+            rereads += reading and not visible
+            if not visible:
+                shown = tools.get(result.call_id)
+                shown_as = "absent" if shown is None else repr(_ws(shown)[:80])
+                misses.append(EvidenceMiss(path=path, seq=result.seq, shown=shown_as))
+        if needed:
+            record("next_action_evidence", not misses, "; ".join(f"{m.path} as {m.shown}" for m in misses))
+        return ProbeOutcome(
+            results=results, missing=missing, evidence_misses=tuple(misses), reads=reads, rereads=rereads
+        )
+
+    def _needed(self, upcoming: AssistantMessage) -> dict[str, tuple[ToolResult, bool]]:
+        """File → (its current latest read, whether the action reads it) for every file the action touches."""
+        needed: dict[str, tuple[ToolResult, bool]] = {}
+        for call in upcoming.tool_calls:
+            touched = [(r.key, r.access == "read") for r in _files(call, call.name)]
+            touched += [(path, False) for path in _scripts_run(call)]
+            for path, reading in touched:
+                key = self._current_key(path)
+                if key is not None:
+                    current = self._current_read[key]
+                    needed[key] = (current, needed.get(key, (current, False))[1] or reading)
+        return needed
+
+    def _current_key(self, path: str) -> str | None:
+        """The tracked file ``path`` names: the same key, or the same path relative to another directory."""
+        if path in self._current_read:
+            return path
+        tail = path.lstrip("./")
+        for key in self._current_read:
+            if tail and (key.endswith("/" + tail) or tail.endswith("/" + key.lstrip("./"))):
+                return key
+        return None
 
     def _visible(self, result: ToolResult, tools: Mapping[str, str]) -> bool:
+        """Whether ``result`` shows verbatim (up to a truncation marker) among the request's tool messages."""
         shown = tools.get(result.call_id)
         if shown is None:
             return False
+        if shown == result.output:
+            return True  # shown as recorded: no need to normalize (and copy) a large output twice
         original = self._canon.get(result.id)
         if original is None:
             original = self._canon[result.id] = _canon_output(result.output)
@@ -162,3 +284,25 @@ class ProbeTracker:
             return original in _canon_output(shown)
         head = _canon_output(shown[:cut])
         return bool(head) and original.startswith(head)
+
+
+def _files(call: ToolCall, tool_name: str) -> tuple[Resource, ...]:
+    """The files ``call`` reads, writes or runs, as the derived task state sees them."""
+    category = policy_for(tool_name, call, CODING_TOOL_POLICIES).category
+    return tuple(r for r in resources_of(call, category) if r.kind == "file")
+
+
+_SCRIPT_SUFFIXES = (".py", ".sh", ".js", ".mjs", ".ts", ".rb", ".pl")
+
+
+def _scripts_run(call: ToolCall) -> list[str]:
+    """Script files a shell command runs (``python repro.py``, ``bash run.sh``, ``pytest t.py``, ``./x.sh``).
+
+    The task state does not count running a script as touching it; the next action still depends on
+    the script's content the agent read earlier, which is what the probe checks.
+    """
+    command = command_of(call)
+    if not command:
+        return []
+    words = command.replace(";", " ").replace("&&", " ").replace("|", " ").split()
+    return [w.strip("'\"") for w in words if w.strip("'\"").endswith(_SCRIPT_SUFFIXES) or w.startswith("./")]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .probes import PROBE_KINDS
+from .probes import PROBE_KINDS, RETENTION_PROBES
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,33 +56,62 @@ class RequestRecord:
     """The provider's reported input tokens for this call, when the transcript has them."""
     usage_cache_read_tokens: int | None = None
     """The provider's reported cache reads for this call, when the transcript has them."""
+    usage_cache_write_tokens: int | None = None
+    """The provider's reported cache writes for this call, when the transcript has them."""
+    model: str = ""
+    """The model this request was priced with."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class UsageCheck:
-    """The cost model's prediction against the usage a transcript recorded (raw strategy only)."""
+    """The cost model's prediction for the raw strategy against the usage a transcript recorded."""
 
     requests: int
     """Requests with reported usage."""
     real_input_tokens: int
-    """Reported input tokens over those requests."""
+    """Reported input tokens over those requests (cached ones included)."""
     predicted_input_tokens: int
-    """Our measured input tokens over the same requests."""
+    """Our measured input tokens over the same requests (hidden prefix included)."""
     real_cache_read_tokens: int
     """Reported cache reads."""
     predicted_cache_read_tokens: int
     """Cache reads the model predicts."""
     real_cost_usd: float
-    """The reported usage priced with the replay's profile."""
+    """The reported usage, each request priced with its own model."""
     predicted_cost_usd: float
     """The model's cost over the same requests."""
+    real_cache_write_tokens: int = 0
+    """Reported cache writes."""
+    predicted_cache_write_tokens: int = 0
+    """Cache writes the model predicts."""
+    real_output_tokens: int = 0
+    """Reported output tokens."""
+    predicted_output_tokens: int = 0
+    """Output tokens charged (the reported ones where a request has them, else counted)."""
     source: str = "per-call"
     """``per-call`` (usage events) or ``totals`` (only run totals in the transcript's metadata)."""
+    models: tuple[str, ...] = ()
+    """The models the requests were priced with."""
 
     @property
     def input_error(self) -> float:
         """(predicted − real) / real input tokens."""
         return _rel(self.predicted_input_tokens, self.real_input_tokens)
+
+    @property
+    def cache_read_error(self) -> float:
+        """(predicted − real) / real cache reads."""
+        return _rel(self.predicted_cache_read_tokens, self.real_cache_read_tokens)
+
+    @property
+    def cache_write_error(self) -> float:
+        """(predicted − real) / real cache writes."""
+        return _rel(self.predicted_cache_write_tokens, self.real_cache_write_tokens)
+
+    @property
+    def output_error(self) -> float:
+        """(predicted − real) / real output tokens."""
+        return _rel(self.predicted_output_tokens, self.real_output_tokens)
 
     @property
     def cost_error(self) -> float:
@@ -91,7 +120,14 @@ class UsageCheck:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, errors included."""
-        return {**asdict(self), "input_error": self.input_error, "cost_error": self.cost_error}
+        return {
+            **asdict(self),
+            "input_error": self.input_error,
+            "cache_read_error": self.cache_read_error,
+            "cache_write_error": self.cache_write_error,
+            "output_error": self.output_error,
+            "cost_error": self.cost_error,
+        }
 
 
 def _rel(predicted: float, real: float) -> float:
@@ -118,8 +154,26 @@ class FileResult:
     """Probe kind → what the first miss could not see."""
     optimum_cost_usd: float | None = None
     """The offline optimum's cost on this transcript (see ``optimum.py``)."""
+    evidence_misses: tuple[str, ...] = ()
+    """Each ``next_action_evidence`` miss: request, file, its read's seq, what was shown instead."""
+    file_reads: int = 0
+    """File reads by the transcript's actions that had an earlier current read."""
+    rereads: int = 0
+    """Of those, reads whose earlier current read this strategy did not show (reads it made necessary)."""
     note: str = ""
     """Anything the reader should know (a fallback, a skipped part)."""
+    model: str = ""
+    """The session's model (budgets the strategies; requests are priced by their own model)."""
+    model_source: str = ""
+    """Where the model came from: ``transcript``, ``--model`` or ``default``."""
+    counter: dict[str, Any] = field(default_factory=dict)
+    """The counter and its calibration (:meth:`~.reference.Calibration.to_dict`)."""
+    hidden_prefix_tokens: int = 0
+    """The estimated hidden prefix every request of this transcript carries."""
+    hidden_prefix_method: str = ""
+    """How it was estimated."""
+    clock: str = ""
+    """Which request times were used (the transcript's timestamps or the interval)."""
 
     def figures(self) -> dict[str, Any]:
         """The per-file figures of the ``--json`` document."""
@@ -129,11 +183,22 @@ class FileResult:
             **_figures(self.requests, self.summarizer_tokens),
             "probe_misses": dict(self.probe_misses),
             "miss_examples": dict(self.miss_examples),
+            "evidence_misses": list(self.evidence_misses),
+            **_reread_figures(self.file_reads, self.rereads),
             "optimum_cost_usd": self.optimum_cost_usd,
             "optimum_ratio": _ratio(sum(r.cost_usd for r in self.requests), self.optimum_cost_usd),
             "usage_check": self.usage.to_dict() if self.usage else None,
+            "model": self.model,
+            "model_source": self.model_source,
+            "counter": dict(self.counter),
+            "hidden_prefix": {"tokens": self.hidden_prefix_tokens, "method": self.hidden_prefix_method},
+            "request_times": self.clock,
             "note": self.note,
         }
+
+
+def _reread_figures(reads: int, rereads: int) -> dict[str, Any]:
+    return {"file_reads": reads, "rereads": rereads, "reread_rate": rereads / reads if reads else 0.0}
 
 
 def _ratio(value: float, base: float | None) -> float | None:
@@ -144,8 +209,9 @@ def _figures(requests: Sequence[RequestRecord], summarizer_tokens: int) -> dict[
     n = len(requests)
     total = sum(r.input_tokens for r in requests)
     read = sum(r.cache_read_tokens for r in requests)
-    pairs = sum(len(r.probes) for r in requests)
-    kept = sum(sum(1 for v in r.probes.values() if v) for r in requests)
+    # Retention is over the fact probes; next-action evidence is its own figure (``probe_retention``).
+    pairs = sum(1 for r in requests for k in r.probes if k in RETENTION_PROBES)
+    kept = sum(1 for r in requests for k, v in r.probes.items() if v and k in RETENTION_PROBES)
     return {
         "requests": n,
         "input_tokens_total": total,
@@ -160,8 +226,20 @@ def _figures(requests: Sequence[RequestRecord], summarizer_tokens: int) -> dict[
         "window_events": sum(1 for r in requests if r.window_event),
         "summarizer_tokens": summarizer_tokens,
         "retention": kept / pairs if pairs else 1.0,
+        "probe_retention": _probe_retention(requests),
         "overflows": sum(1 for r in requests if r.overflow),
     }
+
+
+def _probe_retention(requests: Sequence[RequestRecord]) -> dict[str, float]:
+    """Probe kind → share of the requests it applied to that kept it."""
+    applied: dict[str, int] = {}
+    kept: dict[str, int] = {}
+    for r in requests:
+        for kind, ok in r.probes.items():
+            applied[kind] = applied.get(kind, 0) + 1
+            kept[kind] = kept.get(kind, 0) + ok
+    return {kind: kept[kind] / applied[kind] for kind in PROBE_KINDS if applied.get(kind)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -183,6 +261,7 @@ class StrategyResult:
         optimum = [f.optimum_cost_usd for f in self.per_file]
         known = None if any(o is None for o in optimum) else sum(o or 0.0 for o in optimum)
         out.update(probe_misses=misses, optimum_cost_usd=known, optimum_ratio=_ratio(out["cost_usd"], known))
+        out.update(_reread_figures(sum(f.file_reads for f in self.per_file), sum(f.rereads for f in self.per_file)))
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -203,11 +282,13 @@ class ReplayResults:
     counter: str
     """The token counter used (``o200k_base`` exact, or ``heuristic``)."""
     counter_exact: bool
-    """Whether the counter is exact."""
+    """Whether the counter is exact (for OpenAI's tokenizer; see ``counter_label``)."""
     model: str
-    """The model profile priced and budgeted against."""
+    """The session models of the transcripts, comma-separated."""
     cache_style: str
-    """The profile's cache mechanics (``openai-auto``, ``anthropic-breakpoints``...)."""
+    """Their cache mechanics (``openai-auto``, ``anthropic-breakpoints``...), comma-separated."""
+    counter_label: str = ""
+    """How tokens were counted, honestly (exact, calibrated to a provider with its spread, or estimated)."""
     settings: dict[str, Any] = field(default_factory=dict)
     """The replay settings (interval, cache lifetime...)."""
     notes: tuple[str, ...] = ()
@@ -234,6 +315,7 @@ class ReplayResults:
             "strategies": strategies,
             "counter": self.counter,
             "counter_exact": self.counter_exact,
+            "counter_label": self.counter_label,
             "model": self.model,
             "cache_style": self.cache_style,
             "settings": dict(self.settings),

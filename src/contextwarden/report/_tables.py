@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..replay.probes import PROBE_KINDS
-from ..replay.results import FileResult, StrategyResult, UsageCheck
+from ..replay.results import FileResult, StrategyResult
 from .svg import esc, fmt_int, fmt_usd
 
 FIGURE_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -102,39 +102,44 @@ def probe_table(results: Sequence[tuple[str, FileResult]]) -> str:
     return table(["strategy", "probe", "requests missing it", "first miss could not see"], rows, numeric=range(2, 3))
 
 
-def usage_table(checks: Sequence[tuple[str, UsageCheck]]) -> str:
-    """The cost model's prediction against the usage the transcript recorded."""
+def usage_table(checks: Sequence[tuple[str, FileResult]]) -> str:
+    """The raw strategy's prediction against the usage the transcript recorded, and how it was made."""
     rows = []
-    for name, u in checks:
+    for name, f in checks:
+        u = f.usage
+        if u is None:
+            continue
         rows.append(
             [
                 esc(name),
-                esc(u.source),
+                esc(f"{u.source}, {', '.join(u.models)}"),
                 fmt_int(u.requests),
-                fmt_int(u.real_input_tokens),
-                fmt_int(u.predicted_input_tokens),
-                _pct(u.input_error),
-                fmt_int(u.real_cache_read_tokens),
-                fmt_int(u.predicted_cache_read_tokens),
-                fmt_usd(u.real_cost_usd),
-                fmt_usd(u.predicted_cost_usd),
-                _pct(u.cost_error),
+                f"{fmt_int(u.real_input_tokens)} / {fmt_int(u.predicted_input_tokens)} ({_pct(u.input_error)})",
+                f"{fmt_int(u.real_cache_read_tokens)} / {fmt_int(u.predicted_cache_read_tokens)}"
+                f" ({_pct(u.cache_read_error)})",
+                f"{fmt_int(u.real_cache_write_tokens)} / {fmt_int(u.predicted_cache_write_tokens)}"
+                f" ({_pct(u.cache_write_error)})",
+                f"{fmt_int(u.real_output_tokens)} / {fmt_int(u.predicted_output_tokens)}",
+                f"{fmt_usd(u.real_cost_usd)} / {fmt_usd(u.predicted_cost_usd)} ({_pct(u.cost_error)})",
+                esc(f"{fmt_int(f.hidden_prefix_tokens)}: {f.hidden_prefix_method}"),
+                esc(str(f.counter.get("label", ""))),
+                esc(f.clock),
             ]
         )
     headings = [
         "strategy",
         "usage from",
         "requests",
-        "real input",
-        "predicted input",
-        "error",
-        "real cache reads",
-        "predicted cache reads",
-        "real cost",
-        "predicted cost",
-        "cost error",
+        "real input / predicted",
+        "cache reads",
+        "cache writes",
+        "output",
+        "cost",
+        "hidden prefix (estimated)",
+        "counter",
+        "request times",
     ]
-    return table(headings, rows, numeric=range(2, len(headings)))
+    return table(headings, rows, numeric=range(2, 3))
 
 
 def per_request_table(strategies: Sequence[tuple[StrategyResult, FileResult]]) -> str:

@@ -20,6 +20,7 @@ from ..events import Event
 from ..replay.results import FileResult, ReplayResults, StrategyResult
 from . import _tables
 from ._timeline import timeline
+from .scatter import TradeoffPoint, knee, tradeoff_chart
 from .svg import (
     SECTION_COLORS,
     STRATEGY_COLORS,
@@ -203,10 +204,10 @@ def _file_section(
         parts.append('<ul class="notes">' + "".join(f"<li>{esc(n)}: {esc(t)}</li>" for n, t in notes) + "</ul>")
     parts.append("<h3>Retention probes</h3>")
     parts.append(_tables.probe_table([(s.name, f) for s, f in runs]))
-    checks = [(s.name, f.usage) for s, f in runs if f.usage is not None]
+    checks = [(s.name, f) for s, f in runs if f.usage is not None]
     if checks:
         parts.append("<h3>Cost model against the transcript's recorded usage</h3>")
-        parts.append(_tables.usage_table([(n, u) for n, u in checks if u is not None]))
+        parts.append(_tables.usage_table(checks))
     parts.append('<details><summary>Every request</summary><div class="scroll">')
     parts.append(_tables.per_request_table(runs))
     parts.append("</div></details></details>")
@@ -214,7 +215,7 @@ def _file_section(
 
 
 def _header(results: ReplayResults) -> str:
-    counter = f"{results.counter} ({'exact' if results.counter_exact else 'estimate'})"
+    counter = results.counter_label or f"{results.counter} ({'exact' if results.counter_exact else 'estimate'})"
     settings = ", ".join(f"{k}={v}" for k, v in sorted(results.settings.items()))
     lines = [
         f"model <b>{esc(results.model)}</b> · cache {esc(results.cache_style)} · counter {esc(counter)}",
@@ -236,8 +237,11 @@ def _overview(results: ReplayResults, colors: dict[str, str]) -> str:
         _tables.figures_table(figures),
         '<p class="note">Cost is cache-adjusted under the model profile\'s cache mechanics; retention is '
         "the share of (request, probe) pairs kept: task, constraints, latest tool result, failing "
-        "evidence, modified files.</p>",
+        "evidence, modified files, and the evidence the next action depends on.</p>",
     ]
+    chart = _tradeoff(results)
+    if chart:
+        parts.append(chart)
     skipped = [(s.name, s.skipped) for s in results.strategies if s.skipped]
     # The engine also lists skipped strategies among its notes; say each thing once.
     said = {f"{n} skipped: {why}" for n, why in skipped}
@@ -249,6 +253,32 @@ def _overview(results: ReplayResults, colors: dict[str, str]) -> str:
         parts.append("</ul>")
     parts.append("</section>")
     return "".join(parts)
+
+
+def _tradeoff(results: ReplayResults) -> str:
+    """Tokens against cost, both relative to raw, for every strategy that ran (when raw ran too)."""
+    ran = _ran(results)
+    raw = next((s.figures() for s in ran if s.name == "raw"), None)
+    if raw is None or len(ran) < 2 or not raw["input_tokens_mean"] or not raw["cost_usd"]:
+        return ""
+    points = []
+    for s in ran:
+        f = s.figures()
+        points.append(
+            TradeoffPoint(
+                label=s.name,
+                tokens=f["input_tokens_mean"] / raw["input_tokens_mean"],
+                cost=f["cost_usd"] / raw["cost_usd"],
+                highlight=s.name == "contextwarden",
+            )
+        )
+    best = knee(points)
+    note = f"The knee of the frontier (least tokens + cost) is {best.label}." if best is not None else ""
+    return (
+        "<h3>Tokens against cost</h3>"
+        + tradeoff_chart(points, title="Mean input tokens and cost, relative to raw (frontier dashed)")
+        + f'<p class="note">{esc(note)}</p>'
+    )
 
 
 def render_report(results: ReplayResults, *, transcripts: Mapping[str, Sequence[Event]] | None = None) -> str:

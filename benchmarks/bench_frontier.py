@@ -1,0 +1,146 @@
+"""The tokens-versus-cost frontier of the planner's settings on long sessions (issue 14, part 6).
+
+Every setting below is the ``contextwarden`` strategy with planner options, replayed on the generated
+long sessions of ``generate_sessions.py`` (the bundled real transcripts are all under 30 requests, too
+short for a batch to matter), under both cache models. For each setting: mean input tokens per request
+and cache-adjusted cost, both relative to raw, and retention (every probe, next-action evidence
+included). The Pareto frontier and its knee (least tokens + cost) are printed, and the plot written as
+SVG. The issue's goal: at most 0.60x raw tokens at at most 0.80x raw cost, retention 1.0.
+
+    .venv/bin/python benchmarks/bench_frontier.py [--sessions 8] [--svg out/frontier.svg] [--json out/frontier.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from generate_sessions import generate
+
+from contextwarden.replay import ReplaySettings, default_counter, load_inputs, replay
+from contextwarden.report.scatter import TradeoffPoint, frontier, knee, tradeoff_chart
+
+SETTINGS = (
+    "contextwarden",  # the default: keep 3, batches of >= 40% of the context, 1 working-set file
+    "contextwarden:keep=1",
+    "contextwarden:keep=2",
+    "contextwarden:keep=5",
+    "contextwarden:keep=10",
+    "contextwarden:min-batch-share=0.2",
+    "contextwarden:min-batch-share=0.3",
+    "contextwarden:min-batch-share=0.5",
+    "contextwarden:min-batch-share=0.6",
+    "contextwarden:keep=2,min-batch-share=0.3",
+    "contextwarden:keep=5,min-batch-share=0.5",
+    "contextwarden:working-set-files=3",
+    "contextwarden:no-cache-aware",
+    "mask-last-n:10",
+)
+MODELS = ("gpt-5", "claude-sonnet-4-5")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sessions", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--models", nargs="+", default=list(MODELS))
+    parser.add_argument("--svg", default=None, help="write the plot (one chart per model) here")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    counter = default_counter()
+    out: dict[str, Any] = {"command": " ".join(sys.argv), "counter": counter.name, "models": {}}
+    charts = []
+    with tempfile.TemporaryDirectory() as tmp:
+        files = []
+        for k in range(args.sessions):
+            path = Path(tmp) / f"generated-{args.seed + k:03d}.json"
+            path.write_text(json.dumps(generate(args.seed + k)), encoding="utf-8")
+            files.append(str(path))
+        inputs = load_inputs(files)
+        for model in args.models:
+            started = time.perf_counter()
+            results = replay(
+                inputs, ["raw", *SETTINGS], settings=ReplaySettings(model=model, optimum=False), counter=counter
+            )
+            raw = results.strategy("raw").figures()
+            rows = []
+            for name in SETTINGS:
+                f = results.strategy(name).figures()
+                rows.append(
+                    {
+                        "setting": name,
+                        "tokens": f["input_tokens_mean"] / raw["input_tokens_mean"],
+                        "cost": f["cost_usd"] / raw["cost_usd"],
+                        "retention": f["retention"],
+                        "next_action_evidence_misses": f["probe_misses"].get("next_action_evidence", 0),
+                        "next_action_evidence": f["probe_retention"].get("next_action_evidence", 1.0),
+                        "reread_rate": f["reread_rate"],
+                        "window_events": f["window_events"],
+                    }
+                )
+            points = [
+                TradeoffPoint(
+                    label=r["setting"], tokens=r["tokens"], cost=r["cost"], highlight=r["setting"] == SETTINGS[0]
+                )
+                for r in rows
+            ]
+            front = {p.label for p in frontier(points)}
+            best = knee(points)
+            seconds = time.perf_counter() - started
+            print(
+                f"\n{model} ({results.cache_style}), {len(files)} sessions, {raw['requests']} requests, {seconds:.0f} s"
+            )
+            print(
+                f"{'setting':<44}{'tokens×raw':>11}{'cost×raw':>10}{'retention':>10}{'NAE kept':>9}{'NAE miss':>9}{'re-read':>9}  frontier"
+            )
+            for r in rows:
+                mark = (
+                    ("knee" if best is not None and r["setting"] == best.label else "yes")
+                    if r["setting"] in front
+                    else ""
+                )
+                print(
+                    f"{r['setting']:<44}{r['tokens']:>11.2f}{r['cost']:>10.2f}{r['retention']:>10.3f}"
+                    f"{r['next_action_evidence']:>9.1%}{r['next_action_evidence_misses']:>9}{r['reread_rate']:>9.1%}  {mark}"
+                )
+            default = rows[0]
+            goal = default["tokens"] <= 0.60 and default["cost"] <= 0.80 and default["retention"] >= 1.0
+            print(
+                f"default: {default['tokens']:.2f}x tokens, {default['cost']:.2f}x cost, retention "
+                f"{default['retention']:.3f} -> goal (<=0.60x, <=0.80x, 1.0) {'PASS' if goal else 'FAIL'}; "
+                f"knee: {best.label if best else '-'}"
+            )
+            out["models"][model] = {"rows": rows, "knee": best.label if best else None, "seconds": seconds}
+            charts.append(tradeoff_chart(points, title=f"Planner settings on {len(files)} long sessions, {model}"))
+    if args.svg:
+        Path(args.svg).parent.mkdir(parents=True, exist_ok=True)
+        # One SVG document holding the charts stacked (each is a nested <svg>).
+        height = sum(int(c.split('height="', 1)[1].split('"', 1)[0]) for c in charts)
+        y, body = 0, []
+        for chart in charts:
+            body.append(chart.replace("<svg ", f'<svg y="{y}" ', 1))
+            y += int(chart.split('height="', 1)[1].split('"', 1)[0])
+        style = (
+            "<style>.ct{font:600 14px sans-serif}.tl{font:11px sans-serif;fill:#5b6475}.al{font:12px sans-serif}"
+            ".lg{font:12px sans-serif}.grid{stroke:#eceef2}.ln{fill:none;stroke-width:2}</style>"
+        )
+        Path(args.svg).write_text(
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="760" height="{height}">{style}{"".join(body)}</svg>\n',
+            encoding="utf-8",
+        )
+        print(f"\nwrote {args.svg}")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(out, indent=1), encoding="utf-8")
+        print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()

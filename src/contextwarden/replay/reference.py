@@ -1,0 +1,274 @@
+"""What a transcript records about its real requests: the model of each, provider usage, times.
+
+A replay prices the requests a strategy would have sent, so it is only believable where it
+reproduces what the provider really billed for the requests the agent did send. This module reads
+the reference from the transcript itself, once per transcript, before any strategy runs:
+
+- **Models.** Each request is priced with the model that answered it (the assistant message's
+  model, else its usage report's), so a session that switches models is priced per request. The
+  session's model (the first one named) budgets every strategy. ``--model`` overrides both. A name
+  with no profile is an error that lists the known ones; a transcript that names no model at all is
+  priced as :data:`~contextwarden.replay.engine.DEFAULT_MODEL` and the report says so.
+- **Usage.** Each :class:`~contextwarden.events.UsageReport` is matched to its request.
+- **Calibration.** The local counter (o200k) is not the provider's tokenizer for Claude. Between
+  two consecutive requests with usage, the provider's input grows by exactly what the transcript
+  shows was appended (the hidden parts are constant), so each pair gives one ratio of provider to
+  local tokens. The session's factor is their token-weighted mean, with the lowest and highest pair
+  as its spread; every strategy counts (and budgets) with it. When the counter is the model's own
+  tokenizer, or no pair exists, the factor is 1 and the label says which.
+- **Hidden prefix.** What the agent sent that the transcript does not show (its system prompt,
+  its tool schemas): the first usage report's billed input minus the calibrated count of the
+  visible request it belongs to. It is carried as one labelled block at the start of every
+  simulated request, so raw and every strategy pay for it, and cache it, alike.
+- **Output.** Where a request's usage reports output tokens, every strategy is charged those (the
+  response is the transcript's, whatever the strategy sent); elsewhere the visible response is counted.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..errors import UsageError
+from ..events import AssistantMessage, Event, JSONValue, UsageReport
+from ..models import ModelProfile, get_profile, list_profiles
+from ..tokens import CalibratedCounter, TokenCounter
+from ..wire.openai_chat import render_openai_chat
+from .costmodel import Block, BlockMeter
+from .strategies import History, plain_context
+
+MIN_PAIR_TOKENS = 32
+"""A calibration pair whose local growth is smaller than this is skipped: framing dominates it."""
+_NOT_A_MODEL = frozenset({"", "<synthetic>"})
+"""Model names that mark a response no model produced (Claude Code's synthetic messages)."""
+
+
+def resolve_model(name: str, where: str) -> ModelProfile:
+    """The profile of ``name``; an error naming every known profile when there is none."""
+    profile = get_profile(name)
+    if not profile.known:
+        known = ", ".join(p.name for p in list_profiles() if p.name != "generic")
+        raise UsageError(f"{where}: model {name!r} has no price profile; known: {known} (or pass --model NAME)")
+    return profile
+
+
+@dataclass(frozen=True, kw_only=True)
+class Calibration:
+    """How local counts are scaled to the provider's tokenizer for one transcript."""
+
+    counter: str
+    """The local counter's name (``o200k_base``, ``heuristic``)."""
+    tokenizer: str
+    """The model's own tokenizer family (``claude``, ``o200k_base``...)."""
+    factor: float = 1.0
+    """Provider tokens per local token."""
+    low: float = 1.0
+    """The lowest ratio among the pairs."""
+    high: float = 1.0
+    """The highest ratio among the pairs."""
+    pairs: int = 0
+    """Usage increments the factor was learnt from."""
+
+    @property
+    def label(self) -> str:
+        """How the counts were made, honestly: exact, calibrated (with its spread) or uncalibrated."""
+        if self.counter == self.tokenizer:
+            return f"{self.counter} (the model's own tokenizer)"
+        if self.pairs:
+            return (
+                f"{self.counter} x {self.factor:.3f} calibrated to {self.tokenizer} usage "
+                f"({self.pairs} increment(s), spread {self.low:.3f}-{self.high:.3f})"
+            )
+        return f"{self.counter}, uncalibrated estimate of {self.tokenizer} (no usage increments to learn from)"
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        """JSON-ready, label included."""
+        return {
+            "counter": self.counter,
+            "tokenizer": self.tokenizer,
+            "factor": self.factor,
+            "low": self.low,
+            "high": self.high,
+            "pairs": self.pairs,
+            "label": self.label,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class HiddenPrefix:
+    """The estimated part of every request the transcript does not show."""
+
+    tokens: int = 0
+    """Provider tokens (0 when nothing is hidden or there is no usage to estimate from)."""
+    method: str = "no per-request usage: nothing hidden is assumed"
+    """How it was estimated, one sentence."""
+
+    def block(self) -> Block | None:
+        """The block every simulated request starts with (None when empty)."""
+        return Block(key=f"hidden-prefix:{self.tokens}", tokens=self.tokens) if self.tokens > 0 else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reference:
+    """Everything a replay takes from one transcript's own record of its requests."""
+
+    profile: ModelProfile
+    """The session's model: budgets every strategy (and prices requests without a model)."""
+    request_profiles: tuple[ModelProfile, ...]
+    """The model each request is priced with, in request order."""
+    usage: Mapping[int, UsageReport] = field(default_factory=dict)
+    """Request index → the provider's usage for it."""
+    calibration: Calibration
+    """How local counts are scaled."""
+    hidden_prefix: HiddenPrefix = field(default_factory=HiddenPrefix)
+    """The hidden part of every request."""
+    model_source: str = "transcript"
+    """``transcript``, ``--model`` or ``default`` (the transcript names no model)."""
+
+    def counter(self, base: TokenCounter) -> TokenCounter:
+        """The counter the strategies and the cost model use for this transcript."""
+        if self.calibration.pairs and self.calibration.factor != 1.0:
+            return CalibratedCounter(base, factor=self.calibration.factor, min_factor=0.1, max_factor=10.0)
+        return base
+
+    def output_tokens(self, index: int, counted: int) -> int:
+        """The output tokens of request ``index``: the provider's figure when reported, else ``counted``."""
+        u = self.usage.get(index)
+        return u.output_tokens if u is not None and u.output_tokens > 0 else counted
+
+    def profile_of(self, index: int) -> ModelProfile:
+        """The model request ``index`` is priced with."""
+        return self.request_profiles[index] if index < len(self.request_profiles) else self.profile
+
+
+def _requests_and_usage(events: Sequence[Event]) -> tuple[list[AssistantMessage], dict[int, UsageReport]]:
+    requests: list[AssistantMessage] = []
+    index_of: dict[str, int] = {}
+    usage: dict[int, UsageReport] = {}
+    for event in events:
+        if event.is_window_event:
+            continue
+        if isinstance(event, AssistantMessage):
+            index_of[event.id] = len(requests)
+            requests.append(event)
+        elif isinstance(event, UsageReport) and requests:
+            usage.setdefault(index_of.get(event.response_event_id, len(requests) - 1), event)
+    return requests, usage
+
+
+def _session_model(metadata: Mapping[str, JSONValue], requests: Sequence[AssistantMessage]) -> str:
+    named = metadata.get("model")
+    if isinstance(named, str) and named not in _NOT_A_MODEL:
+        return named
+    return next((r.model for r in requests if r.model not in _NOT_A_MODEL), "")
+
+
+def read_reference(
+    events: Sequence[Event],
+    *,
+    name: str,
+    metadata: Mapping[str, JSONValue],
+    override: str | None,
+    default_model: str,
+    counter: TokenCounter,
+) -> Reference:
+    """Read the reference of one transcript (see the module docstring); ``name`` appears in errors."""
+    requests, usage = _requests_and_usage(events)
+    if override:
+        profile = resolve_model(override, "--model")
+        profiles = tuple(profile for _ in requests)
+        source = "--model"
+    else:
+        session = _session_model(metadata, requests)
+        source = "transcript" if session else "default"
+        profile = resolve_model(session or default_model, name)
+        cache: dict[str, ModelProfile] = {}
+        chosen = []
+        for n, r in enumerate(requests):
+            model = r.model if r.model not in _NOT_A_MODEL else (usage[n].model if n in usage else "")
+            if model in _NOT_A_MODEL:
+                chosen.append(profile)
+                continue
+            if model not in cache:
+                cache[model] = resolve_model(model, f"{name}: request {n}")
+            chosen.append(cache[model])
+        profiles = tuple(chosen)
+    calibration = Calibration(counter=counter.name, tokenizer=profile.tokenizer)
+    if not usage:
+        return Reference(profile=profile, request_profiles=profiles, calibration=calibration, model_source=source)
+    visible = _visible_counts(events, profile, BlockMeter(counter), want=set(usage))
+    if counter.name != profile.tokenizer:
+        calibration = _calibrate(calibration, visible, usage, profiles)
+    reference = Reference(
+        profile=profile, request_profiles=profiles, usage=usage, calibration=calibration, model_source=source
+    )
+    first = min(usage)
+    scaled = _visible_counts(events, profile, BlockMeter(reference.counter(counter)), want={first})[first]
+    billed = usage[first].input_tokens
+    hidden = max(billed - scaled, 0)
+    method = (
+        f"request {first}'s billed input ({billed:,}) minus its visible request ({scaled:,}, {calibration.label})"
+        if hidden
+        else f"request {first}'s billed input ({billed:,}) is not above its visible request ({scaled:,}): none assumed"
+    )
+    return Reference(
+        profile=profile,
+        request_profiles=profiles,
+        usage=usage,
+        calibration=calibration,
+        hidden_prefix=HiddenPrefix(tokens=hidden, method=method),
+        model_source=source,
+    )
+
+
+def _visible_counts(
+    events: Sequence[Event], profile: ModelProfile, meter: BlockMeter, *, want: set[int]
+) -> dict[int, int]:
+    """Tokens of the raw request before each wanted assistant message (what the transcript shows)."""
+    history = History()
+    counts: dict[int, int] = {}
+    index = 0
+    last = max(want, default=-1)
+    for event in events:
+        if event.is_window_event:
+            continue
+        if isinstance(event, AssistantMessage):
+            if index in want:
+                ctx = plain_context(profile, history.system, history.messages, meter.counter)
+                counts[index] = sum(b.tokens for b in meter.blocks(render_openai_chat(ctx)))
+            if index >= last:
+                break
+            index += 1
+        history.add(event)
+    return counts
+
+
+def _calibrate(
+    base: Calibration,
+    visible: Mapping[int, int],
+    usage: Mapping[int, UsageReport],
+    profiles: Sequence[ModelProfile],
+) -> Calibration:
+    ratios: list[float] = []
+    local_sum = real_sum = 0
+    for a, b in itertools.pairwise(sorted(usage)):
+        if profiles[a].name != profiles[b].name:
+            continue  # another model, maybe another tokenizer
+        local = visible[b] - visible[a]
+        real = usage[b].input_tokens - usage[a].input_tokens
+        if local < MIN_PAIR_TOKENS or real <= 0:
+            continue
+        ratios.append(real / local)
+        local_sum += local
+        real_sum += real
+    if not ratios:
+        return base
+    return Calibration(
+        counter=base.counter,
+        tokenizer=base.tokenizer,
+        factor=real_sum / local_sum,
+        low=min(ratios),
+        high=max(ratios),
+        pairs=len(ratios),
+    )

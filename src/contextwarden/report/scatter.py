@@ -1,0 +1,106 @@
+"""The tokens-versus-cost chart: one point per strategy (or planner setting), relative to raw.
+
+Fewer tokens per request mean less context rot and lower latency; a lower cache-adjusted cost is
+the bill. The two pull apart (masking every request cuts tokens and breaks the cache), so the
+useful picture is the trade-off: x is mean input tokens per request as a multiple of raw, y the
+cost as a multiple of raw, and the Pareto frontier (no other point is lower on both) is drawn as
+a line. Its *knee* is the frontier point with the smallest sum of the two ratios. Inline SVG like
+:mod:`.svg`: no scripts, every label escaped, hover details in ``<title>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .svg import HEIGHT, WIDTH, esc, nice_ticks
+
+_LEFT, _RIGHT, _TOP, _BOTTOM = 64, 24, 34, 48
+
+
+@dataclass(frozen=True, kw_only=True)
+class TradeoffPoint:
+    """One strategy's position: tokens and cost relative to raw."""
+
+    label: str
+    """The strategy or setting (escaped when drawn)."""
+    tokens: float
+    """Mean input tokens per request, as a multiple of raw's."""
+    cost: float
+    """Cache-adjusted cost, as a multiple of raw's."""
+    highlight: bool = False
+    """Draw it larger (the default setting)."""
+
+
+def frontier(points: Sequence[TradeoffPoint]) -> list[TradeoffPoint]:
+    """The Pareto-optimal points (none other is at most as high on both and lower on one), by tokens."""
+    best: list[TradeoffPoint] = []
+    for p in sorted(points, key=lambda q: (q.tokens, q.cost)):
+        if not best or p.cost < best[-1].cost:
+            best.append(p)
+    return best
+
+
+def knee(points: Sequence[TradeoffPoint]) -> TradeoffPoint | None:
+    """The frontier point with the least ``tokens + cost`` (both relative to raw)."""
+    front = frontier(points)
+    return min(front, key=lambda p: p.tokens + p.cost, default=None)
+
+
+def tradeoff_chart(
+    points: Sequence[TradeoffPoint], *, title: str, width: int = WIDTH, height: int = HEIGHT + 60
+) -> str:
+    """The scatter of ``points`` with raw's position (1, 1) marked, the frontier line and the knee ringed."""
+    x_ticks = nice_ticks(max([1.0, *(p.tokens for p in points)]) * 1.05)
+    y_ticks = nice_ticks(max([1.0, *(p.cost for p in points)]) * 1.05)
+    plot_w, plot_h = width - _LEFT - _RIGHT, height - _TOP - _BOTTOM
+
+    def x(value: float) -> float:
+        return _LEFT + plot_w * value / x_ticks[-1]
+
+    def y(value: float) -> float:
+        return _TOP + plot_h * (1 - value / y_ticks[-1])
+
+    body = [f'<text class="ct" x="{_LEFT}" y="20">{esc(title)}</text>']
+    for tick in y_ticks:
+        body.append(f'<line class="grid" x1="{_LEFT}" x2="{width - _RIGHT}" y1="{y(tick):.1f}" y2="{y(tick):.1f}"/>')
+        body.append(f'<text class="tl" x="{_LEFT - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick:g}×</text>')
+    for tick in x_ticks:
+        body.append(f'<line class="grid" x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{_TOP}" y2="{y(0):.1f}"/>')
+        body.append(f'<text class="tl" x="{x(tick):.1f}" y="{y(0) + 16:.1f}" text-anchor="middle">{tick:g}×</text>')
+    body.append(
+        f'<text class="al" x="{_LEFT + plot_w / 2:.1f}" y="{height - 8}" text-anchor="middle">'
+        "mean input tokens per request × raw</text>"
+    )
+    body.append(
+        f'<text class="al" transform="translate(14 {_TOP + plot_h / 2:.1f}) rotate(-90)" text-anchor="middle">'
+        "cache-adjusted cost × raw</text>"
+    )
+    front = frontier(points)
+    if len(front) > 1:
+        line = " ".join(f"{x(p.tokens):.1f},{y(p.cost):.1f}" for p in front)
+        body.append(f'<polyline class="ln" points="{line}" stroke="#2ca02c" stroke-dasharray="6 4"/>')
+    best = knee(points)
+    for p in points:
+        radius = 6 if p.highlight else 4
+        color = "#d62728" if p.highlight else "#1f77b4"
+        tip = f"{p.label}: tokens {p.tokens:.2f}× raw, cost {p.cost:.2f}× raw" + (" (knee)" if p is best else "")
+        body.append(
+            f'<circle cx="{x(p.tokens):.1f}" cy="{y(p.cost):.1f}" r="{radius}" fill="{color}">'
+            f"<title>{esc(tip)}</title></circle>"
+        )
+        if p.highlight or p is best:
+            body.append(
+                f'<text class="lg" x="{x(p.tokens) + 8:.1f}" y="{y(p.cost) - 8:.1f}">{esc(p.label[:48])}</text>'
+            )
+    if best is not None:
+        body.append(
+            f'<circle cx="{x(best.tokens):.1f}" cy="{y(best.cost):.1f}" r="10" fill="none" stroke="#2ca02c" '
+            'stroke-width="2"/>'
+        )
+    label = f"{title}: {len(points)} point(s)"
+    return (
+        f'<svg class="chart" data-chart="tradeoff" role="img" aria-label="{esc(label)}" '
+        f'xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" height="{height}">'
+        f"<title>{esc(label)}</title>{''.join(body)}</svg>"
+    )
