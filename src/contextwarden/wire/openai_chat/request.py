@@ -24,7 +24,7 @@ from ...events import BinaryPart, OpaquePart, ThinkingBlock, ToolCall
 from .._common import dumps_compact, from_data_url, parse_arguments
 from .._types import RawSpan
 
-__all__ = ["parse_messages", "parse_tools", "reasoning_blocks", "tool_call"]
+__all__ = ["message_content", "parse_messages", "parse_tools", "reasoning_blocks", "tool_call"]
 
 _FORMAT = "openai_chat"
 
@@ -73,7 +73,7 @@ def parse_messages(messages: object, spans: list[RawSpan] | None = None) -> list
         role = raw["role"]
         if spans is not None:
             spans.append(RawSpan(f"messages[{index}]", (raw,)))
-        text, parts, opaque = _content(raw.get("content"))
+        text, parts, opaque = message_content(raw.get("content"))
         if role in ("system", "developer"):
             out.append(Message(role=role, text=text, section="instructions"))
         elif role == "assistant":
@@ -132,7 +132,8 @@ def tool_call(raw: Mapping[str, Any]) -> ToolCall:
     )
 
 
-def _content(content: object) -> tuple[str, tuple[BinaryPart, ...], tuple[OpaquePart, ...]]:
+def message_content(content: object) -> tuple[str, tuple[BinaryPart, ...], tuple[OpaquePart, ...]]:
+    """Text, data-URL images and other parts (kept opaque) of a message's ``content``: a string or parts."""
     if isinstance(content, str):
         return content, (), ()
     texts: list[str] = []
