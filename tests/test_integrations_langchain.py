@@ -189,4 +189,4 @@ def test_without_retrieval_no_text_names_a_missing_tool(tmp_path: Path) -> None:
     assert all("read_range" not in names and "recall" not in names for names in model.offered)
     last = " ".join(str(m.content) for m in model.received[-1])
     assert "read_range(" not in last and "recall(" not in last
-    assert "kept in the session log" in last  # the placeholders still say where the text is
+    assert "not retrievable in this session" in last  # the placeholders still name the output they replace

@@ -25,6 +25,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("replay", "Replay transcripts under context strategies and compare tokens and cost."),
     "inspect": ("inspect", "Show what the model would see on a session's turn, and why."),
     "lint": ("lint", "Check model-visible context against the six rules."),
+    "budget": ("budget", "Show what a session tree has spent of a weighted-token budget."),
     "trust": ("trust", "Trust a project so its .contextwarden/ files are loaded."),
     "demo": ("demo", "Import a bundled real trajectory, replay it, print the table, write a report."),
 }
