@@ -95,6 +95,8 @@ def render_request(request: ChatRequest, *, max_tokens_field: str = "max_tokens"
         extra["temperature"] = request.temperature
     if request.stop:
         extra["stop"] = list(request.stop)
+    if request.response_format is not None:
+        extra["response_format"] = request.response_format
     if request.thinking is not None and request.thinking not in ("off", ""):
         extra["reasoning_effort"] = request.thinking
     limit = request.max_tokens if max_tokens_field == "max_completion_tokens" else None
