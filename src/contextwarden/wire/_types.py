@@ -20,6 +20,20 @@ ParsedResponse = tuple[AssistantMessage, UsageReport | None]
 """A model response as events: the assistant message and, when the body reports it, its usage."""
 
 
+@dataclass(frozen=True, slots=True)
+class RawSpan:
+    """Where one parsed item came from in the body: its path and the JSON values it was read from.
+
+    Consumers that compare requests byte for byte (the linter's prefix-stability rules) hash
+    ``values`` instead of parsing the body a second time.
+    """
+
+    path: str
+    """The item's place in the body: ``messages[3]``, ``messages[2].content[1:3]``, ``input[4:6]``."""
+    values: tuple[Any, ...]
+    """The JSON values (message objects, content blocks, input items) the item was read from, as sent."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ParsedRequest:
     """A provider request body read into contextwarden events."""
@@ -42,6 +56,10 @@ class ParsedRequest:
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Every other top-level field (sampling settings, ``stream``, ``tool_choice``...), verbatim;
     pass it back as ``render_request(..., extra=...)`` to send the same settings."""
+    spans: tuple[RawSpan, ...] = ()
+    """Where each of ``instructions`` then ``events`` came from, one span per item, in that order."""
+    tool_spans: tuple[RawSpan, ...] = ()
+    """Where each of ``tools`` came from, one span per tool."""
 
     def to_context(self) -> ModelContext:
         """The request as a :class:`ModelContext`, with no reduction: what rendering it sends back."""
@@ -93,11 +111,14 @@ def parsed_request(
     tools: tuple[ToolDefinition, ...],
     own_fields: frozenset[str],
     max_tokens: object = None,
+    spans: Sequence[RawSpan] = (),
+    tool_spans: Sequence[RawSpan] = (),
 ) -> ParsedRequest:
     """Assemble a :class:`ParsedRequest` from what a codec read.
 
     The system field's instructions, then the leading system messages, form ``instructions``; fields
-    not in ``own_fields`` go to ``extra`` verbatim.
+    not in ``own_fields`` go to ``extra`` verbatim. ``spans`` (one per system instruction, then one
+    per message) and ``tool_spans`` (one per tool) say where each came from.
     """
     leading, rest = split_instructions(events_of(messages))
     limit = max_tokens if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) else None
@@ -109,4 +130,13 @@ def parsed_request(
         tools=tools,
         max_tokens=limit,
         extra={k: v for k, v in body.items() if k not in own_fields},
+        spans=_aligned(spans, len(system) + len(messages), "items"),
+        tool_spans=_aligned(tool_spans, len(tools), "tools"),
     )
+
+
+def _aligned(spans: Sequence[RawSpan], count: int, what: str) -> tuple[RawSpan, ...]:
+    # A codec that records spans records one per item; anything else is a bug in that codec.
+    if len(spans) != count:
+        raise AssertionError(f"codec recorded {len(spans)} spans for {count} {what}")
+    return tuple(spans)
