@@ -154,10 +154,6 @@ def test_no_import_cycles() -> None:
 def test_the_core_imports_no_edge() -> None:
     graph = import_graph()
     crossing = sorted(
-        f"{module} -> {dep}"
-        for module, deps in graph.items()
-        if not _is_edge(module)
-        for dep in deps
-        if _is_edge(dep)
+        f"{module} -> {dep}" for module, deps in graph.items() if not _is_edge(module) for dep in deps if _is_edge(dep)
     )
     assert crossing == []
