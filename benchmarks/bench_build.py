@@ -13,7 +13,15 @@ stay flat. The peers, run on the very same messages:
 
 The session is pre-built with a build every 20 turns, so compactions happen as they would live.
 
+``--cold`` measures what a stateless worker (or a proxy behind a load balancer) pays on every
+request instead: a SQLite session of N turns already exists, and a *new* store handle and a *new*
+``ContextManager`` (nothing cached; the token counter is loaded once per worker, as a worker would)
+build its next request. It runs at a 1M-token window (gpt-4.1: masking alone keeps the session in
+one window, so the window holds every turn) and at a 32K window (compactions bound the window: the
+cost should stay flat beyond it).
+
     .venv/bin/python benchmarks/bench_build.py [--sizes 1000,10000,100000] [--calls 30] [--json OUT]
+    .venv/bin/python benchmarks/bench_build.py --cold [--turns 100,300,1000,3000] [--calls 5] [--json OUT]
 """
 
 from __future__ import annotations
@@ -191,12 +199,85 @@ def _openhands(n_events: int, calls: int, seed: int) -> dict[str, Any]:
             "p90_ms": sorted(times)[int(0.9 * (len(times) - 1))]}
 
 
+SMALL_WINDOW = "small-32k"
+"""A 32K-window profile for the cold benchmark (registered below), so compactions bound the window."""
+
+
+def _cold_profiles() -> dict[str, Any]:
+    import dataclasses
+
+    from contextwarden.models import get_profile
+
+    small = dataclasses.replace(get_profile(MODEL), name=SMALL_WINDOW, context_window=32_000, max_output_tokens=2_000)
+    return {MODEL: get_profile(MODEL), SMALL_WINDOW: small}
+
+
+def bench_cold(turns: int, model: str, calls: int, directory: str) -> dict[str, Any]:
+    """Median time of a build by a fresh store handle and manager, over a stored session of ``turns``."""
+    import os
+
+    from contextwarden.store import SQLiteStore
+
+    profile = _cold_profiles()[model]
+    counter = best_counter()
+    path = os.path.join(directory, f"cold-{model}-{turns}.db")
+    store = SQLiteStore(path)
+    store.create_session("s")
+    writer = ContextManager(store, counter=counter)
+    rng = random.Random(turns)
+    store.append("s", [UserMessage(text="Fix the failing tests. Never edit migrations/.")], expected_last_seq=0)
+    for n in range(1, turns + 1):
+        store.append("s", turn_events(rng, n), expected_last_seq=store.get_session("s").last_seq)
+        if n % 20 == 0:
+            writer.build("s", model=profile, tools=TOOLS)
+    writer.build("s", model=profile, tools=TOOLS)
+    window = len(store.read_window("s"))
+    events = store.get_session("s").last_seq
+    store.close()
+    times = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fresh = SQLiteStore(path)
+        ContextManager(fresh, counter=counter).build("s", model=profile, tools=TOOLS)
+        times.append((time.perf_counter() - t0) * 1000)
+        fresh.close()
+    return {"system": f"contextwarden cold ({model})", "turns": turns, "events": events, "window_events": window,
+            "median_ms": statistics.median(times), "max_ms": max(times)}
+
+
+def main_cold(args: argparse.Namespace) -> None:
+    import tempfile
+
+    rows = []
+    with tempfile.TemporaryDirectory() as directory:
+        for model in (MODEL, SMALL_WINDOW):
+            for turns in (int(x) for x in args.turns.split(",")):
+                row = bench_cold(turns, model, args.calls, directory)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    print()
+    print(f"{'model':<10} {'turns':>6} {'events':>7} {'in window':>10} {'median ms':>10} {'max ms':>8}")
+    for r in rows:
+        model = r["system"].split("(")[1].rstrip(")")
+        print(f"{model:<10} {r['turns']:>6} {r['events']:>7} {r['window_events']:>10} {r['median_ms']:>10.1f}"
+              f" {r['max_ms']:>8.1f}")
+    if args.json_out:
+        with open(args.json_out, "w", encoding="utf-8") as fh:
+            json.dump({"machine": platform.platform(), "python": platform.python_version(), "rows": rows}, fh,
+                      indent=2)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--calls", type=int, default=30)
     parser.add_argument("--json", dest="json_out")
+    parser.add_argument("--cold", action="store_true", help="measure builds by a fresh manager (stateless worker)")
+    parser.add_argument("--turns", default="100,300,1000,3000", help="session lengths for --cold")
     args = parser.parse_args()
+    if args.cold:
+        main_cold(args)
+        return
     rows = []
     for n in (int(x) for x in args.sizes.split(",")):
         for bench in (bench_contextwarden, bench_langchain, bench_openhands):

@@ -136,7 +136,7 @@ def test_without_retrieval_no_tool_and_no_text_names_it(tmp_path: Path) -> None:
     run(agent_for(script, [warden(SQLiteStore(tmp_path / "s.db"), retrieval=False)]), GOAL)
     assert all("read_range" not in names for names in script.tools)
     last = str(to_chat(script.received[-1]))
-    assert "read_range(" not in last and "kept in the session log" in last
+    assert "read_range(" not in last and "not retrievable in this session" in last
 
 
 def _explode(*args: Any, **kwargs: Any) -> Any:

@@ -366,7 +366,7 @@ def test_hostile_lines_give_defined_results(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("render", ["openai_chat", "anthropic", "openai_responses"])
 def test_our_rendered_requests_break_only_at_window_events(tmp_path: Path, render: str) -> None:
-    import contextwarden.wire as renderers
+    from contextwarden import render as render_request
     from contextwarden.governance import replay_session
 
     store = SQLiteStore(str(tmp_path / "s.db"))
@@ -381,7 +381,8 @@ def test_our_rendered_requests_break_only_at_window_events(tmp_path: Path, rende
     turns = list(replay_session(store, info.id, model="claude-sonnet-4-5"))
     planned = {t.turn for t in turns if t.window_events}
     assert planned, "supersession should have produced window events"
-    function = getattr(renderers, f"render_{render}")
+    def function(ctx: Any) -> Any:
+        return render_request(ctx, render)
     path = write_jsonl(tmp_path / "rendered.jsonl", [function(t.context) for t in turns if t.context is not None])
     report = lint_file(path, options=LintOptions(max_breaks_per_10=10))
     assert {f.request for f in findings(report, "R1")} == planned

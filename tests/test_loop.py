@@ -9,7 +9,7 @@ import pytest
 from _agentlog import COUNTER, Agent, manager, profile
 from contextwarden.context import ToolDefinition
 from contextwarden.errors import Cancelled, ContextOverflowError, ProviderError, RateLimitError, ServerError
-from contextwarden.events import AssistantMessage, Compaction, ToolCall, ToolResult, UsageReport
+from contextwarden.events import AssistantMessage, Compaction, SettingChange, ToolCall, ToolResult, UsageReport
 from contextwarden.loop import AgentTool, ToolOutput, run_agent_loop, to_chat_request, window_hint
 from contextwarden.providers import ChatRequest, ChatResponse, Usage
 from contextwarden.store.memory import MemoryStore
@@ -57,7 +57,7 @@ def test_loop_records_answers_usage_and_tool_results() -> None:
                                  call("nope", 4), "All done."])
     result = run_agent_loop(provider, TOOLS, manager(store), "s", model=profile(), max_turns=10)
     assert result.stop_reason == "end_turn" and result.text == "All done." and result.turns == 5
-    events = store.read("s")
+    events = [e for e in store.read("s") if not isinstance(e, SettingChange)]  # builds record their settings
     kinds = [type(e).__name__ for e in events[2:5]]
     assert kinds == ["AssistantMessage", "UsageReport", "ToolResult"]
     usage = events[3]

@@ -16,6 +16,7 @@ from contextwarden.events import (
     BinaryPart,
     Event,
     Instruction,
+    SettingChange,
     Steering,
     ToolCall,
     ToolResult,
@@ -122,7 +123,7 @@ def test_edit_marks_earlier_read_out_of_date_without_breaking_prefix() -> None:
     assert "out of date" in edit_result or "OLD CONTENT" not in old_read.text
 
 
-def test_manager_only_appends_window_events() -> None:
+def test_manager_only_appends_window_events_and_its_build_record() -> None:
     store = MemoryStore()
     s = Session(store)
     s.add(UserMessage(text="explore"))
@@ -133,8 +134,10 @@ def test_manager_only_appends_window_events() -> None:
     ctx = manager.build("s", model=small_profile(), tools=TOOLS)
     after = store.read("s")
     assert after[: len(before)] == before
-    assert all(e.is_window_event for e in after[len(before):])
-    assert ctx.window_event_ids
+    new = after[len(before):]
+    records = [e for e in new if not e.is_window_event]
+    assert len(records) == 1 and isinstance(records[0], SettingChange) and records[0].model == "test-small"
+    assert ctx.window_event_ids and set(ctx.window_event_ids) == {e.id for e in new if e.is_window_event}
     assert ctx.total_tokens <= ctx.budget
 
 
@@ -254,7 +257,7 @@ def test_retrieval_reads_back_masked_output_and_is_bounded() -> None:
     manager = new_manager(store)
     ctx = manager.build("s", model="gpt-4o", tools=TOOLS)
     assert [t.name for t in ctx.tools][-2:] == ["read_range", "recall"]
-    artifact = store.read("s")[-1].id
+    artifact = next(e.id for e in store.read("s") if isinstance(e, ToolResult))
     assert artifact in ctx.messages[-1].text
     answer = manager.retrieve("s", ToolCall(id="r1", name="read_range",
                                             arguments={"artifact_id": artifact, "start_line": 15_000,

@@ -6,13 +6,9 @@ import json
 from typing import Any
 
 from contextwarden.events import AssistantMessage, Instruction, ToolCall, ToolResult, UserMessage
+from contextwarden.governance.classify import classify_requests, classify_session
 from contextwarden.governance.requests import RequestReader
-from contextwarden.governance.taxonomy import (
-    Failure,
-    TaxonomySettings,
-    classify_requests,
-    classify_session,
-)
+from contextwarden.governance.taxonomy import Failure, TaxonomySettings
 from contextwarden.store import MemoryStore
 
 SYSTEM = "You are a careful coding agent."
@@ -229,3 +225,24 @@ def test_session_masked_read_then_re_read_is_under_context() -> None:
     report = classify_session(store, sid, model="gpt-4o", policy=eager)
     under = failures(report, Failure.UNDER_CONTEXT)
     assert len(under) == 1 and "src/core.py" in under[0].detail
+
+
+def test_staleness_follows_the_tool_policies_in_force_not_the_coding_presets() -> None:
+    from contextwarden.manager import ContextPolicy
+    from contextwarden.policies.presets import CODING_TOOL_POLICIES, ToolPolicy
+
+    log = Log()  # a spreadsheet agent: its tools are nothing the coding presets know
+    log.call("load_sheet", {"path": "q3.xlsx"}, "A1=100")
+    log.send()
+    log.call("put_cell", {"path": "q3.xlsx", "cell": "A1", "value": 120}, "ok")
+    log.send()
+    reader = RequestReader()
+    requests = [reader.parse(p) for p in log.requests]
+    assert failures(classify_requests(requests), Failure.STALE_CONTEXT) == []
+    sheets = ContextPolicy(tool_policies=(
+        ToolPolicy(name="sheet-read", patterns=("load_sheet",), category="file_read"),
+        ToolPolicy(name="sheet-write", patterns=("put_cell",), category="file_edit"),
+        *CODING_TOOL_POLICIES,
+    ))
+    stale = failures(classify_requests(requests, policy=sheets), Failure.STALE_CONTEXT)
+    assert len(stale) == 1 and "call_1" in stale[0].item

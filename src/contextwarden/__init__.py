@@ -3,9 +3,22 @@
 The session is an append-only event log (the truth); every model request is a projection of it
 that fits the model's budget, keeps what must never be lost, and stays byte-stable at the front
 so provider prompt caches hit.
+
+The public API, in the order an agent loop uses it::
+
+    from contextwarden import ContextManager, UserMessage, open_store, render
+
+    store = open_store("sessions.db")                     # SQLite file, "memory:" or postgresql://
+    manager = ContextManager(store, policy="coding")      # or "research", "browser", a ContextPolicy
+    session = manager.session("task-1", model="gpt-4o", create=True)
+    session.append(UserMessage(text="Fix the failing test."))
+    body = render(session.build(), "openai_chat")         # POST it; append the reply; repeat
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 from .errors import (
     BudgetExceededError,
@@ -16,6 +29,7 @@ from .errors import (
     ProviderError,
     SessionNotFound,
     SummaryRejected,
+    UnknownModelError,
     UsageError,
 )
 from .events import (
@@ -38,31 +52,119 @@ from .events import (
     UserMessage,
 )
 
+if TYPE_CHECKING:
+    from ._render import render
+    from .buildrecord import BuildSettings
+    from .context import Decision, Message, ModelContext, ToolDefinition
+    from .manager import ContextManager
+    from .models import ModelProfile, get_profile, list_profiles, register_profile, resolve_profile
+    from .policies.presets import ToolPolicy
+    from .policy import ContextPolicy
+    from .session import Session
+    from .store import SessionStore, open_store
+    from .taskpolicies import Keep, TaskPolicy, get_task_policy, register_task_policy, task_policy_names
+    from .treebudget import TreeBudget, TreeBudgetPolicy
+    from .wire import FORMATS, WireFormat
+
+# The rest loads on first use, so ``contextwarden --help`` and ``import contextwarden.events`` do not
+# pay for the manager, the stores and the wire codecs.
+_LAZY: dict[str, str] = {
+    "render": "._render",
+    "BuildSettings": ".buildrecord",
+    "Decision": ".context",
+    "Message": ".context",
+    "ModelContext": ".context",
+    "ToolDefinition": ".context",
+    "ContextManager": ".manager",
+    "ModelProfile": ".models",
+    "get_profile": ".models",
+    "list_profiles": ".models",
+    "register_profile": ".models",
+    "resolve_profile": ".models",
+    "ToolPolicy": ".policies.presets",
+    "ContextPolicy": ".policy",
+    "Session": ".session",
+    "SessionStore": ".store",
+    "open_store": ".store",
+    "Keep": ".taskpolicies",
+    "TaskPolicy": ".taskpolicies",
+    "get_task_policy": ".taskpolicies",
+    "register_task_policy": ".taskpolicies",
+    "task_policy_names": ".taskpolicies",
+    "TreeBudget": ".treebudget",
+    "TreeBudgetPolicy": ".treebudget",
+    "FORMATS": ".wire",
+    "WireFormat": ".wire",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Import a public name's module on first access (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'contextwarden' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The public names (those ``__getattr__`` serves included)."""
+    return sorted({*globals(), *__all__})
+
+
 __all__ = [
+    "FORMATS",
     "AssistantMessage",
     "BinaryPart",
     "BudgetExceededError",
     "BudgetExhausted",
+    "BuildSettings",
     "CodecError",
     "Compaction",
     "ConflictError",
     "ContextEdit",
     "ContextEditBatch",
+    "ContextManager",
+    "ContextPolicy",
     "ContextWardenError",
+    "Decision",
     "Event",
     "ForkMarker",
     "Instruction",
+    "Keep",
+    "Message",
+    "ModelContext",
+    "ModelProfile",
     "Pin",
     "ProviderError",
+    "Session",
     "SessionNotFound",
+    "SessionStore",
     "SettingChange",
     "Steering",
     "SummaryRejected",
+    "TaskPolicy",
     "ThinkingBlock",
     "ToolCall",
+    "ToolDefinition",
+    "ToolPolicy",
     "ToolResult",
     "ToolSetChange",
+    "TreeBudget",
+    "TreeBudgetPolicy",
+    "UnknownModelError",
     "UsageError",
     "UsageReport",
     "UserMessage",
+    "WireFormat",
+    "get_profile",
+    "get_task_policy",
+    "list_profiles",
+    "open_store",
+    "register_profile",
+    "register_task_policy",
+    "render",
+    "resolve_profile",
+    "task_policy_names",
 ]

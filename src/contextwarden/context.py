@@ -122,6 +122,6 @@ class ModelContext:
     """Indices into ``messages`` after which a stable boundary lies (-1: after system and tools).
     Anthropic renderers place ``cache_control`` there (at most 4)."""
     decisions: tuple[Decision, ...] = ()
-    """What was reduced and why, oldest first."""
+    """What this build reduced or repaired, and why (the history stays in the log as window events)."""
     window_event_ids: tuple[str, ...] = ()
     """Ids of window events the build appended to the log."""

@@ -53,10 +53,14 @@ class ToolRecord:
 class EditQueue:
     """Pending and possible edits of one window (the planner's pool, see :mod:`contextwarden.planner`)."""
 
-    def __init__(self, items: ItemList, counter: TokenCounter, calls: dict[str, ToolCall]) -> None:
+    def __init__(
+        self, items: ItemList, counter: TokenCounter, calls: dict[str, ToolCall], *, retrievable: bool = True
+    ) -> None:
+        """Queue edits of ``items``; ``retrievable``: the model has ``read_range``, so placeholders may name it."""
         self.items = items
         self.counter = counter
         self._calls = calls
+        self.retrievable = retrievable
         self.candidates: dict[str, ContextEdit] = {}
         self._records: dict[str, ToolRecord] = {}
         self._tool_ids: list[str] = []
@@ -106,7 +110,7 @@ class EditQueue:
         )
         make = superseded_placeholder if proposal.action == "supersede" else stale_placeholder
         text = make(record.call, record.stub, tokens=item.original_tokens, lines=record.lines, by=by_text,
-                    at_seq=proposal.by.seq)  # fmt: skip
+                    at_seq=proposal.by.seq, retrievable=self.retrievable)  # fmt: skip
         edit = ContextEdit(
             target_id=target,
             action=proposal.action,
@@ -193,6 +197,7 @@ class EditQueue:
             lines=record.lines,
             reason=reason,
             sources=record.sources,
+            retrievable=self.retrievable,
         )
         return ContextEdit(target_id=item_id, action="mask", replacement=text, reason=f"masked: {reason}")
 

@@ -4,7 +4,8 @@ The hierarchy::
 
     ContextWardenError                 root: catch this to catch everything of ours
     ├── UsageError                     the caller misused the API (bad argument, bad config)
-    │   └── ConfigError                a configuration file or profile is invalid
+    │   ├── ConfigError                a configuration file or profile is invalid
+    │   └── UnknownModelError          a model name no registered profile answers to
     ├── SessionNotFound                no session by that id
     ├── SessionExists                  a session by that id already exists
     ├── ConflictError                  optimistic concurrency: the expected last seq did not match
@@ -42,6 +43,10 @@ class UsageError(ContextWardenError):
 
 class ConfigError(UsageError):
     """A configuration file, profile or policy is invalid."""
+
+
+class UnknownModelError(UsageError):
+    """A model name that no registered profile answers to (the message lists the known ones)."""
 
 
 class SessionNotFound(ContextWardenError):

@@ -26,7 +26,7 @@ from .context import ModelContext, ToolDefinition
 from .errors import Cancelled, ContextOverflowError, ProviderError
 from .events import AssistantMessage, Compaction, Event, JSONValue, ToolCall, ToolResult, UsageReport
 from .manager import ContextManager
-from .models import ModelProfile, get_profile
+from .models import ModelProfile, resolve_profile
 from .providers import CallOptions, ChatMessage, ChatRequest, ChatResponse, Provider
 from .providers.classify import is_context_overflow, is_silent_overflow
 from .tools import READ_RANGE, RECALL
@@ -308,7 +308,7 @@ def run_agent_loop(
     Raises ``Cancelled`` when ``options.cancel`` is set, ``ContextOverflowError`` when an overflow
     survives one compaction, and other ``ProviderError`` subclasses as the provider raised them.
     """
-    profile = model if isinstance(model, ModelProfile) else get_profile(model)
+    profile = resolve_profile(model)  # an unknown name is an error naming the known ones
     options = options or CallOptions()
     if on_before_turn is None and isinstance(manager.compactor, WindowCompactor):
         on_before_turn = CompactionHook(manager, options=SummaryOptions(cancel=options.cancel))

@@ -3,70 +3,48 @@
 ``ContextManager.build`` runs the pipeline of DESIGN.md on every model call:
 
 1. bring the window's projection up to date (only events new since the last call are read);
-2. ask the planner for a batch of reductions; record it as a window event;
-3. if still over the trigger, compact (when a compactor is configured); record it;
-4. order, pairing-normalize and measure the request; refuse to return one over the budget.
+2. record the model profile, tools and policy of the build when they changed (``buildrecord``);
+3. ask the planner for a batch of reductions; record it as a window event;
+4. if still over the trigger, compact (when a compactor is configured); record it;
+5. order, pairing-normalize and measure the request; refuse to return one over the budget.
 
-The manager only ever appends its own window events; it never edits or deletes events.
+The manager only ever appends its own events; it never edits or deletes events. Projections are
+cached per session and policy value; builds of one session run one at a time, builds of different
+sessions do not wait for each other.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from .budget import BudgetPolicy
+from .buildrecord import BUILD_KEY, BuildSettings, build_settings_of, record_event
 from .context import SECTIONS, Decision, Message, ModelContext, ToolDefinition
-from .errors import BudgetExceededError, UsageError
-from .events import Compaction, ContextEditBatch, Event, ToolCall, ToolResult, UsageReport
-from .models import ModelProfile, get_profile
-from .planner import Plan, PlannerSettings, plan
-from .policies.presets import CODING_TOOL_POLICIES, ToolPolicy
+from .errors import BudgetExceededError, CodecError
+from .events import Compaction, ContextEditBatch, Event, SettingChange, ToolCall, ToolResult, UsageReport
+from .exposure import ToolLike, definition, evicted, exposed_tools, tool_json
+from .models import ModelProfile, resolve_profile
+from .planner import Plan, plan
+from .policy import ContextPolicy
 from .projection import Projection, ProjectionConfig
-from .retrieval import read_range, recall
+from .retrieval import answer_retrieval
 from .store._protocol import SessionStore
+from .taskpolicies import get_task_policy
 from .tokens import TokenCounter, best_counter
-from .tools import READ_RANGE, RECALL, ToolSpec
+from .tools import READ_RANGE
 from .window import compaction_blocks, latest_compaction
 
 if TYPE_CHECKING:
+    from .session import Session
     from .subagents import SubtaskContext
+    from .treebudget import TreeBudget
 
-ToolLike = ToolDefinition | ToolSpec
-"""A tool as callers pass it: a neutral definition or a registry spec."""
+__all__ = ["Compactor", "ContextManager", "ContextPolicy", "ToolLike"]
 
-
-def _int(value: object, default: int) -> int:
-    try:
-        return int(value)  # type: ignore[call-overload, no-any-return]
-    except (TypeError, ValueError):
-        return default
-
-
-@dataclass(frozen=True, kw_only=True)
-class ContextPolicy:
-    """Everything that decides what the model sees. Vary it with ``dataclasses.replace``."""
-
-    name: str = "contextwarden"
-    """A name for reports."""
-    tool_policies: tuple[ToolPolicy, ...] = CODING_TOOL_POLICIES
-    """Per-tool normalize/truncate/retain rules."""
-    max_item_tokens: int = 10_000
-    """Hard cap of every item."""
-    planner: PlannerSettings = field(default_factory=PlannerSettings)
-    """When and how much to reduce."""
-    budget: BudgetPolicy = field(default_factory=BudgetPolicy)
-    """Reserve, safety margin, trigger."""
-    compact: bool = True
-    """Compact when reductions are not enough (needs a compactor on the manager)."""
-    retrieval_tools: bool = True
-    """Expose ``read_range`` and ``recall`` so evicted content can be read back (served by
-    :meth:`ContextManager.retrieve`)."""
-    retrieval_max_tokens: int = 4_000
-    """Cap of one retrieval answer."""
+PolicyLike = ContextPolicy | str
+"""A policy, or the name of a task preset (``coding``, ``research``, ``browser``, or one registered)."""
 
 
 class Compactor(Protocol):
@@ -80,10 +58,20 @@ class Compactor(Protocol):
 
 
 @dataclass
-class _Session:
+class _Window:
+    """The cached projection of one session under one policy, and what its builds recorded."""
+
     projection: Projection
+    recorded: BuildSettings | None = None
+    """The build settings last recorded in the log (a build records only a change)."""
+    reported: set[Decision] = field(default_factory=set)
+    """Decisions already returned by a build, so each build returns only its own."""
     retrieval_shown: bool | None = None
     """Whether the last request built offered the retrieval tools (None: none built in this process)."""
+
+
+def _policy(policy: PolicyLike) -> ContextPolicy:
+    return get_task_policy(policy) if isinstance(policy, str) else policy
 
 
 class ContextManager:
@@ -94,18 +82,23 @@ class ContextManager:
         store: SessionStore,
         *,
         counter: TokenCounter | None = None,
-        policy: ContextPolicy | None = None,
+        policy: PolicyLike | None = None,
         compactor: Compactor | Literal["structured"] | None = "structured",
+        tree_budget: TreeBudget | None = None,
     ) -> None:
         """Build requests from ``store``.
 
-        ``compactor`` compacts a window that reductions cannot bring under the trigger; the
-        default is contextwarden's structured compactor, which needs no model. ``None`` turns
-        compaction off (an over-budget window then raises :class:`BudgetExceededError`).
+        ``policy`` is the default of every build: a :class:`ContextPolicy` or a task preset's name
+        (``"research"``). ``compactor`` compacts a window that reductions cannot bring under the
+        trigger; the default is contextwarden's structured compactor, which needs no model.
+        ``None`` turns compaction off (an over-budget window then raises
+        :class:`BudgetExceededError`). ``tree_budget`` caps what a session and its subagents spend
+        together: each build checks it first (raising :class:`~contextwarden.errors.BudgetExhausted`
+        once spent) and delivers its due reminder into the session.
         """
         self.store = store
         self.counter = counter or best_counter()
-        self.policy = policy or ContextPolicy()
+        self.policy = _policy(policy) if policy is not None else ContextPolicy()
         if compactor == "structured":
             from .compaction.compactor import CompactionSettings, WindowCompactor  # builds on this module
 
@@ -113,31 +106,77 @@ class ContextManager:
                 store, counter=self.counter, settings=CompactionSettings(budget=self.policy.budget)
             )
         self.compactor: Compactor | None = compactor
-        self._sessions: dict[str, _Session] = {}
-        self._lock = threading.Lock()
+        self.tree_budget = tree_budget
+        self._windows: dict[tuple[str, ContextPolicy], _Window] = {}
+        self._locks: dict[str, threading.RLock] = {}  # re-entrant: a compactor may ask for the projection
+        self._guard = threading.Lock()  # held only to read or change the two dicts above
+
+    # ------------------------------------------------------------------ sessions
+
+    def session(
+        self,
+        session_id: str,
+        *,
+        model: str | ModelProfile | None = None,
+        tools: Sequence[ToolLike] = (),
+        policy: PolicyLike | None = None,
+        create: bool = False,
+    ) -> Session:
+        """A handle on one session for an agent loop: append events and build, no seq bookkeeping.
+
+        ``model``, ``tools`` and ``policy`` are the defaults of the handle's builds. ``create``
+        creates the session when it does not exist (otherwise that is ``SessionNotFound``).
+        """
+        from .session import Session  # the handle builds on this module
+
+        return Session(self, session_id, model=model, tools=tools, policy=policy, create=create)
 
     # ------------------------------------------------------------------ window
 
-    def projection(self, session_id: str, *, policy: ContextPolicy | None = None) -> Projection:
+    def projection(self, session_id: str, *, policy: PolicyLike | None = None) -> Projection:
         """The up-to-date projection of the session's current window."""
-        policy = policy or self.policy
-        with self._lock:
-            cached = self._sessions.get(session_id)
-            if cached is None or cached.projection.config.tool_policies is not policy.tool_policies:
-                cached = _Session(projection=self._load(session_id, policy))
-                self._sessions[session_id] = cached
-            else:
-                self._catch_up(session_id, cached, policy)
-            return cached.projection
+        resolved = self._resolve(policy)
+        with self._session_lock(session_id):
+            return self._window(session_id, resolved).projection
+
+    def _resolve(self, policy: PolicyLike | None) -> ContextPolicy:
+        return self.policy if policy is None else _policy(policy)
+
+    def _session_lock(self, session_id: str) -> threading.RLock:
+        with self._guard:
+            lock = self._locks.get(session_id)
+            if lock is None:
+                lock = self._locks[session_id] = threading.RLock()
+            return lock
+
+    def _window(self, session_id: str, policy: ContextPolicy) -> _Window:
+        """The session's cached window under ``policy``, caught up (the caller holds the session lock)."""
+        key = (session_id, policy)
+        with self._guard:
+            window = self._windows.get(key)
+        if window is None:
+            events = self.store.read_window(session_id)
+            window = _Window(projection=self._project(events, policy))
+            _note_settings(window, events)
+            with self._guard:
+                self._windows[key] = window
+            return window
+        new = self.store.read(session_id, since_seq=window.projection.last_seq)
+        if any(isinstance(e, Compaction) for e in new):
+            window.projection = self._project(self.store.read_window(session_id), policy)
+        else:
+            for event in new:
+                window.projection.add(event)
+        _note_settings(window, new)
+        return window
 
     def _config(self, policy: ContextPolicy) -> ProjectionConfig:
         return ProjectionConfig(
-            counter=self.counter, tool_policies=policy.tool_policies, max_item_tokens=policy.max_item_tokens
+            counter=self.counter,
+            tool_policies=policy.tool_policies,
+            max_item_tokens=policy.max_item_tokens,
+            retrieval=policy.retrieval_tools,
         )
-
-    def _load(self, session_id: str, policy: ContextPolicy) -> Projection:
-        events = self.store.read_window(session_id)
-        return self._project(events, policy)
 
     def _project(self, events: Sequence[Event], policy: ContextPolicy) -> Projection:
         compaction = latest_compaction(events)
@@ -151,14 +190,6 @@ class ContextManager:
             projection.add(event)
         return projection
 
-    def _catch_up(self, session_id: str, cached: _Session, policy: ContextPolicy) -> None:
-        new = self.store.read(session_id, since_seq=cached.projection.last_seq)
-        if any(isinstance(e, Compaction) for e in new):
-            cached.projection = self._load(session_id, policy)
-            return
-        for event in new:
-            cached.projection.add(event)
-
     # ------------------------------------------------------------------ build
 
     def build(
@@ -167,24 +198,63 @@ class ContextManager:
         *,
         model: str | ModelProfile,
         tools: Sequence[ToolLike] = (),
-        policy: ContextPolicy | None = None,
+        policy: PolicyLike | None = None,
     ) -> ModelContext:
-        """Build the request for the session's next model call (see the module docstring)."""
-        policy = policy or self.policy
-        profile = model if isinstance(model, ModelProfile) else get_profile(model)
-        projection = self.projection(session_id, policy=policy)
-        exposed = self.exposed_tools(tools, projection, policy=policy)
+        """Build the request for the session's next model call (see the module docstring).
+
+        ``model`` must name a registered profile (``UnknownModelError`` lists them) or be a
+        :class:`ModelProfile`. The returned ``decisions`` are this build's own (the history of
+        reductions stays in the log as window events).
+        """
+        return self.build_seen(session_id, model=model, tools=tools, policy=policy)[0]
+
+    def build_seen(
+        self,
+        session_id: str,
+        *,
+        model: str | ModelProfile,
+        tools: Sequence[ToolLike] = (),
+        policy: PolicyLike | None = None,
+    ) -> tuple[ModelContext, int]:
+        """Like :meth:`build`, also returning the last seq the build read or wrote.
+
+        That is the ``expected_last_seq`` of the caller's next append when nothing else writes to
+        the session in between (what :class:`~contextwarden.session.Session` keeps for you).
+        """
+        resolved = self._resolve(policy)
+        profile = resolve_profile(model)
+        settings = BuildSettings(profile=profile, tools=tuple(definition(t) for t in tools), policy=resolved)
+        with self._session_lock(session_id):
+            if self.tree_budget is not None:
+                self.tree_budget.check(self.store, session_id)
+                self.tree_budget.deliver(self.store, session_id)
+            window = self._window(session_id, resolved)
+            self._record_settings(session_id, window, settings)
+            context = self._plan_and_assemble(session_id, window, settings)
+            return context, window.projection.last_seq
+
+    def _record_settings(self, session_id: str, window: _Window, settings: BuildSettings) -> None:
+        if window.recorded == settings:
+            return
+        stored = self.store.append(session_id, [record_event(settings)], expected_last_seq=window.projection.last_seq)
+        window.projection.add(stored[0])
+        window.recorded = settings
+
+    def _plan_and_assemble(self, session_id: str, window: _Window, settings: BuildSettings) -> ModelContext:
+        policy, profile = settings.policy, settings.profile
+        projection = window.projection
+        exposed = self.exposed_tools(settings.tools, projection, policy=policy)
         fixed = self._fixed_tokens(projection.system, exposed)
         window_ids: list[str] = []
+        made: list[Decision] = []
         budget = policy.budget.usable_input(profile, tool_schema_tokens=0)
         trigger = min(policy.budget.trigger_for(profile), budget)
-        turns = projection.assistant_turns
         decision = plan(
             projection,
             total=projection.estimate(fixed).tokens,
             trigger=trigger,
             profile=profile,
-            turns_so_far=turns,
+            turns_so_far=projection.assistant_turns,
             settings=policy.planner,
             evidence=projection.protected_ids(policy.planner.working_set_files),
             conversation_tokens=projection.total,
@@ -196,25 +266,33 @@ class ContextManager:
             if compaction is not None:
                 stored = self.store.append(session_id, [compaction], expected_last_seq=projection.last_seq)
                 window_ids.append(stored[0].id)
-                projection = self.projection(session_id, policy=policy)
+                compacted = Decision(
+                    action="compact",
+                    target=stored[0].id,
+                    reason=decision.reason,
+                    tokens_saved=max(compaction.tokens_before - compaction.tokens_after, 0),
+                )
+                window = self._window(session_id, policy)  # reloads the window after the compaction
+                projection = window.projection
+                made.append(compacted)
         if window_ids:
             # The first window event that evicts something is where the retrieval tools appear.
-            exposed = self.exposed_tools(tools, projection, policy=policy)
+            exposed = self.exposed_tools(settings.tools, projection, policy=policy)
             fixed = self._fixed_tokens(projection.system, exposed)
         shown = any(t.name == READ_RANGE.name for t in exposed)
-        cached = self._sessions.get(session_id)
-        if cached is not None:
-            if shown and cached.retrieval_shown is False and not window_ids:
-                # Output truncated at ingestion made them needed: the tool list changes here, so record it.
-                batch = ContextEditBatch(edits=(), reason="retrieval tools offered: output truncated at ingestion")
-                stored_batch = self.store.append(session_id, [batch], expected_last_seq=projection.last_seq)
-                projection.add(stored_batch[0])
-                window_ids.append(stored_batch[0].id)
-            cached.retrieval_shown = shown
-        return self._assemble(projection, profile, exposed, fixed, budget, tuple(window_ids), decision, policy)
+        if shown and window.retrieval_shown is False and not window_ids:
+            # Output truncated at ingestion made them needed: the tool list changes here, so record it.
+            batch = ContextEditBatch(edits=(), reason="retrieval tools offered: output truncated at ingestion")
+            stored_batch = self.store.append(session_id, [batch], expected_last_seq=projection.last_seq)
+            projection.add(stored_batch[0])
+            window_ids.append(stored_batch[0].id)
+        window.retrieval_shown = shown
+        return self._assemble(
+            window, profile, exposed, fixed, budget, tuple(window_ids), (*made, plan_of(decision)), policy
+        )
 
     def exposed_tools(
-        self, tools: Sequence[ToolLike], projection: Projection, *, policy: ContextPolicy | None = None
+        self, tools: Sequence[ToolLike], projection: Projection, *, policy: PolicyLike | None = None
     ) -> tuple[ToolDefinition, ...]:
         """The tools a request offers.
 
@@ -225,11 +303,13 @@ class ContextManager:
         evicts, which rewrites the request anyway; a truncation at ingestion records an (empty)
         context-edit batch for the change, so the cached prefix only ever changes at window events.
         """
-        policy = policy or self.policy
-        return _exposed(tools, projection.exposed_tools, retrieval=policy.retrieval_tools and _evicted(projection))
+        resolved = self._resolve(policy)
+        return exposed_tools(
+            tools, projection.exposed_tools, retrieval=resolved.retrieval_tools and evicted(projection)
+        )
 
     def _fixed_tokens(self, system: str, tools: Sequence[ToolDefinition]) -> int:
-        return self.counter.count(system) + sum(self.counter.count(_tool_json(t)) for t in tools)
+        return self.counter.count(system) + sum(self.counter.count(tool_json(t)) for t in tools)
 
     def _record_edits(self, session_id: str, projection: Projection, decision: Plan) -> str:
         before = projection.total
@@ -245,21 +325,26 @@ class ContextManager:
 
     def _assemble(
         self,
-        projection: Projection,
+        window: _Window,
         profile: ModelProfile,
         tools: tuple[ToolDefinition, ...],
         fixed: int,
         budget: int,
         window_ids: tuple[str, ...],
-        decision: Plan,
+        made: tuple[Decision, ...],
         policy: ContextPolicy,
     ) -> ModelContext:
+        """Measure and return the request; ``made`` are this build's own decisions (compaction, plan)."""
+        projection = window.projection
         messages, pairing, measured = projection.normalized()
         sections = {k: measured.get(k, 0) for k in SECTIONS}
         sections["system"] = self.counter.count(projection.system)
         sections["tools"] = fixed - sections["system"]
         total = sum(sections.values())
-        decisions = (*projection.decisions, *pairing, Decision(action="plan", target="", reason=decision.reason))
+        standing = (*projection.decisions, *pairing)
+        own = tuple(d for d in standing if d not in window.reported)  # this build's, not the window's history
+        window.reported = set(standing)
+        decisions = (*own, *made)
         # The provider's last usage report is truer than our count (seed 000): anchor on it when fresh.
         estimate = projection.estimate(fixed)
         checked = total if estimate.anchored is None else estimate.tokens
@@ -300,35 +385,20 @@ class ContextManager:
 
         return project_for_subtask(self, session_id, task, select=select, model=model, tools=tools)
 
-    def retrieve(self, session_id: str, call: ToolCall, *, policy: ContextPolicy | None = None) -> ToolResult:
+    def retrieve(self, session_id: str, call: ToolCall, *, policy: PolicyLike | None = None) -> ToolResult:
         """Serve a ``read_range`` or ``recall`` call from the full log; the caller appends the result.
 
         Eviction is not forgetting: masked, superseded and truncated outputs stay in the log, and
         this reads them back (bounded like any tool output). It reads the whole log, on demand only.
         """
-        policy = policy or self.policy
-        events = self.store.read(session_id)
-        args = call.arguments
-        if call.name == READ_RANGE.name:
-            text = read_range(
-                events,
-                str(args.get("artifact_id", "")),
-                _int(args.get("start_line"), 1),
-                _int(args.get("end_line"), 1),
-                max_tokens=policy.retrieval_max_tokens,
-                counter=self.counter,
-                policies=policy.tool_policies,
-            )
-        elif call.name == RECALL.name:
-            text = recall(
-                events,
-                str(args.get("query", "")),
-                counter=self.counter,
-                max_tokens=policy.retrieval_max_tokens,
-                policies=policy.tool_policies,
-            )
-        else:
-            raise UsageError(f"{call.name!r} is not a retrieval tool; expected read_range or recall")
+        resolved = self._resolve(policy)
+        text = answer_retrieval(
+            self.store.read(session_id),
+            call,
+            counter=self.counter,
+            max_tokens=resolved.retrieval_max_tokens,
+            policies=resolved.tool_policies,
+        )
         return ToolResult(call_id=call.id, tool_name=call.name, output=text)
 
     def record_usage(self, session_id: str, usage: UsageReport) -> None:
@@ -337,53 +407,26 @@ class ContextManager:
         self.store.append(session_id, [usage], expected_last_seq=last)
 
     def forget(self, session_id: str) -> None:
-        """Drop the cached projection (the next build reloads the window from the store)."""
-        with self._lock:
-            self._sessions.pop(session_id, None)
+        """Drop the session's cached projections (the next build reloads the window from the store)."""
+        with self._guard:
+            for key in [k for k in self._windows if k[0] == session_id]:
+                del self._windows[key]
 
 
-def _tool_json(tool: ToolDefinition) -> str:
-    """The tool as the model receives it, for counting."""
-    return json.dumps(
-        {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
+def plan_of(decision: Plan) -> Decision:
+    """The decision-log entry of the planner's verdict (why it reduced now, or did not)."""
+    return Decision(action="plan", target="", reason=decision.reason)
 
 
-def _definition(tool: ToolLike) -> ToolDefinition:
-    if isinstance(tool, ToolDefinition):
-        return tool
-    return ToolDefinition(name=tool.name, description=tool.description, parameters=dict(tool.parameters))
-
-
-_EVICTING = frozenset({"mask", "supersede", "stale", "clear", "truncate"})
-
-
-def _evicted(projection: Projection) -> bool:
-    """Whether content left the window: a compaction, an edit other than dropping thinking, a truncated output.
-
-    (The retrieval tools are for reading such content back; before any, they would be dead weight.)
-    """
-    return projection.compaction is not None or any(d.action in _EVICTING for d in projection.decisions)
-
-
-def _exposed(
-    tools: Sequence[ToolLike], exposed: tuple[str, ...] | None, *, retrieval: bool
-) -> tuple[ToolDefinition, ...]:
-    """The tools of this request, in a stable order.
-
-    The caller's tools (filtered by the last recorded tool-set change) come first, then the
-    retrieval tools when enabled and not already offered.
-    """
-    chosen = [_definition(t) for t in tools]
-    if exposed is not None:
-        by_name = {t.name: t for t in chosen}
-        chosen = [by_name[n] for n in exposed if n in by_name]
-    if retrieval:
-        names = {t.name for t in chosen}
-        chosen += [_definition(t) for t in (READ_RANGE, RECALL) if t.name not in names]
-    return tuple(chosen)
+def _note_settings(window: _Window, events: Sequence[Event]) -> None:
+    """Remember the newest build settings ``events`` record (a malformed record is recorded again)."""
+    for event in reversed(events):
+        if isinstance(event, SettingChange) and BUILD_KEY in event.settings:
+            try:
+                window.recorded = build_settings_of(event)
+            except CodecError:
+                window.recorded = None
+            return
 
 
 def _breakpoints(

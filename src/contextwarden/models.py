@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, get_args
 
-from .errors import ConfigError
+from .errors import ConfigError, UnknownModelError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -358,3 +358,22 @@ def list_profiles() -> list[ModelProfile]:
     """Every registered profile, by provider then name."""
     order = {p: i for i, p in enumerate(get_args(Provider))}
     return sorted(_registry().values(), key=lambda p: (order[p.provider], p.name))
+
+
+def resolve_profile(model: str | ModelProfile) -> ModelProfile:
+    """The profile to build for: a profile as given, or the registered one a name resolves to.
+
+    Unlike :func:`get_profile`, which flags an unknown name and falls back to a generic window (what
+    replaying a foreign transcript needs), this refuses it: building for a window nobody chose is
+    how a 16K session gets inspected as a 200K one. Register a custom model with
+    :func:`register_profile` or pass a :class:`ModelProfile`.
+    """
+    if isinstance(model, ModelProfile):
+        return model
+    profile = get_profile(model) if isinstance(model, str) else None
+    if profile is None or not profile.known:
+        names = ", ".join(p.name for p in list_profiles() if p.name != "generic")
+        raise UnknownModelError(
+            f"unknown model {model!r}; known models: {names} (see `contextwarden models`; register_profile adds one)"
+        )
+    return profile

@@ -60,6 +60,8 @@ class ProjectionConfig:
     """Per-tool normalize/truncate/retain rules (also what derived state classifies calls by)."""
     max_item_tokens: int = 10_000
     """Hard cap of every item (seed 003 rule 4)."""
+    retrieval: bool = True
+    """The model is given ``read_range``: markers and placeholders may tell it to call it."""
 
 
 def _bound_arguments(call: ToolCall) -> tuple[ToolCall, bool]:
@@ -98,7 +100,7 @@ class Projection:
         self.assistant_turns = 0
         self._calls: dict[str, ToolCall] = {}
         self._ledger = ResourceLedger()
-        self.queue = EditQueue(self.list, config.counter, self._calls)
+        self.queue = EditQueue(self.list, config.counter, self._calls, retrievable=config.retrieval)
         self._prefix = NormalizedPrefix(config.counter)
         self._seen_user = bool(base and base.goal)
         if compaction is not None:
@@ -257,7 +259,13 @@ class Projection:
 
     def _bounded_text(self, text: str, artifact_id: str) -> tuple[str, bool, int]:
         limit = self.config.max_item_tokens
-        cut = truncate_output(text, max_tokens=limit, counter=self.config.counter, artifact_id=artifact_id)
+        cut = truncate_output(
+            text,
+            max_tokens=limit,
+            counter=self.config.counter,
+            artifact_id=artifact_id,
+            retrievable=self.config.retrieval,
+        )
         if cut.truncated:
             self.decisions.append(
                 Decision(
@@ -348,6 +356,7 @@ class Projection:
             counter=self.config.counter,
             artifact_id=event.id,
             max_tokens=self.config.max_item_tokens,
+            retrievable=self.config.retrieval,
         )
         if cut.truncated:
             self.decisions.append(

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .errors import UsageError
 from .events import (
     AssistantMessage,
     ContextEditBatch,
@@ -41,7 +42,7 @@ from .policies.truncate import line_count, truncate_output
 if TYPE_CHECKING:
     from .tokens import TokenCounter
 
-__all__ = ["READ_RANGE_TOOL", "RECALL_TOOL", "ReReadTracker", "read_range", "recall"]
+__all__ = ["READ_RANGE_TOOL", "RECALL_TOOL", "ReReadTracker", "answer_retrieval", "read_range", "recall"]
 
 READ_RANGE_TOOL: dict[str, JSONValue] = {
     "name": "read_range",
@@ -341,3 +342,35 @@ class ReReadTracker:
             for rid in back:
                 # Back in view: further reads of it are not re-reads of evicted content.
                 del self._evicted[rid]
+
+
+def _int_argument(value: object, default: int) -> int:
+    try:
+        return int(value)  # type: ignore[call-overload, no-any-return]
+    except (TypeError, ValueError):
+        return default
+
+
+def answer_retrieval(
+    events: Sequence[Event],
+    call: ToolCall,
+    *,
+    counter: TokenCounter,
+    max_tokens: int,
+    policies: Sequence[ToolPolicy] = CODING_TOOL_POLICIES,
+) -> str:
+    """The answer to a ``read_range`` or ``recall`` call over a session's events (``UsageError`` otherwise)."""
+    args = call.arguments
+    if call.name == "read_range":
+        return read_range(
+            events,
+            str(args.get("artifact_id", "")),
+            _int_argument(args.get("start_line"), 1),
+            _int_argument(args.get("end_line"), 1),
+            max_tokens=max_tokens,
+            counter=counter,
+            policies=policies,
+        )
+    if call.name == "recall":
+        return recall(events, str(args.get("query", "")), counter=counter, max_tokens=max_tokens, policies=policies)
+    raise UsageError(f"{call.name!r} is not a retrieval tool; expected read_range or recall")

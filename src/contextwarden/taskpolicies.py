@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 
 from .errors import ConfigError, UsageError
 from .items import Tier
-from .manager import ContextPolicy
 from .planner import PlannerSettings
 from .policies.presets import (
     BROWSER_TOOL_POLICIES,
@@ -41,6 +40,7 @@ from .policies.presets import (
     Category,
     ToolPolicy,
 )
+from .policy import ContextPolicy
 
 __all__ = [
     "BROWSER",

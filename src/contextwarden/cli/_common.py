@@ -195,12 +195,14 @@ def open_existing_store(store_url: str | None) -> SessionStore:
 def _check_model(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is None:
         return None
-    from ..models import get_profile, list_profiles
+    from ..errors import UnknownModelError
+    from ..models import resolve_profile
 
-    if get_profile(value).known:
-        return value
-    known = ", ".join(p.name for p in list_profiles() if p.name != "generic")
-    raise click.BadParameter(f"unknown model {value!r}; known models: {known} (see `contextwarden models`)")
+    try:
+        resolve_profile(value)  # the one rule the library applies too
+    except UnknownModelError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
 
 
 def model_option(*, default: str | None, help: str) -> Callable[[F], F]:

@@ -23,6 +23,7 @@ from ._common import (
     open_existing_store,
     store_option,
 )
+from ._policy import chosen_policy, policy_option
 
 
 def _composition(title: str, rows: dict[str, int], view: Inspection) -> Table:
@@ -91,14 +92,12 @@ def _items(view: Inspection, width: int) -> Table:
 
 
 def _decisions(view: Inspection) -> Table:
-    table = Table(title="decision log")
+    table = Table(title="decision log (reductions in effect)")
     table.add_column("action", no_wrap=True)
     table.add_column("target", overflow="fold")
     table.add_column("saved", justify="right")
     table.add_column("why", overflow="fold")
-    for d in view.context.decisions:
-        if d.action == "plan":
-            continue
+    for d in view.standing:
         table.add_row(d.action, d.target, f"{d.tokens_saved:,}" if d.tokens_saved else "", d.reason)
     return table
 
@@ -128,10 +127,13 @@ def _print(view: Inspection, console: Console, *, show_items: bool) -> None:
         console.print(f"planner: {plan[-1]}")
     if show_items:
         console.print(_items(view, console.width))
-    if any(d.action != "plan" for d in ctx.decisions):
+    if view.standing:
         console.print(_decisions(view))
     else:
         console.print("decision log: nothing was truncated, masked, superseded or compacted")
+    own = [d for d in ctx.decisions if d.action != "plan"]
+    if own:
+        console.print(f"this request's own decisions: {len(own)} ({', '.join(sorted({d.action for d in own}))})")
 
 
 @click.command(name="inspect")
@@ -139,18 +141,30 @@ def _print(view: Inspection, console: Console, *, show_items: bool) -> None:
 @click.option(
     "--turn", type=int, default=None, help="Which request (1-based; default: the one the manager would build now)."
 )
-@model_option(default=None, help="Model to build for (default: the session's).")
+@model_option(default=None, help="Model to build for (default: the one the session's builds recorded).")
 @json_options()
 @click.option("--items/--no-items", default=True, show_default=True, help="List every item.")
+@policy_option
 @store_option
 def command(
-    session_id: str, turn: int | None, model: str | None, as_json: bool, items: bool, store_url: str | None
+    session_id: str,
+    turn: int | None,
+    model: str | None,
+    as_json: bool,
+    items: bool,
+    policy_name: str | None,
+    store_url: str | None,
 ) -> None:
-    """Show what the model sees on a session's turn, and why."""
+    """Show what the model sees on a session's turn, and why.
+
+    The requests are rebuilt with the model profile, tools and policy the session's builds
+    recorded; --model and --policy rebuild them for another.
+    """
+    policy = chosen_policy(policy_name)
     url = store_url or default_store_url()
     store = open_existing_store(store_url)
     try:
-        view = inspect_session(store, session_id, turn=turn, model=model)
+        view = inspect_session(store, session_id, turn=turn, model=model, policy=policy)
     except SessionNotFound:
         raise click.UsageError(f"no session {session_id!r} in {url}") from None
     except UsageError as exc:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..context import SECTIONS, ModelContext
+from ..context import SECTIONS, Decision, ModelContext
 from ..errors import UsageError
 from ..events import AssistantMessage, ToolCall
 from ..items import ContextItem, Tier
@@ -76,6 +76,9 @@ class Inspection:
     """Window events recorded since the previous request."""
     items: tuple[ItemView, ...]
     """Every message."""
+    standing: tuple[Decision, ...] = ()
+    """The reductions in effect in this request, made at this build or an earlier one (the
+    request's own ``context.decisions`` are only this build's)."""
 
     def percent(self, tokens: int) -> float:
         """``tokens`` as a percentage of the window."""
@@ -103,12 +106,20 @@ class Inspection:
                 "break": self.prefix_break or None,
             },
             "window_events": list(self.window_events),
-            "decisions": [
-                {"action": d.action, "target": d.target, "reason": d.reason, "tokens_saved": d.tokens_saved}
-                for d in ctx.decisions
-            ],
+            "decisions": [_decision(d) for d in self.standing],
+            "decisions_this_request": [_decision(d) for d in ctx.decisions if d.action != "plan"],
             "items": [vars(i).copy() for i in self.items],
         }
+
+
+def _decision(d: Decision) -> dict[str, Any]:
+    return {"action": d.action, "target": d.target, "reason": d.reason, "tokens_saved": d.tokens_saved}
+
+
+def _standing(made: list[Decision], ctx: ModelContext) -> tuple[Decision, ...]:
+    """Of every decision the replay's builds made, those about something this request still shows."""
+    shown = {source for m in ctx.messages for source in m.source_ids}
+    return tuple(d for d in made if d.action != "plan" and (d.target in shown or d.action == "compact"))
 
 
 def _tier_name(tier: Tier) -> str:
@@ -174,10 +185,12 @@ def inspect_session(
         )
     previous: ReplayedTurn | None = None
     chosen: ReplayedTurn | None = None
+    made: list[Decision] = []
     for replayed in replay_session(
         store, session_id, model=model, policy=policy, counter=counter, items_at=turn or count, final=True
     ):
         previous, chosen = chosen, replayed
+        made.extend(replayed.context.decisions if replayed.context is not None else ())
         if replayed.turn == turn:
             break
     assert chosen is not None
@@ -206,8 +219,9 @@ def inspect_session(
         sections=sections,
         tiers=_tiers(ctx, views),
         shared_prefix=shared,
-        cacheable_prefix=cacheable(shared, get_profile(ctx.model)),
+        cacheable_prefix=cacheable(shared, chosen.profile or get_profile(ctx.model)),
         prefix_break=broke,
         window_events=chosen.window_events,
         items=views,
+        standing=_standing(made, ctx),
     )

@@ -227,7 +227,7 @@ def session_metrics(
         request = request_from_context(turn.context, number=turn.turn, counter=counter)
         if turn.usage is not None:
             request = _with_usage(request, turn.usage)
-        uncached = tally.request(request, get_profile(turn.context.model))
+        uncached = tally.request(request, turn.profile or get_profile(turn.context.model))
         if compacted:
             cost["prefix_rewritten_tokens"] += uncached
         tally.sections_of(turn.context.sections)

@@ -2,9 +2,11 @@
 
 :func:`replay_session` copies a session's events, in order, into a :class:`MemoryStore` watched by a
 new :class:`~contextwarden.manager.ContextManager` (with the offline structured compactor), and
-builds the request the manager would send before each assistant message. Window decisions are the
-fresh manager's own: compactions and context-edit batches recorded in the original log are not
-copied (the replay re-derives them), tool-set changes are (they are the agent's choice). Each turn
+builds the request the manager would send before each assistant message, with the model profile,
+tools and policy the session's own builds recorded (:mod:`contextwarden.buildrecord`), so the
+requests are the ones the agent sent. Window decisions are the fresh manager's own: compactions
+and context-edit batches recorded in the original log are not copied (the replay re-derives them
+from the same inputs), tool-set changes are (they are the agent's choice). Each turn
 knows the window events recorded since the previous one, which is what tells a planned prefix
 change from a history rewrite.
 
@@ -17,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
+from ..buildrecord import BUILD_KEY, BuildSettings, build_settings_of
 from ..compaction import WindowCompactor
-from ..context import ModelContext, ToolDefinition
+from ..context import ModelContext
 from ..errors import BudgetExceededError
 from ..events import (
     AssistantMessage,
@@ -38,6 +41,7 @@ from ..events import (
 from ..fragments import DEFAULT_REGISTRY, FragmentRegistry
 from ..items import ContextItem
 from ..manager import ContextManager, ContextPolicy, ToolLike
+from ..models import ModelProfile, get_profile, resolve_profile
 from ..policies.presets import policy_for
 from ..store import MemoryStore, SessionStore
 from ..tokens import MESSAGE_OVERHEAD, TokenCounter, best_counter
@@ -78,6 +82,10 @@ class ReplayedTurn:
     """The assistant message the call produced (from the original log)."""
     usage: UsageReport | None = None
     """The provider usage recorded for the call, when the log has it."""
+    profile: ModelProfile | None = None
+    """The model profile the request was built for."""
+    policy: ContextPolicy | None = None
+    """The policy it was built under."""
     error: str = ""
     """Why the request could not be built (over the budget after every reduction)."""
 
@@ -130,6 +138,8 @@ def _copy(event: Event) -> Event | None:
     """The event as the replay appends it, or ``None`` for what the fresh manager re-derives."""
     if isinstance(event, (Compaction, ContextEditBatch, ForkMarker)):
         return None
+    if isinstance(event, SettingChange) and BUILD_KEY in event.settings:
+        return None  # the fresh manager records its own
     return replace(event, session_id="", seq=0)
 
 
@@ -146,34 +156,36 @@ def replay_session(
 ) -> Iterator[ReplayedTurn]:
     """Yield, turn by turn, the request a fresh manager would build before each assistant message.
 
-    ``model`` fixes the model; otherwise each turn uses the model its assistant message names (or
-    the last :class:`SettingChange`, the session's ``metadata["model"]``, or :data:`DEFAULT_MODEL`).
-    ``tools`` fixes the tools; otherwise each turn offers those the last :class:`SettingChange`
-    recorded in ``settings["tools"]`` (framework adapters record what each call offered).
+    ``model``, ``tools`` and ``policy`` fix what they name (an unknown ``model`` is an
+    ``UnknownModelError``). Otherwise each turn uses what the session's last build record says; a
+    session with none (an imported transcript) uses the model its assistant message names (or the
+    last :class:`SettingChange`, the session's ``metadata["model"]``, or :data:`DEFAULT_MODEL`), no
+    tools and the default policy.
     ``final`` adds the request the manager would build now, after the last event (its ``response``
     is ``None``). ``items_at`` attaches the window's items to that turn.
     """
     info = store.get_session(session_id)
+    fixed = _Fixed(
+        profile=resolve_profile(model) if model is not None else None, tools=tuple(tools) or None, policy=policy
+    )
     replay = _Replay(session_id, policy=policy, counter=counter)
     current = str(info.metadata.get("model") or DEFAULT_MODEL)
+    recorded: BuildSettings | None = None
     turn = 0
     waiting: ReplayedTurn | None = None
-    recorded: tuple[ToolDefinition, ...] = ()
     for event in store.iter_events(session_id):
         if isinstance(event, UsageReport) and waiting is not None and waiting.usage is None:
             waiting = replace(waiting, usage=event)
-        if isinstance(event, SettingChange) and event.model:
-            current = event.model
-        if isinstance(event, SettingChange) and not tools:
-            recorded = _recorded_tools(event, recorded, replay)
+        if isinstance(event, SettingChange):
+            recorded = build_settings_of(event) or recorded
+            current = event.model or current
         if isinstance(event, AssistantMessage):
             if waiting is not None:
                 yield waiting
             turn += 1
             flushed = replay.flush()
-            waiting = _build(
-                replay, turn, event, model or event.model or current, tools or recorded, flushed, items_at == turn
-            )
+            settings = fixed.settings(recorded, event.model or current)
+            waiting = _build(replay, turn, event, settings, flushed, items_at == turn)
         replay.last_original_seq = event.seq
         copied = _copy(event)
         if copied is not None:
@@ -183,46 +195,43 @@ def replay_session(
         yield waiting
     if final:
         flushed = replay.flush()
-        yield _build(replay, turn + 1, None, model or current, tools or recorded, flushed, items_at == turn + 1)
+        yield _build(replay, turn + 1, None, fixed.settings(recorded, current), flushed, items_at == turn + 1)
 
 
-def _recorded_tools(
-    event: SettingChange, current: tuple[ToolDefinition, ...], replay: _Replay
-) -> tuple[ToolDefinition, ...]:
-    """The tools a framework adapter recorded as offered (``settings["tools"]``), and its retrieval switch."""
-    if event.settings.get("retrieval_tools") is False and replay.policy.retrieval_tools:
-        replay.policy = replace(replay.policy, retrieval_tools=False)
-        replay.manager.policy = replay.policy
-    offered = event.settings.get("tools")
-    if not isinstance(offered, list):
-        return current
-    out: list[ToolDefinition] = []
-    for tool in offered:
-        if isinstance(tool, dict):
-            schema = tool.get("parameters")
-            parameters: dict[str, object] = dict(schema) if isinstance(schema, dict) else {}
-            out.append(
-                ToolDefinition(
-                    name=str(tool.get("name", "")), description=str(tool.get("description", "")), parameters=parameters
-                )
-            )
-    return tuple(out)
+@dataclass(frozen=True, kw_only=True)
+class _Fixed:
+    """What the caller fixed; the rest comes from the session's build records."""
+
+    profile: ModelProfile | None
+    tools: tuple[ToolLike, ...] | None
+    policy: ContextPolicy | None
+
+    def settings(
+        self, recorded: BuildSettings | None, named: str
+    ) -> tuple[ModelProfile, tuple[ToolLike, ...], ContextPolicy | None]:
+        """The profile, tools and policy of one replayed build (a log's model name may be unknown)."""
+        profile = self.profile or (recorded.profile if recorded else get_profile(named))
+        tools: tuple[ToolLike, ...] = self.tools if self.tools is not None else (recorded.tools if recorded else ())
+        policy = self.policy or (recorded.policy if recorded else None)
+        return profile, tools, policy
 
 
 def _build(
     replay: _Replay,
     turn: int,
     event: AssistantMessage | None,
-    model: str,
-    tools: Sequence[ToolLike],
+    settings: tuple[ModelProfile, tuple[ToolLike, ...], ContextPolicy | None],
     flushed: list[Event],
     with_items: bool,
 ) -> ReplayedTurn:
     seq = event.seq if event is not None else replay.last_original_seq + 1
     window = tuple(replay.window)
     replay.window = []
+    profile, tools, policy = settings
+    if policy is not None:
+        replay.policy = policy
     try:
-        ctx = replay.manager.build(replay.session_id, model=model, tools=tools)
+        ctx = replay.manager.build(replay.session_id, model=profile, tools=tools, policy=replay.policy)
     except BudgetExceededError as exc:
         return ReplayedTurn(
             turn=turn,
@@ -234,10 +243,12 @@ def _build(
             response=event,
             error=str(exc),
             new_events=tuple(flushed),
+            profile=profile,
+            policy=replay.policy,
         )
     appended = _appended(replay, ctx.window_event_ids)
     sources = {m.source_ids[0] for m in ctx.messages if m.source_ids}
-    items = tuple(replay.manager.projection(replay.session_id).items) if with_items else ()
+    items = tuple(replay.manager.projection(replay.session_id, policy=replay.policy).items) if with_items else ()
     return ReplayedTurn(
         turn=turn,
         seq=seq,
@@ -248,6 +259,8 @@ def _build(
         response=event,
         new_events=(*flushed, *appended),
         items=items,
+        profile=profile,
+        policy=replay.policy,
     )
 
 

@@ -26,23 +26,18 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..events import ToolCall
-from ..manager import ContextPolicy
 from ..models import get_profile
-from ..policies.presets import CODING_TOOL_POLICIES, policy_for
+from ..policies.presets import CODING_TOOL_POLICIES, ToolPolicy, policy_for
 from ..policies.resources import Resource, resources_of
-from ..state import StateBuilder, extract_constraints
-from ..store import SessionStore
-from ..tokens import TokenCounter, best_counter
-from ._contexts import ContextRequestOptions, request_from_context
+from ..state import extract_constraints
 from ._diff import find_break
 from ._items import canonical_json
-from .requests import BadLine, Request, RequestItem
-from .session import replay_session
+from .requests import Request, RequestItem
 
 
 class Failure(str, enum.Enum):
@@ -146,11 +141,6 @@ _OUTDATED = re.compile(r"out of date|outdated|stale|changed since|has changed", 
 _MAX_TRACKED = 5_000
 
 
-def _resources(call: ToolCall) -> tuple[Resource, ...]:
-    policy = policy_for(call.name, call, CODING_TOOL_POLICIES)
-    return resources_of(call, policy.category)
-
-
 def _call_key(call: ToolCall) -> str:
     return f"{call.name}({canonical_json(call.arguments).decode('utf-8', 'surrogatepass')})"
 
@@ -173,9 +163,18 @@ class _Result:
 class Classifier:
     """Feeds requests one at a time, in call order, and collects tags."""
 
-    def __init__(self, settings: TaxonomySettings | None = None, *, source: str = "") -> None:
+    def __init__(
+        self,
+        settings: TaxonomySettings | None = None,
+        *,
+        source: str = "",
+        tool_policies: Sequence[ToolPolicy] = CODING_TOOL_POLICIES,
+    ) -> None:
+        """Classify with ``settings``; ``tool_policies`` (the policy in force) say what each tool touches."""
         self.settings = settings or TaxonomySettings()
         self.source = source
+        self.tool_policies = tool_policies
+        """Which resource a call reads or changes follows the tool policies of the agent's own policy."""
         self.tags: list[Tag] = []
         self.requests = 0
         self._prev: Request | None = None
@@ -190,6 +189,10 @@ class Classifier:
         self._constraints: dict[str, str] = {}
         self._forbidden: dict[str, str] = {}
         self._system_anchor: str | None = None
+
+    def _resources(self, call: ToolCall) -> tuple[Resource, ...]:
+        policy = policy_for(call.name, call, self.tool_policies)
+        return resources_of(call, policy.category)
 
     def tag(self, failure: Failure, request: int, item: str, detail: str) -> None:
         """Record a tag (detectors outside this class use it too)."""
@@ -272,7 +275,7 @@ class Classifier:
         if item.call_id in self._results:
             return  # a re-rendering (masked, cut) of a result already seen: its first form is what counts
         call = self._calls.get(item.call_id)
-        resources = _resources(call) if call is not None else ()
+        resources = self._resources(call) if call is not None else ()
         result = _Result(
             digest=item.digest, request=request.number, label=item.label, resources=resources, tokens=item.tokens
         )
@@ -389,60 +392,3 @@ class Classifier:
                 "request",
                 f"{stale_tokens} of {total} tokens are tool output untouched for {s.irrelevant_after}+ requests",
             )
-
-
-def classify_requests(
-    requests: Iterable[Request | BadLine], *, settings: TaxonomySettings | None = None, source: str = ""
-) -> TaxonomyReport:
-    """Tag a stream of requests (a foreign log or replayed session) with context failures."""
-    classifier = Classifier(settings, source=source)
-    for request in requests:
-        if isinstance(request, Request):
-            classifier.feed(request)
-    return classifier.report()
-
-
-def classify_session(
-    store: SessionStore,
-    session_id: str,
-    *,
-    model: str | None = None,
-    settings: TaxonomySettings | None = None,
-    policy: ContextPolicy | None = None,
-    counter: TokenCounter | None = None,
-) -> TaxonomyReport:
-    """Tag the requests a fresh manager builds for a stored session (see :func:`replay_session`).
-
-    On top of the request detectors: a turn that cannot be built is an OVERFLOW, and a failing test
-    run or unresolved error the agent is still working on that is no longer in view is MISSING_EVIDENCE.
-    """
-    counter = counter or best_counter()
-    classifier = Classifier(settings, source=f"session {session_id}")
-    events = store.iter_events(session_id)
-    state = StateBuilder()
-    for turn in replay_session(store, session_id, model=model, policy=policy, counter=counter):
-        for event in events:
-            state.apply(event)
-            if event.seq >= turn.seq - 1:
-                break
-        if turn.context is None:
-            classifier.tag(Failure.OVERFLOW, turn.turn, "request", turn.error)
-            continue
-        request = request_from_context(
-            turn.context,
-            number=turn.turn,
-            counter=counter,
-            options=ContextRequestOptions(window_events=turn.window_events),
-        )
-        classifier.feed(request)
-        visible = {m.source_ids[0] for m in turn.context.messages if m.source_ids}
-        masked = {d.target for d in turn.context.decisions if d.action in ("mask", "clear")}
-        for evidence in sorted(state.state.evidence_ids):
-            if evidence and (evidence not in visible or evidence in masked):
-                classifier.tag(
-                    Failure.MISSING_EVIDENCE,
-                    turn.turn,
-                    f"event {evidence}",
-                    "output of a failing run or unresolved error is no longer in view",
-                )
-    return classifier.report()

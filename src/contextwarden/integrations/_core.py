@@ -6,9 +6,9 @@ framework's messages. Everything in between happens here, once:
 
 1. the wire codec reads the body into events (the only parser);
 2. :func:`~contextwarden.mirror.mirror_history` appends what is new to the session log;
-3. a :class:`~contextwarden.events.SettingChange` records the model and the tools offered, when they
-   change, so ``contextwarden inspect SESSION`` rebuilds the request the framework's model saw;
-4. :meth:`ContextManager.build` projects the window; the codec renders it back into a body.
+3. :meth:`ContextManager.build` projects the window (and records the model, tools and policy of the
+   call, so ``contextwarden inspect SESSION`` rebuilds the request the framework's model saw); the
+   codec renders it back into a body.
 
 Any error inside contextwarden is the adapter's cue to send the framework's own request unchanged
 (:func:`fallback_warning` logs why); nothing here ever edits the framework's history.
@@ -17,14 +17,12 @@ Any error inside contextwarden is the adapter's cue to send the framework's own 
 from __future__ import annotations
 
 import logging
-import re
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..context import Message, ModelContext, ToolDefinition
-from ..events import Instruction, SettingChange, UsageReport
+from ..context import ModelContext
+from ..events import Instruction, UsageReport
 from ..manager import ContextManager, ContextPolicy
 from ..mirror import MirrorResult, mirror_history
 from ..models import ModelProfile, get_profile
@@ -39,8 +37,6 @@ RETRIEVAL_NAMES: tuple[str, ...] = (READ_RANGE.name, RECALL.name)
 
 # What a truncation marker or a masking placeholder says to get content back. When the model has no
 # retrieval tool, the call is replaced by where the content is, so no text names a missing tool.
-_RETRIEVAL_CALL = re.compile(r"(?:read_range|recall)\((?:[^()\"]|\"[^\"]*\")*\)")
-_KEPT_IN_LOG = "the full text is kept in the session log"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,8 +82,6 @@ class Warden:
         self.policy = replace(policy or self.manager.policy, retrieval_tools=retrieval)
         self.model = model
         self.retrieval = retrieval
-        self._recorded: dict[str, tuple[str, tuple[ToolDefinition, ...]]] = {}
-        self._lock = threading.Lock()
 
     def profile(self, name: str, *, context_window: int | None = None) -> ModelProfile:
         """The profile to plan for: the fixed one, else the named one (the framework's window when ours is unknown)."""
@@ -122,37 +116,9 @@ class Warden:
         mirrored = mirror_history(self.store, session_id, [*parsed.instructions, *parsed.events])
         profile = self.profile(model or parsed.model, context_window=context_window)
         tools = tuple(t for t in parsed.tools if t.name not in RETRIEVAL_NAMES)
-        self._record_settings(session_id, profile.name, tools)
         ctx = self.manager.build(session_id, model=profile, tools=tools, policy=self.policy)
-        if not self.retrieval:
-            ctx = without_retrieval_hints(ctx)
         rendered = codec.render_request(ctx, model=model or parsed.model or profile.name)
         return Projected(body=rendered, context=ctx, mirrored=mirrored, mirrored_instructions=parsed.instructions)
-
-    def _record_settings(self, session_id: str, model: str, tools: tuple[ToolDefinition, ...]) -> None:
-        """Append the model and tools of this call when they differ from the last call's."""
-        with self._lock:
-            if self._recorded.get(session_id) == (model, tools):
-                return
-            self._recorded[session_id] = (model, tools)
-        offered = [{"name": t.name, "description": t.description, "parameters": dict(t.parameters)} for t in tools]
-        event = SettingChange(
-            model=model,
-            settings={"tools": offered, "retrieval_tools": self.retrieval},  # type: ignore[dict-item]
-        )
-        last = self.store.get_session(session_id).last_seq
-        self.store.append(session_id, [event], expected_last_seq=last)
-
-
-def without_retrieval_hints(ctx: ModelContext) -> ModelContext:
-    """The context with every ``read_range(...)``/``recall(...)`` hint replaced by where the text is."""
-
-    def clean(message: Message) -> Message:
-        if "read_range(" not in message.text and "recall(" not in message.text:
-            return message
-        return replace(message, text=_RETRIEVAL_CALL.sub(_KEPT_IN_LOG, message.text))
-
-    return replace(ctx, messages=tuple(clean(m) for m in ctx.messages))
 
 
 def fallback_warning(framework: str, exc: BaseException) -> None:

@@ -113,7 +113,10 @@ def _size(tokens: int, lines: int) -> str:
     return f"{tokens:,} tokens, {lines:,} line{'s' if lines != 1 else ''}"
 
 
-def _get_back(result: ToolResult, lines: int) -> str:
+def _get_back(result: ToolResult, lines: int, retrievable: bool) -> str:
+    # Only name a tool the model was given; without retrieval the id still tells outputs apart.
+    if not retrievable:
+        return f'artifact "{result.id}", not retrievable in this session'
     return f'read_range(artifact_id="{result.id}", start_line=1, end_line={max(lines, 1)})'
 
 
@@ -130,30 +133,47 @@ def masked_placeholder(
     lines: int,
     reason: str,
     sources: tuple[str, ...] = (),
+    retrievable: bool = True,
 ) -> str:
-    """Render the line that replaces a result masked for age or space (``sources``: URLs to keep)."""
+    """Render the line that replaces a result masked for age or space (``sources``: URLs to keep).
+
+    ``retrievable``: the model has ``read_range``, so the placeholder may tell it to call it.
+    """
     cited = f" Sources: {_cap(_one_line(', '.join(sources)), 400)}." if sources else ""
-    return (
-        f"[{_subject(call, result)} masked ({_one_line(reason)}): {_size(tokens, lines)}.{cited}"
-        f" Get it back with {_get_back(result, lines)}]"
-    )
+    got = _get_back(result, lines, retrievable)
+    back = f" Get it back with {got}" if retrievable else f" ({got})"
+    return f"[{_subject(call, result)} masked ({_one_line(reason)}): {_size(tokens, lines)}.{cited}{back}]"
 
 
 def superseded_placeholder(
-    call: ToolCall | None, result: ToolResult, *, tokens: int, lines: int, by: str, at_seq: int
+    call: ToolCall | None,
+    result: ToolResult,
+    *,
+    tokens: int,
+    lines: int,
+    by: str,
+    at_seq: int,
+    retrievable: bool = True,
 ) -> str:
     """Render the line that replaces a result made redundant by a newer one (``by`` at ``at_seq``)."""
     return (
         f"[{_subject(call, result)} superseded by {_one_line(by)} at seq {at_seq}: {_size(tokens, lines)};"
-        f" the newer output is the current one. The old one: {_get_back(result, lines)}]"
+        f" the newer output is the current one. The old one: {_get_back(result, lines, retrievable)}]"
     )
 
 
 def stale_placeholder(
-    call: ToolCall | None, result: ToolResult, *, tokens: int, lines: int, by: str, at_seq: int
+    call: ToolCall | None,
+    result: ToolResult,
+    *,
+    tokens: int,
+    lines: int,
+    by: str,
+    at_seq: int,
+    retrievable: bool = True,
 ) -> str:
     """Render the line that replaces a result a later change made out of date (``by`` at ``at_seq``)."""
     return (
         f"[{_subject(call, result)} is stale: {_one_line(by)} at seq {at_seq} changed it afterwards, so do not rely on"
-        f" it; read the current version. Old output ({_size(tokens, lines)}): {_get_back(result, lines)}]"
+        f" it; read the current version. Old output ({_size(tokens, lines)}): {_get_back(result, lines, retrievable)}]"
     )

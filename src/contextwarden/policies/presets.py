@@ -151,9 +151,18 @@ def policy_text(output: str, policy: ToolPolicy) -> str:
 
 
 def apply_policy(
-    output: str, policy: ToolPolicy, *, counter: TokenCounter, artifact_id: str, max_tokens: int | None = None
+    output: str,
+    policy: ToolPolicy,
+    *,
+    counter: TokenCounter,
+    artifact_id: str,
+    max_tokens: int | None = None,
+    retrievable: bool = True,
 ) -> Truncation:
-    """Normalize and truncate one tool output under ``policy`` (``max_tokens`` can only lower its cap)."""
+    """Normalize and truncate one tool output under ``policy`` (``max_tokens`` can only lower its cap).
+
+    ``retrievable``: the model has ``read_range``, so the marker may name it.
+    """
     limit = policy.max_tokens if max_tokens is None else min(max_tokens, policy.max_tokens)
     return truncate_output(
         policy_text(output, policy),
@@ -163,6 +172,7 @@ def apply_policy(
         head_fraction=policy.head_fraction,
         keep_error_lines=policy.keep_error_lines,
         error_line_budget_fraction=policy.error_line_budget_fraction,
+        retrievable=retrievable,
     )
 
 

@@ -166,8 +166,10 @@ class _Cutter:
         head_fraction: float,
         error_fraction: float,
         errors: list[ErrorLine],
+        retrievable: bool,
     ) -> None:
         self.text = text
+        self.retrievable = retrievable
         self.lines = line_count(text)
         self.size = _size(tokens, exact)
         self.artifact_id = artifact_id
@@ -267,7 +269,8 @@ class _Cutter:
         a, b = omitted[0] + self.shift, omitted[1] + self.shift
         call = f'read_range(artifact_id="{self.artifact_id}", start_line={a}, end_line={b})'
         if compact:
-            return f"[... output truncated: {self.size}, {self.lines:,} lines; rest: {call} ...]\n"
+            rest = f"rest: {call}" if self.retrievable else f"lines {a}-{b} omitted"
+            return f"[... output truncated: {self.size}, {self.lines:,} lines; {rest} ...]\n"
         errors = ""
         if self.scan_errors:
             if not middle_errors:
@@ -283,8 +286,15 @@ class _Cutter:
                 errors = f" It has {middle_errors:,} error-like lines; none fit here, so read them."
         return (
             f"[... output truncated: the full output is {self.size} and {self.lines:,} lines; shown here:"
-            f" {self._shown(head, tail)}. Omitted: lines {a}-{b}.{errors} To read omitted lines call {call};"
-            " its output is bounded too, so ask for a few hundred lines at a time. ...]\n"
+            f" {self._shown(head, tail)}. Omitted: lines {a}-{b}.{errors}{self._get_back(call)} ...]\n"
+        )
+
+    def _get_back(self, call: str) -> str:
+        # Only name a tool the model was given: without retrieval the omitted lines are gone for it.
+        if not self.retrievable:
+            return ""
+        return (
+            f" To read omitted lines call {call}; its output is bounded too, so ask for a few hundred lines at a time."
         )
 
 
@@ -354,10 +364,12 @@ def truncate_output(
     keep_error_lines: bool = True,
     error_line_budget_fraction: float = 0.2,
     first_line: int = 1,
+    retrievable: bool = True,
 ) -> Truncation:
     """Bound ``text`` to ``max_tokens`` (by ``counter``), keeping head, tail and error lines.
 
     ``first_line`` numbers the first line of ``text`` (for a range cut out of a longer output).
+    ``retrievable`` says the model has ``read_range``: only then does the marker tell it to call it.
     The result, marker included, never exceeds ``max_tokens``.
     """
     if max_tokens < 1:
@@ -387,6 +399,7 @@ def truncate_output(
         head_fraction=head_fraction,
         error_fraction=error_line_budget_fraction if keep_error_lines else 0.0,
         errors=errors,
+        retrievable=retrievable,
     )
     cut = _fit(cutter, tokens, max_tokens, counter, compact=False)
     if cut is None:
