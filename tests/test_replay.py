@@ -107,8 +107,8 @@ def test_contextwarden_makes_a_window_event_for_every_prefix_break() -> None:
 
 def test_what_if_options_drive_the_builder_and_keep_every_probe() -> None:
     events = coding_session(turns=40, lines=220)
-    names = ["contextwarden:keep=3,min-batch-share=0", "contextwarden:keep=3,min-batch-share=0.6",
-             "contextwarden:keep=3,min-batch-share=0.6,frontier"]  # a share of what batches can change
+    names = ["contextwarden:keep=3,min-batch-share=0", "contextwarden:keep=3,min-batch-share=0.4",
+             "contextwarden:keep=3,min-batch-share=0.4,frontier"]
     results = replay(one(events), names, settings=ReplaySettings(model="claude-sonnet-4-5", optimum=False),
                      counter=COUNTER)
     plain, share, frontier = (s.figures() for s in results.strategies)
