@@ -45,6 +45,10 @@ class ReductionPool(Protocol):
         """Tokens ``edit`` would take out."""
         ...
 
+    def settled_tokens(self, protected: frozenset[str]) -> int:
+        """Tokens no batch can change: pinned items, placeholders and the ``protected`` results."""
+        ...
+
     def position(self, item_id: str) -> int:
         """Index of the item in the window."""
         ...
@@ -64,8 +68,10 @@ class PlannerSettings:
     min_batch_tokens: int = 2_048
     """A voluntary batch must save at least this many tokens (the hard budget ignores it)."""
     min_batch_share: float = 0.4
-    """...and at least this share of the current context: few, large batches lose the cache less
-    often (measured in docs/benchmarks.md, "Replay")."""
+    """...and at least this share of the conversation: few, large batches lose the cache less often
+    (measured in docs/benchmarks.md, "Replay"). Under an automatic cache (no write premium) it is a share
+    of what a batch could still change (less pinned items, placeholders and protected evidence), which
+    otherwise grows with what no batch can take out and starves batches late in a session."""
     cache_aware: bool = True
     """Batch by payback; False reduces at every request as soon as something is reducible."""
     expected_turns: int | None = None
@@ -131,8 +137,9 @@ def plan(
     """Decide the next batch of reductions (see the module docstring).
 
     ``total`` is the whole request (system and tool schemas included) and is what the trigger
-    compares; ``conversation_tokens`` is the part batches can reduce, which ``min_batch_share``
-    is a share of (default: ``total``), so the number of tools offered does not change when to batch.
+    compares; ``conversation_tokens`` is the conversation (default: ``total``), so the number of tools
+    offered does not change when to batch; ``min_batch_share`` is a share of it (under an automatic
+    cache, less what no batch can change: pinned items, placeholders, ``evidence``).
 
     ``evidence`` names tool results that must stay verbatim (failing tests, unresolved errors,
     the current reads of the working set): they are never masked, only superseded by a newer
@@ -149,15 +156,20 @@ def plan(
         return _under_pressure(pool, lossless, masking, total=total, trigger=trigger, settings=settings)
     batch = lossless + masking
     saved = sum(pool.savings(e) for e in batch)
-    reducible = total if conversation_tokens is None else conversation_tokens
-    floor = max(settings.min_batch_tokens, int(settings.min_batch_share * reducible))
+    conversation = total if conversation_tokens is None else conversation_tokens
+    write, read = cache_prices(profile)
+    # An automatic cache re-reads a rewritten tail at the input price: there the floor is a share of what
+    # a batch can still change, so settled tokens do not starve batches. An explicit cache also charges a
+    # write premium on every batch, so there it stays a share of the whole conversation (fewer batches):
+    # measured on the generated replay sessions (docs/benchmarks.md), each choice is the cheaper one.
+    settled = pool.settled_tokens(evidence) if write <= 1.0 else 0
+    floor = max(settings.min_batch_tokens, int(settings.min_batch_share * max(conversation - settled, 0)))
     if not batch or saved < floor:
         return Plan(reason=f"nothing worth a batch ({saved} tokens reducible, {floor} needed)")
     if not settings.cache_aware:
         return Plan(edits=tuple(batch), saved_tokens=saved, reason="reduce at every request (cache-unaware)")
     first = min(pool.position(e.target_id) for e in batch)
     rewritten = pool.tail_tokens(first)
-    write, read = cache_prices(profile)
     turns = payback_turns(rewritten=rewritten, saved=saved, write=write, read=read)
     horizon = settings.expected_turns if settings.expected_turns is not None else max(turns_so_far // 2, 4)
     if turns <= horizon:
