@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from .events import (
@@ -368,7 +369,8 @@ class StateBuilder:
         failing = _path_tokens(unresolved)
         named = self._task_paths()
         ranked: list[tuple[int, int, int, str]] = []
-        files = [k for k in touch if k in changed or k in read]
+        seen = changed.union(read)
+        files = [k for k in touch if k in seen]
         latest = max(files, key=lambda k: touch[k], default="")
         for key in files:
             group = 0
@@ -406,10 +408,14 @@ def _names(tokens: frozenset[str], key: str) -> bool:
 
     ``src/calc.py`` and ``calc.py`` both name ``/testbed/src/calc.py``.
     """
-    if key in tokens:
-        return True
+    return not tokens.isdisjoint(_suffixes(key))
+
+
+@lru_cache(maxsize=4_096)
+def _suffixes(key: str) -> frozenset[str]:
+    """``key`` and its trailing parts: every name that names it (split once per path, not per event)."""
     parts = key.split("/")
-    return any("/".join(parts[i:]) in tokens for i in range(1, len(parts)))
+    return frozenset("/".join(parts[i:]) for i in range(len(parts)))
 
 
 def derive_state(
