@@ -107,7 +107,9 @@ def test_a_forty_turn_run_sees_the_projection_and_keeps_its_own_history(tmp_path
     sent_chars = sum(len(str(m.content)) for m in last)
     full_chars = sum(len(str(m.content)) for m in history[:-1])
     assert sent_chars < full_chars / 3, "the last request is not much smaller than the full history"
-    assert "read_range" in model.offered[0] and "recall" in model.offered[0]
+    # the retrieval tools are offered from the first eviction on, never before (short sessions don't pay)
+    assert "read_range" not in model.offered[0] and "recall" not in model.offered[0]
+    assert "read_range" in model.offered[-1] and "recall" in model.offered[-1]
     # the mirror stored each message once: system, goal, 40 calls, 40 results, the answer
     assert mirrored_counts(store, "lc") == {"instruction": 1, "user": 1, "assistant": TURNS + 1, "tool_result": TURNS}
     body = {"model": "m", "messages": convert_to_openai_messages(last)}

@@ -27,6 +27,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "lint": ("lint", "Check model-visible context against the six rules."),
     "budget": ("budget", "Show what a session tree has spent of a weighted-token budget."),
     "trust": ("trust", "Trust a project so its .contextwarden/ files are loaded."),
+    "proxy": ("proxy", "Run the local proxy that manages context for any agent; proxy stats prints its ledger."),
     "demo": ("demo", "Import a bundled real trajectory, replay it, print the table, write a report."),
 }
 

@@ -60,6 +60,9 @@ class ChatRequest:
     """Reasoning effort (``off``, ``minimal``, ``low``, ``medium``, ``high``); ``None`` leaves the default."""
     stop: tuple[str, ...] = ()
     """Stop sequences."""
+    response_format: dict[str, JSONValue] | None = None
+    """Constrained decoding, sent as the Chat Completions ``response_format`` field (for example
+    llama-cpp-python's ``{"type": "json_object", "schema": {...}}``); None sends nothing."""
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,8 @@ def render_request(request: ChatRequest, *, max_tokens_field: str = "max_tokens"
         payload["temperature"] = request.temperature
     if request.stop:
         payload["stop"] = list(request.stop)
+    if request.response_format is not None:
+        payload["response_format"] = request.response_format
     if request.thinking is not None and request.thinking not in ("off", ""):
         payload["reasoning_effort"] = request.thinking
     return payload

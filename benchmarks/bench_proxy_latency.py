@@ -1,0 +1,257 @@
+"""Added latency of the proxy over a direct call to the same local upstream, side by side in one run.
+
+For sessions of 10, 500 and 2,000 messages (about 50 tokens each: up to ~100K tokens, on a 1M-token
+profile so no reduction interferes), each arm first sends the history once (warm-up: the proxy
+ingests it), then ``--requests`` streamed calls that each extend the previous request by a user and
+an assistant message, as an agent does. Three arms: direct to the scripted upstream; through a plain
+pass-through proxy written with the same stack (Starlette + uvicorn + httpx, no parsing); through
+``contextwarden proxy`` (manage mode, SQLite). Upstream, plain proxy and contextwarden each run in a
+process of their own (as deployed), so none competes with another for the GIL; the client calls the
+arms in turn, so load on the machine falls on all three alike. Reported per arm: p50 and p99 of the total time and
+of the time to first byte, and the proxy's overhead over direct and over the plain pass-through.
+
+Targets (issue 12): p50 overhead under 5 ms and p99 under 25 ms at 500 messages on this machine, flat
+in session length.
+
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_proxy_latency.py [--requests 40] [--json out/latency.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.routing import Route
+
+from contextwarden.models import get_profile, register_profile
+from contextwarden.proxy._db import ProxyDB
+from contextwarden.proxy.app import Proxy
+from contextwarden.proxy.scripted import ScriptedUpstream
+from contextwarden.proxy.settings import ProxySettings
+
+MODEL = "bench-claude-1m"
+SIZES = (10, 500, 2000)
+WORDS = (
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+    "nu",
+    "xi",
+    "omicron",
+    "pi",
+    "rho",
+    "sigma",
+    "tau",
+)
+
+
+def _plain_proxy(upstream: str) -> Starlette:
+    client = httpx.AsyncClient(timeout=60)
+
+    async def relay(request: Request) -> StreamingResponse:
+        headers = [(k, v) for k, v in request.headers.items() if k not in ("host", "content-length")]
+        outgoing = client.build_request(
+            "POST", upstream + request.url.path, headers=headers, content=await request.body()
+        )
+        response = await client.send(outgoing, stream=True)
+
+        async def body() -> AsyncIterator[bytes]:
+            async for chunk in response.aiter_raw():
+                yield chunk
+            await response.aclose()
+
+        return StreamingResponse(
+            body(), status_code=response.status_code, headers={"content-type": "text/event-stream"}
+        )
+
+    return Starlette(routes=[Route("/v1/messages", relay, methods=["POST"])])
+
+
+def _message(n: int, role: str) -> dict[str, Any]:
+    words = " ".join(WORDS[(n * 7 + k) % len(WORDS)] for k in range(36))
+    return {"role": role, "content": [{"type": "text", "text": f"{role} {n}: {words}"}]}
+
+
+def _history(size: int) -> list[dict[str, Any]]:
+    return [_message(n, "user" if n % 2 == 0 else "assistant") for n in range(size - 1 if size % 2 == 0 else size)]
+
+
+def _call(client: httpx.Client, url: str, messages: list[dict[str, Any]], key: str) -> tuple[float, float]:
+    body = json.dumps({"model": MODEL, "max_tokens": 64, "stream": True, "messages": messages}, separators=(",", ":"))
+    started = time.perf_counter()
+    first = 0.0
+    with client.stream(
+        "POST", url + "/v1/messages", content=body, headers={"x-api-key": key, "content-type": "application/json"}
+    ) as r:
+        for _ in r.iter_raw():
+            if not first:
+                first = time.perf_counter() - started
+    return (time.perf_counter() - started) * 1000, first * 1000
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _register() -> None:
+    register_profile(
+        dataclasses.replace(get_profile("claude-sonnet-4-5"), name=MODEL, aliases=(), context_window=1_000_000)
+    )
+
+
+def _serve(role: str, port: int, upstream: str, store: str) -> None:
+    """Run one arm's server in this process until killed."""
+    import uvicorn
+
+    _register()
+    if role == "upstream":
+        app: Any = ScriptedUpstream().app
+    elif role == "plain":
+        app = _plain_proxy(upstream)
+    else:
+        app = Proxy(ProxySettings(anthropic_upstream=upstream, openai_upstream=upstream, store_url=store)).app
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+def _spawn(role: str, upstream: str, store: str) -> tuple[subprocess.Popen[bytes], str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, __file__, "--serve", role, "--port", str(port), "--upstream", upstream, "--store", store]
+    process = subprocess.Popen(cmd)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            httpx.get(url + "/v1/models", timeout=1)
+            return process, url
+        except httpx.TransportError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"{role} server did not start")
+
+
+def _measure(arms: dict[str, str], requests: int, store: str) -> dict[str, Any]:
+    report: dict[str, Any] = {}
+    counted = 0
+    with httpx.Client(timeout=300) as client:
+        for size in SIZES:
+            history = {arm: _history(size) for arm in arms}
+            for arm, url in arms.items():
+                _call(client, url, history[arm], f"{arm}-{size}")  # warm-up: the proxy ingests the history
+            times: dict[str, list[tuple[float, float]]] = {arm: [] for arm in arms}
+            for n in range(requests):
+                for arm, url in arms.items():  # interleaved, so load on the machine hits every arm alike
+                    history[arm] += [_message(size + 2 * n, "assistant"), _message(size + 2 * n + 1, "user")]
+                    times[arm].append(_call(client, url, history[arm], f"{arm}-{size}"))
+            client.get(arms["contextwarden"] + "/contextwarden/stats")  # waits for the ledger rows
+            db = ProxyDB(store)
+            added = [float(r[0]) for r in db.execute("SELECT added_ms FROM contextwarden_proxy_ledger ORDER BY at")]
+            db.close()
+            added, counted = added[counted + 1 :], len(added)  # this size's measured calls, warm-up excluded
+            report[str(size)] = _row(arms, times, added, history["direct"])
+    return report
+
+
+def _row(arms: dict[str, str], times: dict[str, list[tuple[float, float]]], added: list[float], history: Any) -> Any:
+    row: dict[str, Any] = {}
+    for arm in arms:
+        total = [t for t, _ in times[arm]]
+        ttfb = [f for _, f in times[arm]]
+        row[arm] = {
+            "p50_ms": _pct(total, 0.5),
+            "p99_ms": _pct(total, 0.99),
+            "ttfb_p50_ms": _pct(ttfb, 0.5),
+            "ttfb_p99_ms": _pct(ttfb, 0.99),
+        }
+    over = [a - b for (a, _), (b, _) in zip(times["contextwarden"], times["direct"], strict=True)]
+    over_plain = [a - b for (a, _), (b, _) in zip(times["contextwarden"], times["plain"], strict=True)]
+    row["overhead_vs_direct"] = {"p50_ms": _pct(over, 0.5), "p99_ms": _pct(over, 0.99)}
+    row["overhead_vs_plain"] = {"p50_ms": _pct(over_plain, 0.5), "p99_ms": _pct(over_plain, 0.99)}
+    row["pipeline_ms"] = {"p50_ms": _pct(added, 0.5), "p99_ms": _pct(added, 0.99)} if added else {}
+    row["ratio_vs_plain_p50"] = row["contextwarden"]["p50_ms"] / row["plain"]["p50_ms"]
+    row["messages_at_end"] = len(history)
+    return row
+
+
+def _print(size: str, row: dict[str, Any]) -> None:
+    print(f"{size:>5} messages at the start, {row['messages_at_end']} at the end")
+    for arm in ("direct", "plain", "contextwarden"):
+        r = row[arm]
+        print(
+            f"   {arm:<14} total p50 {r['p50_ms']:7.1f} ms  p99 {r['p99_ms']:7.1f} ms"
+            f"   ttfb p50 {r['ttfb_p50_ms']:7.1f}  p99 {r['ttfb_p99_ms']:7.1f}"
+        )
+    o, p, q = row["overhead_vs_direct"], row["overhead_vs_plain"], row["pipeline_ms"]
+    print(
+        f"   overhead vs direct p50 {o['p50_ms']:.1f} ms p99 {o['p99_ms']:.1f} ms;"
+        f" vs plain proxy p50 {p['p50_ms']:.1f} ms p99 {p['p99_ms']:.1f} ms;"
+        f" pipeline alone p50 {q.get('p50_ms', 0):.1f} p99 {q.get('p99_ms', 0):.1f} ms;"
+        f" {row['ratio_vs_plain_p50']:.2f}x plain",
+        flush=True,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--requests", type=int, default=40, help="Measured calls per arm and size (default 40).")
+    parser.add_argument("--json", default=None)
+    parser.add_argument("--serve", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--upstream", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--store", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        _serve(args.serve, args.port, args.upstream, args.store)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        store = str(Path(tmp) / "s.db")
+        processes = []
+        try:
+            upstream, up = _spawn("upstream", "", store)
+            processes.append(upstream)
+            plain, plain_url = _spawn("plain", up, store)
+            processes.append(plain)
+            proxy, proxy_url = _spawn("proxy", up, store)
+            processes.append(proxy)
+            report = _measure({"direct": up, "plain": plain_url, "contextwarden": proxy_url}, args.requests, store)
+        finally:
+            for process in processes:
+                process.terminate()
+                process.wait(timeout=30)
+    for size, row in report.items():
+        _print(size, row)
+    at500 = report["500"]["overhead_vs_direct"]
+    print(
+        f"target at 500 messages: p50 {at500['p50_ms']:.1f} ms [{'PASS' if at500['p50_ms'] < 5 else 'FAIL'} < 5]"
+        f"  p99 {at500['p99_ms']:.1f} ms [{'PASS' if at500['p99_ms'] < 25 else 'FAIL'} < 25]"
+    )
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""``contextwarden proxy``: the context manager in front of any agent, as a local HTTP proxy."""
+
+from __future__ import annotations
+
+import logging
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ._common import echo_json, store_option
+
+
+@click.group(name="proxy", invoke_without_command=True)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8787, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on.")
+@click.option(
+    "--mode",
+    type=click.Choice(["manage", "observe"]),
+    default="manage",
+    show_default=True,
+    help="manage: forward the projection; observe: forward requests unchanged and record what would be sent.",
+)
+@click.option(
+    "--anthropic-upstream",
+    envvar="CONTEXTWARDEN_ANTHROPIC_UPSTREAM",
+    default="https://api.anthropic.com",
+    show_default=True,
+    help="Where /v1/messages requests go (env CONTEXTWARDEN_ANTHROPIC_UPSTREAM).",
+)
+@click.option(
+    "--openai-upstream",
+    envvar="CONTEXTWARDEN_OPENAI_UPSTREAM",
+    default="https://api.openai.com",
+    show_default=True,
+    help="Where OpenAI-protocol and all other requests go (env CONTEXTWARDEN_OPENAI_UPSTREAM).",
+)
+@click.option("--allow-remote", is_flag=True, help="Allow binding to an address other than localhost (logs a warning).")
+@store_option
+@click.pass_context
+def command(
+    ctx: click.Context,
+    host: str,
+    port: int,
+    mode: str,
+    anthropic_upstream: str,
+    openai_upstream: str,
+    allow_remote: bool,
+    store_url: str | None,
+) -> None:
+    """Run the proxy: point ANTHROPIC_BASE_URL or an OpenAI base_url at it (see docs/proxy.md).
+
+    Without a subcommand it serves until interrupted.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    import uvicorn
+
+    from ..proxy.app import Proxy
+    from ..proxy.serve import LOCAL_HOSTS
+    from ..proxy.settings import settings_from_env
+
+    if host not in LOCAL_HOSTS and not allow_remote:
+        raise click.UsageError(f"refusing to listen on {host}: pass --allow-remote to serve beyond localhost")
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if host not in LOCAL_HOSTS:
+        logging.getLogger("contextwarden.proxy").warning(
+            "listening on %s: anyone who can reach it can spend the credentials clients send through it", host
+        )
+    settings = settings_from_env(
+        mode=mode, anthropic_upstream=anthropic_upstream, openai_upstream=openai_upstream, store_url=store_url
+    )
+    proxy = Proxy(settings)
+    click.echo(f"contextwarden proxy ({mode}) on http://{host}:{port}", err=True)
+    try:
+        uvicorn.run(proxy.app, host=host, port=port, log_level="warning")
+    finally:
+        proxy.close()
+
+
+@command.command(name="stats")
+@click.option("--session", "session_id", default=None, help="Only this session.")
+@click.option("--json", "as_json", is_flag=True, help="Print the ledger totals as JSON.")
+@store_option
+def stats(session_id: str | None, as_json: bool, store_url: str | None) -> None:
+    """Print the ledger per session: requests, tokens, billed cost and the saving against direct."""
+    from ..proxy._db import ProxyDB
+    from ..proxy.ledger import Ledger
+
+    db = ProxyDB(store_url)
+    try:
+        report = Ledger(db).stats(session_id)
+    finally:
+        db.close()
+    if as_json:
+        echo_json(report)
+        return
+    table = Table(title="contextwarden proxy ledger")
+    for name in (
+        "session",
+        "mode",
+        "requests",
+        "fallbacks",
+        "sent",
+        "forwarded",
+        "cache read",
+        "billed $",
+        "direct $",
+        "ratio",
+    ):
+        table.add_column(name, justify="left" if name in ("session", "mode") else "right")
+    for s in [*report["sessions"], {**report["total"], "session_id": "total"}]:
+        table.add_row(
+            s["session_id"],
+            s["mode"],
+            str(s["requests"]),
+            str(s["fallbacks"]),
+            f"{s['client_tokens']:,}",
+            f"{s['forwarded_tokens']:,}",
+            f"{s['cache_read_tokens']:,}",
+            f"{s['effective_cost_usd']:.4f}",
+            f"{s['client_cost_usd']:.4f}",
+            "-" if s["cost_ratio"] is None else f"{s['cost_ratio']:.3f}",
+        )
+    Console().print(table)

@@ -1,0 +1,243 @@
+"""The scripted upstream's answers in each provider's wire shape, whole and as SSE events."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from ..replay.costmodel import RequestCost
+
+if TYPE_CHECKING:
+    from .scripted import Reply
+
+
+def _usage(fmt: str, cost: RequestCost) -> dict[str, Any]:
+    if fmt == "anthropic":
+        return {
+            "input_tokens": cost.uncached_tokens,
+            "cache_creation_input_tokens": cost.cache_write_tokens,
+            "cache_read_input_tokens": cost.cache_read_tokens,
+            "output_tokens": cost.output_tokens,
+        }
+    if fmt == "openai_chat":
+        return {
+            "prompt_tokens": cost.input_tokens,
+            "completion_tokens": cost.output_tokens,
+            "total_tokens": cost.input_tokens + cost.output_tokens,
+            "prompt_tokens_details": {"cached_tokens": cost.cache_read_tokens},
+        }
+    return {
+        "input_tokens": cost.input_tokens,
+        "input_tokens_details": {"cached_tokens": cost.cache_read_tokens},
+        "output_tokens": cost.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": cost.input_tokens + cost.output_tokens,
+    }
+
+
+def _anthropic_content(reply: Reply) -> list[dict[str, Any]]:
+    content: list[dict[str, Any]] = []
+    if reply.thinking is not None:
+        content.append({"type": "thinking", "thinking": reply.thinking[0], "signature": reply.thinking[1]})
+    if reply.text:
+        content.append({"type": "text", "text": reply.text})
+    content += [{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in reply.tool_calls]
+    return content
+
+
+def _responses_output(reply: Reply) -> list[dict[str, Any]]:
+    output: list[dict[str, Any]] = []
+    if reply.thinking is not None:
+        output.append({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": reply.thinking[1]})
+    if reply.text:
+        output.append(
+            {
+                "type": "message",
+                "id": "msg_1",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
+            }
+        )
+    output += [
+        {
+            "type": "function_call",
+            "id": f"fc_{i}",
+            "call_id": i,
+            "name": n,
+            "arguments": json.dumps(a),
+            "status": "completed",
+        }
+        for i, n, a in reply.tool_calls
+    ]
+    return output
+
+
+def _stop(fmt: str, reply: Reply) -> str:
+    if fmt == "anthropic":
+        return "tool_use" if reply.tool_calls else "end_turn"
+    return "tool_calls" if reply.tool_calls else "stop"
+
+
+def complete(fmt: str, model: str, reply: Reply, cost: RequestCost) -> dict[str, Any]:
+    """The non-streamed response body."""
+    usage = _usage(fmt, cost)
+    if fmt == "anthropic":
+        return {
+            "id": "msg_scripted",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": _anthropic_content(reply),
+            "stop_reason": _stop(fmt, reply),
+            "stop_sequence": None,
+            "usage": usage,
+        }
+    if fmt == "openai_chat":
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+                for i, n, a in reply.tool_calls
+            ]
+        return {
+            "id": "chatcmpl-scripted",
+            "object": "chat.completion",
+            "created": 0,
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": _stop(fmt, reply)}],
+            "usage": usage,
+        }
+    return {
+        "id": "resp_scripted",
+        "object": "response",
+        "created_at": 0,
+        "status": "completed",
+        "model": model,
+        "output": _responses_output(reply),
+        "usage": usage,
+    }
+
+
+def _event(name: str | None, data: dict[str, Any] | str) -> bytes:
+    text = data if isinstance(data, str) else json.dumps(data)
+    head = f"event: {name}\n" if name else ""
+    return f"{head}data: {text}\n\n".encode()
+
+
+def stream(fmt: str, model: str, reply: Reply, cost: RequestCost, *, include_usage: bool) -> list[bytes]:
+    """The streamed response as SSE events (Chat reports usage only when asked to)."""
+    if fmt == "anthropic":
+        return _anthropic_stream(model, reply, cost)
+    if fmt == "openai_chat":
+        return _chat_stream(model, reply, cost, include_usage=include_usage)
+    return _responses_stream(model, reply, cost)
+
+
+def _anthropic_stream(model: str, reply: Reply, cost: RequestCost) -> list[bytes]:
+    usage = _usage("anthropic", cost)
+    start = {**complete("anthropic", model, reply, cost), "content": [], "stop_reason": None}
+    start["usage"] = {**usage, "output_tokens": 1}
+    out = [_event("message_start", {"type": "message_start", "message": start})]
+    for index, block in enumerate(_anthropic_content(reply)):
+        opening: dict[str, Any]
+        if block["type"] == "thinking":
+            opening = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [
+                {"type": "thinking_delta", "thinking": block["thinking"]},
+                {"type": "signature_delta", "signature": block["signature"]},
+            ]
+        elif block["type"] == "text":
+            opening = {"type": "text", "text": ""}
+            half = len(block["text"]) // 2
+            deltas = [
+                {"type": "text_delta", "text": block["text"][:half]},
+                {"type": "text_delta", "text": block["text"][half:]},
+            ]
+        else:
+            opening = {**block, "input": {}}
+            deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block["input"])}]
+        out.append(
+            _event("content_block_start", {"type": "content_block_start", "index": index, "content_block": opening})
+        )
+        out += [
+            _event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}) for d in deltas
+        ]
+        out.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
+    out.append(
+        _event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": _stop("anthropic", reply), "stop_sequence": None},
+                "usage": {"output_tokens": cost.output_tokens},
+            },
+        )
+    )
+    out.append(_event("message_stop", {"type": "message_stop"}))
+    return out
+
+
+def _chat_stream(model: str, reply: Reply, cost: RequestCost, *, include_usage: bool) -> list[bytes]:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        body = {
+            "id": "chatcmpl-scripted",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+            "choices": [choice],
+        }
+        return _event(None, body)
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    if reply.text:
+        out.append(chunk({"content": reply.text}))
+    for index, (call_id, name, args) in enumerate(reply.tool_calls):
+        call = {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+        out.append(chunk({"tool_calls": [call]}))
+        out.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": json.dumps(args)}}]}))
+    out.append(chunk({}, _stop("openai_chat", reply)))
+    if include_usage:
+        usage = {
+            "id": "chatcmpl-scripted",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+            "choices": [],
+        }
+        out.append(_event(None, {**usage, "usage": _usage("openai_chat", cost)}))
+    out.append(_event(None, "[DONE]"))
+    return out
+
+
+def _responses_stream(model: str, reply: Reply, cost: RequestCost) -> list[bytes]:
+    final = complete("openai_responses", model, reply, cost)
+    created = {**final, "status": "in_progress", "output": [], "usage": None}
+    out = [_event("response.created", {"type": "response.created", "sequence_number": 0, "response": created})]
+    seq = 1
+    for index, item in enumerate(final["output"]):
+        out.append(
+            _event(
+                "response.output_item.added",
+                {"type": "response.output_item.added", "sequence_number": seq, "output_index": index, "item": item},
+            )
+        )
+        seq += 1
+        if item["type"] == "message":
+            delta = {
+                "type": "response.output_text.delta",
+                "sequence_number": seq,
+                "item_id": item["id"],
+                "output_index": index,
+                "content_index": 0,
+                "delta": item["content"][0]["text"],
+                "logprobs": [],
+            }
+            out.append(_event("response.output_text.delta", delta))
+            seq += 1
+        done = {"type": "response.output_item.done", "sequence_number": seq, "output_index": index, "item": item}
+        out.append(_event("response.output_item.done", done))
+        seq += 1
+    out.append(_event("response.completed", {"type": "response.completed", "sequence_number": seq, "response": final}))
+    return out

@@ -1,0 +1,208 @@
+"""The HTTP edge: a Starlette app that moves bytes between the client and the upstream.
+
+Model calls (``/v1/messages``, ``/v1/chat/completions``, ``/v1/responses``) go through the
+:class:`~.pipeline.Pipeline` on a worker thread; everything else is passed through untouched.
+Never break the agent: a failure inside the pipeline forwards the client's original bytes and
+counts a fall-back; upstream errors reach the client with their status, headers and body; a client
+that disconnects mid-stream gets its turn recorded as interrupted, with nothing half-written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import httpx
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ..providers.classify import is_context_overflow
+from ..store import SessionStore, open_store
+from . import forward
+from ._db import ProxyDB
+from .metrics import ProxyMetrics
+from .pipeline import Pipeline, Prepared
+from .settings import ProxySettings
+from .tee import StreamTee, parse_body
+
+log = logging.getLogger("contextwarden.proxy")
+
+MODEL_ROUTES = {
+    "/v1/messages": "anthropic",
+    "/v1/chat/completions": "openai_chat",
+    "/v1/responses": "openai_responses",
+}
+"""Paths whose requests are projected, and their wire format."""
+
+
+class Proxy:
+    """The proxy: ``.app`` is the ASGI application."""
+
+    def __init__(
+        self, settings: ProxySettings, *, store: SessionStore | None = None, db: ProxyDB | None = None
+    ) -> None:
+        """Serve ``settings``; ``store`` and ``db`` default to the ones ``settings.store_url`` names."""
+        self.settings = settings
+        self.store = store or open_store(settings.store_url)
+        self.db = db or ProxyDB(settings.store_url)
+        self.pipeline = Pipeline(settings, self.store, self.db)
+        self.metrics = ProxyMetrics()
+        self.pipeline.accountant.on_row = self.metrics.accounted
+        self.client: httpx.AsyncClient | None = None
+        self.app = Starlette(
+            routes=[
+                Route("/contextwarden/stats", self._stats, methods=["GET"]),
+                Route("/metrics", self._metrics, methods=["GET"]),
+                *(Route(path, self._model_call, methods=["POST"]) for path in MODEL_ROUTES),
+                Route("/{path:path}", self._passthrough, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
+            ],
+            lifespan=self._lifespan,
+        )
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        timeout = httpx.Timeout(self.settings.timeout, connect=30.0)
+        async with httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(max_connections=256)) as client:
+            self.client = client
+            yield
+        self.client = None
+
+    # ------------------------------------------------------------------ model calls
+
+    async def _model_call(self, request: Request) -> Response:
+        fmt = MODEL_ROUTES[request.url.path]
+        raw = await request.body()
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        try:
+            prepared = await run_in_threadpool(
+                self.pipeline.prepare, fmt, raw, headers, forward.credential(request.headers.items())
+            )
+        except Exception as exc:  # never break the agent: forward what the client sent
+            log.warning("contextwarden proxy fell back to pass-through: %s: %s", type(exc).__name__, exc)
+            prepared = _fallback(fmt, raw, exc)
+        self.metrics.prepared(prepared)
+        return await self._forward(request, prepared, raw, retry=True)
+
+    async def _forward(self, request: Request, prepared: Prepared, raw: bytes, *, retry: bool) -> Response:
+        upstream = await self._send(request, prepared.body)
+        if upstream.status_code != 200 or not prepared.stream:
+            data = b"".join([chunk async for chunk in upstream.aiter_raw()])
+            await upstream.aclose()
+            retried = await self._after_overflow(prepared, raw, upstream, data) if retry else None
+            if retried is not None:
+                self.metrics.prepared(retried)
+                return await self._forward(request, retried, raw, retry=False)
+            # recorded before the client has the answer, so its next request finds the turn in the log
+            await self._record_body(prepared, upstream, data)
+            return Response(data, status_code=upstream.status_code, headers=_headers(upstream))
+        return StreamingResponse(
+            self._tee(prepared, upstream), status_code=upstream.status_code, headers=_headers(upstream)
+        )
+
+    async def _after_overflow(
+        self, prepared: Prepared, raw: bytes, upstream: httpx.Response, data: bytes
+    ) -> Prepared | None:
+        """A compacted retry after a context overflow (nothing has reached the client yet), or ``None``."""
+        if upstream.status_code < 400 or prepared.identity is None or prepared.outcome == "fallback":
+            return None
+        text = data.decode("utf-8", "replace") if not upstream.headers.get("content-encoding") else ""
+        if not is_context_overflow(upstream.status_code, text):
+            return None
+        try:
+            return await run_in_threadpool(self.pipeline.compact_for_overflow, prepared, raw)
+        except Exception as exc:  # the overflow error itself is what the client gets
+            log.warning("contextwarden proxy could not compact after an overflow: %s: %s", type(exc).__name__, exc)
+            return None
+
+    async def _send(self, request: Request, body: bytes) -> httpx.Response:
+        assert self.client is not None, "the proxy's lifespan did not run"
+        url = self.settings.upstream_for(request.url.path) + request.url.path
+        if request.url.query:
+            url += "?" + request.url.query
+        outgoing = forward.build_request(
+            self.client, request.method, url, forward.forwarded_headers(request.headers.items()), body
+        )
+        return await self.client.send(outgoing, stream=True)
+
+    async def _tee(self, prepared: Prepared, upstream: httpx.Response) -> AsyncIterator[bytes]:
+        tee = StreamTee(prepared.fmt, upstream.headers.get("content-encoding", ""))
+        recorded = False
+        try:
+            async for chunk in upstream.aiter_raw():
+                tee.feed(chunk)
+                if tee.done and not recorded:
+                    # file the turn before the client sees the end, so its next request finds it in the log
+                    recorded = True
+                    assistant, usage = tee.result()
+                    await run_in_threadpool(self._record, prepared, 200, assistant, usage, None)
+                yield chunk
+        finally:
+            await upstream.aclose()
+            if not recorded:
+                with anyio.CancelScope(shield=True):
+                    await run_in_threadpool(self._record, prepared, 200, None, None, "interrupted")
+
+    async def _record_body(self, prepared: Prepared, upstream: httpx.Response, data: bytes) -> None:
+        assistant = usage = None
+        if upstream.status_code == 200:
+            try:
+                assistant, usage = parse_body(prepared.fmt, data, upstream.headers.get("content-encoding", ""))
+            except Exception as exc:  # the client has its answer; only the record is lost
+                log.warning("contextwarden proxy could not read a response: %s", exc)
+        await run_in_threadpool(self._record, prepared, upstream.status_code, assistant, usage, None)
+
+    def _record(self, prepared: Prepared, status: int, assistant: Any, usage: Any, outcome: str | None) -> None:
+        try:
+            self.pipeline.record(prepared, status=status, assistant=assistant, usage=usage, outcome=outcome)
+        except Exception as exc:  # the store may be down; the agent already has its answer
+            self.metrics.record_failures.inc()
+            log.warning("contextwarden proxy could not record a turn: %s: %s", type(exc).__name__, exc)
+
+    # ------------------------------------------------------------------ everything else
+
+    async def _passthrough(self, request: Request) -> Response:
+        upstream = await self._send(request, await request.body())
+        return StreamingResponse(_relay(upstream), status_code=upstream.status_code, headers=_headers(upstream))
+
+    async def _stats(self, request: Request) -> Response:
+        session = request.query_params.get("session") or None
+        await run_in_threadpool(self.pipeline.accountant.flush)
+        return JSONResponse(await run_in_threadpool(self.pipeline.ledger.stats, session))
+
+    async def _metrics(self, request: Request) -> Response:
+        body, content_type = self.metrics.exposition()
+        return Response(body, media_type=content_type)
+
+    def close(self) -> None:
+        """Write the remaining ledger rows; release the store and the proxy's tables."""
+        self.pipeline.close()
+        self.store.close()
+        self.db.close()
+
+
+async def _relay(upstream: httpx.Response) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in upstream.aiter_raw():
+            yield chunk
+    finally:
+        await upstream.aclose()
+
+
+def _headers(upstream: httpx.Response) -> dict[str, str]:
+    return dict(forward.response_headers(upstream))
+
+
+def _fallback(fmt: str, raw: bytes, exc: Exception) -> Prepared:
+    prepared = Prepared(fmt=fmt, body=raw, outcome="fallback", note=f"{type(exc).__name__}: {exc}"[:300])
+    with contextlib.suppress(ValueError, AttributeError, TypeError):
+        body = json.loads(raw)
+        prepared.model = str(body.get("model", ""))
+        prepared.stream = bool(body.get("stream"))
+    return prepared

@@ -1,0 +1,63 @@
+"""Forwarding to the upstream: the client's headers as sent, the body the proxy chose, nothing stored.
+
+Only hop-by-hop headers (RFC 9110 section 7.6.1) and ``host`` / ``content-length`` (which belong to
+the new connection and the new body) are not copied. httpx's own default headers are removed again
+after the request is built, so the upstream sees the client's header set, credentials included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import httpx
+
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    }
+)
+"""Request and response headers that describe one connection, not the message."""
+
+CREDENTIAL_HEADERS = ("x-api-key", "authorization", "api-key", "x-goog-api-key")
+"""Headers that carry the caller's credential, in the order the namespace takes them from."""
+
+
+def forwarded_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The client's headers minus hop-by-hop ones, in the client's order."""
+    return [(k, v) for k, v in headers if k.lower() not in HOP_BY_HOP]
+
+
+def build_request(
+    client: httpx.AsyncClient, method: str, url: str, headers: list[tuple[str, str]], body: bytes
+) -> httpx.Request:
+    """An upstream request carrying exactly ``headers`` (plus the new ``host`` and ``content-length``)."""
+    request = client.build_request(method, url, headers=headers, content=body)
+    sent = {k.lower() for k, _ in headers}
+    for name in list(request.headers.keys()):
+        if name.lower() not in sent and name.lower() not in ("host", "content-length"):
+            del request.headers[name]
+    return request
+
+
+def response_headers(response: httpx.Response) -> list[tuple[str, str]]:
+    """The upstream's response headers for the client (framing headers are the server's own)."""
+    return [(k, v) for k, v in response.headers.multi_items() if k.lower() not in HOP_BY_HOP]
+
+
+def credential(headers: Iterable[tuple[str, str]]) -> str:
+    """The caller's credential (empty when it sent none); used only to derive a namespace hash."""
+    found = {k.lower(): v for k, v in headers}
+    for name in CREDENTIAL_HEADERS:
+        if found.get(name):
+            return found[name]
+    return ""

@@ -1,0 +1,140 @@
+"""The ledger: one row per proxied request, with the money told truthfully.
+
+Each row holds the tokens the client sent, the tokens forwarded, the provider's real usage
+(input, cache read, cache write, output) and its cost at the model's prices, and two estimates under
+the same simulated cache rules (:mod:`contextwarden.replay.costmodel`): what the client's own
+request would have cost (``client_cost_usd``) and what the projection costs (``projected_cost_usd``).
+In manage mode the saving is ``client_cost_usd - cost_usd``: billed money against the direct
+counterfactual, net of cache effects. In observe mode the client's bytes went upstream, and the
+saving contextwarden *would* have made is ``client_cost_usd - projected_cost_usd``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from ._db import ProxyDB
+
+
+@dataclass(frozen=True, kw_only=True)
+class LedgerRow:
+    """One proxied request."""
+
+    session_id: str
+    """The store session it belongs to."""
+    model: str
+    """The model the client asked for."""
+    format: str
+    """Its wire format."""
+    mode: str
+    """``manage`` or ``observe``."""
+    outcome: str
+    """``projected``, ``unchanged``, ``fallback``, ``passthrough``, ``interrupted`` or ``upstream_error``."""
+    status: int
+    """The upstream's HTTP status (0 when there was no answer)."""
+    client_tokens: int = 0
+    """Input tokens of the request as the client sent it."""
+    forwarded_tokens: int = 0
+    """Input tokens of the request as forwarded."""
+    input_tokens: int = 0
+    """The provider's reported input, cached tokens included."""
+    cache_read_tokens: int = 0
+    """The provider's reported cache reads."""
+    cache_write_tokens: int = 0
+    """The provider's reported cache writes."""
+    output_tokens: int = 0
+    """The provider's reported output tokens."""
+    cost_usd: float = 0.0
+    """What the provider's reported usage costs at the model's prices."""
+    client_cost_usd: float = 0.0
+    """The client's own request under the simulated cache, same output."""
+    projected_cost_usd: float = 0.0
+    """The projected request under the simulated cache, same output."""
+    added_ms: float = 0.0
+    """Time the proxy spent before forwarding."""
+    note: str = ""
+    """Why a request fell back or passed through."""
+    at: float = 0.0
+    """Unix time (set on record)."""
+
+
+_COLUMNS = [f.name for f in fields(LedgerRow)]
+
+
+class Ledger:
+    """Rows in the proxy's ledger table."""
+
+    def __init__(self, db: ProxyDB) -> None:
+        """Keep rows in ``db``."""
+        self.db = db
+
+    def record(self, row: LedgerRow) -> None:
+        """Append one row."""
+        values = asdict(row)
+        values["at"] = values["at"] or time.time()
+        marks = ",".join("?" * len(_COLUMNS))
+        self.db.execute(
+            f"INSERT INTO contextwarden_proxy_ledger ({','.join(_COLUMNS)}) VALUES ({marks})",
+            [values[c] for c in _COLUMNS],
+        )
+
+    def rows(self, session_id: str | None = None) -> list[LedgerRow]:
+        """Rows, oldest first (of one session when given)."""
+        sql = f"SELECT {','.join(_COLUMNS)} FROM contextwarden_proxy_ledger"
+        params: tuple[Any, ...] = ()
+        if session_id:
+            sql += " WHERE session_id = ?"
+            params = (session_id,)
+        return [LedgerRow(**dict(zip(_COLUMNS, r, strict=True))) for r in self.db.execute(sql + " ORDER BY at", params)]
+
+    def stats(self, session_id: str | None = None) -> dict[str, Any]:
+        """Totals per session and overall: requests, fall-backs, tokens, billed cost and saving."""
+        per: dict[str, dict[str, Any]] = {}
+        for row in self.rows(session_id):
+            s = per.setdefault(row.session_id, _empty(row.session_id, row.model, row.mode))
+            _add(s, row)
+        total = _empty("", "", "")
+        for s in per.values():
+            for key in _SUMS:
+                total[key] += s[key]
+        for s in [*per.values(), total]:
+            s["saving_usd"] = round(s["client_cost_usd"] - s["effective_cost_usd"], 6)
+            s["cost_ratio"] = round(s["effective_cost_usd"] / s["client_cost_usd"], 4) if s["client_cost_usd"] else None
+        return {"sessions": list(per.values()), "total": total}
+
+
+_SUMS = (
+    "requests",
+    "fallbacks",
+    "passthrough",
+    "client_tokens",
+    "forwarded_tokens",
+    "input_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "output_tokens",
+    "cost_usd",
+    "client_cost_usd",
+    "effective_cost_usd",
+)
+
+
+def _empty(session_id: str, model: str, mode: str) -> dict[str, Any]:
+    s: dict[str, Any] = {"session_id": session_id, "model": model, "mode": mode}
+    s.update(dict.fromkeys(_SUMS, 0))
+    return s
+
+
+def _add(s: dict[str, Any], row: LedgerRow) -> None:
+    s["requests"] += 1
+    s["fallbacks"] += row.outcome == "fallback"
+    s["passthrough"] += row.outcome == "passthrough"
+    for key in ("client_tokens", "forwarded_tokens", "input_tokens", "cache_read_tokens", "cache_write_tokens"):
+        s[key] += getattr(row, key)
+    s["output_tokens"] += row.output_tokens
+    s["cost_usd"] += row.cost_usd
+    s["client_cost_usd"] += row.client_cost_usd
+    # what the request costs with contextwarden: billed when managed, estimated when only observed
+    s["effective_cost_usd"] += row.projected_cost_usd if row.mode == "observe" else row.cost_usd

@@ -1,0 +1,268 @@
+"""The proxy's core, one request at a time: identify, ingest the new suffix, project, forward, record.
+
+Everything here is synchronous and runs on a worker thread; the ASGI edge (:mod:`.app`) only moves
+bytes. :meth:`Pipeline.prepare` decides the bytes to forward; :meth:`Pipeline.record` files what
+came back. Any exception inside ``prepare`` is the caller's cue to forward the original bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..context import ModelContext
+from ..errors import ConflictError, SessionExists, SessionNotFound
+from ..events import AssistantMessage, Event, UsageReport
+from ..manager import ContextManager, ContextPolicy
+from ..mirror import MIRROR_SUMMARIZER, content_digest, mirror_history
+from ..models import get_profile
+from ..planner import PlannerSettings
+from ..store import SessionStore
+from ..tokens import TokenCounter
+from ..wire import ParsedRequest, get_codec
+from . import bodyedit
+from ._db import ProxyDB
+from .accounting import Accountant, Job
+from .identity import Identity, SessionIndex, continued, history_chain
+from .ledger import Ledger
+from .settings import ProxySettings
+
+
+def _frontier_calls(messages: Sequence[Any], breakpoints: Sequence[int]) -> list[str]:
+    """Call ids of the tool results right after the context's inner breakpoints (the planner's frontier)."""
+    calls = []
+    for point in breakpoints:
+        if 0 <= point < len(messages) - 1 and messages[point + 1].role == "tool":
+            calls.append(messages[point + 1].tool_call_id)
+    return calls
+
+
+CHANGING_ACTIONS = frozenset({"mask", "supersede", "stale", "clear", "truncate"})
+"""Decisions that change what a tool result shows, so the forwarded body changes there."""
+
+
+@dataclass
+class Prepared:
+    """What to forward for one request, and what the ledger needs afterwards."""
+
+    fmt: str
+    body: bytes
+    """The bytes to forward (the client's own unless the projection changed something)."""
+    outcome: str = "passthrough"
+    """``projected`` (changed), ``unchanged``, ``observed``, ``passthrough`` or ``fallback``."""
+    note: str = ""
+    model: str = ""
+    stream: bool = False
+    identity: Identity | None = None
+    root: str = ""
+    chain: list[str] = field(default_factory=list)
+    client_body: dict[str, Any] | None = None
+    """The client's parsed body, for the ledger's arithmetic."""
+    projected_body: dict[str, Any] | None = None
+    """What contextwarden forwards (or, observing, would forward)."""
+    added_ms: float = 0.0
+    at: float = field(default_factory=time.time)
+
+
+class Pipeline:
+    """Sessions, projection and the ledger behind one proxy process."""
+
+    def __init__(
+        self, settings: ProxySettings, store: SessionStore, db: ProxyDB, *, counter: TokenCounter | None = None
+    ) -> None:
+        """Serve ``settings`` with ``store`` for session logs and ``db`` for the proxy's tables."""
+        self.settings = settings
+        self.store = store
+        # The proxy keeps the client's tools as they are (no retrieval tools of ours) and leaves thinking
+        # blocks with their signatures alone, so the planner must not count on dropping them.
+        policy = ContextPolicy(retrieval_tools=False, planner=PlannerSettings(drop_old_thinking=False))
+        self.manager = ContextManager(store, counter=counter, policy=policy)
+        self.index = SessionIndex(db, salt=settings.salt)
+        self.ledger = Ledger(db)
+        self.accountant = Accountant(self.ledger, self.manager.counter)
+
+    # ------------------------------------------------------------------ before forwarding
+
+    def prepare(
+        self, fmt: str, raw: bytes, headers: Mapping[str, str], credential: str, *, identity: Identity | None = None
+    ) -> Prepared:
+        """The bytes to forward for one request (the caller falls back to ``raw`` if this raises).
+
+        ``identity`` skips the session lookup (a retry of a request already identified).
+        """
+        started = time.perf_counter()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return Prepared(fmt=fmt, body=raw, note="body is not JSON; the upstream answers it")
+        if not isinstance(body, dict):
+            return Prepared(fmt=fmt, body=raw, note="body is not a JSON object; the upstream answers it")
+        prepared = Prepared(fmt=fmt, body=raw, model=str(body.get("model", "")), stream=bool(body.get("stream")))
+        if fmt == "openai_responses" and (body.get("previous_response_id") or body.get("conversation")):
+            prepared.note = "server-side state (previous_response_id) the proxy cannot see"
+            return prepared
+        parsed = get_codec(fmt).parse_request(body)
+        root = prepared.root = "\x00".join([fmt, *(content_digest(i) for i in parsed.instructions)])
+        prepared.chain = history_chain(root, [content_digest(e) for e in parsed.events])
+        identity = identity or self.index.identify(
+            credential=credential, headers=headers, body=body, root=root, chain=prepared.chain
+        )
+        prepared.identity = identity
+        self._ensure(identity.session_id)
+        mirror_history(self.store, identity.session_id, [*parsed.instructions, *parsed.events])
+        profile = get_profile(prepared.model)
+        ctx = self.manager.build(identity.session_id, model=profile, tools=parsed.tools)
+        edited = self._forwarded(identity.session_id, parsed, raw, body, ctx)
+        prepared.client_body = body
+        prepared.projected_body = edited[0] if edited is not None else body
+        if self.settings.mode == "observe":
+            prepared.outcome = "observed"
+        elif edited is None:
+            prepared.outcome = "unchanged"
+        else:
+            prepared.body, prepared.outcome = edited[1], "projected"
+        prepared.added_ms = (time.perf_counter() - started) * 1000
+        return prepared
+
+    def _forwarded(
+        self, session_id: str, parsed: ParsedRequest, raw: bytes, body: dict[str, Any], ctx: ModelContext
+    ) -> tuple[dict[str, Any], bytes] | None:
+        """The body to forward for ``ctx``, or ``None`` when the client's own bytes are the answer."""
+        projection = self.manager.projection(session_id)
+        compaction = projection.compaction
+        if compaction is None or compaction.summarizer == MIRROR_SUMMARIZER:
+            # the client's own history (a trim or reset by the client is already in its body); every
+            # standing change of the window applies, not only the ones this build made
+            standing = projection.decisions
+            return self._edited(parsed.format, raw, body, ctx.messages, standing, ctx.cache_breakpoints)
+        return self._rendered(parsed, raw, body, ctx)
+
+    def _rendered(
+        self, parsed: ParsedRequest, raw: bytes, body: dict[str, Any], ctx: ModelContext
+    ) -> tuple[dict[str, Any], bytes]:
+        """A compacted window: the conversation rendered from the log, the client's system, tools and settings kept.
+
+        A compaction is a window event, so the request changes at its front once; rendering is a
+        pure function of the window, so the requests after it extend each other again.
+        """
+        rendered = get_codec(parsed.format).render_request(
+            ctx, model=parsed.model, max_tokens=parsed.max_tokens, extra=parsed.extra
+        )
+        key = "input" if parsed.format == "openai_responses" else "messages"
+        edit = bodyedit.Edit(body={k: (rendered.get(key, v) if k == key else v) for k, v in body.items()}, key=key)
+        if parsed.format == "anthropic":
+            bodyedit.mark_tail(edit)
+        dump = bodyedit.client_style(raw, body) or bodyedit.compact
+        return edit.body, dump(edit.body)
+
+    def compact_for_overflow(self, prepared: Prepared, raw: bytes) -> Prepared | None:
+        """After the upstream refused the request as too long: compact once and prepare it again.
+
+        Returns ``None`` when there is nothing to compact (the caller passes the error on).
+        """
+        identity = prepared.identity
+        compactor = self.manager.compactor
+        if identity is None or compactor is None or self.settings.mode != "manage":
+            return None
+        projection = self.manager.projection(identity.session_id)
+        profile = get_profile(prepared.model)
+        compaction = compactor.compact_window(
+            identity.session_id, projection, profile=profile, reason="the upstream reported a context overflow"
+        )
+        if compaction is None:
+            return None
+        self.store.append(identity.session_id, [compaction], expected_last_seq=projection.last_seq)
+        retried = self.prepare(prepared.fmt, raw, {}, "", identity=identity)
+        retried.note = "compacted after a context overflow from the upstream"
+        return retried
+
+    def _edited(
+        self,
+        fmt: str,
+        raw: bytes,
+        body: dict[str, Any],
+        messages: Sequence[Any],
+        decisions: Sequence[Any],
+        breakpoints: Sequence[int] = (),
+    ) -> tuple[dict[str, Any], bytes] | None:
+        """The client's body with the projection's changes applied, or ``None`` when nothing changes."""
+        targets = {d.target for d in decisions if d.action in CHANGING_ACTIONS}
+        replacements = {
+            m.tool_call_id: m.text
+            for m in messages
+            if m.role == "tool" and m.tool_call_id and targets.intersection(m.source_ids)
+        }
+        edit = bodyedit.replace_tool_outputs(fmt, body, replacements)
+        if fmt == "anthropic":
+            bodyedit.mark_tail(edit)
+            for call_id in _frontier_calls(messages, breakpoints):
+                bodyedit.mark_before_result(edit, call_id)
+        if not edit.replaced:
+            return None
+        written = edit.write(raw, body)
+        if written is None:
+            return None  # a serialization we cannot reproduce: forwarding the original is the safe choice
+        return edit.body, written
+
+    def _ensure(self, session_id: str) -> None:
+        try:
+            self.store.get_session(session_id)
+        except SessionNotFound:
+            with contextlib.suppress(SessionExists):  # another worker created it first
+                self.store.create_session(session_id, metadata={"source": "proxy"})
+
+    # ------------------------------------------------------------------ after the answer
+
+    def record(
+        self,
+        prepared: Prepared,
+        *,
+        status: int,
+        assistant: AssistantMessage | None,
+        usage: UsageReport | None,
+        outcome: str | None = None,
+    ) -> None:
+        """File the answer: the assistant turn and usage into the log now, a ledger row soon after."""
+        identity = prepared.identity
+        if identity is not None and assistant is not None and status == 200 and outcome is None:
+            # usage anchors the size estimate of the next projection, so it is logged only when it
+            # measured the projection; observing, it measured the client's own (larger) request
+            self._append_turn(identity, assistant, usage if prepared.outcome in ("projected", "unchanged") else None)
+            after = continued(prepared.root, prepared.chain, content_digest(assistant))
+            self.index.remember(identity, after, len(prepared.chain) + 1)
+        self.accountant.submit(
+            Job(
+                session_id=identity.session_id if identity else "",
+                model=prepared.model,
+                fmt=prepared.fmt,
+                mode=self.settings.mode,
+                outcome=outcome or (prepared.outcome if status < 400 else "upstream_error"),
+                status=status,
+                note=prepared.note,
+                added_ms=prepared.added_ms,
+                at=prepared.at,
+                client_body=prepared.client_body,
+                projected_body=prepared.projected_body,
+                usage=usage,
+            )
+        )
+
+    def close(self) -> None:
+        """Write the remaining ledger rows."""
+        self.accountant.close()
+
+    def _append_turn(self, identity: Identity, assistant: AssistantMessage, usage: UsageReport | None) -> None:
+        events: list[Event] = [assistant]
+        if usage is not None:
+            events.append(replace(usage, response_event_id=assistant.id))
+        for _ in range(5):
+            last = self.store.get_session(identity.session_id).last_seq
+            try:
+                self.store.append(identity.session_id, events, expected_last_seq=last)
+                return
+            except ConflictError:
+                continue  # another worker appended in between; our turn goes after theirs

@@ -1,0 +1,181 @@
+"""A scripted model provider on a real port, for tests and benchmarks of the proxy.
+
+:class:`ScriptedUpstream` speaks Anthropic Messages, OpenAI Chat Completions and OpenAI Responses,
+streamed (SSE) and not, and bills every request with the provider's prompt-cache rules through
+:class:`~contextwarden.replay.costmodel.CacheSimulator` (Anthropic: reads of the longest earlier
+prefix written at a ``cache_control`` breakpoint, within 20 blocks, writes for new breakpoints,
+a minimum cacheable length; OpenAI: automatic prefix reuse from 1,024 tokens in 128-token steps).
+The usage it reports is therefore the bill a real provider would send for those bytes.
+
+It answers from a queue of :class:`Reply` s (a text answer when the queue is empty), records every
+request's raw bytes and headers, and can fail on purpose (a status and body of your choice, or a
+context overflow above ``max_input_tokens``). Simulated time advances one second per request, so
+cache lifetimes never expire in a test.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ..models import get_profile
+from ..replay.costmodel import CacheSimulator, RequestCost
+from ..tokens import TokenCounter, best_counter
+from . import _sse
+from .blocks import BlockCutter
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reply:
+    """One scripted answer."""
+
+    text: str = "ok"
+    """The visible answer."""
+    tool_calls: tuple[tuple[str, str, dict[str, Any]], ...] = ()
+    """Tool calls as ``(id, name, arguments)``."""
+    thinking: tuple[str, str] | None = None
+    """A reasoning block as ``(text, signature)``; Responses renders it as encrypted reasoning."""
+    output_tokens: int = 8
+    """Output tokens billed."""
+    status: int = 200
+    """Anything but 200 returns ``error_body`` with this status instead of an answer."""
+    error_body: bytes = b""
+    """The body of a scripted error."""
+    delay: float = 0.0
+    """Seconds to wait between streamed events (to test a client that leaves mid-stream)."""
+
+
+@dataclass
+class Received:
+    """One request as the upstream received it."""
+
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    usage: RequestCost | None = None
+
+
+@dataclass
+class _Account:
+    simulators: dict[str, CacheSimulator] = field(default_factory=dict)
+
+
+_OVERFLOW = {
+    "anthropic": {"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long"}},
+    "openai": {
+        "error": {
+            "message": "context_length_exceeded",
+            "type": "invalid_request_error",
+            "code": "context_length_exceeded",
+        }
+    },
+}
+
+
+class ScriptedUpstream:
+    """The scripted provider: ``.app`` is the ASGI app to serve."""
+
+    def __init__(
+        self,
+        *,
+        counter: TokenCounter | None = None,
+        max_input_tokens: int | None = None,
+    ) -> None:
+        """Answer from :meth:`push`-ed replies; refuse prompts over ``max_input_tokens`` as a provider would."""
+        self.cutter = BlockCutter(counter or best_counter())
+        self.max_input_tokens = max_input_tokens
+        self.replies: deque[Reply] = deque()
+        self.received: list[Received] = []
+        self._accounts: dict[str, _Account] = {}
+        self._clock = 0.0
+        self._lock = threading.Lock()
+        self.app = Starlette(
+            routes=[
+                Route("/v1/messages", self._messages, methods=["POST"]),
+                Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/responses", self._responses, methods=["POST"]),
+                Route("/v1/models", self._models, methods=["GET"]),
+            ]
+        )
+
+    def push(self, *replies: Reply) -> None:
+        """Queue answers, used in order."""
+        self.replies.extend(replies)
+
+    # ------------------------------------------------------------------ routes
+
+    async def _messages(self, request: Request) -> Response:
+        return await self._answer(request, "anthropic")
+
+    async def _chat(self, request: Request) -> Response:
+        return await self._answer(request, "openai_chat")
+
+    async def _responses(self, request: Request) -> Response:
+        return await self._answer(request, "openai_responses")
+
+    async def _models(self, request: Request) -> Response:
+        self.received.append(Received(path=request.url.path, headers=dict(request.headers), body=b""))
+        return JSONResponse({"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+
+    async def _count_tokens(self, request: Request) -> Response:
+        raw = await request.body()
+        self.received.append(Received(path=request.url.path, headers=dict(request.headers), body=raw))
+        body = json.loads(raw)
+        blocks, _ = self.cutter.cut("anthropic", body)
+        return JSONResponse({"input_tokens": sum(b.tokens for b in blocks)})
+
+    async def _answer(self, request: Request, fmt: str) -> Response:
+        raw = await request.body()
+        received = Received(path=request.url.path, headers=dict(request.headers), body=raw)
+        self.received.append(received)
+        try:
+            body = json.loads(raw)
+            model = str(body["model"])
+        except (ValueError, KeyError, TypeError):
+            return _error(fmt, 400, "invalid_request_error", "request body is not valid JSON with a model")
+        reply = self.replies.popleft() if self.replies else Reply()
+        if reply.status != 200:
+            return Response(reply.error_body, status_code=reply.status, media_type="application/json")
+        blocks, points = self.cutter.cut(fmt, body)
+        total = sum(b.tokens for b in blocks)
+        if self.max_input_tokens is not None and total > self.max_input_tokens:
+            family = "anthropic" if fmt == "anthropic" else "openai"
+            return JSONResponse(_OVERFLOW[family], status_code=400)
+        key = request.headers.get("x-api-key") or request.headers.get("authorization") or ""
+        with self._lock:
+            self._clock += 1.0
+            account = self._accounts.setdefault(key, _Account())
+            simulator = account.simulators.get(f"{fmt}/{model}")
+            if simulator is None:
+                simulator = account.simulators[f"{fmt}/{model}"] = CacheSimulator(get_profile(model))
+            cost = simulator.observe(blocks, at=self._clock, output_tokens=reply.output_tokens, breakpoints=points)
+        received.usage = cost
+        if body.get("stream"):
+            include_usage = fmt != "openai_chat" or bool((body.get("stream_options") or {}).get("include_usage"))
+            events = _sse.stream(fmt, model, reply, cost, include_usage=include_usage)
+            return StreamingResponse(_paced(events, reply.delay), media_type="text/event-stream")
+        return JSONResponse(_sse.complete(fmt, model, reply, cost))
+
+
+async def _paced(events: list[bytes], delay: float) -> AsyncIterator[bytes]:
+    for chunk in events:
+        yield chunk
+        if delay:
+            await anyio.sleep(delay)
+
+
+def _error(fmt: str, status: int, kind: str, message: str) -> Response:
+    if fmt == "anthropic":
+        return JSONResponse({"type": "error", "error": {"type": kind, "message": message}}, status_code=status)
+    return JSONResponse({"error": {"message": message, "type": kind}}, status_code=status)

@@ -1,0 +1,49 @@
+"""The proxy's configuration: one frozen dataclass, varied with ``dataclasses.replace``."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Literal
+
+Mode = Literal["manage", "observe"]
+
+ANTHROPIC_UPSTREAM_ENV = "CONTEXTWARDEN_ANTHROPIC_UPSTREAM"
+OPENAI_UPSTREAM_ENV = "CONTEXTWARDEN_OPENAI_UPSTREAM"
+SALT_ENV = "CONTEXTWARDEN_PROXY_SALT"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProxySettings:
+    """How the proxy listens, where it forwards and what it does to requests."""
+
+    mode: Mode = "manage"
+    """``manage`` forwards the projection; ``observe`` forwards the client's bytes and records what it would send."""
+    anthropic_upstream: str = "https://api.anthropic.com"
+    """Base URL Anthropic-protocol requests (``/v1/messages...``) go to."""
+    openai_upstream: str = "https://api.openai.com"
+    """Base URL OpenAI-protocol requests (``/v1/chat/completions``, ``/v1/responses``, the rest) go to."""
+    store_url: str | None = None
+    """The session store (``None``: ``.contextwarden/sessions.db``; a ``postgresql://`` DSN for many workers)."""
+    salt: str = "contextwarden"
+    """Mixed into the hash of each caller's credential that namespaces its sessions."""
+    timeout: float = 600.0
+    """Seconds to wait for the upstream (model calls can be long)."""
+
+    def upstream_for(self, path: str) -> str:
+        """The base URL a request path is forwarded to (Anthropic's paths start ``/v1/messages``)."""
+        base = self.anthropic_upstream if path.startswith("/v1/messages") else self.openai_upstream
+        return base.rstrip("/")
+
+
+def settings_from_env(**overrides: object) -> ProxySettings:
+    """Settings from the environment (``CONTEXTWARDEN_*_UPSTREAM``, ``CONTEXTWARDEN_PROXY_SALT``), then overrides."""
+    values: dict[str, object] = {}
+    if os.environ.get(ANTHROPIC_UPSTREAM_ENV):
+        values["anthropic_upstream"] = os.environ[ANTHROPIC_UPSTREAM_ENV]
+    if os.environ.get(OPENAI_UPSTREAM_ENV):
+        values["openai_upstream"] = os.environ[OPENAI_UPSTREAM_ENV]
+    if os.environ.get(SALT_ENV):
+        values["salt"] = os.environ[SALT_ENV]
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return ProxySettings(**values)  # type: ignore[arg-type]
