@@ -77,6 +77,23 @@ def test_voluntary_batches_wait_for_payback_and_count_net_savings() -> None:
     assert payback_turns(rewritten=1_000, saved=0, write=1.25, read=0.1) == float("inf")
 
 
+def test_the_batch_floor_is_a_share_of_what_a_batch_can_still_change() -> None:
+    """Protected evidence, placeholders and pinned items do not raise the floor: no batch can take them out."""
+    p = projection(*[("bash", body(80, f"log{i}"), {"command": f"make {i}"}) for i in range(10)])
+    results = [i.id for i in p.items if i.message.role == "tool"]
+    evidence = frozenset(results[:6])  # e.g. unresolved failures: never masked
+    settings = PlannerSettings(keep_recent_tool_results=3, min_batch_tokens=0, min_batch_share=0.2, cache_aware=False)
+    decided = plan(
+        p, total=p.total, trigger=10**6, profile=PROFILE, turns_so_far=20, settings=settings, evidence=evidence
+    )
+    assert [e.target_id for e in decided.edits] == [results[6]]
+    one = p.savings(decided.edits[0])
+    assert one < 0.2 * p.total  # a share of the whole conversation would never batch it
+    assert p.settled_tokens(evidence) >= sum(t.tokens for t in p.items if t.id in evidence or t.pinned)
+    p.apply_edits(decided.edits)
+    assert p.settled_tokens(frozenset()) >= p.item(results[6]).tokens  # a placeholder is settled too
+
+
 def test_the_goal_file_read_stays_visible_while_current_in_a_30_turn_128k_session() -> None:
     """Issue 16's scripted case: big install logs arrive after the only read of the goal's file."""
     store = MemoryStore()

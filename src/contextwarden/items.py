@@ -64,12 +64,19 @@ class ContextItem:
         return self.tier <= Tier.GOAL
 
 
+def _settled(item: ContextItem) -> int:
+    """Tokens of ``item`` when no edit can change it any more (pinned, or already a placeholder), else 0."""
+    return item.tokens if item.pinned or item.state in REDUCED else 0
+
+
 class ItemList:
     """The items of a window in order, with positions by id and prefix sums of their tokens."""
 
     def __init__(self) -> None:
         self.items: list[ContextItem] = []
         self.total = 0
+        self.settled = 0
+        """Tokens of the items no edit can change any more: pinned ones and placeholders."""
         self._pos: dict[str, int] = {}
         self._cum: list[int] = []
         self._cum_valid = 0
@@ -96,11 +103,14 @@ class ItemList:
         self._pos[item.id] = pos
         self.items.append(item)
         self.total += item.tokens
+        self.settled += _settled(item)
         return pos
 
     def put(self, pos: int, item: ContextItem) -> None:
         """Replace the item at ``pos`` (same id), keeping the totals true."""
-        self.total += item.tokens - self.items[pos].tokens
+        old = self.items[pos]
+        self.total += item.tokens - old.tokens
+        self.settled += _settled(item) - _settled(old)
         self.items[pos] = item
         self._cum_valid = min(self._cum_valid, pos)
 

@@ -45,6 +45,10 @@ class ReductionPool(Protocol):
         """Tokens ``edit`` would take out."""
         ...
 
+    def settled_tokens(self, protected: frozenset[str]) -> int:
+        """Tokens no batch can change: pinned items, placeholders and the ``protected`` results."""
+        ...
+
     def position(self, item_id: str) -> int:
         """Index of the item in the window."""
         ...
@@ -64,8 +68,10 @@ class PlannerSettings:
     min_batch_tokens: int = 2_048
     """A voluntary batch must save at least this many tokens (the hard budget ignores it)."""
     min_batch_share: float = 0.4
-    """...and at least this share of the current context: few, large batches lose the cache less
-    often (measured in docs/benchmarks.md, "Replay")."""
+    """...and at least this share of the part of the context a batch could still change (the conversation
+    less pinned items, placeholders and protected evidence): few, large batches lose the cache less often
+    (measured in docs/benchmarks.md, "Replay"). A share of the whole conversation would grow with what no
+    batch can take out, so late in a session batches would stop until the trigger."""
     cache_aware: bool = True
     """Batch by payback; False reduces at every request as soon as something is reducible."""
     expected_turns: int | None = None
@@ -131,8 +137,9 @@ def plan(
     """Decide the next batch of reductions (see the module docstring).
 
     ``total`` is the whole request (system and tool schemas included) and is what the trigger
-    compares; ``conversation_tokens`` is the part batches can reduce, which ``min_batch_share``
-    is a share of (default: ``total``), so the number of tools offered does not change when to batch.
+    compares; ``conversation_tokens`` is the conversation (default: ``total``), so the number of tools
+    offered does not change when to batch; ``min_batch_share`` is a share of it less what no batch
+    can change (pinned items, placeholders, ``evidence``).
 
     ``evidence`` names tool results that must stay verbatim (failing tests, unresolved errors,
     the current reads of the working set): they are never masked, only superseded by a newer
@@ -149,8 +156,9 @@ def plan(
         return _under_pressure(pool, lossless, masking, total=total, trigger=trigger, settings=settings)
     batch = lossless + masking
     saved = sum(pool.savings(e) for e in batch)
-    reducible = total if conversation_tokens is None else conversation_tokens
-    floor = max(settings.min_batch_tokens, int(settings.min_batch_share * reducible))
+    conversation = total if conversation_tokens is None else conversation_tokens
+    changeable = max(conversation - pool.settled_tokens(evidence), 0)
+    floor = max(settings.min_batch_tokens, int(settings.min_batch_share * changeable))
     if not batch or saved < floor:
         return Plan(reason=f"nothing worth a batch ({saved} tokens reducible, {floor} needed)")
     if not settings.cache_aware:

@@ -35,7 +35,7 @@ from .events import (
     UserMessage,
 )
 from .fragments import DEFAULT_REGISTRY
-from .items import ContextItem, ItemList, Tier
+from .items import REDUCED, ContextItem, ItemList, Tier
 from .lifecycle import ResourceLedger
 from .policies.placeholders import extract_sources
 from .policies.presets import ToolPolicy, apply_policy, policy_for
@@ -177,6 +177,12 @@ class Projection:
     def savings(self, edit: ContextEdit) -> int:
         """Tokens ``edit`` would take out of the window."""
         return self.queue.savings(edit)
+
+    def settled_tokens(self, protected: frozenset[str]) -> int:
+        """Tokens no batch can change: pinned items, placeholders and the ``protected`` results."""
+        kept = (self.list.get(i) for i in protected)
+        unsettled = (i for i in kept if i is not None and not i.pinned and i.state not in REDUCED)
+        return self.list.settled + sum(i.tokens for i in unsettled)
 
     def position(self, item_id: str) -> int:
         """Index of the item in the window."""
