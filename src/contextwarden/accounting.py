@@ -27,9 +27,16 @@ def args_json(arguments: dict[str, JSONValue]) -> str:
     return json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
 
 
-def message_tokens(message: Message, counter: TokenCounter) -> int:
-    """Tokens of one message: its text, thinking and tool calls, plus framing overhead."""
-    n = MESSAGE_OVERHEAD + counter.count(message.text) if message.text else MESSAGE_OVERHEAD
+def message_tokens(message: Message, counter: TokenCounter, *, text_tokens: int | None = None) -> int:
+    """Tokens of one message: its text, thinking and tool calls, plus framing overhead.
+
+    ``text_tokens`` is ``counter``'s count of ``message.text`` when the caller already has it
+    (ingestion counts every text to decide whether to truncate it), so the text is not counted twice.
+    """
+    if not message.text:
+        n = MESSAGE_OVERHEAD
+    else:
+        n = MESSAGE_OVERHEAD + (counter.count(message.text) if text_tokens is None else text_tokens)
     for block in message.thinking:
         n += counter.count(block.text) + (len(block.signature) // 4)
     for call in message.tool_calls:

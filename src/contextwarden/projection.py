@@ -277,8 +277,11 @@ class Projection:
             )
         return cut.text, cut.truncated, cut.original_tokens
 
-    def _message_item(self, event: Event, message: Message, **fields: object) -> ContextItem:
-        tokens = message_tokens(message, self.config.counter)
+    def _message_item(
+        self, event: Event, message: Message, *, text_tokens: int | None = None, **fields: object
+    ) -> ContextItem:
+        """The item of ``message``; ``text_tokens`` is the count of its text when ingestion already has it."""
+        tokens = message_tokens(message, self.config.counter, text_tokens=text_tokens)
         message = replace(message, tokens=tokens)
         base: dict[str, object] = {
             "id": event.id,
@@ -294,7 +297,7 @@ class Projection:
         return ContextItem(**base)  # type: ignore[arg-type]
 
     def _add_instruction(self, event: Instruction) -> None:
-        text, _, _ = self._bounded_text(event.text, event.id)
+        text, truncated, original = self._bounded_text(event.text, event.id)
         if not self._seen_user and not self.list.items:
             self.system_parts.append(text)
             return
@@ -304,7 +307,8 @@ class Projection:
             section="instructions",
             source_ids=(event.id,),
         )
-        self._push(self._message_item(event, message, tier=Tier.SYSTEM))
+        counted = None if truncated else original
+        self._push(self._message_item(event, message, text_tokens=counted, tier=Tier.SYSTEM))
 
     def _add_user(self, event: UserMessage) -> None:
         text, truncated, original = self._bounded_text(event.text, event.id)
@@ -312,7 +316,12 @@ class Projection:
         self._seen_user = True
         message = Message(role="user", text=text, parts=event.parts, opaque=event.opaque, source_ids=(event.id,))
         tier = Tier.GOAL if goal else Tier.HISTORY
-        self._push(self._message_item(event, message, tier=tier, truncated=truncated, original_tokens=original))
+        counted = None if truncated else original
+        self._push(
+            self._message_item(
+                event, message, text_tokens=counted, tier=tier, truncated=truncated, original_tokens=original
+            )
+        )
 
     def _add_pinned_text(self, event: Steering | Pin) -> None:
         if isinstance(event, Steering):
@@ -336,7 +345,7 @@ class Projection:
                 )
             self._calls[call.id] = call
             calls.append(bounded)
-        text, _, _ = self._bounded_text(event.text, event.id)
+        text, truncated, original = self._bounded_text(event.text, event.id)
         message = Message(
             role="assistant",
             text=text,
@@ -345,7 +354,7 @@ class Projection:
             opaque=event.opaque,
             source_ids=(event.id,),
         )
-        self._push(self._message_item(event, message))
+        self._push(self._message_item(event, message, text_tokens=None if truncated else original))
 
     def _add_tool_result(self, event: ToolResult) -> None:
         call = self._calls.get(event.call_id)
@@ -388,6 +397,7 @@ class Projection:
         item = self._message_item(
             event,
             message,
+            text_tokens=cut.original_tokens if text is cut.text and not cut.truncated else None,
             tier=policy.tier,
             evictable=True,
             resources=resources,

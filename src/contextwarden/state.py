@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 from .events import (
     AssistantMessage,
@@ -239,6 +240,18 @@ def _action_key(tool_name: str, call: ToolCall, resources: tuple[Resource, ...])
     return f"[{tool_name} {target}] "
 
 
+class _WorkingSetInputs(NamedTuple):
+    """What a tool result leaves for ranking the working set (see :meth:`StateBuilder._working_set`)."""
+
+    touch: Mapping[str, int]
+    refs: Mapping[str, int]
+    read: tuple[str, ...]
+    modified: tuple[str, ...]
+    unresolved: str
+    now: int
+    named: frozenset[str]
+
+
 class StateBuilder:
     """Folds events into a :class:`TaskState` one at a time (incremental: O(1) per event).
 
@@ -247,25 +260,43 @@ class StateBuilder:
     """
 
     def __init__(self, base: TaskState | None = None, *, policies: Sequence[ToolPolicy] = CODING_TOOL_POLICIES) -> None:
-        self.state = base or TaskState()
+        self._state = base or TaskState()
         self.policies = policies
         self._calls: dict[str, ToolCall] = {}
-        self._seen_user = bool(self.state.goal)
+        self._seen_user = bool(self._state.goal)
         self._named_text: str | None = None
         self._named_paths: frozenset[str] = frozenset()
-        self.task_files: tuple[str, ...] = ()
+        self._task_files: tuple[str, ...] = ()
+        # The working set is ranked when someone reads it, not after every tool result: only the
+        # latest result's ranking survives, and re-projecting a long session would otherwise rank
+        # every file at every result. These are the latest result's inputs, frozen when it arrived.
+        self._pending: _WorkingSetInputs | None = None
+
+    @property
+    def state(self) -> TaskState:
+        """The task state after the events applied so far."""
+        pending = self._pending
+        if pending is not None:
+            self._pending = None
+            self._state = replace(self._state, working_set=self._working_set(*pending))
+        return self._state
+
+    @property
+    def task_files(self) -> tuple[str, ...]:
         """Working-set files with an unresolved failure or named by the task (never left unprotected)."""
+        _ = self.state  # ranks the pending working set, which sets the task files
+        return self._task_files
 
     def apply(self, event: Event) -> None:
         """Fold one event into the state."""
-        s = self.state
+        s = self._state
         if isinstance(event, Instruction):
             if not self._seen_user:
-                self.state = replace(s, system=(*s.system, event.text))
+                self._state = replace(s, system=(*s.system, event.text))
         elif isinstance(event, UserMessage):
             self._apply_user(event)
         elif isinstance(event, Steering):
-            self.state = replace(
+            self._state = replace(
                 s,
                 latest_steering=event.text,
                 latest_user_intent=event.text,
@@ -273,25 +304,25 @@ class StateBuilder:
             )
         elif isinstance(event, Pin):
             if event.label == "goal" and not s.goal:
-                self.state = replace(s, goal=event.text, goal_event_id=event.id)
+                self._state = replace(s, goal=event.text, goal_event_id=event.id)
             else:
-                self.state = replace(s, constraints=self._add_constraints(s.constraints, [event.text]))
+                self._state = replace(s, constraints=self._add_constraints(s.constraints, [event.text]))
         elif isinstance(event, AssistantMessage):
             for call in event.tool_calls:
                 self._calls[call.id] = call
             if event.text.strip():
-                self.state = replace(s, last_assistant_text=event.text.strip()[-600:])
+                self._state = replace(s, last_assistant_text=event.text.strip()[-600:])
         elif isinstance(event, ToolResult):
             self._apply_tool_result(event)
         elif isinstance(event, Compaction):
-            self.state = replace(s, compactions=s.compactions + 1)
+            self._state = replace(s, compactions=s.compactions + 1)
 
     def _apply_user(self, event: UserMessage) -> None:
-        s = self.state
+        s = self._state
         if not self._seen_user:
             self._seen_user = True
             s = replace(s, goal=event.text, goal_event_id=event.id)
-        self.state = replace(
+        self._state = replace(
             s,
             latest_user_intent=event.text[:2000],
             constraints=self._add_constraints(s.constraints, extract_constraints(event.text)),
@@ -303,7 +334,7 @@ class StateBuilder:
         return merged[-MAX_CONSTRAINTS:]
 
     def _apply_tool_result(self, result: ToolResult) -> None:
-        s = self.state
+        s = self._state
         call = self._calls.get(result.call_id)
         if call is None:
             return
@@ -342,8 +373,8 @@ class StateBuilder:
             + " "
             + " ".join(f for t in tests if not t.passed for f in (t.target, *t.failing))
         )
-        working = self._working_set(touch, refs, read, modified, unresolved, result.seq)
-        self.state = replace(
+        self._pending = _WorkingSetInputs(touch, refs, read, modified, unresolved, result.seq, self._task_paths())
+        self._state = replace(
             s,
             references=refs,
             last_touch=touch,
@@ -352,7 +383,6 @@ class StateBuilder:
             tests=tuple(tests),
             unresolved_errors=tuple(e[0] for e in errors[-MAX_ERRORS:]),
             unresolved_error_ids=tuple(e[1] for e in errors[-MAX_ERRORS:]),
-            working_set=tuple(working),
         )
 
     def _working_set(
@@ -363,12 +393,13 @@ class StateBuilder:
         modified: tuple[str, ...],
         unresolved: str,
         now: int,
+        named: frozenset[str],
     ) -> tuple[str, ...]:
         changed = set(modified)
         failing = _path_tokens(unresolved)
-        named = self._task_paths()
         ranked: list[tuple[int, int, int, str]] = []
-        files = [k for k in touch if k in changed or k in read]
+        seen = changed.union(read)
+        files = [k for k in touch if k in seen]
         latest = max(files, key=lambda k: touch[k], default="")
         for key in files:
             group = 0
@@ -384,12 +415,12 @@ class StateBuilder:
                 ranked.append((-group, -touch[key], -refs.get(key, 0), key))
         ranked.sort()
         kept = ranked[:MAX_WORKING_SET]
-        self.task_files = tuple(r[3] for r in kept if -r[0] >= 3)
+        self._task_files = tuple(r[3] for r in kept if -r[0] >= 3)
         return tuple(r[3] for r in kept)
 
     def _task_paths(self) -> frozenset[str]:
         """Paths the goal, a constraint or the latest steering names (parsed once per text)."""
-        s = self.state
+        s = self._state
         text = "\n".join((s.goal, s.latest_steering, *s.constraints))
         if text != self._named_text:
             self._named_text, self._named_paths = text, _path_tokens(text)
@@ -406,10 +437,14 @@ def _names(tokens: frozenset[str], key: str) -> bool:
 
     ``src/calc.py`` and ``calc.py`` both name ``/testbed/src/calc.py``.
     """
-    if key in tokens:
-        return True
+    return not tokens.isdisjoint(_suffixes(key))
+
+
+@lru_cache(maxsize=4_096)
+def _suffixes(key: str) -> frozenset[str]:
+    """``key`` and its trailing parts: every name that names it (split once per path, not per event)."""
     parts = key.split("/")
-    return any("/".join(parts[i:]) in tokens for i in range(1, len(parts)))
+    return frozenset("/".join(parts[i:]) for i in range(len(parts)))
 
 
 def derive_state(
