@@ -104,3 +104,29 @@ def test_other_formats_are_read_whole() -> None:
     for _ in range(2):
         body["messages"] += [{"role": "user", "content": "more"}]
         assert cache.read("openai_chat", body, "caller").reused == 0
+
+
+def test_a_lanes_cut_reuses_its_shared_messages_and_equals_a_fresh_cut() -> None:
+    from contextwarden.proxy.blocks import BlockCutter
+    from contextwarden.tokens import HeuristicCounter
+
+    body = _real_body()
+    messages = body["messages"]
+    lane, fresh = BlockCutter(HeuristicCounter()), BlockCutter(HeuristicCounter())
+    serialized = []
+    cut_one = lane._block
+    lane._block = lambda value: (serialized.append(1), cut_one(value))[1]  # type: ignore[method-assign]
+    ends = _turn_ends(messages)
+    per_turn = []
+    for k in ends:
+        request = copy.deepcopy({**body, "messages": messages[:k]})
+        request["messages"][-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}  # a moving breakpoint
+        if k == ends[-1]:
+            request["messages"][0]["content"] = "an edited opening"  # the client rewrote its history
+        before = len(serialized)
+        assert lane.cut("anthropic", request, lane=("s", "client")) == fresh.cut("anthropic", request)
+        per_turn.append(len(serialized) - before)
+    blocks = [len(fresh.cut("anthropic", {**body, "messages": messages[:k]})[0]) for k in ends]
+    # between turns only the new messages (and the one whose breakpoint moved) are cut again
+    assert all(per_turn[i] < blocks[i] for i in range(2, len(ends) - 1))
+    assert per_turn[-1] == blocks[-1]  # after an edit at the front, everything is
