@@ -22,7 +22,14 @@ same model). ``--llm-url`` uses a real OpenAI-compatible model instead (slow on 
 (scripted answers of realistic size, usage = request size) and reports the summarizer's tokens as
 a share of all tokens of the session, for a few windows and session lengths.
 
+**Real transcripts** (``benchmarks/_real_drift.py``): five successive compactions of every long
+bundled transcript, summary-on-summary against re-grounding every 2nd compaction, counting the
+constraints, modified files and unresolved errors lost at each step, for the structured summarizer
+and (with ``--local-url``) the local model under constrained JSON decoding; plus the share of
+accepted summaries and the retention probes after each compaction with the library's defaults.
+
     .venv/bin/python benchmarks/bench_drift.py [--json out.json] [--drop 0.2] [--llm-url URL]
+        [--skip-cost] [--skip-real] [--local-url URL --local-transcripts 1]
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ import random
 import re
 import time
 from pathlib import Path
+
+from _real_drift import STEPS, local_factory, make_structured, run_real
 
 from contextwarden.compaction import (
     CompactionSettings,
@@ -385,6 +394,13 @@ def main() -> int:
     parser.add_argument("--llm-model", default="local")
     parser.add_argument("--llm-window", type=int, default=2_048)
     parser.add_argument("--skip-cost", action="store_true")
+    parser.add_argument("--skip-real", action="store_true", help="skip the bundled real transcripts")
+    parser.add_argument("--local-url", default="", help="also run the real transcripts with the local model server "
+                        "(constrained JSON decoding) at this OpenAI-compatible URL")
+    parser.add_argument("--local-model", default="local")
+    parser.add_argument("--local-window", type=int, default=2_048)
+    parser.add_argument("--local-transcripts", type=int, default=1, help="how many real transcripts the local model "
+                        "summarizes (a CPU model takes about half a minute a summary)")
     args = parser.parse_args()
     drift = run_drift(args)
     print(f"Summary drift: {PHASES} compactions, {len(CONSTRAINTS)} constraints planted at the start, "
@@ -399,9 +415,24 @@ def main() -> int:
         print("\nCompaction cost: summarizer tokens as a share of all tokens of the session")
         print(table(cost, ["window", "masking", "reground", "turns", "compactions", "regrounds", "agent_tokens",
                            "summarizer_tokens", "summarizer_share", "seconds"]))
+    real: list[dict[str, object]] = []
+    if not args.skip_real:
+        summarizers: dict[str, object] = {"structured": make_structured}
+        limit = {}
+        if args.local_url:
+            summarizers["local model (JSON schema)"] = local_factory(args.local_url, args.local_model,
+                                                                     args.local_window)
+            limit["local model (JSON schema)"] = args.local_transcripts
+        real = run_real(summarizers, limit=limit)
+        print(f"\nReal transcripts: {STEPS} successive compactions of each bundled long transcript; lost@k = "
+              "constraints/modified files/unresolved errors known at the cut that the next request no longer "
+              "shows, summed over the transcripts; accepted = summaries not replaced by the fallback; probes = "
+              "retention probes kept right after each compaction")
+        print(table(real, ["summarizer", "arm", "transcripts", "compactions", "facts_checked",
+                           *[f"lost@{k + 1}" for k in range(STEPS)], "accepted", "probes"]))
     if args.json:
-        args.json.write_text(json.dumps({"drift": drift, "cost": cost, "drop": args.drop,
-                                         "llm_url": args.llm_url}, indent=2))
+        args.json.write_text(json.dumps({"drift": drift, "cost": cost, "real": real, "drop": args.drop,
+                                         "llm_url": args.llm_url, "local_url": args.local_url}, indent=2))
     return 0
 
 

@@ -3,7 +3,8 @@
 A session states its constraints along the way and is compacted five times. Each compaction either
 updates the previous summary with what newly leaves the window (summary-on-summary) or, on a schedule,
 rebuilds the summary from the raw events of the log (re-grounding). After each compaction we count
-the constraints known so far that the summary still states verbatim, and those the request shows.
+the constraints known so far that the summary still states verbatim (or refers to, in the pinned
+block that holds them verbatim), and those the request shows.
 
 Drift needs a summarizer that loses things, as models do under an output budget. Offline there is no
 model, so a stand-in plays one: :class:`LossySummarizer` restates the previous summary but drops about
@@ -110,7 +111,11 @@ def drift(summarizer: Summarizer, settings: CompactionSettings, rounds: int) -> 
         assert event is not None, "nothing to compact"
         known = [c for c in CONSTRAINTS if c in derive_state(store.read(sid)).constraints]
         text = request_text(manager.build(sid, model="gpt-4o"))
-        in_summary.append(f"{sum(c in event.summary for c in known)}/{len(known)}")
+        # A summary may refer to the pinned block instead of repeating it: that counts when the block holds it.
+        refers = "pinned verbatim above" in event.summary
+        pinned = event.state.get("constraints", [])
+        kept = sum(c in event.summary or (refers and c in pinned) for c in known)
+        in_summary.append(f"{kept}/{len(known)}")
         in_request.append(f"{sum(c in text for c in known)}/{len(known)}")
         reground.append("R" if event.details.get("reground") else "")
     marks = ", ".join(f"#{n + 1}" for n, r in enumerate(reground) if r) or "none"

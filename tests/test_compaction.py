@@ -33,7 +33,7 @@ from contextwarden.compaction import (
     filter_remote_items,
 )
 from contextwarden.compaction.compactor import TURN_HEADING
-from contextwarden.compaction.verify import REPAIR_HEADING
+from contextwarden.compaction.verify import CHECKS, REPAIR_HEADING
 from contextwarden.errors import Cancelled, ProviderError, ProviderTimeout, ServerError, SummaryRejected
 from contextwarden.events import Compaction, Instruction, ToolSetChange
 from contextwarden.manager import ContextManager
@@ -166,8 +166,7 @@ def test_verification_repairs_what_the_summary_left_out() -> None:
     assert "files_modified" in v["repaired"]
     assert "src/secret_module.py" in event.summary
     assert REPAIR_HEADING in event.summary
-    assert set(v["checked"]) == {"goal", "constraints", "files_modified", "unresolved_errors", "failing_tests",
-                                 "next_step"}
+    assert set(v["checked"]) == set(CHECKS)
 
 
 def test_mid_session_project_rules_stay_verbatim_after_compaction() -> None:

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextwarden.cli import main
+from contextwarden.context import Message, ModelContext
 from contextwarden.errors import ImportFormatError, UsageError
 from contextwarden.events import (
     AssistantMessage,
@@ -31,6 +32,7 @@ from contextwarden.importers import (
     load_transcript,
 )
 from contextwarden.store import open_store
+from contextwarden.wire import render_openai_responses
 
 DATA = Path(__file__).parent / "data" / "transcripts"
 BUNDLED = Path(str(resources.files("contextwarden") / "data" / "trajectories"))
@@ -115,7 +117,7 @@ def test_swe_agent_function_calling_keeps_call_ids_and_renames_reused_ones() -> 
     assert assistants[0].tool_calls[0].arguments == {"filename": "reproduce.py"}
     # The trajectory reuses call ids; each call still gets its own result, in order.
     assert [r.call_id for r in results] == [a.tool_calls[0].id for a in assistants]
-    assert assistants[3].tool_calls[0].id == "call_5iDdbOYybq7L19vqXmR0DPaU-2"
+    assert assistants[3].tool_calls[0].id == "call_5iDdbOYybq7L19vqXmR0DPaU_dup2"  # the pairing rule's renaming
     assert transcript.metadata["renamed_call_ids"] == 5
     assert "unanswered_calls" not in transcript.metadata
     assert transcript.warnings == ()
@@ -282,7 +284,16 @@ def test_codex_rollout_maps_items_usage_and_compaction() -> None:
     assistants = _of(events, AssistantMessage)
     assert len(assistants) == 5
     assert assistants[0].thinking[0].text.startswith("**Locating parse_date**")
-    assert assistants[0].thinking[0].signature == "gAAAAABoy8Zq1xS1-reasoning-opaque-1"
+    # the reasoning item is kept whole, as the Responses codec keeps it: summary text unsigned, the
+    # encrypted_content in the item's raw JSON, first in its turn
+    assert assistants[0].thinking[0].signature == ""
+    (reasoning,) = assistants[0].opaque
+    assert (reasoning.format, reasoning.kind, reasoning.position) == ("openai_responses", "reasoning", 0)
+    assert json.loads(reasoning.raw_json)["encrypted_content"] == "gAAAAABoy8Zq1xS1-reasoning-opaque-1"
+    first = assistants[0]
+    turn = Message(role="assistant", text=first.text, tool_calls=first.tool_calls, opaque=first.opaque)
+    body = render_openai_responses(ModelContext(model="gpt-5", system="", messages=(turn,)))
+    assert body["input"][0] == json.loads(reasoning.raw_json)
     assert assistants[0].tool_calls[0].arguments["command"] == ["bash", "-lc", 'rg -n "def parse_date"']
     patch = assistants[2].tool_calls[0]
     assert patch.name == "apply_patch" and patch.arguments["input"].startswith("*** Begin Patch")

@@ -444,7 +444,7 @@ def test_openai_request_rendering_of_tools_and_tool_messages(server: ScriptedSer
                 {
                     "id": "c1",
                     "type": "function",
-                    "function": {"name": "read", "arguments": '{"path": "a.py"}'},
+                    "function": {"name": "read", "arguments": '{"path":"a.py"}'},  # the codec's compact JSON
                 },
                 {"id": "c2", "type": "function", "function": {"name": "run", "arguments": "{broken"}},
             ],
@@ -508,7 +508,8 @@ def test_anthropic_success_with_tools_thinking_and_cache_usage(server: ScriptedS
     assert sent.headers["x-api-key"] == "sk-ant-test"
     assert sent.headers["anthropic-version"] == "2023-06-01"
     body = sent.json()
-    assert body["system"] == "You are terse."
+    # the Anthropic codec renders the system prompt as blocks, the last one a cache breakpoint
+    assert body["system"] == [{"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}]
     assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "Say hello"}]}]
 
 
@@ -539,10 +540,10 @@ def test_anthropic_rendering_merges_tool_results_into_one_user_turn(server: Scri
     assert response.model == "claude-test"  # falls back to the requested model
     assert response.usage == Usage()
     body = server.received[0].json()
-    assert body["system"] == "rules"
+    assert body["system"] == [{"type": "text", "text": "rules", "cache_control": {"type": "ephemeral"}}]
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 4096}
     assert body["stop_sequences"] == ["STOP"]
-    assert body["tools"] == [{"name": "a", "input_schema": {"type": "object"}}]
+    assert body["tools"] == [{"name": "a", "input_schema": {"type": "object"}, "cache_control": {"type": "ephemeral"}}]
     assert body["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "go"}]},
         {

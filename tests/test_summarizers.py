@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from _agentlog import COUNTER, answer, previous_of, profile, sectioned, transcript_of
+from _agentlog import COUNTER, Agent, answer, previous_of, profile, sectioned, transcript_of
 from contextwarden import state as cwstate
 from contextwarden.budget import summary_max_tokens
 from contextwarden.compaction import (
@@ -302,3 +302,62 @@ def test_reground_that_does_not_fit_goes_chunk_by_chunk() -> None:
     assert "chunk 0" in previous_of(provider.requests[1])
     assert all("raw session log" in r.messages[-1].content for r in provider.requests)
     assert result.calls == len(provider.requests)
+
+
+# ----------------------------------------------------------------------------- constrained decoding
+
+
+def _json_summarizer(provider: ScriptedProvider) -> LLMSummarizer:
+    from contextwarden.compaction import LLMSummarizerSettings
+
+    return LLMSummarizer(provider, model=profile(100_000, name="small"), counter=COUNTER,
+                         settings=LLMSummarizerSettings(structured_output=True))
+
+
+def test_structured_output_sends_a_schema_and_renders_the_json_into_headings() -> None:
+    import json
+
+    from contextwarden.compaction import SummaryInput, SummaryOptions
+    from contextwarden.compaction.prompts import REQUIRED_SECTIONS
+    from contextwarden.compaction.serialize import entries_from_events
+    from contextwarden.compaction.validate import missing_sections
+    from contextwarden.state import derive_state
+    from contextwarden.store.memory import MemoryStore
+
+    store = MemoryStore()
+    Agent(store).start().work(3)
+    events = store.read("s")
+    body = {"done": ["read src/mod0.py", "\x1b[1mran pytest\x1b[0m"], "in_progress": [], "blocked": [],
+            "decisions": [], "next_steps": ["port src/mod1.py"], "critical_context": [], "test_status": ["3 passed"],
+            "failed_attempts": []}
+    provider = ScriptedProvider([answer(json.dumps(body))])
+    data = SummaryInput(entries=tuple(entries_from_events(events)), state=derive_state(events), anchors_pinned=True,
+                        replaced_tokens=5_000)
+    result = _json_summarizer(provider).summarize(data, options=SummaryOptions())
+    request = provider.requests[0]
+    assert request.response_format is not None and request.response_format["type"] == "json_object"
+    schema = request.response_format["schema"]
+    assert isinstance(schema, dict) and "goal" not in schema["properties"], "the pinned goal is not asked for"
+    assert "JSON object" in request.messages[1].content
+    assert missing_sections(result.text, REQUIRED_SECTIONS) == []
+    assert "1. port src/mod1.py" in result.text and "- ran pytest" in result.text and "\x1b" not in result.text
+    assert "pinned verbatim above" in result.text
+
+
+def test_structured_output_off_sends_no_schema_and_a_non_json_answer_is_rejected() -> None:
+    from contextwarden.compaction import InvalidSummary, SummaryInput, SummaryOptions
+    from contextwarden.compaction.serialize import entries_from_events
+    from contextwarden.state import derive_state
+    from contextwarden.store.memory import MemoryStore
+
+    store = MemoryStore()
+    Agent(store).start().work(3)
+    events = store.read("s")
+    data = SummaryInput(entries=tuple(entries_from_events(events)), state=derive_state(events), replaced_tokens=5_000)
+    plain = ScriptedProvider([answer(sectioned())])
+    plain_summarizer = LLMSummarizer(plain, model=profile(100_000, name="small"), counter=COUNTER)
+    plain_summarizer.summarize(data, options=SummaryOptions())
+    assert plain.requests[0].response_format is None
+    with pytest.raises(InvalidSummary) as rejected:
+        _json_summarizer(ScriptedProvider([answer("## Goal\nnot json")])).summarize(data, options=SummaryOptions())
+    assert rejected.value.reason == "format"

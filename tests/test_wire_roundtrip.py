@@ -529,15 +529,17 @@ def test_legacy_function_calls_become_tool_calls_with_their_results() -> None:
 
 
 def test_openai_encrypted_reasoning_from_an_import_never_reaches_anthropic_or_gemini() -> None:
-    """Codex transcripts keep a reasoning item's bare ``encrypted_content`` as the signature."""
+    """Codex transcripts keep a reasoning item whole, as an opaque Responses item (never a signature)."""
     from contextwarden.importers import load_transcript
     from contextwarden.wire._messages import message_of
 
     transcript = load_transcript(DATA / "codex" / "rollout.jsonl")
     messages = tuple(m for m in map(message_of, transcript.events) if m is not None)
-    assert any(b.signature.startswith("gAAAAA") for m in messages for b in m.thinking)
+    assert not any(b.signature for m in messages for b in m.thinking)
+    assert any("gAAAAA" in p.raw_json and p.format == "openai_responses" for m in messages for p in m.opaque)
     from contextwarden.context import ModelContext
 
     ctx = ModelContext(model="m", system="", messages=messages)
     for fmt in ("anthropic", "gemini"):
         assert "gAAAAA" not in json.dumps(get_codec(fmt).render_request(ctx))
+    assert "gAAAAA" in json.dumps(get_codec("openai_responses").render_request(ctx))

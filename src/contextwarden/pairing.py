@@ -23,7 +23,7 @@ alone instead of aborting them.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 
 from .context import Decision, Message
 from .events import ToolCall
@@ -31,7 +31,7 @@ from .events import ToolCall
 ABORTED_TEXT = "[aborted: no result was recorded for this call]"
 """The content of the synthetic result given to a call that never got one."""
 
-__all__ = ["ABORTED_TEXT", "normalize_pairing", "normalize_with_origins"]
+__all__ = ["ABORTED_TEXT", "normalize_pairing", "normalize_with_origins", "unique_call_id"]
 
 
 def normalize_pairing(
@@ -165,14 +165,22 @@ def _normalize_group(
             )
 
 
+def unique_call_id(call_id: str, used: Container[str]) -> str:
+    """The id a call reusing ``call_id`` is given: ``<id>_dup<n>``, the smallest ``n`` from 2 not in ``used``.
+
+    The one renaming rule: rendering uses it, and so do transcript importers for agents that reuse ids.
+    """
+    n = 2
+    while f"{call_id}_dup{n}" in used:
+        n += 1
+    return f"{call_id}_dup{n}"
+
+
 def _unique_calls(assistant: Message, decisions: list[Decision], used: set[str]) -> list[ToolCall]:
     calls: list[ToolCall] = []
     for call in assistant.tool_calls:
         if call.id in used:
-            n = 2
-            while f"{call.id}_dup{n}" in used:
-                n += 1
-            renamed = f"{call.id}_dup{n}"
+            renamed = unique_call_id(call.id, used)
             decisions.append(
                 Decision(
                     action="pairing",

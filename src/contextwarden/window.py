@@ -37,9 +37,11 @@ def pinned_text(state: TaskState, counter: TokenCounter) -> str:
         "Original task (verbatim):",
         state.goal or "(none recorded)",
     ]
-    if state.constraints:
+    # A rule stated in the task is already shown, verbatim, in it: list it once.
+    constraints = [c for c in state.constraints if c not in state.goal]
+    if constraints:
         lines += ["", "User constraints (verbatim):"]
-        lines += [f"- {c}" for c in state.constraints]
+        lines += [f"- {c}" for c in constraints]
     if state.latest_steering:
         lines += ["", "Latest steering (verbatim):", state.latest_steering]
     return DEFAULT_REGISTRY.render("pinned_context", "\n".join(lines), counter).text

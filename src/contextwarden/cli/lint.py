@@ -51,7 +51,7 @@ def _print(report: LintReport, console: Console) -> None:
     summary = f"{report.requests} requests, {report.breaks} prefix breaks, {total} findings{more}"
     console.print(summary + (f": {counts}" if counts else ": clean"))
     if report.unchecked_pairs:
-        console.print(f"{report.unchecked_pairs} stateful requests (previous_response_id) could not be compared")
+        console.print(f"{report.unchecked_pairs} requests could not be compared (stateful or unreadable)")
     if report.bad_line_count:
         first = ", ".join(f"line {b.line}: {b.error}" for b in report.bad_lines[:3])
         console.print(f"skipped {report.bad_line_count} unreadable line(s): {first}", style="yellow")

@@ -34,6 +34,9 @@ class SummaryInput:
     """Tokens of everything the summary replaces (previous summary included): it must be shorter."""
     max_tokens: int | None = None
     """The most tokens the summary may have in the agent's window (None: the summarizer's own limit)."""
+    anchors_pinned: bool = False
+    """The window shows the goal and constraints verbatim in a pinned block, so the summary refers
+    to them instead of repeating them."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -178,7 +178,14 @@ class WindowCompactor:
         summary, verification = written.text, {}
         if self.settings.verify:
             kept_text = "\n".join(_item_text(i) for i in cut.kept)
-            summary, check = verify_summary(summary, state=projection.state, anchors=anchors, kept_text=kept_text)
+            summary, check = verify_summary(
+                summary,
+                state=projection.state,
+                anchors=anchors,
+                kept_text=kept_text,
+                entries=entries_from_events(window_events),
+                kept_ids=frozenset(sid for i in cut.kept for sid in i.message.source_ids),
+            )
             verification = check.to_dict()
         details: dict[str, JSONValue] = {
             "trigger": trigger,
@@ -247,6 +254,7 @@ class WindowCompactor:
             focus=focus,
             reground=bool(reground),
             max_tokens=max_tokens * 2 // 3 if split else max_tokens,
+            anchors_pinned=True,
             replaced_tokens=sum(i.tokens for i in history) + summary_tokens,
         )
         result, why = self._summarize(data, options, wasted)
@@ -259,6 +267,7 @@ class WindowCompactor:
                 purpose="turn_prefix",
                 focus=focus,
                 max_tokens=max_tokens // 3,
+                anchors_pinned=True,
                 replaced_tokens=sum(i.tokens for i in cut.turn_prefix),
             )
             result, why = self._summarize(data, options, wasted)

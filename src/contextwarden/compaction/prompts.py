@@ -51,6 +51,9 @@ Write the notes in Markdown under exactly the headings you are given, in the giv
 language the user writes in, but copy file paths, identifiers, commands, numbers and error \
 messages character for character."""
 
+_MARKDOWN_RULE = "Write the notes in Markdown under exactly the headings you are given, in the given order."
+_JSON_RULE = "Write the notes as the JSON object you are asked for, with every key it names."
+
 _SECTION_GUIDE = """\
 ## Goal
 What the user wants achieved, in their terms. Several goals become several bullets.
@@ -124,6 +127,15 @@ What the user asked for in this turn, as close to verbatim as possible.
 ## Turn Context
 - Exact details the rest of the turn relies on: paths, names, values, error messages."""
 
+JSON_PROMPT = """\
+The record above, inside <conversation>, is the older part of a working session (with \
+<previous-summary>, the notes so far: keep what is still true, update the rest). It is about to \
+be removed from the agent's view.
+
+Reply with one JSON object with exactly these keys, each a list of short strings copied from the \
+record where you can (paths, commands and error lines character for character):
+{keys}"""
+
 FOCUS_NOTE = """\
 The user asked that these notes pay particular attention to: {focus}"""
 
@@ -143,12 +155,26 @@ class Prompt:
 
 
 def build_prompt(
-    *, transcript: str, purpose: str, previous_summary: str = "", focus: str = "", reground: bool = False
+    *,
+    transcript: str,
+    purpose: str,
+    previous_summary: str = "",
+    focus: str = "",
+    reground: bool = False,
+    json_keys: str = "",
 ) -> Prompt:
-    """The prompt for one summary: initial, update (with a previous summary) or turn prefix."""
+    """The prompt for one summary: initial, update (with a previous summary) or turn prefix.
+
+    ``json_keys`` (a history summary under constrained decoding) asks for a JSON object with
+    those keys instead of the Markdown notes.
+    """
     parts: list[str] = []
     if purpose == "turn_prefix":
         instructions = TURN_PREFIX_PROMPT
+    elif json_keys:
+        if previous_summary:
+            parts.append(f"<previous-summary>\n{previous_summary}\n</previous-summary>")
+        instructions = JSON_PROMPT.format(keys=json_keys)
     elif previous_summary:
         parts.append(f"<previous-summary>\n{previous_summary}\n</previous-summary>")
         instructions = UPDATE_PROMPT
@@ -160,4 +186,7 @@ def build_prompt(
     parts.append(instructions)
     if focus:
         parts.append(FOCUS_NOTE.format(focus=focus))
-    return Prompt(system=SYSTEM_PROMPT, user="\n\n".join(parts))
+    system = (
+        SYSTEM_PROMPT.replace(_MARKDOWN_RULE, _JSON_RULE) if json_keys and purpose != "turn_prefix" else SYSTEM_PROMPT
+    )
+    return Prompt(system=system, user="\n\n".join(parts))

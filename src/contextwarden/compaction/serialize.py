@@ -16,6 +16,7 @@ the raw events of the log (:func:`entries_from_events`).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -66,6 +67,19 @@ class Transcript:
     """Oldest entries left out because even the smallest cap did not fit."""
     entries: int = 0
     """Entries included."""
+
+
+_PATH_KEYS = ("path", "file", "file_path", "filename", "target", "command", "cmd", "pattern", "query", "url")
+
+
+def call_label(entry: Entry) -> str:
+    """``read_file src/a.py`` from a tool-call entry (its most telling argument, when there is one)."""
+    text = entry.text
+    for key in _PATH_KEYS:
+        m = re.search(rf'"{key}"\s*:\s*"((?:[^"\\]|\\.)*)"', text)
+        if m:
+            return f"{entry.name} {m.group(1)[:160]}"
+    return entry.name
 
 
 def _arguments(arguments: dict[str, JSONValue]) -> str:

@@ -15,7 +15,20 @@ from dataclasses import dataclass
 from ..state import MAX_CONSTRAINTS, TaskState
 from ..tokens import TokenCounter
 from ._base import SummaryInput, SummaryOptions, SummaryResult
-from .serialize import Entry
+from .serialize import Entry, call_label
+from .truth import (
+    PINNED_CONSTRAINTS,
+    PINNED_GOAL,
+    Step,
+    clean_text,
+    current_errors,
+    current_failing,
+    current_tests,
+    failure_lines,
+    is_banner,
+    last_step,
+    refer_to_anchors,
+)
 
 MAX_LINE_CHARS = 300
 """Every bullet is cut to this many characters."""
@@ -30,7 +43,6 @@ _DECISION = re.compile(
     r"\b(?:because|decided|decide to|instead|chose|so that|rather than)\b|决定|因为|改为", re.IGNORECASE
 )
 _SENTENCES = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-_PATH_KEYS = ("path", "file", "file_path", "filename", "target", "command", "cmd", "pattern", "query", "url")
 
 
 SHAPES: tuple[tuple[int, int], ...] = ((MAX_LINES, MAX_LINE_CHARS), (6, 160), (3, 100), (1, 60))
@@ -70,61 +82,94 @@ def _section(text: str, heading: str) -> list[str]:
     return out
 
 
-def _call_label(entry: Entry) -> str:
-    """``read_file src/a.py`` from a tool-call entry (its most telling argument, when there is one)."""
-    text = entry.text
-    for key in _PATH_KEYS:
-        m = re.search(rf'"{key}"\s*:\s*"((?:[^"\\]|\\.)*)"', text)
-        if m:
-            return f"{entry.name} {m.group(1)[:160]}"
-    return entry.name
-
-
 def _actions(entries: Sequence[Entry]) -> tuple[list[str], list[str]]:
-    """(done, failed) actions: each tool call labelled, paired with its result by order."""
+    """(done, failed) actions: each tool call labelled, paired with its result by order.
+
+    A failure quotes its failure lines; a failure that a later run of the same call fixed says so.
+    """
     done: list[str] = []
-    failed: list[str] = []
+    failed: list[tuple[str, str]] = []
     pending: dict[str, list[str]] = {}
     for e in entries:
         if e.label == "tool call":
-            pending.setdefault(e.name, []).append(_call_label(e))
+            pending.setdefault(e.name, []).append(call_label(e))
         elif e.label == "tool result":
             queue = pending.get(e.name) or [e.name]
-            label = queue.pop(0)
+            label = clean_text(queue.pop(0))
             if e.error:
-                first = next((ln.strip() for ln in e.text.splitlines() if ln.strip()), "")
-                failed.append(f"`{label}` failed: {first[:200]}")
+                why = " | ".join(failure_lines(e.text)) or "(no output)"
+                failed.append((label, f"`{label}` failed at #{e.seq}: {why}"))
             else:
                 done.append(f"[x] `{label}` (#{e.seq})")
-    return done, failed
+                failed = [
+                    (lb, f"{text} (later passed)" if lb == label and "later passed" not in text else text)
+                    for lb, text in failed
+                ]
+    return done, [text for _, text in failed]
+
+
+def _carried_failures(previous: str) -> list[str]:
+    """Failed attempts of an earlier summary, without banner-only quotes or escapes."""
+    out = []
+    for line in _section(previous, "Failed Attempts"):
+        text = clean_text(line.removeprefix("- ").strip())
+        head, sep, quote = text.partition(": ")
+        if sep and is_banner(quote.split(" | ")[0]):
+            text = head
+        if text and text != "(none)":
+            out.append(text)
+    return out
 
 
 def _assistant_sentences(entries: Sequence[Entry]) -> list[str]:
     out: list[str] = []
     for e in entries:
         if e.label == "assistant":
-            out += [s.strip() for s in _SENTENCES.split(e.text) if s.strip()]
+            out += [s.strip() for s in _SENTENCES.split(clean_text(e.text)) if s.strip()]
     return out
 
 
-def _next_steps(state: TaskState, shape: _Shape) -> list[str]:
+def _in_progress(step: Step | None) -> str:
+    if step is None:
+        return ""
+    if not step.finished:
+        return clean_text(step.text)
+    calls = ", ".join(f"`{c}`" for c in step.calls) or "its reply"
+    outcome = "with a failure" if step.failed else "successfully"
+    return f"(nothing: the last step, {calls}, finished {outcome} at #{step.seq})"
+
+
+def _intent(state: TaskState, pinned: bool) -> str:
+    """The latest request, unless it is the goal or the steering the window already pins."""
+    if pinned and state.latest_user_intent.strip() == state.goal.strip():
+        return ""
+    if pinned and state.latest_user_intent.strip() == state.latest_steering.strip():
+        return ""
+    return clean_text(state.latest_user_intent)
+
+
+def _next_steps(state: TaskState, step: Step | None, shape: _Shape, *, pinned: bool) -> list[str]:
     steps: list[str] = []
-    if state.failing_tests:
-        steps.append("Make the failing tests pass: " + ", ".join(state.failing_tests[:6]))
-    if state.unresolved_errors:
-        steps.append("Resolve the open error: " + state.unresolved_errors[-1])
-    if state.last_assistant_text:
-        steps.append("Continue from the last step: " + state.last_assistant_text)
-    if state.latest_user_intent:
-        steps.append("Serve the latest request: " + state.latest_user_intent)
+    failing = current_failing(state)
+    errors = current_errors(state)
+    if failing:
+        steps.append("Make the failing tests pass: " + ", ".join(failing[:6]))
+    if errors:
+        steps.append("Resolve the open error: " + errors[-1][0])
+    if step is not None and not step.finished:
+        steps.append("Continue from the last step: " + clean_text(step.text))
+    intent = _intent(state, pinned)
+    if intent:
+        steps.append("Serve the latest request: " + intent)
     if not steps:
-        steps.append("Continue with the goal above, starting from the most recent messages.")
+        where = "the task pinned above" if pinned else "the goal above"
+        steps.append(f"Continue with {where}, starting from the most recent messages.")
     return [f"{n}. {shape.line(s)}" for n, s in enumerate(steps[:4], 1)]
 
 
 def _tests(state: TaskState) -> list[str]:
     out = []
-    for t in state.tests:
+    for t in current_tests(state):
         verdict = "passed" if t.passed else "FAILED"
         names = f" (failing: {', '.join(t.failing[:MAX_FILES])})" if t.failing else ""
         out.append(f"`{t.target}` {verdict}{names} at #{t.seq}")
@@ -132,35 +177,38 @@ def _tests(state: TaskState) -> list[str]:
 
 
 def history_summary(data: SummaryInput, shape: _Shape = _Shape()) -> str:
-    """The history summary for ``data``, every section filled."""
+    """The history summary for ``data``, every section filled, true as of its last entry."""
     s = data.state
-    done_before = [ln.removeprefix("- ").strip() for ln in _section(data.previous_summary, "Done")]
+    pinned = data.anchors_pinned
+    done_before = [clean_text(ln.removeprefix("- ").strip()) for ln in _section(data.previous_summary, "Done")]
     done, failed = _actions(data.entries)
+    step = last_step(data.entries)
     changed = [f"[x] Changed `{f}`" for f in s.files_modified]
     sentences = _assistant_sentences(data.entries)
     decisions = [x for x in sentences if _DECISION.search(x)]
     questions = [x for x in sentences if x.endswith(("?", "？"))]
-    failed_before = [ln.removeprefix("- ").strip() for ln in _section(data.previous_summary, "Failed Attempts")]
-    blocked = [*(f"Failing test: {t}" for t in s.failing_tests), *s.unresolved_errors]
-    context = [*(f"Error: {e}" for e in s.unresolved_errors), *(f"Read: `{f}`" for f in s.files_read)]
-    goal = shape.line(s.goal, min(MAX_GOAL_CHARS, shape.chars * 6))
+    errors = [e for e, _ in current_errors(s)]
+    blocked = [*(f"Failing test: {t}" for t in current_failing(s)), *errors]
+    context = [*(f"Error: {e}" for e in errors), *(f"Read: `{f}`" for f in s.files_read)]
+    goal = PINNED_GOAL if pinned and s.goal else shape.line(s.goal, min(MAX_GOAL_CHARS, shape.chars * 6))
+    constraints = [PINNED_CONSTRAINTS.format(n=len(s.constraints))] if pinned and s.constraints else s.constraints
     b = shape.bullets
     lines = [
         "## Goal",
         goal or "(no goal recorded)",
         "## Constraints & Preferences",
-        *b(s.constraints, empty="(none)", limit=MAX_CONSTRAINTS),
+        *b(constraints, empty="(none)", limit=MAX_CONSTRAINTS),
         "## Progress",
         "### Done",
         *b([*changed, *done_before, *done], empty="(nothing finished yet)", newest=True),
         "### In Progress",
-        *b([s.last_assistant_text], empty="(none recorded)"),
+        *b([_in_progress(step)], empty="(none recorded)"),
         "### Blocked",
         *b(blocked, empty="(nothing known)", limit=MAX_FILES),
         "## Key Decisions",
         *b(decisions, empty="(none recorded)", newest=True),
         "## Next Steps",
-        *_next_steps(s, shape),
+        *_next_steps(s, step, shape, pinned=pinned),
         "## Critical Context",
         *b(context, empty="(none)"),
         "## Working Set",
@@ -170,22 +218,24 @@ def history_summary(data: SummaryInput, shape: _Shape = _Shape()) -> str:
         "## Test Status",
         *b(_tests(s), empty="(no tests run)"),
         "## Failed Attempts",
-        *b([*failed_before, *failed], empty="(none)", newest=True),
+        *b([*_carried_failures(data.previous_summary), *failed], empty="(none)", newest=True),
         "## Open Questions",
         *b(questions, empty="(none recorded)", newest=True),
         "## Latest User Intent",
-        shape.line(s.latest_user_intent, shape.chars * 3) or "(none recorded)",
+        shape.line(_intent(s, pinned), shape.chars * 3)
+        or ("(see the pinned block above)" if pinned else "(none recorded)"),
     ]
     if data.focus:
         lines[0:0] = [f"_Focus requested: {shape.line(data.focus)}_", ""]
-    return "\n".join(lines)
+    text = "\n".join(lines)
+    return refer_to_anchors(text, s)[0] if pinned else text
 
 
 def turn_prefix_summary(data: SummaryInput, shape: _Shape = _Shape()) -> str:
     """The turn-prefix summary: the turn's request, its steps so far, the paths they touched."""
-    request = next((e.text for e in data.entries if e.label in ("user", "steering")), "")
+    request = clean_text(next((e.text for e in data.entries if e.label in ("user", "steering")), ""))
     done, failed = _actions(data.entries)
-    touched = [_call_label(e) for e in data.entries if e.label == "tool call"]
+    touched = [clean_text(call_label(e)) for e in data.entries if e.label == "tool call"]
     lines = [
         "## Turn Request",
         shape.line(request or data.state.latest_user_intent, shape.chars * 3) or "(started before this window)",

@@ -29,6 +29,7 @@ from ..providers._protocol import CallOptions, ChatMessage, ChatRequest, ChatRes
 from ..tokens import TokenCounter, best_counter
 from ._base import Purpose, Summarizer, SummaryInput, SummaryOptions, SummaryResult
 from .prompts import REQUIRED_SECTIONS, TURN_REQUIRED_SECTIONS, build_prompt
+from .schema import keys_guide, render_summary, response_format
 from .serialize import Entry, chunk_entries, fit_transcript, render_entries
 from .structured import StructuredSummarizer
 from .validate import InvalidSummary, SummaryCheck, validate_summary
@@ -69,6 +70,11 @@ class LLMSummarizerSettings:
     """Sampling temperature (None: the provider's default)."""
     check_language: bool = True
     """Reject summaries written in another script than the user's."""
+    structured_output: bool = False
+    """Ask for the history summary as JSON under the server's constrained decoding (a JSON schema
+    in ``response_format``) and render it into the headings in code, so a small model's answer
+    always has the required shape. The server must support schema-constrained ``json_object``
+    (llama-cpp-python's server does)."""
 
 
 def clean_answer(text: str) -> str:
@@ -178,8 +184,14 @@ class LLMSummarizer:
         self, data: SummaryInput, entries: tuple[Entry, ...], previous: str, budget: int, options: SummaryOptions
     ) -> SummaryResult:
         notes: list[str] = []
+        keys = self._json_keys(data)
         base = build_prompt(
-            transcript="", purpose=data.purpose, previous_summary=previous, focus=data.focus, reground=data.reground
+            transcript="",
+            purpose=data.purpose,
+            previous_summary=previous,
+            focus=data.focus,
+            reground=data.reground,
+            json_keys=keys,
         )
         budget = min(budget, self.input_budget(base.system + base.user))
         transcript = fit_transcript(entries, budget=budget, counter=self.counter)
@@ -194,6 +206,7 @@ class LLMSummarizer:
             previous_summary=previous,
             focus=data.focus,
             reground=data.reground,
+            json_keys=keys,
         )
         request = ChatRequest(
             messages=(ChatMessage("system", prompt.system), ChatMessage("user", prompt.user)),
@@ -201,10 +214,18 @@ class LLMSummarizer:
             max_tokens=min(self.output_budget(), data.max_tokens or self.output_budget()),
             temperature=self.settings.temperature,
             thinking=self.settings.thinking,
+            response_format=response_format(anchors_pinned=data.anchors_pinned) if keys else None,
         )
         responses = self._call_with_retries(request, options, notes)
         last = responses[-1]
         text = clean_answer(last.text)
+        try:
+            if keys and last.stop_reason != "max_tokens":
+                text = render_summary(text, anchors_pinned=data.anchors_pinned, constraints=len(data.state.constraints))
+        except InvalidSummary as exc:
+            exc.input_tokens = sum(r.usage.input_tokens for r in responses)
+            exc.output_tokens = sum(r.usage.output_tokens for r in responses)
+            raise
         check = SummaryCheck(
             required_sections=_required(data.purpose),
             source_text=transcript.text,
@@ -229,6 +250,12 @@ class LLMSummarizer:
             calls=len(responses),
             notes=tuple(notes),
         )
+
+    def _json_keys(self, data: SummaryInput) -> str:
+        """The JSON keys to ask for under constrained decoding, or "" for Markdown notes."""
+        if not self.settings.structured_output or data.purpose != "history":
+            return ""
+        return keys_guide(anchors_pinned=data.anchors_pinned)
 
     def _call_with_retries(self, request: ChatRequest, options: SummaryOptions, notes: list[str]) -> list[ChatResponse]:
         call = CallOptions(cancel=options.cancel, timeout=options.timeout)

@@ -10,6 +10,13 @@ every modified file, unresolved error and failing test is named in the summary o
 and the summary says what to do next. Whatever is missing is appended, verbatim, to the summary,
 and the record says what was repaired.
 
+**Truth.** The same check then corrects what the summary says that is no longer true
+(:mod:`~contextwarden.compaction.truth`): terminal escapes are stripped; "In Progress" and "Next
+Steps" lines naming a step that has since finished are replaced; lines still calling a test
+failing after a later passing run closed it are dropped; failure quotes that are only a runner's
+banner are cut; the pinned goal and constraints, repeated verbatim in the summary, are replaced by
+a reference to the pinned block. The record names every correction.
+
 **Re-grounding.** Summary-on-summary drifts. :func:`reground_reason` says when to rebuild the
 summary from the raw events of the log instead (every K compactions, or after a compaction
 whose verification had to repair).
@@ -17,12 +24,24 @@ whose verification had to repair).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from ..events import Compaction, Event, JSONValue
 from ..items import ContextItem
 from ..state import TaskState, derive_state
+from .serialize import Entry
+from .truth import (
+    clean_text,
+    current_errors,
+    current_failing,
+    current_tests,
+    error_quote,
+    finished_steps,
+    is_banner,
+    refer_to_anchors,
+)
 
 REPAIR_HEADING = "## Verified Facts"
 """The heading under which verification appends what a summary left out."""
@@ -81,12 +100,6 @@ def anchor_state(
     return replace(state, system=tuple(system), compactions=(base.compactions if base else 0) + 1)
 
 
-def _error_text(error: str) -> str:
-    """The error line without the ``tool: `` prefix the state adds."""
-    head, sep, rest = error.partition(": ")
-    return rest if sep and " " not in head else error
-
-
 def _has_next_step(summary: str) -> bool:
     lines = summary.splitlines()
     for n, line in enumerate(lines):
@@ -101,10 +114,11 @@ def _has_next_step(summary: str) -> bool:
 
 
 def _next_step(state: TaskState) -> str:
-    if state.failing_tests:
-        return "Make the failing tests pass: " + ", ".join(state.failing_tests[:8])
-    if state.unresolved_errors:
-        return "Resolve: " + state.unresolved_errors[-1]
+    if current_failing(state):
+        return "Make the failing tests pass: " + ", ".join(current_failing(state)[:8])
+    errors = current_errors(state)
+    if errors:
+        return "Resolve: " + errors[-1][0]
     if state.last_assistant_text:
         return "Continue from: " + _norm(state.last_assistant_text)[:300]
     if state.latest_user_intent:
@@ -118,11 +132,14 @@ def verify_summary(
     state: TaskState,
     anchors: TaskState | None,
     kept_text: str,
+    entries: Sequence[Entry] = (),
+    kept_ids: frozenset[str] = frozenset(),
 ) -> tuple[str, Verification]:
     """Check the window a summary opens against ``state``; return the repaired summary and the record.
 
     ``anchors`` is the pinned snapshot (None when anchors are off); ``kept_text`` is the text of
-    the items kept verbatim.
+    the items kept verbatim and ``kept_ids`` their event ids; ``entries`` the raw events of the
+    window (which steps have finished).
     """
     pinned_goal = anchors.goal if anchors else ""
     pinned_constraints = anchors.constraints if anchors else ()
@@ -134,18 +151,121 @@ def verify_summary(
     ]
     missing["files_modified"] = [f for f in state.files_modified if not _present(f, summary, kept_text)]
     missing["unresolved_errors"] = [
-        e for e in state.unresolved_errors if not _present(_error_text(e), summary, kept_text)
+        e
+        for e, event_id in current_errors(state)
+        if event_id not in kept_ids and not _present(error_quote(e) or e, summary, kept_text)
     ]
-    missing["failing_tests"] = [t for t in state.failing_tests if not _present(t, summary, kept_text)]
+    missing["failing_tests"] = [t for t in current_failing(state) if not _present(t, summary, kept_text)]
+    summary, corrected = correct_summary(summary, state=state, anchors=anchors, entries=entries)
     if not _has_next_step(summary):
         missing["next_step"] = [_next_step(state)]
-    checked = ("goal", "constraints", "files_modified", "unresolved_errors", "failing_tests", "next_step")
     missing = {k: v for k, v in missing.items() if v}
-    if not missing:
-        return summary, Verification(checked=checked)
-    return summary + "\n\n" + _repair_block(missing), Verification(
-        checked=checked, missing=missing, repaired=tuple(missing)
-    )
+    found = {**missing, **corrected}
+    if not found:
+        return summary, Verification(checked=CHECKS)
+    if missing:
+        summary = summary + "\n\n" + _repair_block(missing)
+    return summary, Verification(checked=CHECKS, missing=found, repaired=tuple(found))
+
+
+CHECKS: tuple[str, ...] = (
+    "goal",
+    "constraints",
+    "files_modified",
+    "unresolved_errors",
+    "failing_tests",
+    "next_step",
+    "escapes",
+    "finished_in_progress",
+    "closed_failures",
+    "banner_failures",
+    "repeated_anchors",
+)
+"""Every check :func:`verify_summary` runs, in order."""
+
+_SECTION_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*$")
+_BANNER_RUN = re.compile(r"[=_*~+-]{4,}[^=_*~+\n]*?(?:[=_*~+-]{4,}|$)")
+
+
+def _sections(summary: str) -> list[tuple[str, list[str]]]:
+    """(heading, lines) pairs in order; text before the first heading has the heading ``""``."""
+    out: list[tuple[str, list[str]]] = [("", [])]
+    for line in summary.splitlines():
+        m = _SECTION_LINE.match(line)
+        if m:
+            out.append((m.group(1).strip().lower(), [line]))
+        else:
+            out[-1][1].append(line)
+    return out
+
+
+def correct_summary(
+    summary: str, *, state: TaskState, anchors: TaskState | None, entries: Sequence[Entry]
+) -> tuple[str, dict[str, list[str]]]:
+    """``summary`` with what is no longer true corrected, and check name → what was corrected.
+
+    ``entries`` are the events the window covers, raw (for which steps have finished).
+    """
+    corrected: dict[str, list[str]] = {}
+    cleaned = clean_text(summary.replace("\r\n", "\n")).replace("\x00", "")
+    if cleaned != summary.replace("\r\n", "\n"):
+        corrected["escapes"] = ["terminal escapes or control characters"]
+    finished = [_norm(t) for t in finished_steps(entries)]
+    still = current_tests(state)
+    closed = [n for t in state.tests if not t.passed and t not in still for n in (t.target, *t.failing)]
+    out: list[str] = []
+    for heading, lines in _sections(cleaned):
+        body = lines
+        if heading.startswith(("in progress", "next step")):
+            body = _drop_finished(lines, finished, corrected)
+        elif heading.startswith(("blocked", "test status", "critical context")):
+            body = _drop_closed(lines, closed, corrected)
+        elif heading.startswith("failed attempt"):
+            body = _cut_banners(lines, corrected)
+        out += body
+    text = "\n".join(out)
+    if anchors is not None:
+        text, repeated = refer_to_anchors(text, anchors)
+        if repeated:
+            corrected["repeated_anchors"] = repeated
+    return text, corrected
+
+
+def _drop_finished(lines: list[str], finished: list[str], corrected: dict[str, list[str]]) -> list[str]:
+    keep: list[str] = []
+    for line in lines:
+        flat = _norm(line)
+        named = flat.split(": ", 1)[-1]
+        hit = next((f for f in finished if f[:80] in flat or (named in f and len(named) >= 0.6 * len(f))), None)
+        if hit is None or _SECTION_LINE.match(line):
+            keep.append(line)
+        else:
+            corrected.setdefault("finished_in_progress", []).append(line.strip())
+    return keep
+
+
+def _drop_closed(lines: list[str], closed: list[str], corrected: dict[str, list[str]]) -> list[str]:
+    keep: list[str] = []
+    for line in lines:
+        stale = any(t in line for t in closed) and "passed" not in line.lower()
+        if stale and not _SECTION_LINE.match(line):
+            corrected.setdefault("closed_failures", []).append(line.strip())
+        else:
+            keep.append(line)
+    return keep
+
+
+def _cut_banners(lines: list[str], corrected: dict[str, list[str]]) -> list[str]:
+    keep: list[str] = []
+    for line in lines:
+        if _SECTION_LINE.match(line) or not _BANNER_RUN.search(line):
+            keep.append(line)
+            continue
+        cut = _BANNER_RUN.sub("", line).rstrip(" :|")
+        corrected.setdefault("banner_failures", []).append(line.strip())
+        if cut.strip("-* ") and not is_banner(cut):
+            keep.append(cut)
+    return keep
 
 
 _REPAIR_TITLES = {

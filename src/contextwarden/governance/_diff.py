@@ -170,9 +170,10 @@ def find_break(prev: Request, cur: Request) -> PrefixBreak | None:
     """The first place ``cur`` stops extending ``prev``, or ``None`` when it extends it.
 
     Items are compared in prompt order (system, tools, messages), so the break named is the first
-    item a prefix cache would miss. A stateful request (``previous_response_id``) is not compared.
+    item a prefix cache would miss. A stateful request (``previous_response_id``) or one whose items
+    could not be read is not compared.
     """
-    if cur.stateful:
+    if not cur.comparable:
         return None
     where = _first_break(prev, cur)
     if where is None:
@@ -221,7 +222,7 @@ def _shared_before(cur: Request, section: str, i: int) -> int:
 
 def shared_prefix_tokens(prev: Request, cur: Request) -> int:
     """Tokens at the front of ``cur`` that ``prev`` had too (what a prefix cache could serve)."""
-    if cur.stateful or (prev.model and cur.model and prev.model != cur.model):
+    if not cur.comparable or (prev.model and cur.model and prev.model != cur.model):
         return 0
     where = _first_break(prev, cur)
     if where is None:

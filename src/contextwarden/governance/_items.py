@@ -11,7 +11,7 @@ from typing import Literal
 
 from ..events import ToolCall
 
-RequestFormat = Literal["openai_chat", "openai_responses", "anthropic", "contextwarden"]
+RequestFormat = Literal["openai_chat", "openai_responses", "anthropic", "gemini", "contextwarden"]
 """The payload formats a request can be read from (``contextwarden``: a built ModelContext)."""
 Section = Literal["system", "tools", "messages"]
 """The three parts of a request, in prompt order."""
@@ -91,6 +91,13 @@ class Request:
     edits, tool-set changes. They explain a change of prefix."""
     usage: RequestUsage | None = None
     """Provider usage for the call, when recorded."""
+    unreadable: str = ""
+    """Why the codec could not read the payload's items (then it has none and is not compared)."""
+
+    @property
+    def comparable(self) -> bool:
+        """Whether the request can be compared with the one before it (not stateful, items read)."""
+        return not (self.stateful or self.unreadable)
 
     @property
     def items(self) -> tuple[RequestItem, ...]:

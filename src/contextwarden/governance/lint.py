@@ -130,7 +130,7 @@ class LintReport:
     breaks: int
     """Prefix breaks seen (explained ones included)."""
     unchecked_pairs: int
-    """Consecutive requests that could not be compared (stateful continuations)."""
+    """Consecutive requests that could not be compared (stateful continuations, unreadable items)."""
     bad_lines: tuple[BadLine, ...]
     """Lines skipped because they were not requests (the first 100)."""
     bad_line_count: int
@@ -219,7 +219,7 @@ class Linter:
             self._close_window()
         prev = self._prev
         if prev is not None:
-            if request.stateful:
+            if not request.comparable:
                 self._unchecked += 1
             brk = find_break(prev, request)
             if brk is not None:
@@ -228,7 +228,8 @@ class Linter:
         for item in request.items:
             if item.digest not in seen:
                 self._check_item(request, item)
-        self._prev = request
+        if not request.unreadable:  # the next request is compared with the last one that was read
+            self._prev = request
 
     def report(self) -> LintReport:
         """The findings so far (closes the open churn window)."""

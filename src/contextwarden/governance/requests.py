@@ -1,7 +1,8 @@
 """Rendered model requests, read from any agent's JSONL log one line at a time.
 
-Each line is one request payload in call order: OpenAI Chat Completions, OpenAI Responses or
-Anthropic Messages. The format is detected per line, so a log that switches provider mid-way reads
+Each line is one request payload in call order: OpenAI Chat Completions, OpenAI Responses,
+Anthropic Messages or Gemini ``generateContent``, read by that format's wire codec
+(:mod:`contextwarden.wire`). The format is detected per line, so a log that switches provider mid-way reads
 fine. A line may also wrap the payload as ``{"request": {...}, "response": {...}}`` (or under
 ``body``, ``payload`` or ``params``), as logging proxies write; the response's usage is kept.
 
@@ -12,7 +13,9 @@ counts are remembered, so reading is O(new items) per line and memory stays boun
 the log: a 100K-line file streams through.
 
 A line that is not valid JSON (a log cut off mid-write) or not a request becomes a :class:`BadLine`
-and reading goes on.
+and reading goes on. A payload of a known format whose items its codec rejects (a message that is
+no object) is counted as a request with no items and ``unreadable`` set to the codec's error: it is
+not compared with its neighbours.
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import IO, Any
 
+from ..errors import ImportFormatError
 from ..tokens import HeuristicCounter, TokenCounter
-from ._formats import ItemBuilder, anthropic_items, chat_items, detect_format, response_usage, responses_items, unwrap
+from ..wire import detect_format, get_codec
+from ._formats import ItemBuilder, response_usage, unwrap
 from ._items import BadLine, Request, RequestFormat, RequestItem, RequestUsage, Section, fragment_tag
 
 __all__ = [
@@ -58,18 +63,15 @@ class RequestReader:
         """Read one payload (possibly wrapped with its response); a :class:`BadLine` when it is no request."""
         payload, fmt, response = unwrap(raw)
         if fmt is None:
-            return BadLine(line=line, error="not a request payload: no 'messages' or 'input' list")
+            return BadLine(line=line, error="not a request payload: no 'messages', 'input' or 'contents' list")
         if len(self._known) > self.max_remembered:
             self._known = {}
         builder = ItemBuilder(self.counter, self._known)
-        if fmt == "openai_chat":
-            chat_items(builder, payload)
-        elif fmt == "openai_responses":
-            responses_items(builder, payload)
-        else:
-            anthropic_items(builder, payload)
-        for i, tool in enumerate(payload.get("tools") or ()):
-            builder.tool(i, tool)
+        unreadable = ""
+        try:
+            builder.request(get_codec(fmt).parse_request(payload))
+        except ImportFormatError as exc:
+            unreadable = str(exc)
         self._number += 1
         return Request(
             number=self._number,
@@ -80,6 +82,7 @@ class RequestReader:
             tools=tuple(builder.tools),
             messages=tuple(builder.messages),
             stateful=bool(payload.get("previous_response_id") or payload.get("conversation")),
+            unreadable=unreadable,
             usage=response_usage(response),
         )
 

@@ -26,12 +26,14 @@ from ..events import (
     Event,
     Instruction,
     JSONValue,
+    OpaquePart,
     ThinkingBlock,
     ToolCall,
     ToolResult,
     UsageReport,
     UserMessage,
 )
+from ..pairing import unique_call_id
 from ._common import Transcript
 
 
@@ -96,6 +98,7 @@ class TranscriptBuilder:
         text: str = "",
         thinking: Sequence[ThinkingBlock] = (),
         tool_calls: Sequence[ToolCall] = (),
+        opaque: Sequence[OpaquePart] = (),
         model: str = "",
         stop_reason: str = "",
         key: str | None = None,
@@ -103,8 +106,13 @@ class TranscriptBuilder:
     ) -> None:
         """Append an assistant response, or merge into the earlier one recorded under the same ``key``.
 
-        A tool call id already used by an earlier call (some agents reuse ids) is made unique with a
-        ``-N`` suffix; results that follow are matched to the newest call with the original id.
+        ``opaque``: provider items kept verbatim (an OpenAI ``reasoning`` item with its
+        ``encrypted_content``); each is placed after the items the response already holds, so its
+        format's renderer sends it back where it came.
+
+        A tool call id already used by an earlier call (some agents reuse ids) is made unique by the
+        pairing rule's renaming (:func:`contextwarden.pairing.unique_call_id`, ``<id>_dup<n>``); results
+        that follow are matched to the newest call with the original id.
         """
         slot = self._by_key.get(key) if key is not None else None
         if slot is not None and isinstance(slot.event, AssistantMessage):
@@ -119,17 +127,19 @@ class TranscriptBuilder:
                 text=_join(old.text, text),
                 thinking=old.thinking + tuple(thinking),
                 tool_calls=old.tool_calls + tuple(tool_calls),
+                opaque=old.opaque + _placed(opaque, _item_count(old)),
                 model=old.model or model,
                 stop_reason=stop_reason or old.stop_reason,
             )
             return
-        if not (text or thinking or tool_calls):
+        if not (text or thinking or tool_calls or opaque):
             return
         self._stamped[at is not None] += 1
         event = AssistantMessage(
             text=text,
             thinking=tuple(thinking),
             tool_calls=tuple(tool_calls),
+            opaque=_placed(opaque, 1 if text else 0),
             model=model,
             stop_reason=stop_reason,
             **_at(at),
@@ -249,10 +259,7 @@ class TranscriptBuilder:
     def _register(self, call: ToolCall) -> ToolCall:
         original = call.id
         if original in self._call_names:
-            number = 2
-            while f"{original}-{number}" in self._call_names:
-                number += 1
-            call = dataclasses.replace(call, id=f"{original}-{number}")
+            call = dataclasses.replace(call, id=unique_call_id(original, self._call_names))
             self._renamed += 1
         self._call_names[call.id] = call.name
         self._open[original] = call.id
@@ -272,6 +279,15 @@ class TranscriptBuilder:
 
 def _at(at: float | None) -> dict[str, Any]:
     return {} if at is None else {"created_at": at}
+
+
+def _item_count(message: AssistantMessage) -> int:
+    """How many output items the message renders as before anything added now (text, calls, opaque)."""
+    return (1 if message.text else 0) + len(message.tool_calls) + len(message.opaque)
+
+
+def _placed(opaque: Sequence[OpaquePart], start: int) -> tuple[OpaquePart, ...]:
+    return tuple(dataclasses.replace(part, position=start + i) for i, part in enumerate(opaque))
 
 
 def _join(first: str, second: str) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +21,8 @@ from ..events import (
     JSONValue,
     ToolCall,
 )
+from ..wire._common import arguments_object
+from ..wire.openai_chat.request import message_content, tool_call
 
 
 @dataclass(frozen=True)
@@ -111,18 +112,12 @@ def parse_timestamp(value: Any) -> float | None:
 
 
 def parse_arguments(raw: Any) -> dict[str, JSONValue]:
-    """Tool-call arguments as a dict: a JSON object string is parsed, anything else is kept under ``_raw``."""
-    if isinstance(raw, dict):
-        return raw
-    if raw is None or raw == "":
-        return {}
-    if isinstance(raw, str):
-        try:
-            parsed = json.loads(raw)
-        except (ValueError, RecursionError):
-            return {"_raw": raw}
-        return parsed if isinstance(parsed, dict) else {"_raw": raw}
-    return {"_raw": json.dumps(raw)}
+    """Tool-call arguments as a dict: a JSON object string is parsed, anything else is kept under ``_raw``.
+
+    The wire layer's rule (:func:`contextwarden.wire._common.arguments_object`), so an imported call
+    reads exactly as the same call in a request body.
+    """
+    return arguments_object(raw)
 
 
 _DATA_URL = re.compile(r"^data:([\w.+/-]+)?(;[^,]*)?,", re.DOTALL)
@@ -154,34 +149,22 @@ def binary_from_base64(media_type: str, data: str, name: str = "") -> BinaryPart
 def openai_content(content: Any, source: str, where: str) -> tuple[str, list[BinaryPart]]:
     """Split an OpenAI Chat ``content`` (a string, null, or an array of parts) into text and binary parts.
 
-    Text parts are joined with newlines; ``data:`` image URLs become :class:`BinaryPart`; other image
-    URLs are kept as an ``[image: URL]`` marker so nothing the model saw silently disappears.
+    Read by the Chat codec (:func:`contextwarden.wire.openai_chat.request.message_content`): text parts
+    joined with newlines, ``data:`` images as :class:`BinaryPart`, other image URLs as an
+    ``[image: URL]`` marker so nothing the model saw silently disappears. Here the shape is checked
+    first, so a malformed part is an error naming its path.
     """
     if content is None:
         return "", []
-    if isinstance(content, str):
-        return content, []
-    items = as_list(content, source, f"{where}.content")
-    texts: list[str] = []
-    parts: list[BinaryPart] = []
-    for index, item in enumerate(items):
-        item = as_dict(item, source, f"{where}.content[{index}]")
-        if isinstance(item.get("text"), str):
-            texts.append(item["text"])
-            continue
-        image = item.get("image_url")
-        url = image.get("url") if isinstance(image, dict) else image
-        if isinstance(url, str):
-            part = binary_from_data_url(url)
-            if part is not None:
-                parts.append(part)
-            else:
-                texts.append(f"[image: {url}]")
-    return "\n".join(texts), parts
+    if not isinstance(content, str):
+        for index, item in enumerate(as_list(content, source, f"{where}.content")):
+            as_dict(item, source, f"{where}.content[{index}]")
+    text, parts, _ = message_content(content)
+    return text, list(parts)
 
 
 def openai_tool_calls(raw: Any, source: str, where: str) -> list[ToolCall]:
-    """Read an OpenAI Chat ``tool_calls`` array (``{"id", "function": {"name", "arguments"}}``)."""
+    """Read an OpenAI Chat ``tool_calls`` array (``{"id", "function": {"name", "arguments"}}``) with the Chat codec."""
     if raw is None:
         return []
     calls: list[ToolCall] = []
@@ -189,11 +172,10 @@ def openai_tool_calls(raw: Any, source: str, where: str) -> list[ToolCall]:
         here = f"{where}.tool_calls[{index}]"
         item = as_dict(item, source, here)
         function = as_dict(item.get("function"), source, f"{here}.function")
-        call_id = opt_str(item, "id", source, here)
-        if not call_id:
+        if not opt_str(item, "id", source, here):
             raise fail(source, f"{here}.id", "a tool call needs an id")
-        name = opt_str(function, "name", source, f"{here}.function")
-        calls.append(ToolCall(id=call_id, name=name, arguments=parse_arguments(function.get("arguments"))))
+        opt_str(function, "name", source, f"{here}.function")
+        calls.append(tool_call(item))
     return calls
 
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..events import ThinkingBlock, ToolCall
+from ..events import ToolCall
+from ..wire.openai_chat.request import reasoning_blocks
 from ._anthropic import assistant_content, system_text, text_and_parts, user_content
 from ._builder import TranscriptBuilder
 from ._common import (
@@ -108,8 +109,7 @@ class _OpenAIReader:
             name = str(legacy.get("name") or "")
             self.legacy_calls[name] = call_id
             calls.append(ToolCall(id=call_id, name=name, arguments=parse_arguments(legacy.get("arguments"))))
-        reasoning = message.get("reasoning_content") or message.get("reasoning")
-        thinking = [ThinkingBlock(text=reasoning)] if isinstance(reasoning, str) and reasoning else []
+        thinking = reasoning_blocks(message)
         model = message.get("model")
         model = model if isinstance(model, str) else ""
         self.builder.assistant(text=text, thinking=thinking, tool_calls=calls, model=model)

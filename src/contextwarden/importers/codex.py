@@ -10,7 +10,8 @@ Each line is ``{"timestamp": ..., "type": ..., "payload": {...}}`` with ``type``
   :class:`UserMessage`, except the harness's injected context (``<user_instructions>``,
   ``<environment_context>``, ``# AGENTS.md instructions``) which becomes a developer
   :class:`Instruction`; ``assistant`` → :class:`AssistantMessage`.
-- ``reasoning`` (summary or full text, ``encrypted_content`` kept as the signature), ``function_call``,
+- ``reasoning`` (read by the Responses codec: summary or full text as unsigned thinking, the item with
+  its ``encrypted_content`` kept verbatim as an :class:`~contextwarden.events.OpaquePart`), ``function_call``,
   ``custom_tool_call`` and ``local_shell_call`` of one model response are merged into that response's
   :class:`AssistantMessage`. A response ends at its ``token_count`` event (or, in rollouts without
   usage, at the next non-assistant item).
@@ -30,7 +31,8 @@ import json
 import re
 from typing import Any
 
-from ..events import BinaryPart, JSONValue, ThinkingBlock, ToolCall
+from ..events import BinaryPart, JSONValue, ToolCall
+from ..wire.openai_responses.request import assistant_turn
 from ._builder import TranscriptBuilder
 from ._common import (
     Transcript,
@@ -222,9 +224,16 @@ class _Reader:
     def _assistant_item(self, item: dict[str, Any], where: str, at: float | None) -> None:
         kind = item.get("type")
         if kind == "reasoning":
-            block = _reasoning(item)
-            if block is not None:
-                self.builder.assistant(thinking=[block], model=self.model, key=self._key(), at=at)
+            # Read as the Responses codec reads it: summary text as unsigned thinking, the item itself
+            # (its encrypted_content with it) kept verbatim for the Responses renderer.
+            turn = assistant_turn([item])
+            self.builder.assistant(
+                thinking=[b for b in turn.thinking if b.text],
+                opaque=turn.opaque,
+                model=self.model,
+                key=self._key(),
+                at=at,
+            )
             return
         call_id = item.get("call_id") or item.get("id")
         if not isinstance(call_id, str) or not call_id:
@@ -292,20 +301,6 @@ def _content_text(content: list[Any]) -> tuple[str, list[BinaryPart]]:
             else:
                 texts.append(f"[image: {block['image_url']}]")
     return "\n".join(texts), parts
-
-
-def _reasoning(item: dict[str, Any]) -> ThinkingBlock | None:
-    def texts(key: str) -> list[str]:
-        value = item.get(key)
-        blocks = value if isinstance(value, list) else []
-        return [b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)]
-
-    text = "\n\n".join(texts("content") or texts("summary"))
-    signature = item.get("encrypted_content")
-    signature = signature if isinstance(signature, str) else ""
-    if not text and not signature:
-        return None
-    return ThinkingBlock(text=text, signature=signature)
 
 
 def _exit_code(text: str) -> int | None:

@@ -2,7 +2,9 @@
 
 The request and response types here are provider-neutral. The HTTP clients
 (:class:`~contextwarden.providers.OpenAICompatProvider`,
-:class:`~contextwarden.providers.AnthropicProvider`) translate them to and from their wire formats;
+:class:`~contextwarden.providers.AnthropicProvider`) turn a request into a
+:class:`~contextwarden.context.ModelContext` (:func:`request_context`) that their format's wire codec
+renders, and read the answer with the same codec;
 :class:`~contextwarden.testing.ScriptedProvider` answers from a script for tests.
 
 Errors are raised as :class:`~contextwarden.errors.ProviderError` subclasses (see
@@ -16,6 +18,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
+from ..context import Message, ModelContext, ToolDefinition
 from ..events import JSONValue, ThinkingBlock, ToolCall, UsageReport
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -60,6 +63,48 @@ class ChatRequest:
     """Reasoning effort (``off``, ``minimal``, ``low``, ``medium``, ``high``); ``None`` leaves the default."""
     stop: tuple[str, ...] = ()
     """Stop sequences."""
+    response_format: dict[str, JSONValue] | None = None
+    """Constrained decoding, sent as the Chat Completions ``response_format`` field (for example
+    llama-cpp-python's ``{"type": "json_object", "schema": {...}}``); None sends nothing."""
+
+
+def request_context(request: ChatRequest) -> ModelContext:
+    """The request as a :class:`ModelContext`, for a wire codec to render.
+
+    Messages keep their order (a system message stays where it is: leading ones are the system
+    prompt); tools in any accepted form become definitions.
+    """
+    return ModelContext(
+        model=request.model,
+        system="",
+        messages=tuple(_context_message(m) for m in request.messages),
+        tools=tuple(_tool_definition(t) for t in request.tools),
+    )
+
+
+def _context_message(message: ChatMessage) -> Message:
+    if message.role == "system":
+        return Message(role="system", text=message.content, section="instructions")
+    if message.role == "tool":
+        return Message(
+            role="tool",
+            text=message.content,
+            tool_call_id=message.tool_call_id,
+            tool_name=message.name,
+            section="tool_output",
+        )
+    return Message(role=message.role, text=message.content, thinking=message.thinking, tool_calls=message.tool_calls)
+
+
+def _tool_definition(tool: dict[str, JSONValue]) -> ToolDefinition:
+    function = tool.get("function")
+    source = function if tool.get("type") == "function" and isinstance(function, dict) else tool
+    schema = source.get("parameters", source.get("input_schema"))
+    return ToolDefinition(
+        name=str(source.get("name", "")),
+        description=str(source.get("description") or ""),
+        parameters=dict(schema) if isinstance(schema, dict) else {"type": "object", "properties": {}},
+    )
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """An Anthropic Messages API client.
 
-``POST {base_url}/v1/messages`` with the system prompt separate from ``messages``, tool calls as
-``tool_use`` blocks and their results as ``tool_result`` blocks in the next user message. Anthropic
+``POST {base_url}/v1/messages``, the body rendered by the Anthropic wire codec
+(:func:`contextwarden.wire.render_anthropic`: system blocks, ``tool_use`` / ``tool_result`` blocks,
+calls and results paired, cache markers on the last tool and system block). Anthropic
 reports uncached input, cache writes and cache reads as three separate counts; :class:`Usage`
 adds them up so ``input_tokens`` is the total like every other provider's.
 """
@@ -16,9 +17,8 @@ import httpx
 
 from ..errors import MalformedResponse
 from ..events import JSONValue
-from ..wire._common import REDACTED_PREFIX
-from ..wire.anthropic import parse_anthropic_response
-from ._protocol import CallOptions, ChatMessage, ChatRequest, ChatResponse, usage_of
+from ..wire.anthropic import parse_anthropic_response, render_anthropic
+from ._protocol import CallOptions, ChatRequest, ChatResponse, request_context, usage_of
 from .retry import HttpCall, RetryPolicy, make_error, post_json, resolve_call_settings
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -87,25 +87,17 @@ class AnthropicProvider:
 
 
 def render_request(request: ChatRequest) -> dict[str, JSONValue]:
-    """Render ``request`` as a Messages API JSON body."""
-    system = "\n\n".join(m.content for m in request.messages if m.role == "system" and m.content)
-    payload: dict[str, JSONValue] = {
-        "model": request.model,
-        "max_tokens": request.max_tokens,
-        "messages": _render_messages(request.messages),
-    }
-    if system:
-        payload["system"] = system
-    if request.tools:
-        payload["tools"] = [_render_tool(t) for t in request.tools]
+    """Render ``request`` as a Messages API JSON body, with the Anthropic wire codec."""
+    extra: dict[str, JSONValue] = {}
     if request.temperature is not None:
-        payload["temperature"] = request.temperature
+        extra["temperature"] = request.temperature
     if request.stop:
-        payload["stop_sequences"] = list(request.stop)
+        extra["stop_sequences"] = list(request.stop)
     thinking = _thinking_config(request.thinking, request.max_tokens)
     if thinking is not None:
-        payload["thinking"] = thinking
-    return payload
+        extra["thinking"] = thinking
+    body: dict[str, JSONValue] = render_anthropic(request_context(request), max_tokens=request.max_tokens, extra=extra)
+    return body
 
 
 def _thinking_config(level: str | None, max_tokens: int) -> JSONValue:
@@ -116,67 +108,6 @@ def _thinking_config(level: str | None, max_tokens: int) -> JSONValue:
     if budget < _MIN_THINKING_BUDGET:
         return None
     return {"type": "enabled", "budget_tokens": budget}
-
-
-def _render_messages(messages: tuple[ChatMessage, ...]) -> list[JSONValue]:
-    """User/assistant turns with content blocks; consecutive user-side content shares one message.
-
-    Every tool result of one assistant batch must arrive in the single user message that follows
-    it, so tool results (and user text right after them) are merged into one user turn.
-    """
-    out: list[dict[str, JSONValue]] = []
-    for message in messages:
-        if message.role == "system":
-            continue
-        role = "assistant" if message.role == "assistant" else "user"
-        blocks = _assistant_blocks(message) if role == "assistant" else _user_blocks(message)
-        if not blocks:
-            continue
-        previous = out[-1] if out else None
-        if previous is not None and previous["role"] == role and role == "user":
-            content = previous["content"]
-            assert isinstance(content, list)
-            content.extend(blocks)
-        else:
-            out.append({"role": role, "content": blocks})
-    return list(out)
-
-
-def _user_blocks(message: ChatMessage) -> list[JSONValue]:
-    if message.role == "tool":
-        return [{"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content}]
-    return [{"type": "text", "text": message.content}] if message.content else []
-
-
-def _assistant_blocks(message: ChatMessage) -> list[JSONValue]:
-    blocks: list[JSONValue] = []
-    for block in message.thinking:
-        # Only signed thinking can be replayed; unsigned text (from another provider) is dropped.
-        if block.signature.startswith(REDACTED_PREFIX):  # the wire layer's mark of a redacted block
-            blocks.append({"type": "redacted_thinking", "data": block.signature[len(REDACTED_PREFIX) :]})
-        elif block.signature and block.text:
-            blocks.append({"type": "thinking", "thinking": block.text, "signature": block.signature})
-        elif block.signature:
-            blocks.append({"type": "redacted_thinking", "data": block.signature})
-    if message.content:
-        blocks.append({"type": "text", "text": message.content})
-    for call in message.tool_calls:
-        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": dict(call.arguments)})
-    return blocks
-
-
-def _render_tool(tool: Mapping[str, JSONValue]) -> JSONValue:
-    if "input_schema" in tool:
-        return dict(tool)
-    source = tool.get("function") if tool.get("type") == "function" else tool
-    if not isinstance(source, dict):
-        source = dict(tool)
-    out: dict[str, JSONValue] = {"name": source.get("name", "")}
-    if source.get("description"):
-        out["description"] = source["description"]
-    schema = source.get("parameters")
-    out["input_schema"] = schema if schema is not None else {"type": "object", "properties": {}}
-    return out
 
 
 # --------------------------------------------------------------------------- response

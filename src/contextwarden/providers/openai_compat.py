@@ -16,8 +16,8 @@ import httpx
 
 from ..errors import MalformedResponse
 from ..events import JSONValue
-from ..wire.openai_chat import parse_openai_chat_response
-from ._protocol import CallOptions, ChatMessage, ChatRequest, ChatResponse, usage_of
+from ..wire.openai_chat import parse_openai_chat_response, render_openai_chat
+from ._protocol import CallOptions, ChatRequest, ChatResponse, request_context, usage_of
 from .retry import HttpCall, RetryPolicy, make_error, post_json, resolve_call_settings
 
 
@@ -87,61 +87,21 @@ class OpenAICompatProvider:
 
 
 def render_request(request: ChatRequest, *, max_tokens_field: str = "max_tokens") -> dict[str, JSONValue]:
-    """Render ``request`` as a Chat Completions JSON body."""
-    payload: dict[str, JSONValue] = {
-        "model": request.model,
-        "messages": [_render_message(m) for m in request.messages],
-        max_tokens_field: request.max_tokens,
-        "stream": False,
-    }
-    if request.tools:
-        payload["tools"] = [_render_tool(t) for t in request.tools]
+    """Render ``request`` as a Chat Completions JSON body, with the Chat wire codec."""
+    extra: dict[str, JSONValue] = {"stream": False}
+    if max_tokens_field != "max_completion_tokens":
+        extra[max_tokens_field] = request.max_tokens  # older servers know only max_tokens
     if request.temperature is not None:
-        payload["temperature"] = request.temperature
+        extra["temperature"] = request.temperature
     if request.stop:
-        payload["stop"] = list(request.stop)
+        extra["stop"] = list(request.stop)
+    if request.response_format is not None:
+        extra["response_format"] = request.response_format
     if request.thinking is not None and request.thinking not in ("off", ""):
-        payload["reasoning_effort"] = request.thinking
-    return payload
-
-
-def _render_message(message: ChatMessage) -> dict[str, JSONValue]:
-    if message.role == "tool":
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-    out: dict[str, JSONValue] = {"role": message.role, "content": message.content}
-    if message.name:
-        out["name"] = message.name
-    if message.role == "assistant" and message.tool_calls:
-        # An empty string, not null: OpenAI accepts both beside tool calls, but llama.cpp's server
-        # (and other OpenAI-compatible servers validating with pydantic) reject null with a 500.
-        out["content"] = message.content
-        out["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": _arguments_text(call.arguments)},
-            }
-            for call in message.tool_calls
-        ]
-    return out
-
-
-def _arguments_text(arguments: Mapping[str, JSONValue]) -> str:
-    raw = arguments.get("_raw")
-    if len(arguments) == 1 and isinstance(raw, str):
-        return raw  # arguments that never parsed go back exactly as the model wrote them
-    return json.dumps(arguments, ensure_ascii=False)
-
-
-def _render_tool(tool: Mapping[str, JSONValue]) -> JSONValue:
-    if tool.get("type") == "function" and isinstance(tool.get("function"), dict):
-        return dict(tool)
-    function: dict[str, JSONValue] = {"name": tool.get("name", "")}
-    if tool.get("description"):
-        function["description"] = tool["description"]
-    schema = tool.get("parameters", tool.get("input_schema"))
-    function["parameters"] = schema if schema is not None else {"type": "object", "properties": {}}
-    return {"type": "function", "function": function}
+        extra["reasoning_effort"] = request.thinking
+    limit = request.max_tokens if max_tokens_field == "max_completion_tokens" else None
+    body: dict[str, JSONValue] = render_openai_chat(request_context(request), max_tokens=limit, extra=extra)
+    return body
 
 
 # --------------------------------------------------------------------------- response

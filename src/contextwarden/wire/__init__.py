@@ -7,7 +7,8 @@ The whole API::
     fmt = detect_format(body)            # "anthropic" | "openai_chat" | "openai_responses" | "gemini" | None
     codec = get_codec(fmt)
     parsed = codec.parse_request(body)   # ParsedRequest: format, model, instructions, events, tools,
-                                         #                max_tokens, extra (other top-level fields)
+                                         #   max_tokens, extra (other top-level fields), and spans /
+                                         #   tool_spans: the path and raw JSON each item came from
     ctx = parsed.to_context()            # the same request as a ModelContext, no reduction
     body = codec.render_request(ctx, model=..., max_tokens=..., extra=parsed.extra)   # complete, sendable
     message, usage = codec.parse_response(response_body)
@@ -45,7 +46,7 @@ from ..errors import UsageError
 from ..pairing import ABORTED_TEXT, normalize_pairing
 from ._detect import detect_format
 from ._response_common import map_stop_reason
-from ._types import FORMATS, Codec, ParsedRequest, ParsedResponse, StreamAccumulator, WireFormat
+from ._types import FORMATS, Codec, ParsedRequest, ParsedResponse, RawSpan, StreamAccumulator, WireFormat
 from .anthropic import AnthropicCodec, render_anthropic
 from .gemini import GeminiCodec, render_gemini
 from .openai_chat import OpenAIChatCodec, render_openai_chat
@@ -57,6 +58,7 @@ __all__ = [
     "Codec",
     "ParsedRequest",
     "ParsedResponse",
+    "RawSpan",
     "StreamAccumulator",
     "WireFormat",
     "detect_format",

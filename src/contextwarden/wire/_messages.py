@@ -15,7 +15,7 @@ from ..errors import ImportFormatError
 from ..events import AssistantMessage, Event, Instruction, ToolResult, UserMessage
 
 if TYPE_CHECKING:
-    from ._types import ParsedRequest, WireFormat
+    from ._types import ParsedRequest, RawSpan, WireFormat
 
 SYSTEM_FIELD = "system field"
 """``Instruction.source`` of text from a body's own system field (Anthropic ``system``, Responses
@@ -110,11 +110,14 @@ def parsed_request(
     tools: tuple[ToolDefinition, ...],
     own_fields: frozenset[str],
     max_tokens: object = None,
+    spans: Sequence[RawSpan] = (),
+    tool_spans: Sequence[RawSpan] = (),
 ) -> ParsedRequest:
     """Assemble a :class:`ParsedRequest` from what a codec read.
 
     The system field's instructions, then the leading system messages, form ``instructions``; fields
-    not in ``own_fields`` go to ``extra`` verbatim.
+    not in ``own_fields`` go to ``extra`` verbatim. ``spans`` (one per system instruction, then one
+    per message) and ``tool_spans`` (one per tool) say where each came from.
     """
     from ._types import ParsedRequest
 
@@ -128,7 +131,16 @@ def parsed_request(
         tools=tools,
         max_tokens=limit,
         extra={k: v for k, v in body.items() if k not in own_fields},
+        spans=_aligned(spans, len(system) + len(messages), "items"),
+        tool_spans=_aligned(tool_spans, len(tools), "tools"),
     )
+
+
+def _aligned(spans: Sequence[RawSpan], count: int, what: str) -> tuple[RawSpan, ...]:
+    # A codec that records spans records one per item; anything else is a bug in that codec.
+    if len(spans) != count:
+        raise AssertionError(f"codec recorded {len(spans)} spans for {count} {what}")
+    return tuple(spans)
 
 
 def request_body(body: object) -> Mapping[str, Any]:

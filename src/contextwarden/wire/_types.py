@@ -19,6 +19,20 @@ ParsedResponse = tuple[AssistantMessage, UsageReport | None]
 """A model response as events: the assistant message and, when the body reports it, its usage."""
 
 
+@dataclass(frozen=True, slots=True)
+class RawSpan:
+    """Where one parsed item came from in the body: its path and the JSON values it was read from.
+
+    Consumers that compare requests byte for byte (the linter's prefix-stability rules) hash
+    ``values`` instead of parsing the body a second time.
+    """
+
+    path: str
+    """The item's place in the body: ``messages[3]``, ``messages[2].content[1:3]``, ``input[4:6]``."""
+    values: tuple[Any, ...]
+    """The JSON values (message objects, content blocks, input items) the item was read from, as sent."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ParsedRequest:
     """A provider request body read into contextwarden events."""
@@ -41,6 +55,10 @@ class ParsedRequest:
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Every other top-level field (sampling settings, ``stream``, ``tool_choice``...), verbatim;
     pass it back as ``render_request(..., extra=...)`` to send the same settings."""
+    spans: tuple[RawSpan, ...] = ()
+    """Where each of ``instructions`` then ``events`` came from, one span per item, in that order."""
+    tool_spans: tuple[RawSpan, ...] = ()
+    """Where each of ``tools`` came from, one span per tool."""
 
     def to_context(self) -> ModelContext:
         """The request as a :class:`ModelContext`, with no reduction: what rendering it sends back."""

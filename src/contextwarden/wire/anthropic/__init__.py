@@ -7,7 +7,7 @@ from typing import Any
 
 from ...context import ModelContext
 from .._messages import parsed_request, request_body
-from .._types import ParsedRequest, ParsedResponse, WireFormat
+from .._types import ParsedRequest, ParsedResponse, RawSpan, WireFormat
 from .render import MAX_CACHE_BREAKPOINTS, render_anthropic
 from .request import parse_messages, parse_system, parse_tools
 from .response import parse_anthropic_response
@@ -26,13 +26,17 @@ class AnthropicCodec:
     def parse_request(self, body: Mapping[str, Any]) -> ParsedRequest:
         """Read a Messages request body."""
         body = request_body(body)
+        spans: list[RawSpan] = []
+        tool_spans: list[RawSpan] = []
         return parsed_request(
             "anthropic",
             body,
-            system=parse_system(body.get("system")),
-            messages=parse_messages(body.get("messages")),
-            tools=parse_tools(body.get("tools")),
+            system=parse_system(body.get("system"), spans),
+            messages=parse_messages(body.get("messages"), spans),
+            tools=parse_tools(body.get("tools"), tool_spans),
             own_fields=_OWN_FIELDS,
+            spans=spans,
+            tool_spans=tool_spans,
             max_tokens=body.get("max_tokens"),
         )
 

@@ -25,6 +25,7 @@ from ...errors import ImportFormatError
 from ...events import BinaryPart, Instruction, OpaquePart, ThinkingBlock, ToolCall
 from .._common import REDACTED_PREFIX, arguments_object, dumps_compact, from_b64
 from .._messages import SYSTEM_FIELD
+from .._types import RawSpan
 
 __all__ = [
     "AssistantBlock",
@@ -43,27 +44,39 @@ _THINKING_KEYS = {
 _IGNORED = frozenset({"cache_control"})
 
 
-def parse_system(system: object) -> tuple[Instruction, ...]:
-    """The instructions of a ``system`` field: a string, or text blocks (one instruction each)."""
+def parse_system(system: object, spans: list[RawSpan] | None = None) -> tuple[Instruction, ...]:
+    """The instructions of a ``system`` field: a string, or text blocks (one instruction each).
+
+    ``spans``, when given, gets where each instruction came from.
+    """
     if isinstance(system, str):
+        if system and spans is not None:
+            spans.append(RawSpan("system", (system,)))
         return (Instruction(text=system, source=SYSTEM_FIELD),) if system else ()
     if system is None:
         return ()
     if not isinstance(system, list):
         raise ImportFormatError("Anthropic 'system' must be a string or a list of text blocks")
-    return tuple(
-        Instruction(text=str(block.get("text", "")), source=SYSTEM_FIELD)
-        for block in system
-        if isinstance(block, Mapping) and block.get("type", "text") == "text"
-    )
+    out: list[Instruction] = []
+    for index, block in enumerate(system):
+        if isinstance(block, Mapping) and block.get("type", "text") == "text":
+            out.append(Instruction(text=str(block.get("text", "")), source=SYSTEM_FIELD))
+            if spans is not None:
+                spans.append(RawSpan(f"system[{index}]", (block,)))
+    return tuple(out)
 
 
-def parse_tools(tools: object) -> tuple[ToolDefinition, ...]:
-    """The tool definitions of a ``tools`` list; server tools (with a ``type``) are kept verbatim."""
+def parse_tools(tools: object, spans: list[RawSpan] | None = None) -> tuple[ToolDefinition, ...]:
+    """The tool definitions of a ``tools`` list; server tools (with a ``type``) are kept verbatim.
+
+    ``spans``, when given, gets where each tool came from.
+    """
     out: list[ToolDefinition] = []
-    for tool in tools if isinstance(tools, list) else ():
+    for index, tool in enumerate(tools if isinstance(tools, list) else ()):
         if not isinstance(tool, Mapping):
             continue
+        if spans is not None:
+            spans.append(RawSpan(f"tools[{index}]", (tool,)))
         if tool.get("type") not in (None, "custom"):
             out.append(
                 ToolDefinition(
@@ -85,8 +98,12 @@ def parse_tools(tools: object) -> tuple[ToolDefinition, ...]:
     return tuple(out)
 
 
-def parse_messages(messages: object) -> list[Message]:
-    """The request messages of a ``messages`` list (raises :class:`ImportFormatError` when it is none)."""
+def parse_messages(messages: object, spans: list[RawSpan] | None = None) -> list[Message]:
+    """The request messages of a ``messages`` list (raises :class:`ImportFormatError` when it is none).
+
+    ``spans``, when given, gets one :class:`RawSpan` per message: a whole assistant turn, each
+    ``tool_result`` block, and each run of other user blocks (``messages[2].content[1:3]``).
+    """
     if not isinstance(messages, list):
         raise ImportFormatError("Anthropic request body has no 'messages' list")
     out: list[Message] = []
@@ -103,8 +120,10 @@ def parse_messages(messages: object) -> list[Message]:
             message = assistant_content(valid)
             names.update((call.id, call.name) for call in message.tool_calls)
             out.append(message)
+            if spans is not None:
+                spans.append(RawSpan(f"messages[{index}]", (raw,)))
         else:
-            out.extend(_user(valid, names))
+            out.extend(_user(valid, names, spans, f"messages[{index}]", raw))
     return out
 
 
@@ -161,31 +180,45 @@ def _opaque(block: Mapping[str, Any], position: int) -> OpaquePart:
     )
 
 
-def _user(blocks: list[Mapping[str, Any]], names: Mapping[str, str]) -> list[Message]:
+def _user(
+    blocks: list[Mapping[str, Any]],
+    names: Mapping[str, str],
+    spans: list[RawSpan] | None,
+    path: str,
+    whole: object,
+) -> list[Message]:
     out: list[Message] = []
     texts: list[str] = []
     parts: list[BinaryPart] = []
     opaque: list[OpaquePart] = []
     position = 0
+    start = 0  # the first block of the run being collected
 
-    def flush() -> None:
+    def flush(end: int) -> None:
         if texts or parts or opaque:
             out.append(Message(role="user", text="\n\n".join(texts), parts=tuple(parts), opaque=tuple(opaque)))
+            if spans is not None:
+                if start == 0 and end == len(blocks):
+                    spans.append(RawSpan(path, (whole,)))
+                else:
+                    spans.append(RawSpan(f"{path}.content[{start}:{end}]", tuple(blocks[start:end])))
         texts.clear()
         parts.clear()
         opaque.clear()
 
-    for block in blocks:
+    for index, block in enumerate(blocks):
         if block.get("type") == "tool_result":
-            flush()  # text before a result is not valid Anthropic, but keep the order seen
-            position = 0
+            flush(index)  # text before a result is not valid Anthropic, but keep the order seen
+            position, start = 0, index + 1
             out.append(_tool_result(block, names))
+            if spans is not None:
+                spans.append(RawSpan(f"{path}.content[{index}]", (block,)))
         elif not content_block(block, texts, parts):
             opaque.append(_opaque(block, position))
             position += 1
         else:
             position += 1
-    flush()
+    flush(len(blocks))
     return out
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...context import ModelContext
 from .._messages import parsed_request, request_body
-from .._types import ParsedRequest, ParsedResponse, WireFormat
+from .._types import ParsedRequest, ParsedResponse, RawSpan, WireFormat
 from .render import render_gemini
 from .request import parse_contents, parse_system, parse_tools
 from .response import parse_gemini_response
@@ -30,15 +30,19 @@ class GeminiCodec:
     def parse_request(self, body: Mapping[str, Any]) -> ParsedRequest:
         """Read a ``generateContent`` request body."""
         body = request_body(body)
+        spans: list[RawSpan] = []
+        tool_spans: list[RawSpan] = []
         config = body.get("generationConfig")
         limit = config.get("maxOutputTokens") if isinstance(config, Mapping) else None
         parsed = parsed_request(
             "gemini",
             body,
-            system=parse_system(body.get("systemInstruction")),
-            messages=parse_contents(body.get("contents")),
-            tools=parse_tools(body.get("tools")),
+            system=parse_system(body.get("systemInstruction"), spans),
+            messages=parse_contents(body.get("contents"), spans),
+            tools=parse_tools(body.get("tools"), tool_spans),
             own_fields=_OWN_FIELDS,
+            spans=spans,
+            tool_spans=tool_spans,
             max_tokens=limit,
         )
         if isinstance(config, Mapping) and parsed.max_tokens is not None:

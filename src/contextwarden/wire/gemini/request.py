@@ -23,32 +23,40 @@ from ...errors import ImportFormatError
 from ...events import BinaryPart, Instruction, OpaquePart, ThinkingBlock, ToolCall
 from .._common import arguments_object, dumps_compact, from_b64
 from .._messages import SYSTEM_FIELD
+from .._types import RawSpan
 
 __all__ = ["model_content", "parse_contents", "parse_system", "parse_tools"]
 
 _FORMAT = "gemini"
 
 
-def parse_system(system: object) -> tuple[Instruction, ...]:
-    """The instructions of a ``systemInstruction`` content (one per text part)."""
+def parse_system(system: object, spans: list[RawSpan] | None = None) -> tuple[Instruction, ...]:
+    """The instructions of a ``systemInstruction`` content (one per text part; ``spans``: where each came from)."""
     parts = system.get("parts") if isinstance(system, Mapping) else None
-    return tuple(
-        Instruction(text=str(part["text"]), source=SYSTEM_FIELD)
-        for part in parts or ()
-        if isinstance(part, Mapping) and isinstance(part.get("text"), str)
-    )
+    out: list[Instruction] = []
+    for index, part in enumerate(parts if isinstance(parts, list) else ()):
+        if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+            out.append(Instruction(text=str(part["text"]), source=SYSTEM_FIELD))
+            if spans is not None:
+                spans.append(RawSpan(f"systemInstruction.parts[{index}]", (part,)))
+    return tuple(out)
 
 
-def parse_tools(tools: object) -> tuple[ToolDefinition, ...]:
-    """Function declarations as definitions; other tools (``googleSearch``, ``codeExecution``) kept verbatim."""
+def parse_tools(tools: object, spans: list[RawSpan] | None = None) -> tuple[ToolDefinition, ...]:
+    """Function declarations as definitions; other tools (``googleSearch``, ``codeExecution``) kept verbatim.
+
+    ``spans``, when given, gets where each definition came from (a declaration, or a whole tool).
+    """
     out: list[ToolDefinition] = []
-    for tool in tools if isinstance(tools, list) else ():
+    for index, tool in enumerate(tools if isinstance(tools, list) else ()):
         if not isinstance(tool, Mapping):
             continue
         declarations = tool.get("functionDeclarations")
         if set(tool) == {"functionDeclarations"} and isinstance(declarations, list):
-            for declaration in declarations:
+            for number, declaration in enumerate(declarations):
                 if isinstance(declaration, Mapping):
+                    if spans is not None:
+                        spans.append(RawSpan(f"tools[{index}].functionDeclarations[{number}]", (declaration,)))
                     schema = declaration.get("parameters")
                     out.append(
                         ToolDefinition(
@@ -58,6 +66,8 @@ def parse_tools(tools: object) -> tuple[ToolDefinition, ...]:
                         )
                     )
         else:
+            if spans is not None:
+                spans.append(RawSpan(f"tools[{index}]", (tool,)))
             out.append(
                 ToolDefinition(
                     name=next(iter(tool), ""), description="", format=_FORMAT, raw_json=dumps_compact(dict(tool))
@@ -66,8 +76,12 @@ def parse_tools(tools: object) -> tuple[ToolDefinition, ...]:
     return tuple(out)
 
 
-def parse_contents(contents: object) -> list[Message]:
-    """The request messages of a ``contents`` list (raises :class:`ImportFormatError` when it is none)."""
+def parse_contents(contents: object, spans: list[RawSpan] | None = None) -> list[Message]:
+    """The request messages of a ``contents`` list (raises :class:`ImportFormatError` when it is none).
+
+    ``spans``, when given, gets one :class:`RawSpan` per message: a whole model content, each
+    ``functionResponse`` part, and a user content's other parts together.
+    """
     if not isinstance(contents, list):
         raise ImportFormatError("Gemini request body has no 'contents' list")
     out: list[Message] = []
@@ -80,8 +94,10 @@ def parse_contents(contents: object) -> list[Message]:
             message = model_content(parts, f"gemini-call-{index}")
             calls = list(message.tool_calls)
             out.append(message)
+            if spans is not None:
+                spans.append(RawSpan(f"contents[{index}]", (raw,)))
         else:
-            out.extend(_user(parts, calls))
+            out.extend(_user(parts, calls, spans, f"contents[{index}]", raw))
     return out
 
 
@@ -122,17 +138,23 @@ def model_content(parts: Sequence[Mapping[str, Any]], id_prefix: str) -> Message
     )
 
 
-def _user(parts: list[Mapping[str, Any]], calls: list[ToolCall]) -> list[Message]:
+def _user(
+    parts: list[Mapping[str, Any]], calls: list[ToolCall], spans: list[RawSpan] | None, path: str, whole: object
+) -> list[Message]:
     out: list[Message] = []
     texts: list[str] = []
     binary: list[BinaryPart] = []
     opaque: list[OpaquePart] = []
+    rest: list[Mapping[str, Any]] = []
     position = 0
-    for part in parts:
+    for index, part in enumerate(parts):
         response = part.get("functionResponse")
         if isinstance(response, Mapping):
             out.append(_result(response, calls))
+            if spans is not None:
+                spans.append(RawSpan(f"{path}.parts[{index}]", (part,)))
             continue
+        rest.append(part)
         data = part.get("inlineData")
         decoded = None
         if isinstance(data, Mapping) and set(part) == {"inlineData"}:
@@ -150,6 +172,8 @@ def _user(parts: list[Mapping[str, Any]], calls: list[ToolCall]) -> list[Message
         position += 1
     if texts or binary or opaque:
         out.append(Message(role="user", text="\n\n".join(texts), parts=tuple(binary), opaque=tuple(opaque)))
+        if spans is not None:  # the parts that are no results, as one item
+            spans.append(RawSpan(path, (whole,)) if len(rest) == len(parts) else RawSpan(f"{path}.parts", tuple(rest)))
     return out
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...context import ModelContext
 from .._messages import parsed_request, request_body
-from .._types import ParsedRequest, ParsedResponse, WireFormat
+from .._types import ParsedRequest, ParsedResponse, RawSpan, WireFormat
 from .render import render_openai_chat
 from .request import parse_messages, parse_tools
 from .response import parse_openai_chat_response
@@ -30,14 +30,18 @@ class OpenAIChatCodec:
     def parse_request(self, body: Mapping[str, Any]) -> ParsedRequest:
         """Read a Chat Completions request body."""
         body = request_body(body)
+        spans: list[RawSpan] = []
+        tool_spans: list[RawSpan] = []
         limit = body.get("max_completion_tokens", body.get("max_tokens"))
         return parsed_request(
             "openai_chat",
             body,
             system=(),
-            messages=parse_messages(body.get("messages")),
-            tools=parse_tools(body.get("tools")),
+            messages=parse_messages(body.get("messages"), spans),
+            tools=parse_tools(body.get("tools"), tool_spans),
             own_fields=_OWN_FIELDS,
+            spans=spans,
+            tool_spans=tool_spans,
             max_tokens=limit,
         )
 

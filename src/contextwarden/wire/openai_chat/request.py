@@ -22,18 +22,21 @@ from ...context import Message, ToolDefinition
 from ...errors import ImportFormatError
 from ...events import BinaryPart, OpaquePart, ThinkingBlock, ToolCall
 from .._common import dumps_compact, from_data_url, parse_arguments
+from .._types import RawSpan
 
-__all__ = ["parse_messages", "parse_tools", "reasoning_blocks", "tool_call"]
+__all__ = ["message_content", "parse_messages", "parse_tools", "reasoning_blocks", "tool_call"]
 
 _FORMAT = "openai_chat"
 
 
-def parse_tools(tools: object) -> tuple[ToolDefinition, ...]:
-    """Function tools as definitions; any other tool type kept verbatim."""
+def parse_tools(tools: object, spans: list[RawSpan] | None = None) -> tuple[ToolDefinition, ...]:
+    """Function tools as definitions; any other tool type kept verbatim (``spans``: where each came from)."""
     out: list[ToolDefinition] = []
-    for tool in tools if isinstance(tools, list) else ():
+    for index, tool in enumerate(tools if isinstance(tools, list) else ()):
         if not isinstance(tool, Mapping):
             continue
+        if spans is not None:
+            spans.append(RawSpan(f"tools[{index}]", (tool,)))
         function = tool.get("function")
         if tool.get("type") == "function" and isinstance(function, Mapping) and set(tool) == {"type", "function"}:
             schema = function.get("parameters")
@@ -53,8 +56,11 @@ def parse_tools(tools: object) -> tuple[ToolDefinition, ...]:
     return tuple(out)
 
 
-def parse_messages(messages: object) -> list[Message]:
-    """The request messages of a ``messages`` list (raises :class:`ImportFormatError` when it is none)."""
+def parse_messages(messages: object, spans: list[RawSpan] | None = None) -> list[Message]:
+    """The request messages of a ``messages`` list (raises :class:`ImportFormatError` when it is none).
+
+    ``spans``, when given, gets one :class:`RawSpan` per message: each message is one item.
+    """
     if not isinstance(messages, list):
         raise ImportFormatError("OpenAI Chat request body has no 'messages' list")
     out: list[Message] = []
@@ -65,7 +71,9 @@ def parse_messages(messages: object) -> list[Message]:
         if not isinstance(raw, Mapping) or not isinstance(raw.get("role"), str):
             raise ImportFormatError(f"messages[{index}] is not an object with a 'role'")
         role = raw["role"]
-        text, parts, opaque = _content(raw.get("content"))
+        if spans is not None:
+            spans.append(RawSpan(f"messages[{index}]", (raw,)))
+        text, parts, opaque = message_content(raw.get("content"))
         if role in ("system", "developer"):
             out.append(Message(role=role, text=text, section="instructions"))
         elif role == "assistant":
@@ -124,7 +132,8 @@ def tool_call(raw: Mapping[str, Any]) -> ToolCall:
     )
 
 
-def _content(content: object) -> tuple[str, tuple[BinaryPart, ...], tuple[OpaquePart, ...]]:
+def message_content(content: object) -> tuple[str, tuple[BinaryPart, ...], tuple[OpaquePart, ...]]:
+    """Text, data-URL images and other parts (kept opaque) of a message's ``content``: a string or parts."""
     if isinstance(content, str):
         return content, (), ()
     texts: list[str] = []

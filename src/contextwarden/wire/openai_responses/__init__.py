@@ -7,7 +7,7 @@ from typing import Any
 
 from ...context import ModelContext
 from .._messages import parsed_request, request_body
-from .._types import ParsedRequest, ParsedResponse, WireFormat
+from .._types import ParsedRequest, ParsedResponse, RawSpan, WireFormat
 from .render import render_openai_responses
 from .request import parse_input, parse_instructions, parse_tools
 from .response import parse_openai_responses_response
@@ -26,13 +26,17 @@ class OpenAIResponsesCodec:
     def parse_request(self, body: Mapping[str, Any]) -> ParsedRequest:
         """Read a Responses request body."""
         body = request_body(body)
+        spans: list[RawSpan] = []
+        tool_spans: list[RawSpan] = []
         return parsed_request(
             "openai_responses",
             body,
-            system=parse_instructions(body.get("instructions")),
-            messages=parse_input(body.get("input")),
-            tools=parse_tools(body.get("tools")),
+            system=parse_instructions(body.get("instructions"), spans),
+            messages=parse_input(body.get("input"), spans),
+            tools=parse_tools(body.get("tools"), tool_spans),
             own_fields=_OWN_FIELDS,
+            spans=spans,
+            tool_spans=tool_spans,
             max_tokens=body.get("max_output_tokens"),
         )
 

@@ -27,6 +27,7 @@ from ...errors import ImportFormatError
 from ...events import BinaryPart, Instruction, OpaquePart, ThinkingBlock, ToolCall
 from .._common import dumps_compact, from_data_url, parse_arguments
 from .._messages import SYSTEM_FIELD
+from .._types import RawSpan
 
 __all__ = ["assistant_turn", "parse_input", "parse_instructions", "parse_tools"]
 
@@ -34,19 +35,26 @@ _FORMAT = "openai_responses"
 _USER_SIDE = frozenset({"function_call_output"})
 
 
-def parse_instructions(instructions: object) -> tuple[Instruction, ...]:
-    """The system prompt of an ``instructions`` field."""
+def parse_instructions(instructions: object, spans: list[RawSpan] | None = None) -> tuple[Instruction, ...]:
+    """The system prompt of an ``instructions`` field (``spans``: where it came from)."""
     if isinstance(instructions, str) and instructions:
+        if spans is not None:
+            spans.append(RawSpan("instructions", (instructions,)))
         return (Instruction(text=instructions, source=SYSTEM_FIELD),)
     return ()
 
 
-def parse_tools(tools: object) -> tuple[ToolDefinition, ...]:
-    """Function tools as definitions; built-in tools (``web_search``, ``file_search``...) kept verbatim."""
+def parse_tools(tools: object, spans: list[RawSpan] | None = None) -> tuple[ToolDefinition, ...]:
+    """Function tools as definitions; built-in tools (``web_search``, ``file_search``...) kept verbatim.
+
+    ``spans``, when given, gets where each tool came from.
+    """
     out: list[ToolDefinition] = []
-    for tool in tools if isinstance(tools, list) else ():
+    for index, tool in enumerate(tools if isinstance(tools, list) else ()):
         if not isinstance(tool, Mapping):
             continue
+        if spans is not None:
+            spans.append(RawSpan(f"tools[{index}]", (tool,)))
         if tool.get("type") == "function" and set(tool) <= {"type", "name", "description", "parameters", "strict"}:
             schema = tool.get("parameters")
             out.append(
@@ -68,9 +76,15 @@ def parse_tools(tools: object) -> tuple[ToolDefinition, ...]:
     return tuple(out)
 
 
-def parse_input(items: object) -> list[Message]:
-    """The request messages of an ``input`` field (a string or a list of items)."""
+def parse_input(items: object, spans: list[RawSpan] | None = None) -> list[Message]:
+    """The request messages of an ``input`` field (a string or a list of items).
+
+    ``spans``, when given, gets one :class:`RawSpan` per message: the input item it was read from, or
+    for an assistant turn the run of items that form it (``input[4:7]``).
+    """
     if isinstance(items, str):
+        if spans is not None:
+            spans.append(RawSpan("input", (items,)))
         return [Message(role="user", text=items)]
     if not isinstance(items, list):
         raise ImportFormatError("OpenAI Responses request body has no 'input' string or list")
@@ -78,11 +92,15 @@ def parse_input(items: object) -> list[Message]:
     turn: list[Mapping[str, Any]] = []
     names: dict[str, str] = {}
 
-    def flush() -> None:
+    def flush(end: int) -> None:
         if turn:
             message = assistant_turn(turn)
             names.update((call.id, call.name) for call in message.tool_calls)
             out.append(message)
+            if spans is not None:
+                start = end - len(turn)
+                path = f"input[{start}]" if len(turn) == 1 else f"input[{start}:{end}]"
+                spans.append(RawSpan(path, tuple(turn)))
             turn.clear()
 
     for index, raw in enumerate(items):
@@ -90,27 +108,28 @@ def parse_input(items: object) -> list[Message]:
             raise ImportFormatError(f"input[{index}] is not an object")
         kind = raw.get("type", "message" if "role" in raw else None)
         role = raw.get("role")
-        if kind == "message" and role != "assistant":
-            flush()
-            out.append(_message(raw))
-        elif kind in _USER_SIDE:
-            flush()
-            call_id = str(raw.get("call_id", ""))
-            text, parts = _content(raw.get("output"))
-            out.append(
-                Message(
-                    role="tool",
-                    text=text,
-                    tool_call_id=call_id,
-                    tool_name=names.get(call_id, ""),
-                    parts=parts,
-                    section="tool_output",
-                )
-            )
+        if (kind == "message" and role != "assistant") or kind in _USER_SIDE:
+            flush(index)
+            if spans is not None:
+                spans.append(RawSpan(f"input[{index}]", (raw,)))
+            out.append(_message(raw) if kind == "message" else _tool_output(raw, names))
         else:
             turn.append(raw)
-    flush()
+    flush(len(items))
     return out
+
+
+def _tool_output(item: Mapping[str, Any], names: Mapping[str, str]) -> Message:
+    call_id = str(item.get("call_id", ""))
+    text, parts = _content(item.get("output"))
+    return Message(
+        role="tool",
+        text=text,
+        tool_call_id=call_id,
+        tool_name=names.get(call_id, ""),
+        parts=parts,
+        section="tool_output",
+    )
 
 
 def assistant_turn(items: Sequence[Mapping[str, Any]]) -> Message:
