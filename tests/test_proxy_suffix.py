@@ -41,6 +41,7 @@ def _same(a: Any, b: Any) -> None:
     assert a.root == b.root and a.chain == b.chain
     assert [content_digest(i) for i in a.parsed.instructions] == [content_digest(i) for i in b.parsed.instructions]
     assert a.parsed.tools == b.parsed.tools
+    assert a.parsed.spans == b.parsed.spans and a.parsed.tool_spans == b.parsed.tool_spans
     assert a.parsed.extra == b.parsed.extra and a.parsed.max_tokens == b.parsed.max_tokens
 
 

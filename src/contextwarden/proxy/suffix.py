@@ -20,6 +20,7 @@ parsed text, so it is bounded (:data:`MAX_ENTRIES` lists per caller, :data:`MAX_
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -28,7 +29,7 @@ from typing import Any
 
 from ..events import AssistantMessage, Event, ToolResult
 from ..mirror import content_digest
-from ..wire import ParsedRequest, get_codec
+from ..wire import ParsedRequest, RawSpan, get_codec
 from .identity import continued, history_chain
 
 SUFFIX_FORMATS = frozenset({"anthropic"})
@@ -36,6 +37,8 @@ SUFFIX_FORMATS = frozenset({"anthropic"})
 
 MAX_ENTRIES = 8
 """Message lists remembered per caller and format: its main session, side requests, subagents."""
+
+_MESSAGE_PATH = re.compile(r"messages\[(\d+)\]")
 
 MAX_CALLERS = 256
 """Callers (credential and format) remembered; the least recently seen is forgotten first."""
@@ -117,6 +120,12 @@ def _longest_match(entries: Sequence[_Entry], messages: list[Any]) -> _Entry | N
 
 
 def _from_anchor(fmt: str, body: Mapping[str, Any], messages: list[Any], entry: _Entry) -> Read:
+    def shift(span: RawSpan) -> RawSpan:
+        index = _MESSAGE_PATH.match(span.path)
+        if index is None:
+            return span
+        return RawSpan(f"messages[{int(index[1]) + entry.anchor}]{span.path[index.end() :]}", span.values)
+
     tail = get_codec(fmt).parse_request({**body, "messages": messages[entry.anchor :]})
     cached = entry.read
     cut = entry.anchor_event
@@ -131,7 +140,18 @@ def _from_anchor(fmt: str, body: Mapping[str, Any], messages: list[Any], entry: 
             chain.append(continued(root, chain, item))
     else:  # another system prompt: the same messages chain differently
         chain = history_chain(root, digests)
-    return Read(parsed=replace(tail, events=events), digests=digests, root=root, chain=chain, reused=cut)
+    # spans: the tail's instructions, the reused events', then the tail's events at their place in the whole list
+    lead = len(tail.instructions)
+    spans = (
+        (
+            *tail.spans[:lead],
+            *cached.parsed.spans[len(cached.parsed.instructions) :][:cut],
+            *map(shift, tail.spans[lead:]),
+        )
+        if tail.spans
+        else ()
+    )
+    return Read(parsed=replace(tail, events=events, spans=spans), digests=digests, root=root, chain=chain, reused=cut)
 
 
 def _named(event: Event, names: Mapping[str, str]) -> Event:
