@@ -13,7 +13,10 @@ from .events import BinaryPart, OpaquePart, ThinkingBlock, ToolCall
 
 Role = Literal["system", "developer", "user", "assistant", "tool"]
 
-SECTIONS: tuple[str, ...] = (
+Section = Literal["system", "tools", "instructions", "pinned", "summary", "conversation", "tool_output"]
+"""A section of a request (see :data:`SECTIONS`)."""
+
+SECTIONS: tuple[Section, ...] = (
     "system",
     "tools",
     "instructions",
@@ -51,7 +54,7 @@ class Message:
     """Images and files attached."""
     opaque: tuple[OpaquePart, ...] = ()
     """Provider items kept verbatim; only the codec of their format renders them, at their position."""
-    section: str = "conversation"
+    section: Section = "conversation"
     """Which section of :data:`SECTIONS` the message belongs to."""
     source_ids: tuple[str, ...] = ()
     """Ids of the events this message was projected from."""

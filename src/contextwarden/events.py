@@ -37,6 +37,24 @@ def new_event_id() -> str:
 # --------------------------------------------------------------------------- parts
 
 
+EventKind = Literal[
+    "user",
+    "assistant",
+    "tool_result",
+    "instruction",
+    "steering",
+    "pin",
+    "setting",
+    "usage",
+    "compaction",
+    "context_edit",
+    "tool_set",
+    "fork",
+    "event",
+]
+"""The ``kind`` tag of every event class (``event`` only on the abstract base)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ToolCall:
     """One tool call made by the assistant."""
@@ -113,7 +131,7 @@ class ContextEdit:
 class Event:
     """Fields every event carries. Do not instantiate directly; use a subclass."""
 
-    kind: ClassVar[str] = "event"
+    kind: ClassVar[EventKind] = "event"
     is_window_event: ClassVar[bool] = False
 
     id: str = field(default_factory=new_event_id)
@@ -132,7 +150,7 @@ class Event:
 class UserMessage(Event):
     """A message from the user."""
 
-    kind: ClassVar[str] = "user"
+    kind: ClassVar[EventKind] = "user"
     text: str
     """What the user said."""
     parts: tuple[BinaryPart, ...] = ()
@@ -145,7 +163,7 @@ class UserMessage(Event):
 class AssistantMessage(Event):
     """One model response: text, reasoning and tool calls."""
 
-    kind: ClassVar[str] = "assistant"
+    kind: ClassVar[EventKind] = "assistant"
     text: str = ""
     """The visible answer text."""
     thinking: tuple[ThinkingBlock, ...] = ()
@@ -165,7 +183,7 @@ class AssistantMessage(Event):
 class ToolResult(Event):
     """The result of one tool call. ``output`` is stored in full; truncation happens in projection."""
 
-    kind: ClassVar[str] = "tool_result"
+    kind: ClassVar[EventKind] = "tool_result"
     call_id: str
     """The id of the :class:`ToolCall` this answers."""
     tool_name: str
@@ -184,7 +202,7 @@ class ToolResult(Event):
 class Instruction(Event):
     """A system or developer instruction (system prompt, project rules, policy)."""
 
-    kind: ClassVar[str] = "instruction"
+    kind: ClassVar[EventKind] = "instruction"
     text: str
     """The instruction text."""
     role: Literal["system", "developer"] = "system"
@@ -197,7 +215,7 @@ class Instruction(Event):
 class Steering(Event):
     """A later user constraint or correction that overrides earlier plans."""
 
-    kind: ClassVar[str] = "steering"
+    kind: ClassVar[EventKind] = "steering"
     text: str
     """The constraint or correction, verbatim."""
 
@@ -206,7 +224,7 @@ class Steering(Event):
 class Pin(Event):
     """An explicit pin: text that must stay visible verbatim in every request."""
 
-    kind: ClassVar[str] = "pin"
+    kind: ClassVar[EventKind] = "pin"
     text: str
     """The pinned text (a constraint, a fact, a rule)."""
     label: str = "constraint"
@@ -217,7 +235,7 @@ class Pin(Event):
 class SettingChange(Event):
     """A change of model or generation settings from this point on."""
 
-    kind: ClassVar[str] = "setting"
+    kind: ClassVar[EventKind] = "setting"
     model: str = ""
     """The new model name, or empty when only settings change."""
     settings: dict[str, JSONValue] = field(default_factory=dict)
@@ -228,7 +246,7 @@ class SettingChange(Event):
 class UsageReport(Event):
     """Provider-reported usage for one model call."""
 
-    kind: ClassVar[str] = "usage"
+    kind: ClassVar[EventKind] = "usage"
     input_tokens: int
     """Total input tokens the provider counted, cached ones included."""
     output_tokens: int = 0
@@ -249,7 +267,7 @@ class UsageReport(Event):
 class Compaction(Event):
     """A compaction: from here on the model sees ``summary`` instead of events before ``first_kept_seq``."""
 
-    kind: ClassVar[str] = "compaction"
+    kind: ClassVar[EventKind] = "compaction"
     is_window_event: ClassVar[bool] = True
     summary: str
     """The summary text that replaces the compacted events."""
@@ -281,7 +299,7 @@ class Compaction(Event):
 class ContextEditBatch(Event):
     """A batch of context edits (masking, supersession, clearing) applied from this point on."""
 
-    kind: ClassVar[str] = "context_edit"
+    kind: ClassVar[EventKind] = "context_edit"
     is_window_event: ClassVar[bool] = True
     edits: tuple[ContextEdit, ...]
     """The edits, each naming its target event."""
@@ -297,7 +315,7 @@ class ContextEditBatch(Event):
 class ToolSetChange(Event):
     """The set of tools exposed to the model changes from this point on."""
 
-    kind: ClassVar[str] = "tool_set"
+    kind: ClassVar[EventKind] = "tool_set"
     is_window_event: ClassVar[bool] = True
     exposed: tuple[str, ...]
     """Names of the tools exposed from now on, in their stable order."""
@@ -309,7 +327,7 @@ class ToolSetChange(Event):
 class ForkMarker(Event):
     """The first event of a forked session: it names where the branch left its source."""
 
-    kind: ClassVar[str] = "fork"
+    kind: ClassVar[EventKind] = "fork"
     source_session_id: str
     """The session the branch was forked from."""
     at_seq: int
@@ -335,7 +353,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
 }
 """Every event kind and its class."""
 
-WINDOW_KINDS: frozenset[str] = frozenset(k for k, c in EVENT_TYPES.items() if c.is_window_event)
+WINDOW_KINDS: frozenset[EventKind] = frozenset(c.kind for c in EVENT_TYPES.values() if c.is_window_event)
 """Kinds that change the model's window (compaction, context edits, tool-set changes)."""
 
 

@@ -18,9 +18,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal
 
 from .buildrecord import BUILD_KEY, BuildSettings, build_settings_of, record_event
+from .compaction.compactor import CompactionSettings, WindowCompactor
 from .context import SECTIONS, Decision, Message, ModelContext, ToolDefinition
 from .errors import BudgetExceededError, CodecError
 from .events import Compaction, ContextEditBatch, Event, SettingChange, ToolCall, ToolResult, UsageReport
@@ -30,31 +31,19 @@ from .planner import Plan, plan
 from .policy import ContextPolicy
 from .projection import Projection, ProjectionConfig
 from .retrieval import answer_retrieval
+from .seams import Compactor, PolicyLike
+from .session import Session
 from .store._protocol import SessionStore
+from .subagents import SubtaskContext, project_for_subtask
 from .taskpolicies import get_task_policy
 from .tokens import TokenCounter, best_counter
 from .tools import READ_RANGE
 from .window import compaction_blocks, latest_compaction
 
 if TYPE_CHECKING:
-    from .session import Session
-    from .subagents import SubtaskContext
     from .treebudget import TreeBudget
 
 __all__ = ["Compactor", "ContextManager", "ContextPolicy", "ToolLike"]
-
-PolicyLike = ContextPolicy | str
-"""A policy, or the name of a task preset (``coding``, ``research``, ``browser``, or one registered)."""
-
-
-class Compactor(Protocol):
-    """Makes a compaction event for a window that no longer fits (see ``contextwarden.compaction``)."""
-
-    def compact_window(
-        self, session_id: str, projection: Projection, *, profile: ModelProfile, reason: str
-    ) -> Compaction | None:
-        """Return the compaction to append, or None when nothing is old enough to summarize."""
-        ...
 
 
 @dataclass
@@ -100,8 +89,6 @@ class ContextManager:
         self.counter = counter or best_counter()
         self.policy = _policy(policy) if policy is not None else ContextPolicy()
         if compactor == "structured":
-            from .compaction.compactor import CompactionSettings, WindowCompactor  # builds on this module
-
             compactor = WindowCompactor(
                 store, counter=self.counter, settings=CompactionSettings(budget=self.policy.budget)
             )
@@ -127,8 +114,6 @@ class ContextManager:
         ``model``, ``tools`` and ``policy`` are the defaults of the handle's builds. ``create``
         creates the session when it does not exist (otherwise that is ``SessionNotFound``).
         """
-        from .session import Session  # the handle builds on this module
-
         return Session(self, session_id, model=model, tools=tools, policy=policy, create=create)
 
     # ------------------------------------------------------------------ window
@@ -337,7 +322,7 @@ class ContextManager:
         """Measure and return the request; ``made`` are this build's own decisions (compaction, plan)."""
         projection = window.projection
         messages, pairing, measured = projection.normalized()
-        sections = {k: measured.get(k, 0) for k in SECTIONS}
+        sections: dict[str, int] = {k: measured.get(k, 0) for k in SECTIONS}
         sections["system"] = self.counter.count(projection.system)
         sections["tools"] = fixed - sections["system"]
         total = sum(sections.values())
@@ -381,8 +366,6 @@ class ContextManager:
         tools: Sequence[ToolLike] = (),
     ) -> SubtaskContext:
         """Open a child session for ``task`` with a scoped context (see :func:`subagents.project_for_subtask`)."""
-        from .subagents import project_for_subtask  # subagents builds on this module
-
         return project_for_subtask(self, session_id, task, select=select, model=model, tools=tools)
 
     def retrieve(self, session_id: str, call: ToolCall, *, policy: PolicyLike | None = None) -> ToolResult:

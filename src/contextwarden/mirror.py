@@ -64,6 +64,7 @@ from .events import (
     BinaryPart,
     Compaction,
     Event,
+    EventKind,
     Instruction,
     JSONValue,
     OpaquePart,
@@ -74,7 +75,9 @@ from .events import (
 from .state import TaskState, derive_state
 from .store._protocol import SessionStore
 
-MIRRORED_KINDS: frozenset[str] = frozenset({Instruction.kind, UserMessage.kind, AssistantMessage.kind, ToolResult.kind})
+MIRRORED_KINDS: frozenset[EventKind] = frozenset(
+    {Instruction.kind, UserMessage.kind, AssistantMessage.kind, ToolResult.kind}
+)
 """The event kinds a client's history consists of; only these are matched against the log."""
 
 MIRROR_SUMMARIZER = "mirror"

@@ -21,16 +21,13 @@ append. Another writer's append in between still makes the next append raise
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from .context import ModelContext
 from .errors import SessionNotFound, UsageError
 from .events import Event, ToolCall, ToolResult, UsageReport
 from .exposure import ToolLike
 from .models import ModelProfile
-
-if TYPE_CHECKING:
-    from .manager import ContextManager, PolicyLike
+from .seams import PolicyLike, WindowManager
 
 __all__ = ["Session"]
 
@@ -40,7 +37,7 @@ class Session:
 
     def __init__(
         self,
-        manager: ContextManager,
+        manager: WindowManager,
         session_id: str,
         *,
         model: str | ModelProfile | None = None,

@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from .context import ModelContext
 from .errors import UsageError
 from .events import AssistantMessage, ContextEdit, Event, Instruction, Pin, ToolCall, ToolResult, UserMessage
+from .exposure import ToolLike
 from .fragments import DEFAULT_REGISTRY, FragmentRegistry, cut_middle
 from .items import ContextItem, Lifecycle
-from .manager import ContextManager, ToolLike
 from .models import ModelProfile
 from .policies.truncate import truncate_output
 from .projection import Projection
+from .seams import WindowManager
 from .tokens import TokenCounter
 
 __all__ = ["SubtaskContext", "project_for_subtask", "return_to_parent"]
@@ -158,7 +159,7 @@ def _task_text(task: str, goal: str, quotes: Sequence[str]) -> str:
 
 
 def project_for_subtask(
-    manager: ContextManager,
+    manager: WindowManager,
     session_id: str,
     task: str,
     *,
@@ -234,7 +235,7 @@ def _final_answer(events: Sequence[Event]) -> str:
 
 
 def return_to_parent(
-    manager: ContextManager,
+    manager: WindowManager,
     child_session_id: str,
     *,
     result: str | None = None,

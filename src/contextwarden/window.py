@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from .accounting import message_tokens
-from .context import Message
+from .context import Message, Section
 from .events import Compaction, Event
 from .fragments import DEFAULT_REGISTRY
 from .items import ContextItem, Tier
@@ -60,10 +60,11 @@ def compaction_blocks(compaction: Compaction, counter: TokenCounter) -> list[Con
     """The pinned block and the summary block that open the compaction's window."""
     state = TaskState.from_dict(compaction.state)
     blocks: list[ContextItem] = []
-    for kind, text, tier in (
+    opening: tuple[tuple[Section, str, Tier], ...] = (
         ("pinned", pinned_text(state, counter), Tier.GOAL),
         ("summary", summary_text(compaction.summary, compaction.covered_to_seq, counter), Tier.TASK_STATE),
-    ):
+    )
+    for kind, text, tier in opening:
         message = Message(role="user", text=text, section=kind, source_ids=(compaction.id,))
         tokens = message_tokens(message, counter)
         message = replace(message, tokens=tokens)

@@ -25,9 +25,9 @@ from ..budget import BudgetPolicy
 from ..errors import Cancelled, CompactionError, ProviderError, SummaryRejected, UsageError
 from ..events import Compaction, JSONValue
 from ..items import ContextItem
-from ..manager import ContextManager
 from ..models import ModelProfile, get_profile
 from ..projection import Projection
+from ..seams import WindowManager
 from ..state import TaskState
 from ..store._protocol import SessionStore
 from ..tokens import TokenCounter, best_counter
@@ -78,7 +78,7 @@ class _Written:
 
 
 class WindowCompactor:
-    """The :class:`~contextwarden.manager.Compactor` of contextwarden (see the module docstring)."""
+    """The :class:`~contextwarden.seams.Compactor` of contextwarden (see the module docstring)."""
 
     def __init__(
         self,
@@ -321,7 +321,7 @@ def _who(written: _Written) -> str:
 
 
 def compact(
-    manager: ContextManager,
+    manager: WindowManager,
     session_id: str,
     *,
     model: str | ModelProfile,

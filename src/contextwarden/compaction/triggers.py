@@ -30,10 +30,10 @@ from ..accounting import Estimate
 from ..budget import BudgetPolicy
 from ..context import ToolDefinition
 from ..events import Compaction
-from ..manager import ContextManager
 from ..models import ModelProfile
 from ..planner import plan
 from ..projection import Projection
+from ..seams import WindowManager
 from ..tokens import TokenCounter
 from ._base import SummaryOptions
 from .compactor import compact
@@ -146,7 +146,7 @@ class CompactionHook:
 
     def __init__(
         self,
-        manager: ContextManager,
+        manager: WindowManager,
         *,
         settings: TriggerSettings | None = None,
         options: SummaryOptions | None = None,

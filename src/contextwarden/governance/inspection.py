@@ -209,7 +209,7 @@ def inspect_session(
             why = f" after {', '.join(brk.window_events)}" if brk.window_events else ""
             broke = f"{brk.item}: {CAUSES[brk.cause]} ({brk.describe()}){why}"
     views = _views(ctx, chosen.items)
-    sections = {name: ctx.sections.get(name, 0) for name in SECTIONS}
+    sections: dict[str, int] = {name: ctx.sections.get(name, 0) for name in SECTIONS}
     return Inspection(
         session_id=session_id,
         turn=chosen.turn,

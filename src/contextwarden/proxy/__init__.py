@@ -22,9 +22,10 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("the proxy needs its extra: pip install 'contextwarden[proxy]'") from exc
 
+from ._reply import Reply
 from .app import Proxy
 from .ledger import Ledger, LedgerRow
-from .scripted import Reply, ScriptedUpstream
+from .scripted import ScriptedUpstream
 from .serve import BackgroundServer
 from .settings import ProxySettings
 

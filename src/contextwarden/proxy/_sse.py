@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..replay.costmodel import RequestCost
-
-if TYPE_CHECKING:
-    from .scripted import Reply
+from ._reply import Reply
 
 
 def _usage(fmt: str, cost: RequestCost) -> dict[str, Any]:

@@ -20,7 +20,6 @@ import threading
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 from starlette.applications import Starlette
@@ -32,27 +31,8 @@ from ..models import get_profile
 from ..replay.costmodel import CacheSimulator, RequestCost
 from ..tokens import TokenCounter, best_counter
 from . import _sse
+from ._reply import Reply
 from .blocks import BlockCutter
-
-
-@dataclass(frozen=True, kw_only=True)
-class Reply:
-    """One scripted answer."""
-
-    text: str = "ok"
-    """The visible answer."""
-    tool_calls: tuple[tuple[str, str, dict[str, Any]], ...] = ()
-    """Tool calls as ``(id, name, arguments)``."""
-    thinking: tuple[str, str] | None = None
-    """A reasoning block as ``(text, signature)``; Responses renders it as encrypted reasoning."""
-    output_tokens: int = 8
-    """Output tokens billed."""
-    status: int = 200
-    """Anything but 200 returns ``error_body`` with this status instead of an answer."""
-    error_body: bytes = b""
-    """The body of a scripted error."""
-    delay: float = 0.0
-    """Seconds to wait between streamed events (to test a client that leaves mid-stream)."""
 
 
 @dataclass

@@ -16,12 +16,14 @@ retention probes of :mod:`.probes`; :mod:`.optimum` gives the best any batch sch
 
 from __future__ import annotations
 
+from .catalog import parse_strategy
 from .costmodel import Block, BlockMeter, CacheSimulator, CostSettings, RequestCost
-from .engine import DEFAULT_MODEL, ReplayInput, ReplaySettings, default_counter, load_inputs, replay, replay_file
+from .engine import DEFAULT_MODEL, ReplayInput, default_counter, load_inputs, replay, replay_file
 from .optimum import Optimum, offline_optimum, schedule_cost
 from .peers import PEERS, PeerStrategy, PeerUnavailable
 from .probes import PROBE_KINDS, ProbeOutcome, ProbeTracker
 from .results import FileResult, ReplayResults, RequestRecord, StrategyResult, UsageCheck
+from .settings import ReplaySettings
 from .strategies import (
     DEFAULT_STRATEGIES,
     Built,
@@ -30,7 +32,6 @@ from .strategies import (
     RunEnv,
     Strategy,
     StrategyRun,
-    parse_strategy,
 )
 from .warden import ContextWardenStrategy, contextwarden_variant
 

@@ -35,11 +35,15 @@ from ..store._protocol import SessionStore
 from ..tokens import HeuristicCounter, TokenCounter
 from ..wire.openai_chat import render_openai_chat
 from ._measure import Clock, align, block_breakpoints, output_tokens
-from .costmodel import BlockMeter, CacheSimulator, CacheTTL, CostSettings, price_call
+from .catalog import parse_strategy
+from .costmodel import BlockMeter, CacheSimulator, CostSettings, price_call
+from .optimum import offline_optimum
+from .peers import PeerStrategy, PeerUnavailable
 from .probes import ProbeTracker
 from .reference import Reference, read_reference
 from .results import FileResult, ReplayResults, RequestRecord, StrategyResult, UsageCheck
-from .strategies import Built, RunEnv, Strategy, parse_strategy
+from .settings import ReplaySettings
+from .strategies import Built, RunEnv, Strategy
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 """The profile a transcript that names no model is priced and budgeted as (the report says so)."""
@@ -50,22 +54,6 @@ HIDDEN_SECTION = "hidden_prefix"
 
 Progress = Callable[[int], None]
 """Called with the number of requests just measured."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ReplaySettings:
-    """How a replay runs. Vary it with ``dataclasses.replace``."""
-
-    model: str | None = None
-    """Price and budget every request as this model; None: each transcript's own model (see :mod:`.reference`)."""
-    interval_seconds: float = 30.0
-    """Seconds between requests when the transcript has no timestamps."""
-    cache_ttl: CacheTTL = "5m"
-    """Explicit caching: the lifetime breakpoints are written with."""
-    optimum: bool = True
-    """Compute the offline optimum of every transcript (see :mod:`.optimum`)."""
-    summarizer_model: str | None = None
-    """The profile summarizer calls are priced with (None: the replay's model)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -225,7 +213,7 @@ class _FileReplay:
         keys = [b.key for b in blocks]
         prefix_break = bool(self.previous) and keys[: len(self.previous)] != self.previous
         self.previous = keys
-        sections = {k: 0 for k in SECTIONS}
+        sections: dict[str, int] = {k: 0 for k in SECTIONS}
         for section, block in zip(sections_of, blocks, strict=True):
             sections[section] = sections.get(section, 0) + block.tokens
         probes = self.tracker.check(body, upcoming=event)
@@ -409,9 +397,6 @@ def replay(
     progress: Progress | None = None,
 ) -> ReplayResults:
     """Replay every strategy over every transcript (see the module docstring)."""
-    from .optimum import offline_optimum
-    from .peers import PeerStrategy, PeerUnavailable
-
     settings = settings or ReplaySettings()
     counter = counter or default_counter()
     parsed = [parse_strategy(s) if isinstance(s, str) else s for s in strategies]

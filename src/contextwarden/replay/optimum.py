@@ -43,9 +43,9 @@ from ..projection import Projection, ProjectionConfig
 from ..wire.openai_chat import render_openai_chat
 from ._measure import Clock, align, output_tokens
 from .costmodel import Block, BlockMeter, CacheSimulator, CostSettings
-from .engine import ReplaySettings
 from .probes import ProbeTracker
 from .reference import Reference
+from .settings import ReplaySettings
 
 _INFEASIBLE = float("inf")
 _MASK_REASON = "offline optimum"

@@ -240,28 +240,5 @@ def convert_option(raw: str, default: Any, option: str) -> Any:
     return raw
 
 
-def parse_strategy(spec: str) -> Strategy:
-    """The strategy a name stands for: ``raw``, ``mask-last-n[:N]``, ``contextwarden[:options]`` or a peer."""
-    from .peers import PEERS, peer_strategy
-    from .warden import contextwarden_variant
-
-    spec = spec.strip()
-    head, _, tail = spec.partition(":")
-    if spec == "raw":
-        return RawStrategy()
-    if head == "mask-last-n":
-        keep = convert_option(tail, 0, spec) if tail else 10
-        if keep < 0:
-            raise UsageError(f"{spec}: N must not be negative")
-        return MaskLastN(keep)
-    if head == "contextwarden":
-        return contextwarden_variant(tail, name=spec)
-    if head in PEERS:
-        return peer_strategy(head)
-    raise UsageError(
-        f"unknown strategy {spec!r}; known: raw, mask-last-n:N, contextwarden[:options], {', '.join(PEERS)}"
-    )
-
-
 DEFAULT_STRATEGIES: tuple[str, ...] = ("raw", "mask-last-n:10", "contextwarden")
 """What ``contextwarden replay`` compares when no ``--strategy`` is given."""

@@ -8,14 +8,11 @@ no reduction, so ``render_request(parse_request(body).to_context())`` re-sends t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from ..context import Message, ModelContext, ToolDefinition
 from ..errors import ImportFormatError
 from ..events import AssistantMessage, Event, Instruction, ToolResult, UserMessage
-
-if TYPE_CHECKING:
-    from ._types import ParsedRequest, RawSpan, WireFormat
 
 SYSTEM_FIELD = "system field"
 """``Instruction.source`` of text from a body's own system field (Anthropic ``system``, Responses
@@ -91,56 +88,16 @@ def message_of(event: Event) -> Message | None:
     return None
 
 
-def context_of(parsed: ParsedRequest) -> ModelContext:
-    """The :class:`ModelContext` that renders back to the parsed request (see :meth:`ParsedRequest.to_context`)."""
+def context_of(
+    model: str, instructions: Sequence[Instruction], events: Sequence[Event], tools: tuple[ToolDefinition, ...]
+) -> ModelContext:
+    """The :class:`ModelContext` of a parsed request's parts (see ``ParsedRequest.to_context``)."""
     system = ""
-    leading = list(parsed.instructions)
+    leading = list(instructions)
     if leading and leading[0].source == SYSTEM_FIELD:
         system = leading.pop(0).text
-    messages = [m for m in map(message_of, (*leading, *parsed.events)) if m is not None]
-    return ModelContext(model=parsed.model, system=system, messages=tuple(messages), tools=parsed.tools)
-
-
-def parsed_request(
-    fmt: WireFormat,
-    body: Mapping[str, Any],
-    *,
-    system: tuple[Instruction, ...],
-    messages: Sequence[Message],
-    tools: tuple[ToolDefinition, ...],
-    own_fields: frozenset[str],
-    max_tokens: object = None,
-    spans: Sequence[RawSpan] = (),
-    tool_spans: Sequence[RawSpan] = (),
-) -> ParsedRequest:
-    """Assemble a :class:`ParsedRequest` from what a codec read.
-
-    The system field's instructions, then the leading system messages, form ``instructions``; fields
-    not in ``own_fields`` go to ``extra`` verbatim. ``spans`` (one per system instruction, then one
-    per message) and ``tool_spans`` (one per tool) say where each came from.
-    """
-    from ._types import ParsedRequest
-
-    leading, rest = split_instructions(events_of(messages))
-    limit = max_tokens if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) else None
-    return ParsedRequest(
-        format=fmt,
-        model=str(body.get("model", "")),
-        instructions=(*system, *leading),
-        events=rest,
-        tools=tools,
-        max_tokens=limit,
-        extra={k: v for k, v in body.items() if k not in own_fields},
-        spans=_aligned(spans, len(system) + len(messages), "items"),
-        tool_spans=_aligned(tool_spans, len(tools), "tools"),
-    )
-
-
-def _aligned(spans: Sequence[RawSpan], count: int, what: str) -> tuple[RawSpan, ...]:
-    # A codec that records spans records one per item; anything else is a bug in that codec.
-    if len(spans) != count:
-        raise AssertionError(f"codec recorded {len(spans)} spans for {count} {what}")
-    return tuple(spans)
+    messages = [m for m in map(message_of, (*leading, *events)) if m is not None]
+    return ModelContext(model=model, system=system, messages=tuple(messages), tools=tools)
 
 
 def request_body(body: object) -> Mapping[str, Any]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from ..context import ModelContext, ToolDefinition
+from ..context import Message, ModelContext, ToolDefinition
 from ..events import AssistantMessage, Event, Instruction, UsageReport
+from ._messages import context_of, events_of, split_instructions
 
 WireFormat = Literal["anthropic", "openai_chat", "openai_responses", "gemini"]
 """A provider wire format: Anthropic Messages, OpenAI Chat Completions, OpenAI Responses, Gemini."""
@@ -62,9 +63,7 @@ class ParsedRequest:
 
     def to_context(self) -> ModelContext:
         """The request as a :class:`ModelContext`, with no reduction: what rendering it sends back."""
-        from ._messages import context_of
-
-        return context_of(self)
+        return context_of(self.model, self.instructions, self.events, self.tools)
 
 
 class StreamAccumulator(Protocol):
@@ -101,3 +100,43 @@ class Codec(Protocol):
 
     def stream_accumulator(self) -> StreamAccumulator:
         """A fresh accumulator for one streamed response."""
+
+
+def parsed_request(
+    fmt: WireFormat,
+    body: Mapping[str, Any],
+    *,
+    system: tuple[Instruction, ...],
+    messages: Sequence[Message],
+    tools: tuple[ToolDefinition, ...],
+    own_fields: frozenset[str],
+    max_tokens: object = None,
+    spans: Sequence[RawSpan] = (),
+    tool_spans: Sequence[RawSpan] = (),
+) -> ParsedRequest:
+    """Assemble a :class:`ParsedRequest` from what a codec read.
+
+    The system field's instructions, then the leading system messages, form ``instructions``; fields
+    not in ``own_fields`` go to ``extra`` verbatim. ``spans`` (one per system instruction, then one
+    per message) and ``tool_spans`` (one per tool) say where each came from.
+    """
+    leading, rest = split_instructions(events_of(messages))
+    limit = max_tokens if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) else None
+    return ParsedRequest(
+        format=fmt,
+        model=str(body.get("model", "")),
+        instructions=(*system, *leading),
+        events=rest,
+        tools=tools,
+        max_tokens=limit,
+        extra={k: v for k, v in body.items() if k not in own_fields},
+        spans=_aligned(spans, len(system) + len(messages), "items"),
+        tool_spans=_aligned(tool_spans, len(tools), "tools"),
+    )
+
+
+def _aligned(spans: Sequence[RawSpan], count: int, what: str) -> tuple[RawSpan, ...]:
+    # A codec that records spans records one per item; anything else is a bug in that codec.
+    if len(spans) != count:
+        raise AssertionError(f"codec recorded {len(spans)} spans for {count} {what}")
+    return tuple(spans)

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...context import ModelContext
-from .._messages import parsed_request, request_body
-from .._types import ParsedRequest, ParsedResponse, RawSpan, WireFormat
+from .._messages import request_body
+from .._types import ParsedRequest, ParsedResponse, RawSpan, WireFormat, parsed_request
 from .render import render_openai_chat
 from .request import parse_messages, parse_tools
 from .response import parse_openai_chat_response

@@ -1,0 +1,26 @@
+"""One scripted answer of the scripted upstream (what ``_sse`` renders and ``scripted`` serves)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reply:
+    """One scripted answer."""
+
+    text: str = "ok"
+    """The visible answer."""
+    tool_calls: tuple[tuple[str, str, dict[str, Any]], ...] = ()
+    """Tool calls as ``(id, name, arguments)``."""
+    thinking: tuple[str, str] | None = None
+    """A reasoning block as ``(text, signature)``; Responses renders it as encrypted reasoning."""
+    output_tokens: int = 8
+    """Output tokens billed."""
+    status: int = 200
+    """Anything but 200 returns ``error_body`` with this status instead of an answer."""
+    error_body: bytes = b""
+    """The body of a scripted error."""
+    delay: float = 0.0
+    """Seconds to wait between streamed events (to test a client that leaves mid-stream)."""

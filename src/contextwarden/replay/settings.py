@@ -1,0 +1,23 @@
+"""How a replay runs (shared by the engine and the offline optimum)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .costmodel import CacheTTL
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplaySettings:
+    """How a replay runs. Vary it with ``dataclasses.replace``."""
+
+    model: str | None = None
+    """Price and budget every request as this model; None: each transcript's own model (see :mod:`.reference`)."""
+    interval_seconds: float = 30.0
+    """Seconds between requests when the transcript has no timestamps."""
+    cache_ttl: CacheTTL = "5m"
+    """Explicit caching: the lifetime breakpoints are written with."""
+    optimum: bool = True
+    """Compute the offline optimum of every transcript (see :mod:`.optimum`)."""
+    summarizer_model: str | None = None
+    """The profile summarizer calls are priced with (None: the replay's model)."""

@@ -1,0 +1,159 @@
+"""The import graph of the package: no cycles, and the core imports none of the edges.
+
+The graph is read from the source with ``ast``, so it sees every import a reader sees: module
+level, inside functions (a lazy import is still a dependency, only a hidden one) and under
+``TYPE_CHECKING`` (a type-only import still makes a reader climb back up). Importing ``a.b.c``
+also depends on the packages ``a.b`` and ``a`` (Python runs their ``__init__`` first), except the
+importer's own enclosing packages, which are already being imported when it runs.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = "contextwarden"
+ROOT = Path(__file__).resolve().parents[1] / "src" / PACKAGE
+EDGES = ("cli", "proxy", "integrations", "importers", "replay", "report", "__main__")
+"""The edge packages of docs/architecture.md (and the ``python -m`` entry point, which runs the CLI)."""
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for path in ROOT.rglob("*.py"):
+        parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imported(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The package modules one import statement names (a name imported from a package may be a submodule)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if node.level:
+        base = module.split(".")
+        if MODULES[module].name != "__init__.py":
+            base.pop()
+        base = base[: len(base) - (node.level - 1)]
+        name = ".".join([*base, node.module] if node.module else base)
+    else:
+        name = node.module or ""
+    submodules = [f"{name}.{alias.name}" for alias in node.names if f"{name}.{alias.name}" in MODULES]
+    # ``from pkg import sub`` needs only ``sub`` (and pkg's ancestors, added below), not pkg's
+    # re-exports; ``from pkg import Name`` needs pkg itself.
+    names_only_submodules = len(submodules) == len(node.names)
+    return submodules if names_only_submodules else [name, *submodules]
+
+
+def _with_packages(module: str, target: str) -> set[str]:
+    """``target`` and its enclosing packages that ``module`` is not itself inside."""
+    parts = target.split(".")
+    out = {".".join(parts[:n]) for n in range(1, len(parts) + 1)}
+    own = module.split(".")
+    own_packages = {".".join(own[:n]) for n in range(1, len(own))}
+    if MODULES.get(module, Path()).name == "__init__.py":
+        own_packages.add(module)
+    return {m for m in out if m in MODULES and m not in own_packages and m != module}
+
+
+def _dependencies(module: str, tree: ast.Module) -> set[str]:
+    """The package modules ``module``'s source imports, anywhere in it."""
+    deps: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            for target in _imported(module, node):
+                deps |= _with_packages(module, target)
+    return deps
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Each package module and the package modules it imports."""
+    return {m: _dependencies(m, ast.parse(p.read_text(encoding="utf-8"))) for m, p in MODULES.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def _is_edge(module: str) -> bool:
+    return module.split(".")[1:2] != [] and module.split(".")[1] in EDGES
+
+
+LAZY_AND_TYPE_ONLY = """
+from typing import TYPE_CHECKING
+from . import seams
+if TYPE_CHECKING:
+    from .session import Session
+def f():
+    from .compaction.compactor import WindowCompactor
+"""
+
+
+def test_the_graph_sees_lazy_and_type_only_imports() -> None:
+    deps = _dependencies(f"{PACKAGE}.manager", ast.parse(LAZY_AND_TYPE_ONLY))
+    names = {f"{PACKAGE}.{m}" for m in ("seams", "session", "compaction", "compaction.compactor")}
+    assert deps == names
+    # A package's own submodules do not depend back on it; its __init__ depends on what it re-exports.
+    graph = import_graph()
+    assert f"{PACKAGE}.store.sqlite" in graph[f"{PACKAGE}.store"]
+    assert f"{PACKAGE}.store" not in graph[f"{PACKAGE}.store.sqlite"]
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_the_core_imports_no_edge() -> None:
+    graph = import_graph()
+    crossing = sorted(
+        f"{module} -> {dep}" for module, deps in graph.items() if not _is_edge(module) for dep in deps if _is_edge(dep)
+    )
+    assert crossing == []
