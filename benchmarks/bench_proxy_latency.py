@@ -2,8 +2,10 @@
 
 For sessions of 10, 500 and 2,000 messages (about 50 tokens each: up to ~100K tokens, on a 1M-token
 profile so no reduction interferes), each arm first sends the history once (warm-up: the proxy
-ingests it), then ``--requests`` streamed calls that each extend the previous request by a user and
-an assistant message, as an agent does. Three arms: direct to the scripted upstream; through a plain
+ingests it), then ``--requests`` streamed calls that each extend the previous request by the
+upstream's reply and a new user message, as an agent does (so the proxy finds the session by the
+history it extends; sending back a different assistant message would make every call a new session).
+Three arms: direct to the scripted upstream; through a plain
 pass-through proxy written with the same stack (Starlette + uvicorn + httpx, no parsing); through
 ``contextwarden proxy`` (manage mode, SQLite). Upstream, plain proxy and contextwarden each run in a
 process of their own (as deployed), so none competes with another for the GIL; the client calls the
@@ -98,17 +100,36 @@ def _history(size: int) -> list[dict[str, Any]]:
     return [_message(n, "user" if n % 2 == 0 else "assistant") for n in range(size - 1 if size % 2 == 0 else size)]
 
 
-def _call(client: httpx.Client, url: str, messages: list[dict[str, Any]], key: str) -> tuple[float, float]:
+def _call(client: httpx.Client, url: str, messages: list[dict[str, Any]], key: str) -> tuple[float, float, str]:
+    """One streamed call: total ms, ms to the first byte, and the reply's text (the agent sends it back)."""
     body = json.dumps({"model": MODEL, "max_tokens": 64, "stream": True, "messages": messages}, separators=(",", ":"))
     started = time.perf_counter()
     first = 0.0
+    raw = bytearray()
     with client.stream(
         "POST", url + "/v1/messages", content=body, headers={"x-api-key": key, "content-type": "application/json"}
     ) as r:
-        for _ in r.iter_raw():
+        for chunk in r.iter_raw():
             if not first:
                 first = time.perf_counter() - started
-    return (time.perf_counter() - started) * 1000, first * 1000
+            raw += chunk
+    total = (time.perf_counter() - started) * 1000
+    return total, first * 1000, _reply_text(bytes(raw))
+
+
+def _reply_text(stream: bytes) -> str:
+    """The text the SSE stream answered with (its ``text_delta`` s joined)."""
+    text = []
+    for line in stream.decode().splitlines():
+        if line.startswith("data:"):
+            delta = json.loads(line[5:]).get("delta", {})
+            if delta.get("type") == "text_delta":
+                text.append(delta["text"])
+    return "".join(text)
+
+
+def _reply(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": [{"type": "text", "text": text}]}
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -159,13 +180,17 @@ def _measure(arms: dict[str, str], requests: int, store: str) -> dict[str, Any]:
     with httpx.Client(timeout=300) as client:
         for size in SIZES:
             history = {arm: _history(size) for arm in arms}
+            replies = {}
             for arm, url in arms.items():
-                _call(client, url, history[arm], f"{arm}-{size}")  # warm-up: the proxy ingests the history
+                # warm-up: the proxy ingests the history
+                replies[arm] = _call(client, url, history[arm], f"{arm}-{size}")[2]
             times: dict[str, list[tuple[float, float]]] = {arm: [] for arm in arms}
             for n in range(requests):
                 for arm, url in arms.items():  # interleaved, so load on the machine hits every arm alike
-                    history[arm] += [_message(size + 2 * n, "assistant"), _message(size + 2 * n + 1, "user")]
-                    times[arm].append(_call(client, url, history[arm], f"{arm}-{size}"))
+                    # as an agent does: the model's own reply goes back, then the next user message
+                    history[arm] += [_reply(replies[arm]), _message(size + 2 * n + 1, "user")]
+                    total, first, replies[arm] = _call(client, url, history[arm], f"{arm}-{size}")
+                    times[arm].append((total, first))
             client.get(arms["contextwarden"] + "/contextwarden/stats")  # waits for the ledger rows
             db = ProxyDB(store)
             added = [float(r[0]) for r in db.execute("SELECT added_ms FROM contextwarden_proxy_ledger ORDER BY at")]

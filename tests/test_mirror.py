@@ -285,3 +285,17 @@ def test_mirrored_events_follow_trims_and_resets(store: SessionStore) -> None:
     edited = [*trimmed[:-1], ToolResult(call_id="call_4", tool_name="read_file", output="changed")]
     mirror_history(store, "s", edited)
     assert digests(mirrored_events(store, "s")) == digests(edited)
+
+
+def test_precomputed_digests_are_the_ones_matched_and_must_fit() -> None:
+    store = MemoryStore()
+    history = [UserMessage(text="one"), AssistantMessage(text="two")]
+    digests = [content_digest(e) for e in history]
+    mirror_history(store, "s", history, digests=digests)
+    again = mirror_history(store, "s", [*history, UserMessage(text="three")], digests=[*digests, "d3"])
+    assert again.outcome == "extend" and again.matched == 2
+    # the caller's digests decide: a wrong one for the first message reads as an edit of the history
+    wrong = mirror_history(store, "s", history, digests=["x", digests[1]])
+    assert wrong.outcome == "reset"
+    with pytest.raises(UsageError, match="2 digests for 1 events"):
+        mirror_history(store, "s", history[:1], digests=digests)

@@ -35,14 +35,21 @@ def test_chat_through_the_proxy_to_llama_cpp(tmp_path: Path, stream: bool) -> No
                     )
                 )
                 text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+                # llama-cpp-python's server sends no usage chunk even when asked: then none is recorded
+                sent = next((c.usage for c in chunks if c.usage), None)
             else:
                 reply = client.chat.completions.create(model=local_model_name(), messages=messages, max_tokens=8)
                 text = reply.choices[0].message.content or ""
+                sent = reply.usage
+                assert sent is not None and sent.prompt_tokens > 0
         (info,) = proxy.store.list_sessions()
         events = proxy.store.read(info.id)
         (assistant,) = [e for e in events if isinstance(e, AssistantMessage)]
         assert assistant.text == text
         usage = [e for e in events if isinstance(e, UsageReport)]
-        assert usage and usage[0].input_tokens > 0
+        # the upstream's own usage is what the log holds, never an estimate of ours
+        assert [(u.input_tokens, u.output_tokens) for u in usage] == (
+            [(sent.prompt_tokens, sent.completion_tokens)] if sent is not None else []
+        )
     finally:
         proxy.close()

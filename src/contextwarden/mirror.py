@@ -142,13 +142,20 @@ def _opaque(items: Iterable[OpaquePart]) -> list[list[object]]:
 
 
 def mirror_history(
-    store: SessionStore, session_id: str, history: Sequence[Event], *, exact: bool = False
+    store: SessionStore,
+    session_id: str,
+    history: Sequence[Event],
+    *,
+    exact: bool = False,
+    digests: Sequence[str] | None = None,
 ) -> MirrorResult:
     """Make the session's log follow ``history``, the client's full list of events, in order.
 
     ``exact`` says the list is the authority even when it is shorter than the log: a strict prefix
     is then a rewind (a reset), not an older copy (``behind``), and an empty list empties the
     window. Session backends that pop items use it; clients that may resend stale copies do not.
+    ``digests``, when given, are the :func:`content_digest` of each event of ``history`` (a caller
+    that already computed them, as the proxy does for session identity, saves the second pass).
 
     Creates the session when it does not exist. An empty ``history`` changes nothing (unless
     ``exact``). Events of
@@ -160,7 +167,10 @@ def mirror_history(
             raise UsageError(
                 f"mirror_history takes message events ({', '.join(sorted(MIRRORED_KINDS))}), got {event.kind!r}"
             )
-    digests = [content_digest(e) for e in history]
+    if digests is None:
+        digests = [content_digest(e) for e in history]
+    elif len(digests) != len(history):
+        raise UsageError(f"mirror_history got {len(digests)} digests for {len(history)} events")
     chain = _chains.get(store, session_id)
     with chain.lock:
         for _ in range(_MAX_ATTEMPTS):
@@ -273,7 +283,7 @@ _chains = _Chains()
 
 
 def _sync(
-    store: SessionStore, chain: _Chain, history: Sequence[Event], digests: list[str], *, exact: bool
+    store: SessionStore, chain: _Chain, history: Sequence[Event], digests: Sequence[str], *, exact: bool
 ) -> MirrorResult:
     log = chain.digests
     if not history and not (exact and log):

@@ -139,8 +139,8 @@ class Accountant:
         )
 
     def _price(self, job: Job, arm: str, body: Mapping[str, Any], profile: ModelProfile) -> tuple[int, float]:
-        blocks, points = self.cutter.cut(job.fmt, body)
         key = (job.session_id, arm)
+        blocks, points = self.cutter.cut(job.fmt, body, lane=key)
         sim = self._simulators.get(key)
         if sim is None or sim.profile.name != profile.name:
             sim = self._simulators[key] = CacheSimulator(profile)

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from ..replay.costmodel import Block
@@ -29,12 +30,27 @@ def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+MAX_LANES = 512
+"""Lanes (a session's client or forwarded requests) whose last cut :meth:`BlockCutter.cut` keeps."""
+
+_Cut = list[tuple[Block, bool]]
+"""One message's blocks, each with whether it carries a breakpoint."""
+
+
 class BlockCutter:
-    """Cuts request bodies into cache blocks, counting each distinct block's tokens once."""
+    """Cuts request bodies into cache blocks, counting each distinct block's tokens once.
+
+    Given a ``lane``, the messages a request shares with the lane's previous request (equal JSON
+    values, compared in C) reuse that request's blocks, so a lane's requests cost their new
+    messages, not their whole history: the ledger's accounting then barely competes with the
+    request path for the interpreter.
+    """
 
     def __init__(self, counter: TokenCounter) -> None:
+        """Count with ``counter``."""
         self.counter = counter
         self._tokens: dict[str, int] = {}
+        self._lanes: OrderedDict[Hashable, tuple[list[Any], list[_Cut]]] = OrderedDict()
 
     def _block(self, value: Any) -> Block:
         if isinstance(value, Mapping) and "cache_control" in value:
@@ -47,10 +63,13 @@ class BlockCutter:
             self._tokens[key] = tokens
         return Block(key=key, tokens=tokens)
 
-    def cut(self, fmt: str, body: Mapping[str, Any]) -> tuple[list[Block], list[int]]:
-        """The blocks of ``body`` (a request of format ``fmt``) and the indices of its breakpoints."""
+    def cut(self, fmt: str, body: Mapping[str, Any], *, lane: Hashable = None) -> tuple[list[Block], list[int]]:
+        """The blocks of ``body`` (a request of format ``fmt``) and the indices of its breakpoints.
+
+        ``lane`` names a sequence of requests that extend each other (see the class docstring).
+        """
         if fmt == "anthropic":
-            return self._anthropic(body)
+            return self._anthropic(body, lane)
         blocks: list[Block] = []
         tools = body.get("tools")
         if tools:
@@ -66,28 +85,45 @@ class BlockCutter:
             blocks += [self._block(message) for message in _list(body.get("messages"))]
         return blocks, []
 
-    def _anthropic(self, body: Mapping[str, Any]) -> tuple[list[Block], list[int]]:
+    def _anthropic(self, body: Mapping[str, Any], lane: Hashable) -> tuple[list[Block], list[int]]:
+        head: _Cut = [self._marked(tool) for tool in _list(body.get("tools"))]
+        system = body.get("system")
+        head += [self._marked(part) for part in ([system] if isinstance(system, str) and system else _list(system))]
+        messages = list(_list(body.get("messages")))
+        previous, cuts = self._lanes.pop(lane, ([], [])) if lane is not None else ([], [])
+        same = _common_prefix(previous, messages)
+        cuts = cuts[:same] + [self._message(m) for m in messages[same:]]
+        if lane is not None:
+            self._lanes[lane] = (messages, cuts)
+            while len(self._lanes) > MAX_LANES:
+                self._lanes.popitem(last=False)
         blocks: list[Block] = []
         points: list[int] = []
-
-        def add(value: Any) -> None:
-            if isinstance(value, Mapping) and value.get("cache_control"):
+        for block, point in [*head, *(b for cut in cuts for b in cut)]:
+            if point:
                 points.append(len(blocks))
-            blocks.append(self._block(value))
-
-        for tool in _list(body.get("tools")):
-            add(tool)
-        system = body.get("system")
-        for part in [system] if isinstance(system, str) and system else _list(system):
-            add(part)
-        for message in _list(body.get("messages")):
-            content = message.get("content") if isinstance(message, Mapping) else None
-            role = message.get("role", "") if isinstance(message, Mapping) else ""
-            # a string content is the same prompt as one text block, so it caches the same
-            for part in [{"type": "text", "text": content}] if isinstance(content, str) else _list(content):
-                # the role is part of what the model sees: the same text as user and as assistant differ
-                add({"role": role, **part} if isinstance(part, Mapping) else {"role": role, "value": part})
+            blocks.append(block)
         return blocks, points
+
+    def _marked(self, value: Any) -> tuple[Block, bool]:
+        return self._block(value), bool(isinstance(value, Mapping) and value.get("cache_control"))
+
+    def _message(self, message: Any) -> _Cut:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        role = message.get("role", "") if isinstance(message, Mapping) else ""
+        # a string content is the same prompt as one text block, so it caches the same
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else _list(content)
+        # the role is part of what the model sees: the same text as user and as assistant differ
+        return [
+            self._marked({"role": role, **p} if isinstance(p, Mapping) else {"role": role, "value": p}) for p in parts
+        ]
+
+
+def _common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:  # the usual case: one comparison in C
+        return n
+    return next(i for i in range(n) if a[i] != b[i])
 
 
 def _list(value: object) -> Sequence[Any]:

@@ -27,9 +27,10 @@ from ..wire import ParsedRequest, get_codec
 from . import bodyedit
 from ._db import ProxyDB
 from .accounting import Accountant, Job
-from .identity import Identity, SessionIndex, continued, history_chain
+from .identity import Identity, SessionIndex, continued, namespace
 from .ledger import Ledger
 from .settings import ProxySettings
+from .suffix import SuffixCache
 
 
 def _frontier_calls(messages: Sequence[Any], breakpoints: Sequence[int]) -> list[str]:
@@ -82,6 +83,7 @@ class Pipeline:
         policy = ContextPolicy(retrieval_tools=False, planner=PlannerSettings(drop_old_thinking=False))
         self.manager = ContextManager(store, counter=counter, policy=policy)
         self.index = SessionIndex(db, salt=settings.salt)
+        self.reader = SuffixCache()
         self.ledger = Ledger(db)
         self.accountant = Accountant(self.ledger, self.manager.counter)
 
@@ -105,15 +107,18 @@ class Pipeline:
         if fmt == "openai_responses" and (body.get("previous_response_id") or body.get("conversation")):
             prepared.note = "server-side state (previous_response_id) the proxy cannot see"
             return prepared
-        parsed = get_codec(fmt).parse_request(body)
-        root = prepared.root = "\x00".join([fmt, *(content_digest(i) for i in parsed.instructions)])
-        prepared.chain = history_chain(root, [content_digest(e) for e in parsed.events])
+        # one parse and one digest pass, of the new suffix only, serve identity and the mirror alike
+        read = self.reader.read(fmt, body, namespace(credential, self.settings.salt))
+        parsed, root, prepared.chain = read.parsed, read.root, read.chain
+        prepared.root = root
         identity = identity or self.index.identify(
             credential=credential, headers=headers, body=body, root=root, chain=prepared.chain
         )
         prepared.identity = identity
         self._ensure(identity.session_id)
-        mirror_history(self.store, identity.session_id, [*parsed.instructions, *parsed.events])
+        instructions = [content_digest(i) for i in parsed.instructions]
+        history = [*parsed.instructions, *parsed.events]
+        mirror_history(self.store, identity.session_id, history, digests=[*instructions, *read.digests])
         profile = get_profile(prepared.model)
         ctx = self.manager.build(identity.session_id, model=profile, tools=parsed.tools)
         edited = self._forwarded(identity.session_id, parsed, raw, body, ctx)

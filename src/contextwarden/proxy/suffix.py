@@ -1,0 +1,177 @@
+"""Read only what is new in a request: the parsed prefix of each client's previous request is kept.
+
+A client resends its whole history on every call, and parsing and digesting all of it is what made
+the proxy's added latency grow with the session. :class:`SuffixCache` remembers, per caller and
+wire format, the last few requests' message lists with their events, content digests and chain.
+A request whose messages start with a remembered list up to that list's last assistant message
+(the *anchor*) reuses the events, digests and chain before the anchor and parses only the messages
+from the anchor on, so the per-request work is the new suffix, not the session.
+
+Why the anchor is an assistant message: in the Anthropic format each assistant message is exactly
+one :class:`~contextwarden.events.AssistantMessage` event, so the events before it are exactly the
+events of the messages before it, and a list that starts with it has no leading instructions to
+misread. A tool result parsed with the suffix whose call was made before the anchor gets its tool's
+name from the reused events, as the whole-body parse would have given it.
+
+Only the Anthropic format takes the short cut (its system prompt is a body field, never a
+message); the others, and any request that matches nothing, are parsed whole. The cache holds
+parsed text, so it is bounded (:data:`MAX_ENTRIES` lists per caller, :data:`MAX_CALLERS` callers).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..events import AssistantMessage, Event, ToolResult
+from ..mirror import content_digest
+from ..wire import ParsedRequest, RawSpan, get_codec
+from .identity import continued, history_chain
+
+SUFFIX_FORMATS = frozenset({"anthropic"})
+"""Wire formats whose requests are parsed from the anchor on (see the module docstring)."""
+
+MAX_ENTRIES = 8
+"""Message lists remembered per caller and format: its main session, side requests, subagents."""
+
+_MESSAGE_PATH = re.compile(r"messages\[(\d+)\]")
+
+MAX_CALLERS = 256
+"""Callers (credential and format) remembered; the least recently seen is forgotten first."""
+
+
+@dataclass(frozen=True)
+class Read:
+    """One request read: the parse, its events' content digests, and the history chain."""
+
+    parsed: ParsedRequest
+    digests: list[str]
+    root: str
+    chain: list[str]
+    reused: int = 0
+    """How many leading events came from the cache (0 when the body was parsed whole)."""
+
+
+@dataclass(frozen=True)
+class _Entry:
+    messages: list[Any]
+    """The client's message list as JSON values (compared with ``==``, which runs in C)."""
+    anchor: int
+    """Index of the list's last assistant message."""
+    anchor_event: int
+    """Index of that message's event in ``read.parsed.events``."""
+    read: Read
+
+
+class SuffixCache:
+    """Parses, digests and chains requests, reusing what an earlier request of the caller already read."""
+
+    def __init__(self) -> None:
+        """An empty cache."""
+        self._callers: OrderedDict[tuple[str, str], list[_Entry]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def read(self, fmt: str, body: Mapping[str, Any], caller: str) -> Read:
+        """``body`` (a request of format ``fmt`` from ``caller``) parsed, digested and chained."""
+        messages = body.get("messages")
+        if fmt not in SUFFIX_FORMATS or not isinstance(messages, list):
+            return _whole(fmt, body)
+        key = (caller, fmt)
+        with self._lock:
+            entries = list(self._callers.get(key, ()))
+        found = _longest_match(entries, messages)
+        read = _whole(fmt, body) if found is None else _from_anchor(fmt, body, messages, found)
+        entry = _entry(messages, read)
+        if entry is not None:
+            with self._lock:
+                kept = [e for e in self._callers.pop(key, []) if e is not found][: MAX_ENTRIES - 1]
+                self._callers[key] = [entry, *kept]
+                while len(self._callers) > MAX_CALLERS:
+                    self._callers.popitem(last=False)
+        return read
+
+
+def _whole(fmt: str, body: Mapping[str, Any]) -> Read:
+    parsed = get_codec(fmt).parse_request(body)
+    root = _root(fmt, parsed)
+    digests = [content_digest(e) for e in parsed.events]
+    return Read(parsed=parsed, digests=digests, root=root, chain=history_chain(root, digests))
+
+
+def _root(fmt: str, parsed: ParsedRequest) -> str:
+    """What a session's history chain starts from: the format and the system prompt's digests."""
+    return "\x00".join([fmt, *(content_digest(i) for i in parsed.instructions)])
+
+
+def _longest_match(entries: Sequence[_Entry], messages: list[Any]) -> _Entry | None:
+    best: _Entry | None = None
+    for entry in entries:
+        a = entry.anchor
+        if best is not None and a <= best.anchor:
+            continue
+        # the anchor first (one message), then the whole prefix before it
+        if len(messages) > a and messages[a] == entry.messages[a] and messages[:a] == entry.messages[:a]:
+            best = entry
+    return best
+
+
+def _from_anchor(fmt: str, body: Mapping[str, Any], messages: list[Any], entry: _Entry) -> Read:
+    def shift(span: RawSpan) -> RawSpan:
+        index = _MESSAGE_PATH.match(span.path)
+        if index is None:
+            return span
+        return RawSpan(f"messages[{int(index[1]) + entry.anchor}]{span.path[index.end() :]}", span.values)
+
+    tail = get_codec(fmt).parse_request({**body, "messages": messages[entry.anchor :]})
+    cached = entry.read
+    cut = entry.anchor_event
+    names = {c.id: c.name for e in cached.parsed.events[:cut] if isinstance(e, AssistantMessage) for c in e.tool_calls}
+    tail_events = [_named(e, names) for e in tail.events]
+    events: tuple[Event, ...] = (*cached.parsed.events[:cut], *tail_events)
+    root = _root(fmt, tail)
+    digests = [*cached.digests[:cut], *(content_digest(e) for e in tail_events)]
+    if root == cached.root:
+        chain = cached.chain[:cut]
+        for item in digests[cut:]:
+            chain.append(continued(root, chain, item))
+    else:  # another system prompt: the same messages chain differently
+        chain = history_chain(root, digests)
+    # spans: the tail's instructions, the reused events', then the tail's events at their place in the whole list
+    lead = len(tail.instructions)
+    spans = (
+        (
+            *tail.spans[:lead],
+            *cached.parsed.spans[len(cached.parsed.instructions) :][:cut],
+            *map(shift, tail.spans[lead:]),
+        )
+        if tail.spans
+        else ()
+    )
+    return Read(parsed=replace(tail, events=events, spans=spans), digests=digests, root=root, chain=chain, reused=cut)
+
+
+def _named(event: Event, names: Mapping[str, str]) -> Event:
+    """A tool result whose call came before the anchor, given its tool's name as the whole parse would."""
+    if isinstance(event, ToolResult) and not event.tool_name and event.call_id in names:
+        return replace(event, tool_name=names[event.call_id])
+    return event
+
+
+def _entry(messages: list[Any], read: Read) -> _Entry | None:
+    """What to remember of a read, or ``None`` when its list has no usable anchor."""
+    anchor = next((i for i in range(len(messages) - 1, -1, -1) if _is_assistant(messages[i])), None)
+    events = read.parsed.events
+    anchor_event = next((i for i in range(len(events) - 1, -1, -1) if isinstance(events[i], AssistantMessage)), None)
+    if anchor is None or anchor_event is None:
+        return None
+    if sum(map(_is_assistant, messages)) != sum(isinstance(e, AssistantMessage) for e in events):
+        return None  # messages and events do not pair one to one: no anchor to trust
+    return _Entry(messages=messages, anchor=anchor, anchor_event=anchor_event, read=read)
+
+
+def _is_assistant(message: object) -> bool:
+    return isinstance(message, Mapping) and message.get("role") == "assistant"

@@ -1,0 +1,133 @@
+"""The proxy's suffix reader: reading only a request's new messages gives what reading it whole gives."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contextwarden.events import Instruction
+from contextwarden.importers import load_transcript
+from contextwarden.mirror import content_digest
+from contextwarden.proxy.suffix import SuffixCache, _whole
+from contextwarden.wire import ParsedRequest, get_codec
+
+TRANSCRIPT = Path(__file__).parent / "data" / "transcripts" / "codex" / "rollout.jsonl"
+
+
+def _real_body() -> dict[str, Any]:
+    """A real Codex session rendered as one Anthropic request (tool calls and results included)."""
+    transcript = load_transcript(TRANSCRIPT)
+    events = tuple(e for e in transcript.events if e.kind in ("user", "assistant", "tool_result"))
+    parsed = ParsedRequest(
+        format="anthropic", model="claude-sonnet-4-5", instructions=(Instruction(text="You are terse."),), events=events
+    )
+    return get_codec("anthropic").render_request(parsed.to_context(), max_tokens=256)
+
+
+def _turn_ends(messages: list[dict[str, Any]]) -> list[int]:
+    """Lengths at which the client would send: each prefix that ends with a user message."""
+    return [k for k in range(1, len(messages) + 1) if messages[k - 1]["role"] == "user"]
+
+
+def _same(a: Any, b: Any) -> None:
+    assert [content_digest(e) for e in a.parsed.events] == [content_digest(e) for e in b.parsed.events]
+    assert [(type(e), getattr(e, "tool_name", None)) for e in a.parsed.events] == [
+        (type(e), getattr(e, "tool_name", None)) for e in b.parsed.events
+    ]
+    assert a.digests == b.digests
+    assert a.root == b.root and a.chain == b.chain
+    assert [content_digest(i) for i in a.parsed.instructions] == [content_digest(i) for i in b.parsed.instructions]
+    assert a.parsed.tools == b.parsed.tools
+    assert a.parsed.spans == b.parsed.spans and a.parsed.tool_spans == b.parsed.tool_spans
+    assert a.parsed.extra == b.parsed.extra and a.parsed.max_tokens == b.parsed.max_tokens
+
+
+def test_a_real_session_read_turn_by_turn_matches_the_whole_parse() -> None:
+    body = _real_body()
+    messages = body["messages"]
+    ends = _turn_ends(messages)
+    assert len(ends) >= 5 and any(b.get("type") == "tool_result" for m in messages for b in m["content"])
+    cache = SuffixCache()
+    reused = []
+    for k in ends:
+        request = copy.deepcopy({**body, "messages": messages[:k]})  # a fresh JSON parse each call
+        read = cache.read("anthropic", request, "caller")
+        _same(read, _whole("anthropic", request))
+        reused.append(read.reused)
+    assert reused[0] == 0 and all(r > 0 for r in reused[2:])  # after the first turns, only the suffix is read
+
+
+def test_a_tool_result_whose_call_came_before_the_anchor_keeps_its_tool_name() -> None:
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "read_file", "input": {}}]},
+        {"role": "user", "content": "wait"},
+        {"role": "assistant", "content": "waiting"},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "late"}]},
+    ]
+    body = {"model": "m", "max_tokens": 5, "messages": messages[:3]}
+    cache = SuffixCache()
+    cache.read("anthropic", body, "caller")
+    cache.read("anthropic", {**body, "messages": messages[:4]}, "caller")
+    read = cache.read("anthropic", {**body, "messages": messages}, "caller")
+    assert read.reused > 0
+    assert read.parsed.events[-1].tool_name == "read_file"  # type: ignore[attr-defined]
+    _same(read, _whole("anthropic", {**body, "messages": messages}))
+
+
+@pytest.mark.parametrize("change", ["edited", "system", "other_caller"])
+def test_anything_but_an_extension_is_read_whole_or_rechained(change: str) -> None:
+    body = _real_body()
+    messages = body["messages"]
+    k = _turn_ends(messages)[3]
+    cache = SuffixCache()
+    cache.read("anthropic", {**body, "messages": messages[:k]}, "caller")
+    longer = copy.deepcopy({**body, "messages": messages[: _turn_ends(messages)[4]]})
+    caller = "caller"
+    if change == "edited":
+        longer["messages"][0] = {"role": "user", "content": "a different opening"}
+    elif change == "system":
+        longer["system"] = "Another system prompt."
+    else:
+        caller = "someone else"
+    read = cache.read("anthropic", longer, caller)
+    _same(read, _whole("anthropic", longer))
+    if change != "system":
+        assert read.reused == 0
+
+
+def test_other_formats_are_read_whole() -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
+    cache = SuffixCache()
+    for _ in range(2):
+        body["messages"] += [{"role": "user", "content": "more"}]
+        assert cache.read("openai_chat", body, "caller").reused == 0
+
+
+def test_a_lanes_cut_reuses_its_shared_messages_and_equals_a_fresh_cut() -> None:
+    from contextwarden.proxy.blocks import BlockCutter
+    from contextwarden.tokens import HeuristicCounter
+
+    body = _real_body()
+    messages = body["messages"]
+    lane, fresh = BlockCutter(HeuristicCounter()), BlockCutter(HeuristicCounter())
+    serialized = []
+    cut_one = lane._block
+    lane._block = lambda value: (serialized.append(1), cut_one(value))[1]  # type: ignore[method-assign]
+    ends = _turn_ends(messages)
+    per_turn = []
+    for k in ends:
+        request = copy.deepcopy({**body, "messages": messages[:k]})
+        request["messages"][-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}  # a moving breakpoint
+        if k == ends[-1]:
+            request["messages"][0]["content"] = "an edited opening"  # the client rewrote its history
+        before = len(serialized)
+        assert lane.cut("anthropic", request, lane=("s", "client")) == fresh.cut("anthropic", request)
+        per_turn.append(len(serialized) - before)
+    blocks = [len(fresh.cut("anthropic", {**body, "messages": messages[:k]})[0]) for k in ends]
+    # between turns only the new messages (and the one whose breakpoint moved) are cut again
+    assert all(per_turn[i] < blocks[i] for i in range(2, len(ends) - 1))
+    assert per_turn[-1] == blocks[-1]  # after an edit at the front, everything is
