@@ -387,3 +387,11 @@ def test_our_rendered_requests_break_only_at_window_events(tmp_path: Path, rende
     report = lint_file(path, options=LintOptions(max_breaks_per_10=10))
     assert {f.request for f in findings(report, "R1")} == planned
     store.close()
+
+
+def test_every_rule_id_has_a_name() -> None:
+    from typing import get_args
+
+    from contextwarden.governance.findings import RULES, RuleId
+
+    assert list(RULES) == list(get_args(RuleId))

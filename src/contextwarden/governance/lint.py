@@ -27,23 +27,27 @@ import hashlib
 import os
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
-from ..fragments import HARD_MAX_TOKENS, REVIEW_THRESHOLD, FragmentRegistry
+from ..fragments import REVIEW_THRESHOLD
 from ..tokens import TokenCounter
 from ._diff import CAUSES, PrefixBreak, find_break
+from .findings import RULES, Finding, LintOptions, LintReport, RuleId
 from .requests import BadLine, Request, RequestItem, read_requests
 
-RULES: dict[str, str] = {
-    "R1": "history rewrite",
-    "R2": "cache churn",
-    "R3": "unbounded item",
-    "R4": "item over 10K tokens",
-    "R5": "new kind of item over 1K tokens (review)",
-    "R6": "injected text no registered fragment produced",
-}
-"""The rules and their short names."""
+__all__ = [
+    "RULES",
+    "TRUNCATION_MARKER",
+    "Finding",
+    "LintOptions",
+    "LintReport",
+    "Linter",
+    "RuleId",
+    "lint_file",
+    "lint_requests",
+    "tagged_blocks",
+]
 
 TRUNCATION_MARKER = re.compile(
     r"truncat|omitted|cut from the middle|elided|\[\.\.\.|\.\.\.\s*\[|…\[|\d+ (?:more )?(?:lines|chars|characters|"
@@ -58,102 +62,6 @@ _TAG = re.compile(r"<([A-Za-z][\w.:-]{0,63})(?:\s[^<>]{0,300})?>")
 _NOT_INJECTED = frozenset({"assistant", "reasoning", "tool_schema", "user", "system"})
 _MAX_TAGS = 1_000
 _MAX_BLOCKS_PER_ITEM = 50
-
-
-@dataclass(frozen=True, kw_only=True)
-class LintOptions:
-    """Thresholds of the rules. Vary with ``dataclasses.replace``."""
-
-    max_item_tokens: int = HARD_MAX_TOKENS
-    """R4: no item may be larger."""
-    review_tokens: int = REVIEW_THRESHOLD
-    """R5: a new kind of item above this needs review."""
-    unbounded_tokens: int = 2_500
-    """R3 (foreign logs): an item above this with no truncation marker looks uncapped. Codex cuts
-    tool output at 10,000 bytes, about 2,500 tokens; anything larger and uncut had no such cap."""
-    max_breaks_per_10: int = 1
-    """R2: prefix breaks allowed among 10 consecutive requests."""
-    known_kinds: frozenset[str] = frozenset()
-    """R5: kinds already reviewed (``tool_output:bash``, ``fragment:environment_context``; a registered
-    fragment type by its name or as ``fragment:<name>``)."""
-    registry: FragmentRegistry | None = None
-    """R6 (our sessions): the registered fragment types injected items must come from."""
-    max_findings_per_rule: int = 200
-    """Findings kept per rule; more are counted only."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Finding:
-    """One rule violation, at a request and an item."""
-
-    rule: str
-    """``R1`` .. ``R6``."""
-    request: int
-    """The request number (1-based, call order)."""
-    line: int
-    """Its line in the source file (0 when not from a file)."""
-    item: str
-    """The item responsible (its label)."""
-    message: str
-    """What is wrong, in words."""
-    details: dict[str, Any] = field(default_factory=dict)
-    """Machine-readable facts (cause, tokens, kind, the breaks of a churn window...)."""
-    occurrences: int = 1
-    """How often the same problem recurred (R3, R5, R6 report a kind or tag once)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "rule": self.rule,
-            "name": RULES[self.rule],
-            "request": self.request,
-            "line": self.line,
-            "item": self.item,
-            "message": self.message,
-            "details": self.details,
-            "occurrences": self.occurrences,
-        }
-
-
-@dataclass(frozen=True, kw_only=True)
-class LintReport:
-    """Everything a lint run found."""
-
-    source: str
-    """What was linted (a file path or ``session <id>``)."""
-    requests: int
-    """Requests checked."""
-    findings: tuple[Finding, ...]
-    """Findings kept, in the order found."""
-    counts: dict[str, int]
-    """Findings per rule, including those not kept."""
-    breaks: int
-    """Prefix breaks seen (explained ones included)."""
-    unchecked_pairs: int
-    """Consecutive requests that could not be compared (stateful continuations, unreadable items)."""
-    bad_lines: tuple[BadLine, ...]
-    """Lines skipped because they were not requests (the first 100)."""
-    bad_line_count: int
-    """All lines skipped."""
-
-    @property
-    def ok(self) -> bool:
-        """Whether no rule found anything."""
-        return not any(self.counts.values())
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "source": self.source,
-            "requests": self.requests,
-            "ok": self.ok,
-            "counts": self.counts,
-            "breaks": self.breaks,
-            "unchecked_pairs": self.unchecked_pairs,
-            "findings": [f.to_dict() for f in self.findings],
-            "bad_lines": [{"line": b.line, "error": b.error} for b in self.bad_lines],
-            "bad_line_count": self.bad_line_count,
-        }
 
 
 def tagged_blocks(text: str, *, limit: int = _MAX_BLOCKS_PER_ITEM) -> list[tuple[str, str]]:
@@ -187,8 +95,8 @@ class Linter:
         self._prev: Request | None = None
         self._requests = 0
         self._findings: list[Finding] = []
-        self._kept: dict[str, int] = {}
-        self._counts: dict[str, int] = dict.fromkeys(RULES, 0)
+        self._kept: dict[RuleId, int] = {}
+        self._counts: dict[RuleId, int] = dict.fromkeys(RULES, 0)
         self._by_key: dict[str, int] = {}
         self._window: list[PrefixBreak] = []
         self._window_start = 1
@@ -251,14 +159,17 @@ class Linter:
 
     # ------------------------------------------------------------------ recording
 
-    def _add(self, finding: Finding | Callable[[], Finding], *, rule: str = "", key: str = "") -> None:
+    def _add(self, finding: Finding | Callable[[], Finding], *, rule: RuleId | None = None, key: str = "") -> None:
         """Record a finding; ``finding`` may be a callable so findings past the cap cost nothing."""
         if key:
             if key in self._by_key:
                 self._by_key[key] += 1
                 return
             self._by_key[key] = 1
-        rule = rule or (finding.rule if isinstance(finding, Finding) else "")
+        if rule is None:
+            if not isinstance(finding, Finding):
+                raise TypeError("a deferred finding needs its rule")
+            rule = finding.rule
         self._counts[rule] += 1
         if self._kept.get(rule, 0) >= self.options.max_findings_per_rule:
             return
@@ -324,7 +235,7 @@ class Linter:
     # ------------------------------------------------------------------ R3-R6
 
     def _at(
-        self, rule: str, request: Request, item: RequestItem, message: str, details: dict[str, Any], *, key: str = ""
+        self, rule: RuleId, request: Request, item: RequestItem, message: str, details: dict[str, Any], *, key: str = ""
     ) -> None:
         self._add(
             Finding(
