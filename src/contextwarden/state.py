@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from .events import (
     AssistantMessage,
@@ -28,6 +28,17 @@ from .events import (
 from .policies._errors import find_error_lines
 from .policies.presets import CODING_TOOL_POLICIES, ToolPolicy, policy_for
 from .policies.resources import Resource, resources_of
+from .taskstate import TaskState, TestStatus
+
+__all__ = [
+    "MAX_CONSTRAINTS",
+    "MAX_CONSTRAINT_CHARS",
+    "StateBuilder",
+    "TaskState",
+    "TestStatus",
+    "derive_state",
+    "extract_constraints",
+]
 
 MAX_CONSTRAINT_CHARS = 400
 """A constraint sentence longer than this is cut (with an ellipsis): every pinned item has a cap."""
@@ -66,138 +77,6 @@ def extract_constraints(text: str) -> list[str]:
     return found
 
 
-@dataclass(frozen=True, kw_only=True)
-class TestStatus:
-    """The latest run of one test target."""
-
-    target: str
-    """What was run (``tests/test_x.py``, ``all``)."""
-    passed: bool
-    """Whether the run succeeded."""
-    failing: tuple[str, ...] = ()
-    """Names of failing tests, when the output lists them."""
-    seq: int = 0
-    """Seq of the result."""
-    event_id: str = ""
-    """Id of the tool result holding the full output."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class TaskState:
-    """What the agent is doing and what it must not forget. Build it with :func:`derive_state`."""
-
-    system: tuple[str, ...] = ()
-    """Leading system/developer instructions, verbatim, in order."""
-    goal: str = ""
-    """The original task: the first user message, verbatim (capped)."""
-    goal_event_id: str = ""
-    """Id of the event holding the goal."""
-    constraints: tuple[str, ...] = ()
-    """User constraints (explicit pins and rule sentences), oldest first."""
-    latest_steering: str = ""
-    """The most recent steering, verbatim."""
-    latest_user_intent: str = ""
-    """The most recent user message or steering."""
-    files_read: tuple[str, ...] = ()
-    """Files read, in first-read order."""
-    files_modified: tuple[str, ...] = ()
-    """Files changed, in first-change order."""
-    tests: tuple[TestStatus, ...] = ()
-    """Latest run per test target."""
-    unresolved_errors: tuple[str, ...] = ()
-    """Recent error lines not yet followed by a success of the same action."""
-    unresolved_error_ids: tuple[str, ...] = ()
-    """Ids of the tool results holding those errors (never masked while unresolved)."""
-    working_set: tuple[str, ...] = ()
-    """Files the agent is working on, most relevant first (seed 002 §23-24): files with an unresolved
-    failure, files the goal, constraints or steering name, modified files, then files read recently
-    (they decay), each group by recency and reference count."""
-    last_assistant_text: str = ""
-    """The latest assistant text, a hint of the next step."""
-    compactions: int = 0
-    """Compactions so far."""
-    references: dict[str, int] = field(default_factory=dict)
-    """Resource key → how many calls touched it (drives the working set)."""
-    last_touch: dict[str, int] = field(default_factory=dict)
-    """Resource key → seq of the last call that touched it."""
-
-    @property
-    def failing_tests(self) -> tuple[str, ...]:
-        """Failing tests of the latest runs that did not pass."""
-        out: list[str] = []
-        for t in self.tests:
-            if not t.passed:
-                out.extend(t.failing or (t.target,))
-        return tuple(out)
-
-    @property
-    def evidence_ids(self) -> frozenset[str]:
-        """Tool results that must stay visible: failing test runs and unresolved errors."""
-        return frozenset((*self.unresolved_error_ids, *(t.event_id for t in self.tests if not t.passed)))
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready snapshot (stored in compaction events)."""
-        return {
-            "system": list(self.system),
-            "goal": self.goal,
-            "goal_event_id": self.goal_event_id,
-            "constraints": list(self.constraints),
-            "latest_steering": self.latest_steering,
-            "latest_user_intent": self.latest_user_intent,
-            "files_read": list(self.files_read),
-            "files_modified": list(self.files_modified),
-            "tests": [
-                {
-                    "target": t.target,
-                    "passed": t.passed,
-                    "failing": list(t.failing),
-                    "seq": t.seq,
-                    "event_id": t.event_id,
-                }
-                for t in self.tests
-            ],
-            "unresolved_errors": list(self.unresolved_errors),
-            "unresolved_error_ids": list(self.unresolved_error_ids),
-            "working_set": list(self.working_set),
-            "last_assistant_text": self.last_assistant_text,
-            "compactions": self.compactions,
-            "references": dict(self.references),
-            "last_touch": dict(self.last_touch),
-        }
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> TaskState:
-        """Rebuild a snapshot made by :meth:`to_dict` (missing keys take defaults)."""
-        tests = tuple(
-            TestStatus(
-                target=str(t["target"]),
-                passed=bool(t["passed"]),
-                failing=tuple(t.get("failing", ())),
-                seq=int(t.get("seq", 0)),
-                event_id=str(t.get("event_id", "")),
-            )
-            for t in raw.get("tests", ())
-        )
-        return cls(
-            system=tuple(raw.get("system", ())),
-            goal=str(raw.get("goal", "")),
-            goal_event_id=str(raw.get("goal_event_id", "")),
-            constraints=tuple(raw.get("constraints", ())),
-            latest_steering=str(raw.get("latest_steering", "")),
-            latest_user_intent=str(raw.get("latest_user_intent", "")),
-            files_read=tuple(raw.get("files_read", ())),
-            files_modified=tuple(raw.get("files_modified", ())),
-            tests=tests,
-            unresolved_errors=tuple(raw.get("unresolved_errors", ())),
-            unresolved_error_ids=tuple(raw.get("unresolved_error_ids", ())),
-            working_set=tuple(raw.get("working_set", ())),
-            last_assistant_text=str(raw.get("last_assistant_text", "")),
-            compactions=int(raw.get("compactions", 0)),
-            references={str(k): int(v) for k, v in dict(raw.get("references", {})).items()},
-            last_touch={str(k): int(v) for k, v in dict(raw.get("last_touch", {})).items()},
-        )
-
-
 def _append_unique(items: tuple[str, ...], *new: str) -> tuple[str, ...]:
     out = list(items)
     for n in new:
@@ -222,12 +101,26 @@ def _test_outcome(result: ToolResult) -> tuple[bool, tuple[str, ...]]:
     return (not failed), failing
 
 
+_BANNER = re.compile(r"^\s*([=_*#-])\1{2,}.*\1{3}\s*$")
+"""A runner's section banner (pytest's ``=== FAILURES ===``, ``___ test_x ___``): it names a
+section, not the error, though it can hold an error word."""
+
+
 def _first_error_line(result: ToolResult) -> str:
-    """The first error-like line (a literal keyword scan: fast on 100 MB), else the last line."""
-    found = find_error_lines(result.output)
-    first = found[0] if found else None
-    line = result.output[first.start : first.end] if first else result.output[-2_000:].strip().rsplit("\n", 1)[-1]
-    return line.strip()[:200]
+    """The first error-like line that is not a banner, else the last line that is not one.
+
+    The error lines come from a literal keyword scan (fast on 100 MB); with no line at all the exit
+    code stands in.
+    """
+    output = result.output
+    for found in find_error_lines(output):
+        line = output[found.start : found.end]
+        if not _BANNER.match(line):
+            return line.strip()[:200]
+    for line in reversed(output[-2_000:].strip().split("\n")):
+        if line.strip() and not _BANNER.match(line):
+            return line.strip()[:200]
+    return f"exit code {result.exit_code}" if result.exit_code is not None else "failed"
 
 
 def _action_key(tool_name: str, call: ToolCall, resources: tuple[Resource, ...]) -> str:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from ..errors import Cancelled
-from ..state import TaskState
+from ..taskstate import TaskState
 from .serialize import Entry
 
 Purpose = Literal["history", "turn_prefix"]

@@ -28,8 +28,8 @@ from ..items import ContextItem
 from ..models import ModelProfile, get_profile
 from ..projection import Projection
 from ..seams import WindowManager
-from ..state import TaskState
 from ..store._protocol import SessionStore
+from ..taskstate import TaskState
 from ..tokens import TokenCounter, best_counter
 from ..window import compaction_blocks, pinned_text
 from ._base import Summarizer, SummaryInput, SummaryOptions, SummaryResult

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ..policies._errors import find_error_lines
 from ..policies.normalize import _ANSI, _CONTROL
-from ..state import TaskState, TestStatus
+from ..taskstate import TaskState, TestStatus
 from .serialize import Entry, call_label
 
 MAX_FAILURE_LINES = 2
