@@ -15,10 +15,7 @@ from contextwarden.events import (
     AssistantMessage,
     BinaryPart,
     Compaction,
-    ContextEdit,
-    ContextEditBatch,
     Event,
-    Instruction,
     SettingChange,
     ThinkingBlock,
     ToolCall,
@@ -26,7 +23,6 @@ from contextwarden.events import (
     UsageReport,
     UserMessage,
 )
-from contextwarden.store import SQLiteStore
 from contextwarden.tokens import (
     IMAGE_TOKENS,
     MESSAGE_OVERHEAD,
@@ -41,7 +37,6 @@ from contextwarden.tokens import (
     available_counters,
     best_counter,
     calibrate_from_events,
-    estimate_context_tokens,
     event_tokens,
     seed_tiktoken_cache,
 )
@@ -274,87 +269,6 @@ def test_event_tokens_per_kind() -> None:
 
 
 # --------------------------------------------------------------------------- usage anchoring
-
-
-def _stored(tmp_path: Path, events: list[Event]) -> list[Event]:
-    store = SQLiteStore(tmp_path / "sessions.db")
-    try:
-        store.create_session("s")
-        store.append("s", events, expected_last_seq=0)
-        return store.read("s")
-    finally:
-        store.close()
-
-
-def test_unanchored_estimate_sums_events(tmp_path: Path) -> None:
-    events = _stored(tmp_path, [Instruction(text="sys"), UserMessage(text="hello")])
-    estimate = estimate_context_tokens(events, Recording())
-    assert estimate.tokens == estimate.tail_tokens == 2 * MESSAGE_OVERHEAD + 3 + 5
-    assert not estimate.anchored and estimate.anchor_tokens == 0 and estimate.counter == "recording"
-
-
-def test_anchor_covers_everything_up_to_the_response(tmp_path: Path) -> None:
-    reply = AssistantMessage(text="I will read it", tool_calls=(ToolCall(id="c1", name="read"),))
-    events = _stored(tmp_path, [
-        Instruction(text="system " * 100),
-        UserMessage(text="fix it"),
-        reply,
-        UsageReport(input_tokens=5_000, output_tokens=40, response_event_id=reply.id),
-        ToolResult(call_id="c1", tool_name="read", output="0123456789"),
-        UserMessage(text="and test"),
-    ])
-    counter = Recording()
-    estimate = estimate_context_tokens(events, counter, cache=EventTokenCache())
-    assert estimate.anchored and estimate.anchor_tokens == 5_040 and estimate.anchor_seq == 4
-    assert estimate.tail_events == 3  # the usage report itself counts 0
-    assert estimate.tail_tokens == 2 * MESSAGE_OVERHEAD + 10 + 8
-    assert estimate.tokens == 5_040 + estimate.tail_tokens
-    assert counter.calls == ["0123456789", "and test"]  # history before the anchor is never counted
-
-
-def test_anchor_without_response_id_uses_the_last_assistant_message(tmp_path: Path) -> None:
-    events = _stored(tmp_path, [
-        UserMessage(text="q"), AssistantMessage(text="answer"), UsageReport(input_tokens=900, output_tokens=7),
-        UserMessage(text="next"),
-    ])
-    estimate = estimate_context_tokens(events, Recording())
-    assert estimate.anchor_tokens == 907 and estimate.tail_tokens == MESSAGE_OVERHEAD + 4
-
-
-def test_usage_before_the_latest_window_event_is_ignored(tmp_path: Path) -> None:
-    reply = AssistantMessage(text="done")
-    events = _stored(tmp_path, [
-        UserMessage(text="a" * 1_000),                 # seq 1, compacted away
-        UserMessage(text="b" * 1_000),                 # seq 2, compacted away
-        reply,                                          # seq 3, kept
-        UsageReport(input_tokens=90_000, output_tokens=10, response_event_id=reply.id),  # seq 4, stale
-        ToolResult(call_id="c", tool_name="t", output="r" * 30),  # seq 5, kept
-        Compaction(summary="S" * 50, first_kept_seq=3),  # seq 6
-        UserMessage(text="go on"),                      # seq 7
-    ])
-    estimate = estimate_context_tokens(events, Recording())
-    assert not estimate.anchored
-    expected = (MESSAGE_OVERHEAD + 4) + (MESSAGE_OVERHEAD + 30) + (MESSAGE_OVERHEAD + 50) + (MESSAGE_OVERHEAD + 5)
-    assert estimate.tokens == expected
-    # a new report after the compaction anchors again
-    newer = AssistantMessage(text="ok")
-    later = [*events, newer, UsageReport(input_tokens=300, output_tokens=2, response_event_id=newer.id),
-             UserMessage(text="x")]
-    assert estimate_context_tokens(later, Recording()).tokens == 302 + MESSAGE_OVERHEAD + 1
-
-
-def test_context_edits_count_their_replacement(tmp_path: Path) -> None:
-    big = ToolResult(call_id="c", tool_name="read", output="z" * 5_000)
-    thinker = AssistantMessage(text="hi", thinking=(ThinkingBlock(text="t" * 900),))
-    events = _stored(tmp_path, [
-        UserMessage(text="u"), big, thinker,
-        ContextEditBatch(edits=(
-            ContextEdit(target_id=big.id, action="mask", replacement="[masked: read a.py]"),
-            ContextEdit(target_id=thinker.id, action="drop_thinking", replacement=""),
-        )),
-    ])
-    estimate = estimate_context_tokens(events, Recording())
-    assert estimate.tokens == (MESSAGE_OVERHEAD + 1) + (MESSAGE_OVERHEAD + 19) + (MESSAGE_OVERHEAD + 2)
 
 
 # --------------------------------------------------------------------------- calibration

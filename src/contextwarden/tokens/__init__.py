@@ -6,13 +6,12 @@
   ``tokenizers`` extra. :func:`best_counter` picks the best one for a tokenizer family.
 - :class:`EventTokenCache` counts each event once per counter; :class:`CachedCounter` does the
   same for repeated texts.
-- :func:`estimate_context_tokens` anchors on the provider's last reported usage and estimates only
-  what came after; :func:`calibrate_from_events` learns a per-session correction factor.
+- :func:`calibrate_from_events` learns a per-session correction factor from usage reports (the
+  usage-anchored size of a request is :func:`contextwarden.accounting.anchored_estimate`).
 """
 
 from __future__ import annotations
 
-from ._anchor import ContextEstimate, calibrate_from_events, estimate_context_tokens
 from ._cache import (
     IMAGE_TOKENS,
     MESSAGE_OVERHEAD,
@@ -25,6 +24,7 @@ from ._calibrated import CalibratedCounter
 from ._exact import ENCODINGS, ExactCounter, available_counters, best_counter, seed_tiktoken_cache
 from ._heuristic import HeuristicCounter, HeuristicWeights
 from ._protocol import TokenCounter
+from ._usage import calibrate_from_events
 
 __all__ = [
     "ENCODINGS",
@@ -33,7 +33,6 @@ __all__ = [
     "TOOL_CALL_OVERHEAD",
     "CachedCounter",
     "CalibratedCounter",
-    "ContextEstimate",
     "EventTokenCache",
     "ExactCounter",
     "HeuristicCounter",
@@ -42,7 +41,6 @@ __all__ = [
     "available_counters",
     "best_counter",
     "calibrate_from_events",
-    "estimate_context_tokens",
     "event_tokens",
     "seed_tiktoken_cache",
 ]
