@@ -17,8 +17,9 @@ from contextwarden.events import (
     with_position,
 )
 from contextwarden.policies.presets import CODING_TOOL_POLICIES, apply_policy, policy_for
-from contextwarden.retrieval import READ_RANGE_TOOL, RECALL_TOOL, ReReadTracker, read_range, recall
+from contextwarden.retrieval import ReReadTracker, answer_retrieval, read_range, recall
 from contextwarden.tokens import HeuristicCounter
+from contextwarden.tools import READ_RANGE, RECALL
 
 COUNTER = HeuristicCounter()
 
@@ -150,10 +151,15 @@ def test_recall_handles_chinese_and_skips_retrieval_results() -> None:
     assert "read_range" not in out
 
 
-def test_retrieval_tool_schemas() -> None:
-    assert READ_RANGE_TOOL["name"] == "read_range" and RECALL_TOOL["name"] == "recall"
-    params = READ_RANGE_TOOL["parameters"]
-    assert isinstance(params, dict) and params["required"] == ["artifact_id", "start_line", "end_line"]
+def test_the_tool_schemas_name_the_arguments_the_answers_read() -> None:
+    s = _Session()
+    out = s.tool("Bash", _log(50), command="make")
+    artifact, start, end = READ_RANGE.parameters["required"]
+    read = ToolCall(id="r", name=READ_RANGE.name, arguments={artifact: out.id, start: 7, end: 7})
+    assert "line 7: building target_7" in answer_retrieval(s.events, read, counter=COUNTER, max_tokens=500)
+    (query,) = RECALL.parameters["required"]
+    search = ToolCall(id="q", name=RECALL.name, arguments={query: "target_9"})
+    assert out.id in answer_retrieval(s.events, search, counter=COUNTER, max_tokens=500)
 
 
 def test_re_read_rate_counts_reads_of_evicted_content() -> None:

@@ -28,7 +28,6 @@ from .events import (
     AssistantMessage,
     ContextEditBatch,
     Event,
-    JSONValue,
     Steering,
     ToolCall,
     ToolResult,
@@ -38,44 +37,12 @@ from .policies.placeholders import render_call
 from .policies.presets import CODING_TOOL_POLICIES, ToolPolicy, policy_for, policy_text
 from .policies.resources import opened_file, resources_of
 from .policies.truncate import line_count, truncate_output
+from .tools import READ_RANGE, RECALL
 
 if TYPE_CHECKING:
     from .tokens import TokenCounter
 
-__all__ = ["READ_RANGE_TOOL", "RECALL_TOOL", "ReReadTracker", "answer_retrieval", "read_range", "recall"]
-
-READ_RANGE_TOOL: dict[str, JSONValue] = {
-    "name": "read_range",
-    "description": (
-        "Read lines of a tool output that was truncated or removed from the context, by the artifact_id"
-        " named in its marker or placeholder. Lines are numbered from 1; the answer is bounded, so ask"
-        " for a few hundred lines at a time."
-    ),
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "artifact_id": {"type": "string", "description": "The id named in the marker or placeholder."},
-            "start_line": {"type": "integer", "minimum": 1, "description": "First line to read (1-based)."},
-            "end_line": {"type": "integer", "minimum": 1, "description": "Last line to read (inclusive)."},
-        },
-        "required": ["artifact_id", "start_line", "end_line"],
-    },
-}
-"""A provider-neutral schema for exposing :func:`read_range` as a tool."""
-
-RECALL_TOOL: dict[str, JSONValue] = {
-    "name": "recall",
-    "description": (
-        "Search everything said and every tool output of this session, including what is no longer in"
-        " the context. Returns the best matching passages with their artifact ids and line numbers."
-    ),
-    "parameters": {
-        "type": "object",
-        "properties": {"query": {"type": "string", "description": "Keywords to look for."}},
-        "required": ["query"],
-    },
-}
-"""A provider-neutral schema for exposing :func:`recall` as a tool."""
+__all__ = ["ReReadTracker", "answer_retrieval", "read_range", "recall"]
 
 
 def _calls(events: Iterable[Event]) -> dict[str, ToolCall]:
@@ -359,9 +326,12 @@ def answer_retrieval(
     max_tokens: int,
     policies: Sequence[ToolPolicy] = CODING_TOOL_POLICIES,
 ) -> str:
-    """The answer to a ``read_range`` or ``recall`` call over a session's events (``UsageError`` otherwise)."""
+    """The answer to a ``read_range`` or ``recall`` call over a session's events (``UsageError`` otherwise).
+
+    The tools' schemas are :data:`contextwarden.tools.READ_RANGE` and :data:`~contextwarden.tools.RECALL`.
+    """
     args = call.arguments
-    if call.name == "read_range":
+    if call.name == READ_RANGE.name:
         return read_range(
             events,
             str(args.get("artifact_id", "")),
@@ -371,6 +341,6 @@ def answer_retrieval(
             counter=counter,
             policies=policies,
         )
-    if call.name == "recall":
+    if call.name == RECALL.name:
         return recall(events, str(args.get("query", "")), counter=counter, max_tokens=max_tokens, policies=policies)
     raise UsageError(f"{call.name!r} is not a retrieval tool; expected read_range or recall")
