@@ -7,7 +7,8 @@ import pytest
 from contextwarden.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage, with_position
 from contextwarden.models import get_profile
 from contextwarden.replay import ReplayInput, ReplaySettings, replay
-from contextwarden.replay.peers import PeerUnavailable, peer_strategy
+from contextwarden.replay.names import PEER_NAMES, is_peer
+from contextwarden.replay.peers import PEERS, PeerUnavailable, peer_strategy
 from contextwarden.replay.strategies import RunEnv
 from contextwarden.store import MemoryStore
 from contextwarden.tokens import HeuristicCounter
@@ -68,3 +69,8 @@ def test_missing_peer_is_skipped_with_a_reason_never_faked() -> None:
     assert any(note.startswith("openhands-condenser skipped") for note in results.notes)
     assert results.to_dict()["strategies"][1] == {"name": "openhands-condenser", "skipped": peer.skipped,
                                                    "per_file": []}
+
+
+def test_every_peer_has_a_name_in_the_peer_name_type_and_the_reverse() -> None:
+    assert tuple(PEERS) == PEER_NAMES
+    assert all(is_peer(name) for name in PEERS) and not is_peer("raw")

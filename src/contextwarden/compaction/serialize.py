@@ -19,11 +19,17 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from ..context import Message
 from ..events import AssistantMessage, Event, Instruction, JSONValue, Pin, Steering, ToolResult, UserMessage
 from ..items import ContextItem
 from ..tokens import TokenCounter
+
+EntryLabel = Literal[
+    "user", "assistant", "assistant thinking", "tool call", "tool result", "instruction", "steering", "pin"
+]
+"""What a transcript entry is; the summarizers and truth checks read entries by it."""
 
 ITEM_CAPS: tuple[int, ...] = (2_000, 1_000, 500, 250, 120)
 """Per-entry token caps tried in order until the transcript fits its budget."""
@@ -35,9 +41,8 @@ class Entry:
 
     seq: int
     """Seq of the event it came from (0 when unknown)."""
-    label: str
-    """What it is: ``user``, ``assistant``, ``assistant thinking``, ``tool call``, ``tool result``,
-    ``instruction``, ``steering``, ``pin``."""
+    label: EntryLabel
+    """What it is."""
     text: str
     """The content, uncapped."""
     name: str = ""
@@ -103,7 +108,7 @@ def _message_entries(seq: int, message: Message, *, kind: str) -> list[Entry]:
         return out
     if role in ("system", "developer"):
         return [Entry(seq=seq, label="instruction", text=message.text)]
-    label = {"steering": "steering", "pin": "pin"}.get(kind, "user")
+    label: EntryLabel = "steering" if kind == "steering" else "pin" if kind == "pin" else "user"
     return [Entry(seq=seq, label=label, text=message.text)]
 
 

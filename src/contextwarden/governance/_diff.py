@@ -4,13 +4,26 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Literal
 
 from ..fragments import dynamic_values
 from .requests import Request, RequestItem
 
 _TOOL_LABEL = re.compile(r"^tools\[\d+\] \((.*)\)$")
 
-CAUSES: dict[str, str] = {
+BreakCause = Literal[
+    "model_changed",
+    "system_dynamic",
+    "system_changed",
+    "tools_reordered",
+    "tools_changed",
+    "message_edited",
+    "messages_removed",
+    "history_shortened",
+]
+"""What broke a prefix."""
+
+CAUSES: dict[BreakCause, str] = {
     "model_changed": "the model changed",
     "system_dynamic": "a timestamp or id in the system prompt",
     "system_changed": "the system prompt changed",
@@ -35,7 +48,7 @@ class PrefixBreak:
     """Where the first difference lies: ``model``, ``system``, ``tools`` or ``messages``."""
     item: str
     """The first differing item (its label in the new request, or in the old one when removed)."""
-    cause: str
+    cause: BreakCause
     """One of :data:`CAUSES`."""
     detail: str
     """What changed, in words (the dynamic value found, the tools added or removed...)."""
@@ -106,7 +119,7 @@ def _tool_name(item: RequestItem) -> str:
     return match.group(1) if match else item.label
 
 
-def _system_break(prev: Request, cur: Request, i: int) -> tuple[str, str, str]:
+def _system_break(prev: Request, cur: Request, i: int) -> tuple[str, BreakCause, str]:
     old = "\n".join(item.text for item in prev.system)
     new = "\n".join(item.text for item in cur.system)
     item = cur.system[i].label if i < len(cur.system) else f"{prev.system[i].label} (removed)"
@@ -117,7 +130,7 @@ def _system_break(prev: Request, cur: Request, i: int) -> tuple[str, str, str]:
     return item, "system_changed", f"changed text: {region[:120]!r}" if region else "system blocks differ"
 
 
-def _tools_break(prev: Request, cur: Request, i: int) -> tuple[str, str, str]:
+def _tools_break(prev: Request, cur: Request, i: int) -> tuple[str, BreakCause, str]:
     if sorted(t.digest for t in prev.tools) == sorted(t.digest for t in cur.tools):
         order = ", ".join(_tool_name(t) for t in cur.tools[:8])
         return cur.tools[i].label, "tools_reordered", f"same tools in a new order: {order}"
@@ -135,7 +148,7 @@ def _tools_break(prev: Request, cur: Request, i: int) -> tuple[str, str, str]:
     return item, "tools_changed", "; ".join(parts) or "tool order changed"
 
 
-def _messages_break(prev: Request, cur: Request, i: int) -> tuple[str, str, str]:
+def _messages_break(prev: Request, cur: Request, i: int) -> tuple[str, BreakCause, str]:
     if i >= len(cur.messages):
         dropped = len(prev.messages) - len(cur.messages)
         return f"{prev.messages[i].label} (dropped)", "history_shortened", f"{dropped} trailing item(s) gone"

@@ -7,6 +7,7 @@ peers), so none of them needs to know the others.
 from __future__ import annotations
 
 from ..errors import UsageError
+from .names import is_peer
 from .peers import PEERS, peer_strategy
 from .strategies import MaskLastN, RawStrategy, Strategy, convert_option
 from .warden import contextwarden_variant
@@ -25,7 +26,7 @@ def parse_strategy(spec: str) -> Strategy:
         return MaskLastN(keep)
     if head == "contextwarden":
         return contextwarden_variant(tail, name=spec)
-    if head in PEERS:
+    if is_peer(head):
         return peer_strategy(head)
     raise UsageError(
         f"unknown strategy {spec!r}; known: raw, mask-last-n:N, contextwarden[:options], {', '.join(PEERS)}"

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..context import Message
 from ..events import Event
+from .names import PeerName
 from .strategies import Built, History, RunEnv, StrategyRun, plain_context
 
 _INSTALL = "pip install 'contextwarden[peers]'"
@@ -42,7 +43,7 @@ class PeerUnavailable(Exception):
 class PeerStrategy:
     """A peer system's context management, driven through its own code."""
 
-    name: str
+    name: PeerName
     make: Callable[[], Callable[[str, Sequence[Message]], Sequence[Message]]]
     """Builds the peer's edit function (raises :class:`PeerUnavailable`); called once per transcript."""
 
@@ -221,7 +222,7 @@ def _openhands() -> Callable[[str, Sequence[Message]], Sequence[Message]]:
     )
 
 
-PEERS: dict[str, Callable[[], Callable[[str, Sequence[Message]], Sequence[Message]]]] = {
+PEERS: dict[PeerName, Callable[[], Callable[[str, Sequence[Message]], Sequence[Message]]]] = {
     "langchain-context-editing": _langchain,
     "openai-agents-trimmer": _agents,
     "openhands-condenser": _openhands,
@@ -229,6 +230,6 @@ PEERS: dict[str, Callable[[], Callable[[str, Sequence[Message]], Sequence[Messag
 """Every peer by strategy name."""
 
 
-def peer_strategy(name: str) -> PeerStrategy:
+def peer_strategy(name: PeerName) -> PeerStrategy:
     """The peer called ``name`` (one of :data:`PEERS`)."""
     return PeerStrategy(name=name, make=PEERS[name])
