@@ -15,9 +15,9 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable
 
+from .chat import CallOptions, ChatRequest, ChatResponse, Usage
 from .errors import Cancelled, ContextOverflowError, UsageError
 from .events import ToolCall
-from .providers._protocol import CallOptions, ChatRequest, ChatResponse, Usage
 
 ScriptItem = ChatResponse | BaseException | str | Callable[[ChatRequest], ChatResponse]
 """One scripted answer: a response, a text (wrapped in a response), a function of the request, or

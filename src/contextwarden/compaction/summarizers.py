@@ -23,9 +23,9 @@ import re
 from dataclasses import dataclass, replace
 
 from ..budget import FALLBACK_CONTEXT_WINDOW, summary_max_tokens
+from ..chat import CallOptions, ChatMessage, ChatRequest, ChatResponse, Provider
 from ..errors import CompactionError, ContextOverflowError
 from ..models import ModelProfile, get_profile
-from ..providers._protocol import CallOptions, ChatMessage, ChatRequest, ChatResponse, Provider
 from ..tokens import TokenCounter, best_counter
 from ._base import Purpose, Summarizer, SummaryInput, SummaryOptions, SummaryResult
 from .prompts import REQUIRED_SECTIONS, TURN_REQUIRED_SECTIONS, build_prompt

@@ -6,7 +6,7 @@ imports a provider SDK; the clients speak HTTP through ``httpx``.
 
 from __future__ import annotations
 
-from ._protocol import CallOptions, ChatMessage, ChatRequest, ChatResponse, Provider, Role, Usage
+from ..chat import CallOptions, ChatMessage, ChatRequest, ChatResponse, Provider, Role, Usage
 from .anthropic import AnthropicProvider
 from .classify import (
     OVERFLOW_PATTERNS,

@@ -15,10 +15,10 @@ from types import TracebackType
 
 import httpx
 
+from ..chat import CallOptions, ChatRequest, ChatResponse, request_context, usage_of
 from ..errors import MalformedResponse
 from ..events import JSONValue
 from ..wire.anthropic import parse_anthropic_response, render_anthropic
-from ._protocol import CallOptions, ChatRequest, ChatResponse, request_context, usage_of
 from .retry import HttpCall, RetryPolicy, make_error, post_json, resolve_call_settings
 
 ANTHROPIC_VERSION = "2023-06-01"

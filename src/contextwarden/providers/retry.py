@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 import httpx
 
+from ..chat import CallOptions
 from ..errors import (
     Cancelled,
     ContextOverflowError,
@@ -29,7 +30,6 @@ from ..errors import (
     ServerError,
 )
 from ..events import JSONValue
-from ._protocol import CallOptions
 from .classify import classify_error
 
 _CANCEL_POLL_SECONDS = 0.02

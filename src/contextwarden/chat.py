@@ -1,5 +1,8 @@
 """The ``Provider`` seam: one method that sends a chat request to a model and returns its answer.
 
+It sits outside :mod:`contextwarden.providers` so that the summarizers (:mod:`.compaction`) can
+speak to a model without importing the HTTP clients and, through them, the wire codecs.
+
 The request and response types here are provider-neutral. The HTTP clients
 (:class:`~contextwarden.providers.OpenAICompatProvider`,
 :class:`~contextwarden.providers.AnthropicProvider`) turn a request into a
@@ -18,8 +21,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
-from ..context import Message, ModelContext, ToolDefinition
-from ..events import JSONValue, ThinkingBlock, ToolCall, UsageReport
+from .context import Message, ModelContext, ToolDefinition
+from .events import JSONValue, ThinkingBlock, ToolCall, UsageReport
 
 Role = Literal["system", "user", "assistant", "tool"]
 """Who speaks a :class:`ChatMessage`."""
