@@ -5,6 +5,12 @@ level, inside functions (a lazy import is still a dependency, only a hidden one)
 ``TYPE_CHECKING`` (a type-only import still makes a reader climb back up). Importing ``a.b.c``
 also depends on the packages ``a.b`` and ``a`` (Python runs their ``__init__`` first), except the
 importer's own enclosing packages, which are already being imported when it runs.
+
+The data path is checked as an order of steps, base -> log -> shared -> window -> plan -> assemble
+-> wire: a module imports only modules of its own step or earlier ones. A module's step is the
+folder it sits in (``log/``, ``window/``, ``plan/``, ``assemble/``, ``wire/``) or, for a module or
+package directly under ``contextwarden/``, its entry in :data:`PLACE`, so the check reads the flat
+layout and the layout in step folders alike.
 """
 
 from __future__ import annotations
@@ -16,6 +22,34 @@ PACKAGE = "contextwarden"
 ROOT = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 EDGES = ("cli", "proxy", "integrations", "importers", "replay", "report", "__main__")
 """The edge packages of docs/architecture.md (and the ``python -m`` entry point, which runs the CLI)."""
+
+STEPS = ("base", "log", "shared", "window", "plan", "assemble", "wire")
+"""The data path in order; the last five are folders once the layout shows them."""
+FOLDERS = ("log", "window", "plan", "assemble", "wire")
+OUTSIDE = "outside"
+"""Around the data path: the edges, the public API and what no step may import."""
+PLACE: dict[str, str] = {
+    **dict.fromkeys(("errors", "models", "budget"), "base"),
+    **dict.fromkeys(("events", "codec", "store"), "log"),
+    **dict.fromkeys(
+        ("context", "tokens", "fragments", "tools", "instructions", "_catalog", "_files", "_trust", "pairing", "chat"),
+        "shared",
+    ),
+    **dict.fromkeys(
+        ("items", "tiers", "lifecycle", "accounting", "projection", "state", "taskstate", "editqueue", "policies"),
+        "window",
+    ),
+    "window": "window",  # window.py, the window a compaction opens, before it moves into window/
+    "opening": "window",
+    **dict.fromkeys(("planner", "policy", "taskpolicies", "treebudget", "exposure", "seams", "compaction"), "plan"),
+    **dict.fromkeys(("manager", "buildrecord", "session", "subagents", "retrieval"), "assemble"),
+    "_render": "wire",
+    **dict.fromkeys(
+        (*EDGES, "__init__", "governance", "providers", "mirror", "loop", "testing", "data"),
+        OUTSIDE,
+    ),
+}
+"""The step of each module or package directly under ``contextwarden/`` (step folders aside)."""
 
 
 def _modules() -> dict[str, Path]:
@@ -118,28 +152,39 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def step_of(module: str) -> str:
+    """The step of the data path ``module`` belongs to (``outside`` for the edges and the public API)."""
+    parts = module.split(".")[1:] or ["__init__"]
+    if parts[0] in FOLDERS and (ROOT / parts[0]).is_dir():
+        return parts[0]
+    if parts[0] not in PLACE:
+        raise AssertionError(f"{module}: say which step it belongs to in PLACE (tests/test_import_graph.py)")
+    return PLACE[parts[0]]
+
+
 def _is_edge(module: str) -> bool:
     return module.split(".")[1:2] != [] and module.split(".")[1] in EDGES
 
 
 LAZY_AND_TYPE_ONLY = """
 from typing import TYPE_CHECKING
-from . import seams
+from . import context
 if TYPE_CHECKING:
-    from .session import Session
+    from .models import ModelProfile
 def f():
-    from .compaction.compactor import WindowCompactor
+    from .tokens._exact import ExactCounter
 """
 
 
 def test_the_graph_sees_lazy_and_type_only_imports() -> None:
-    deps = _dependencies(f"{PACKAGE}.manager", ast.parse(LAZY_AND_TYPE_ONLY))
-    names = {f"{PACKAGE}.{m}" for m in ("seams", "session", "compaction", "compaction.compactor")}
+    # errors.py and tokens/ stay where they are in either layout.
+    deps = _dependencies(f"{PACKAGE}.errors", ast.parse(LAZY_AND_TYPE_ONLY))
+    names = {f"{PACKAGE}.{m}" for m in ("context", "models", "tokens", "tokens._exact")}
     assert deps == names
     # A package's own submodules do not depend back on it; its __init__ depends on what it re-exports.
     graph = import_graph()
-    assert f"{PACKAGE}.store.sqlite" in graph[f"{PACKAGE}.store"]
-    assert f"{PACKAGE}.store" not in graph[f"{PACKAGE}.store.sqlite"]
+    assert f"{PACKAGE}.tokens._exact" in graph[f"{PACKAGE}.tokens"]
+    assert f"{PACKAGE}.tokens" not in graph[f"{PACKAGE}.tokens._exact"]
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
@@ -157,3 +202,26 @@ def test_the_core_imports_no_edge() -> None:
         f"{module} -> {dep}" for module, deps in graph.items() if not _is_edge(module) for dep in deps if _is_edge(dep)
     )
     assert crossing == []
+
+
+def climbs(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from a step of the data path into a later step, or out of the data path."""
+    rank = {step: n for n, step in enumerate(STEPS)}
+    return sorted(
+        f"{module} ({step_of(module)}) -> {dep} ({step_of(dep)})"
+        for module, deps in graph.items()
+        if step_of(module) != OUTSIDE
+        for dep in deps
+        if step_of(dep) == OUTSIDE or rank[step_of(dep)] > rank[step_of(module)]
+    )
+
+
+def test_the_step_check_sees_a_climb() -> None:
+    events, tokens, cli = (f"{PACKAGE}.{m}" for m in ("events", "tokens", "cli"))
+    assert climbs({tokens: {events}, events: set()}) == []
+    assert climbs({events: {tokens}}) == [f"{events} (log) -> {tokens} (shared)"]
+    assert climbs({tokens: {cli}}) == [f"{tokens} (shared) -> {cli} (outside)"]
+
+
+def test_each_step_imports_only_itself_and_earlier_steps() -> None:
+    assert climbs(import_graph()) == []
