@@ -34,6 +34,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from _progress import track
+
 from contextwarden.events import Compaction, Event, ToolResult, UserMessage
 from contextwarden.store import PostgresStore, SessionStore, SQLiteStore, _shared
 
@@ -271,7 +273,7 @@ def main(argv: list[str] | None = None) -> None:
     appends: list[Row] = []
     for batch, count in ((1, args.appends), (100, 100), (1000, 10)):
         runs: dict[str, list[Row]] = {name: [] for name in CODECS}
-        for r in range(args.rounds):
+        for r in track(range(args.rounds), f"appending, batch {batch}"):
             for name in CODECS:  # alternating, so a busy spell on the machine hits both codecs alike
                 # a fresh file per run, so no run appends to a bigger table than its twin
                 store_at = sqlite_at(f"append-{name}-{batch}-{r}")

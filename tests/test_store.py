@@ -590,6 +590,42 @@ def test_postgres_fork_does_not_copy_and_rows_are_append_only(pg_schema_dsn: str
             conn.execute("UPDATE contextwarden_events SET data = '{}' WHERE seq = 1")
 
 
+@pytest.mark.postgres
+def test_postgres_concurrent_create_session_raises_session_exists(pg_schema_dsn: str) -> None:
+    # Each writer has its own connection; the barrier lines them up so several pass the existence
+    # check before the first insert commits and the losers meet the primary key instead.
+    writers, rounds = 6, 15
+    stores = [PostgresStore(pg_schema_dsn) for _ in range(writers)]
+    outcomes: list[str] = []
+    lock = threading.Lock()
+
+    def create(store: PostgresStore, sid: str, start: threading.Barrier) -> None:
+        start.wait()
+        try:
+            store.create_session(sid)
+            outcome = "created"
+        except SessionExists as exc:
+            outcome = "exists" if repr(sid) in str(exc) else f"exists, unnamed: {exc}"
+        except Exception as exc:  # any other error is the failure this test looks for
+            outcome = f"{type(exc).__name__}: {exc}"
+        with lock:
+            outcomes.append(outcome)
+
+    try:
+        for n in range(rounds):
+            start = threading.Barrier(writers)
+            threads = [threading.Thread(target=create, args=(s, f"race-{n}", start)) for s in stores]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    finally:
+        for s in stores:
+            s.close()
+    assert outcomes.count("created") == rounds
+    assert sorted(set(outcomes)) == ["created", "exists"], [o for o in outcomes if o not in ("created", "exists")]
+
+
 def test_open_store_picks_the_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     default = open_store(None)

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from .catalog import parse_strategy
 from .costmodel import Block, BlockMeter, CacheSimulator, CostSettings, RequestCost
-from .engine import DEFAULT_MODEL, ReplayInput, default_counter, load_inputs, replay, replay_file
+from .engine import DEFAULT_MODEL, default_counter, replay, replay_file
+from .inputs import ReplayInput, load_inputs
 from .optimum import Optimum, offline_optimum, schedule_cost
 from .peers import PEERS, PeerStrategy, PeerUnavailable
 from .probes import PROBE_KINDS, ProbeOutcome, ProbeTracker

@@ -153,7 +153,10 @@ class PostgresStore(SQLStore):
                     raise DuplicateSeq() from None
                 if exc.diag.constraint_name == _SESSION_KEY:
                     # a concurrent create_session won the race for the id
-                    raise SessionExists(f"session already exists ({exc.diag.message_detail})") from None
+                    # (the pre-check in ``_insert_session`` misses it: both passed it before either committed)
+                    match = _KEY_DETAIL.fullmatch(str(exc.diag.message_detail or ""))
+                    name = repr(match.group(1)) if match else "(id unknown)"
+                    raise SessionExists(f"session {name} already exists") from None
                 raise StoreError(f"PostgreSQL: {_one_line(exc)}") from None
             except self._psycopg.Error as exc:
                 raise StoreError(f"PostgreSQL: {_one_line(exc)}") from None
