@@ -51,6 +51,7 @@ def _session(r: Rig, turns: int, *, key: str = "k") -> list[Any]:
 
 
 def _window_events(r: Rig) -> int:
+    r.proxy.settle()
     (info,) = r.proxy.store.list_sessions()
     return sum(e.kind in WINDOW_KINDS for e in r.proxy.store.read(info.id))
 
@@ -91,7 +92,7 @@ def test_sixty_turns_stay_byte_stable_between_window_events(tmp_path: Path) -> N
                 assert usage[n].cache_read_tokens > 0, n
         rows = r.rows()
         assert sum(row.forwarded_tokens for row in rows) < 0.8 * sum(row.client_tokens for row in rows)
-        r.proxy.pipeline.accountant.flush()
+        r.proxy.settle()
         stats = r.proxy.pipeline.ledger.stats()["total"]
         assert stats["effective_cost_usd"] < stats["client_cost_usd"]
 
