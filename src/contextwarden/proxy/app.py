@@ -64,6 +64,7 @@ class Proxy:
                 Route("/contextwarden/stats", self._stats, methods=["GET"]),
                 Route("/metrics", self._metrics, methods=["GET"]),
                 *(Route(path, self._model_call, methods=["POST"]) for path in MODEL_ROUTES),
+                Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
                 Route("/{path:path}", self._passthrough, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
             ],
             lifespan=self._lifespan,
@@ -182,6 +183,21 @@ class Proxy:
 
     async def _passthrough(self, request: Request) -> Response:
         upstream = await self._send(request, await request.body())
+        return StreamingResponse(_relay(upstream), status_code=upstream.status_code, headers=_headers(upstream))
+
+    async def _count_tokens(self, request: Request) -> Response:
+        """Count what the proxy would forward (manage mode); observing, count what the client sent."""
+        raw = await request.body()
+        body = raw
+        if self.settings.mode == "manage":
+            headers = {k.lower(): v for k, v in request.headers.items()}
+            try:
+                body = await run_in_threadpool(
+                    self.pipeline.prepare_count, raw, headers, forward.credential(request.headers.items())
+                )
+            except Exception as exc:  # never break the agent: count what the client sent
+                log.warning("contextwarden proxy counted the client's own request: %s: %s", type(exc).__name__, exc)
+        upstream = await self._send(request, body)
         return StreamingResponse(_relay(upstream), status_code=upstream.status_code, headers=_headers(upstream))
 
     async def _stats(self, request: Request) -> Response:

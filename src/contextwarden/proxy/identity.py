@@ -122,16 +122,37 @@ class SessionIndex:
         ``reach`` is the length of the history up to its last assistant message: the longest prefix
         a session can be remembered by (``None``: unknown, the table is always asked).
         """
+        found = self.find(credential=credential, headers=headers, body=body, root=root, chain=chain, reach=reach)
+        if found is not None:
+            return found
+        scope = self._scope(credential, headers, body)
+        session_id = f"px-{namespace(credential, self.salt)}-{uuid.uuid4().hex[:24]}"
+        self.db.execute(
+            "INSERT INTO contextwarden_proxy_lanes (session_id, scope, root, updated_at) VALUES (?, ?, ?, ?)",
+            (session_id, scope, root, time.time()),
+        )
+        return Identity(session_id=session_id, scope=scope, how="new")
+
+    def find(
+        self,
+        *,
+        credential: str,
+        headers: Mapping[str, str],
+        body: Mapping[str, Any],
+        root: str,
+        chain: Sequence[str],
+        reach: int | None = None,
+    ) -> Identity | None:
+        """Like :meth:`identify`, but ``None`` instead of a new session (nothing is written)."""
         ns = namespace(credential, self.salt)
         explicit = headers.get(EXPLICIT_HEADER, "")
         if explicit:
             return Identity(session_id=f"px-{ns}-{_digest(explicit)[:24]}", scope=f"{ns}/x", how="explicit")
-        client = client_session_id(headers, body)
-        scope = f"{ns}/{_digest(client)[:24]}" if client else f"{ns}/"
+        scope = self._scope(credential, headers, body)
         found = self._recalled(scope, chain, reach) or self._longest(scope, chain)
         if found is not None:
             return Identity(session_id=found, scope=scope, how="extends")
-        if client:
+        if client_session_id(headers, body):
             rows = self.db.execute(
                 "SELECT session_id FROM contextwarden_proxy_lanes WHERE scope = ? AND root = ? "
                 "ORDER BY updated_at DESC LIMIT 1",
@@ -139,12 +160,12 @@ class SessionIndex:
             )
             if rows:
                 return Identity(session_id=str(rows[0][0]), scope=scope, how="lane")
-        session_id = f"px-{ns}-{uuid.uuid4().hex[:24]}"
-        self.db.execute(
-            "INSERT INTO contextwarden_proxy_lanes (session_id, scope, root, updated_at) VALUES (?, ?, ?, ?)",
-            (session_id, scope, root, time.time()),
-        )
-        return Identity(session_id=session_id, scope=scope, how="new")
+        return None
+
+    def _scope(self, credential: str, headers: Mapping[str, str], body: Mapping[str, Any]) -> str:
+        ns = namespace(credential, self.salt)
+        client = client_session_id(headers, body)
+        return f"{ns}/{_digest(client)[:24]}" if client else f"{ns}/"
 
     def _recalled(self, scope: str, chain: Sequence[str], reach: int | None) -> str | None:
         """The session this worker remembered for ``chain`` up to ``reach``, if it did."""

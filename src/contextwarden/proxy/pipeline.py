@@ -146,6 +146,41 @@ class Pipeline:
         prepared.added_ms = (time.perf_counter() - started) * 1000
         return prepared
 
+    def prepare_count(self, raw: bytes, headers: Mapping[str, str], credential: str) -> bytes:
+        """The body to count for an Anthropic ``count_tokens`` request: what ``/v1/messages`` would forward.
+
+        Counting must not change the session, so this only reads: the session is looked up (never
+        created), nothing is ingested and nothing is planned. The log's standing reductions are
+        applied to the client's body, the way :meth:`prepare` applies them; the new messages at the
+        end are not reduced yet, as they would not be in the next request either. A request of no
+        known session, or of a window compacted by the planner (rendered, not edited), is counted as
+        the client sent it.
+        """
+        body = json.loads(raw)
+        if not isinstance(body, dict):
+            return raw
+        read = self.reader.read("anthropic", body, namespace(credential, self.settings.salt))
+        identity = self.index.find(
+            credential=credential,
+            headers=headers,
+            body=body,
+            root=read.root,
+            chain=read.chain,
+            reach=_reach(read.parsed),
+        )
+        if identity is None:
+            return raw
+        try:
+            projection = self.manager.projection(identity.session_id)
+        except SessionNotFound:
+            return raw
+        compaction = projection.compaction
+        if compaction is not None and compaction.summarizer != MIRROR_SUMMARIZER:
+            return raw
+        messages, _, _ = projection.normalized()
+        edited = self._edited("anthropic", raw, body, messages, projection.decisions)
+        return edited[1] if edited is not None else raw
+
     def _forwarded(
         self, session_id: str, parsed: ParsedRequest, raw: bytes, body: dict[str, Any], ctx: ModelContext
     ) -> tuple[dict[str, Any], bytes] | None:
@@ -320,6 +355,12 @@ class Pipeline:
                 return
             except ConflictError:
                 continue  # another worker appended in between; our turn goes after theirs
+
+
+def _reach(parsed: ParsedRequest) -> int:
+    """How many events of the request come up to and with its last assistant message."""
+    events = parsed.events
+    return next((i + 1 for i in range(len(events) - 1, -1, -1) if isinstance(events[i], AssistantMessage)), 0)
 
 
 def _taken(events: Iterable[Event], digest: str) -> str | None:
