@@ -29,7 +29,7 @@ class Rig:
 
     def rows(self) -> list[Any]:
         """The proxy's ledger rows, once every queued one is written."""
-        self.proxy.pipeline.accountant.flush()
+        self.proxy.settle()
         return self.proxy.pipeline.ledger.rows()
 
     def anthropic(self, key: str = "key-a", **headers: str) -> anthropic.Anthropic:

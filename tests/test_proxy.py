@@ -29,10 +29,12 @@ def _anthropic(r: Rig, key: str = "key-a", **headers: str) -> anthropic.Anthropi
 
 
 def _events(r: Rig, session_id: str) -> list[Any]:
+    r.proxy.settle()  # answers are filed on the recorder thread, after the client has them
     return r.proxy.store.read(session_id)
 
 
 def _sessions(r: Rig) -> list[str]:
+    r.proxy.settle()
     return [s.id for s in r.proxy.store.list_sessions()]
 
 

@@ -42,6 +42,7 @@ def test_chat_through_the_proxy_to_llama_cpp(tmp_path: Path, stream: bool) -> No
                 text = reply.choices[0].message.content or ""
                 sent = reply.usage
                 assert sent is not None and sent.prompt_tokens > 0
+        proxy.settle()
         (info,) = proxy.store.list_sessions()
         events = proxy.store.read(info.id)
         (assistant,) = [e for e in events if isinstance(e, AssistantMessage)]

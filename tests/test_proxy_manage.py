@@ -51,6 +51,7 @@ def _session(r: Rig, turns: int, *, key: str = "k") -> list[Any]:
 
 
 def _window_events(r: Rig) -> int:
+    r.proxy.settle()
     (info,) = r.proxy.store.list_sessions()
     return sum(e.kind in WINDOW_KINDS for e in r.proxy.store.read(info.id))
 
@@ -91,7 +92,7 @@ def test_sixty_turns_stay_byte_stable_between_window_events(tmp_path: Path) -> N
                 assert usage[n].cache_read_tokens > 0, n
         rows = r.rows()
         assert sum(row.forwarded_tokens for row in rows) < 0.8 * sum(row.client_tokens for row in rows)
-        r.proxy.pipeline.accountant.flush()
+        r.proxy.settle()
         stats = r.proxy.pipeline.ledger.stats()["total"]
         assert stats["effective_cost_usd"] < stats["client_cost_usd"]
 
@@ -190,3 +191,31 @@ def test_context_overflow_before_streaming_compacts_once_and_retries(tmp_path: P
         (info,) = r.proxy.store.list_sessions()
         compactions = [e for e in r.proxy.store.read(info.id) if e.kind == "compaction"]
         assert compactions and compactions[0].summarizer != "mirror"
+
+
+def _direct_count(r: Rig, messages: list[Any]) -> int:
+    body = {"model": SMALL, "system": "You are a coding agent.", "messages": messages}
+    reply = httpx.post(r.upstream_url + "/v1/messages/count_tokens", json=body, headers={"x-api-key": "k"})
+    return int(reply.json()["input_tokens"])
+
+
+@pytest.mark.parametrize("mode", ["manage", "observe"])
+def test_count_tokens_counts_what_the_proxy_would_forward(tmp_path: Path, mode: str) -> None:
+    with rig(str(tmp_path / "s.db"), mode=mode) as r:
+        messages = _session(r, 40)
+        assert _window_events(r) >= 1  # the planner reduced something, so the two counts can differ
+        (info,) = r.proxy.store.list_sessions()
+        logged = len(r.proxy.store.read(info.id))
+        client = r.anthropic("k")
+        counted = client.messages.count_tokens(model=SMALL, system="You are a coding agent.", messages=messages)
+        direct = _direct_count(r, messages)
+        if mode == "observe":
+            assert counted.input_tokens == direct
+        else:
+            # the log's reductions applied to the client's body, as the next /v1/messages would forward it
+            assert counted.input_tokens < direct * 0.8
+            sent = r.forwarded("/v1/messages/count_tokens")[-2]  # the last one is the direct count
+            assert sent["system"] == "You are a coding agent." and len(sent["messages"]) == len(messages)
+        r.proxy.settle()
+        assert [s.id for s in r.proxy.store.list_sessions()] == [info.id]  # counting opened no session
+        assert len(r.proxy.store.read(info.id)) == logged  # and wrote nothing into the log

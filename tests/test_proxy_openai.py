@@ -25,6 +25,7 @@ def _client(r: Rig) -> Any:
 
 
 def _log(r: Rig) -> list[Any]:
+    r.proxy.settle()  # answers are filed on the recorder thread, after the client has them
     (info,) = r.proxy.store.list_sessions()
     return r.proxy.store.read(info.id)
 

@@ -13,6 +13,7 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import anyio
@@ -24,9 +25,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..providers.classify import is_context_overflow
-from ..store import SessionStore, open_store
+from ..store import SessionStore
 from . import forward
-from ._db import ProxyDB
+from ._db import ProxyDB, open_session_store
 from .metrics import ProxyMetrics
 from .pipeline import Pipeline, Prepared
 from .settings import ProxySettings
@@ -50,17 +51,20 @@ class Proxy:
     ) -> None:
         """Serve ``settings``; ``store`` and ``db`` default to the ones ``settings.store_url`` names."""
         self.settings = settings
-        self.store = store or open_store(settings.store_url)
+        self.store = store or open_session_store(settings.store_url)
         self.db = db or ProxyDB(settings.store_url)
         self.pipeline = Pipeline(settings, self.store, self.db)
         self.metrics = ProxyMetrics()
         self.pipeline.accountant.on_row = self.metrics.accounted
         self.client: httpx.AsyncClient | None = None
+        # one thread files answers in the order they completed (each session's turns in sequence)
+        self._recorder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="contextwarden-recorder")
         self.app = Starlette(
             routes=[
                 Route("/contextwarden/stats", self._stats, methods=["GET"]),
                 Route("/metrics", self._metrics, methods=["GET"]),
                 *(Route(path, self._model_call, methods=["POST"]) for path in MODEL_ROUTES),
+                Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
                 Route("/{path:path}", self._passthrough, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
             ],
             lifespan=self._lifespan,
@@ -99,12 +103,24 @@ class Proxy:
             if retried is not None:
                 self.metrics.prepared(retried)
                 return await self._forward(request, retried, raw, retry=False)
-            # recorded before the client has the answer, so its next request finds the turn in the log
-            await self._record_body(prepared, upstream, data)
+            assistant, usage = self._read_body(prepared, upstream, data)
+            await self._file(prepared, upstream.status_code, assistant, usage)
             return Response(data, status_code=upstream.status_code, headers=_headers(upstream))
         return StreamingResponse(
             self._tee(prepared, upstream), status_code=upstream.status_code, headers=_headers(upstream)
         )
+
+    async def _file(self, prepared: Prepared, status: int, assistant: Any, usage: Any) -> None:
+        """File an answer on the recorder thread, while its bytes go to the client.
+
+        The session's next request waits for it (:meth:`Pipeline.answered`), so the client finds
+        its turn in the log without the filing delaying a byte of this answer.
+        """
+        try:
+            await run_in_threadpool(self.pipeline.answered, prepared, assistant if status == 200 else None)
+        except Exception as exc:  # the store may be down; the next request then finds its session anew
+            log.warning("contextwarden proxy could not remember a turn: %s: %s", type(exc).__name__, exc)
+        self._recorder.submit(self._record, prepared, status, assistant, usage, None)
 
     async def _after_overflow(
         self, prepared: Prepared, raw: bytes, upstream: httpx.Response, data: bytes
@@ -133,30 +149,28 @@ class Proxy:
 
     async def _tee(self, prepared: Prepared, upstream: httpx.Response) -> AsyncIterator[bytes]:
         tee = StreamTee(prepared.fmt, upstream.headers.get("content-encoding", ""))
-        recorded = False
+        filed = False
         try:
             async for chunk in upstream.aiter_raw():
                 tee.feed(chunk)
-                if tee.done and not recorded:
-                    # file the turn before the client sees the end, so its next request finds it in the log
-                    recorded = True
-                    assistant, usage = tee.result()
-                    await run_in_threadpool(self._record, prepared, 200, assistant, usage, None)
+                if tee.done and not filed:
+                    filed = True  # before the client sees the end, so its next request waits for the turn
+                    await self._file(prepared, 200, *tee.result())
                 yield chunk
         finally:
             await upstream.aclose()
-            if not recorded:
+            if not filed:
                 with anyio.CancelScope(shield=True):
                     await run_in_threadpool(self._record, prepared, 200, None, None, "interrupted")
 
-    async def _record_body(self, prepared: Prepared, upstream: httpx.Response, data: bytes) -> None:
-        assistant = usage = None
-        if upstream.status_code == 200:
-            try:
-                assistant, usage = parse_body(prepared.fmt, data, upstream.headers.get("content-encoding", ""))
-            except Exception as exc:  # the client has its answer; only the record is lost
-                log.warning("contextwarden proxy could not read a response: %s", exc)
-        await run_in_threadpool(self._record, prepared, upstream.status_code, assistant, usage, None)
+    def _read_body(self, prepared: Prepared, upstream: httpx.Response, data: bytes) -> tuple[Any, Any]:
+        if upstream.status_code != 200:
+            return None, None
+        try:
+            return parse_body(prepared.fmt, data, upstream.headers.get("content-encoding", ""))
+        except Exception as exc:  # the client has its answer; only the record is lost
+            log.warning("contextwarden proxy could not read a response: %s", exc)
+            return None, None
 
     def _record(self, prepared: Prepared, status: int, assistant: Any, usage: Any, outcome: str | None) -> None:
         try:
@@ -171,17 +185,38 @@ class Proxy:
         upstream = await self._send(request, await request.body())
         return StreamingResponse(_relay(upstream), status_code=upstream.status_code, headers=_headers(upstream))
 
+    async def _count_tokens(self, request: Request) -> Response:
+        """Count what the proxy would forward (manage mode); observing, count what the client sent."""
+        raw = await request.body()
+        body = raw
+        if self.settings.mode == "manage":
+            headers = {k.lower(): v for k, v in request.headers.items()}
+            try:
+                body = await run_in_threadpool(
+                    self.pipeline.prepare_count, raw, headers, forward.credential(request.headers.items())
+                )
+            except Exception as exc:  # never break the agent: count what the client sent
+                log.warning("contextwarden proxy counted the client's own request: %s: %s", type(exc).__name__, exc)
+        upstream = await self._send(request, body)
+        return StreamingResponse(_relay(upstream), status_code=upstream.status_code, headers=_headers(upstream))
+
     async def _stats(self, request: Request) -> Response:
         session = request.query_params.get("session") or None
-        await run_in_threadpool(self.pipeline.accountant.flush)
+        await run_in_threadpool(self.settle)
         return JSONResponse(await run_in_threadpool(self.pipeline.ledger.stats, session))
 
     async def _metrics(self, request: Request) -> Response:
         body, content_type = self.metrics.exposition()
         return Response(body, media_type=content_type)
 
+    def settle(self) -> None:
+        """Wait until every answer so far is filed and in the ledger (for readers of the stats)."""
+        self._recorder.submit(lambda: None).result()  # one thread: everything queued before is done
+        self.pipeline.accountant.flush()
+
     def close(self) -> None:
-        """Write the remaining ledger rows; release the store and the proxy's tables."""
+        """File the pending answers, write the remaining ledger rows; release the store and the proxy's tables."""
+        self._recorder.shutdown(wait=True)
         self.pipeline.close()
         self.store.close()
         self.db.close()

@@ -15,13 +15,20 @@ model's reply appended (:meth:`SessionIndex.remember`), so two sessions of one p
 with the same user message still part at their first, different reply, and a first message is
 never an identity. Every scope is namespaced by a salted hash of the caller's credential, so one
 key's history is never projected into another key's request.
+
+Each worker also keeps the prefixes it remembered in memory. A request whose history extends one of
+them up to its last assistant message cannot extend anything longer in the table, so it is
+identified without a query; that is the usual request of a session, and the lookup stays flat in
+the session's length.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +38,9 @@ from ._db import ProxyDB
 EXPLICIT_HEADER = "x-contextwarden-session"
 CLIENT_ID_HEADERS = ("x-claude-code-session-id", "session_id", "conversation_id", "session-id")
 """Headers clients put their own session id in (Claude Code, then Codex's spellings)."""
+
+MEMO_ENTRIES = 65536
+"""Prefixes each worker keeps in memory (the least recently used is forgotten first)."""
 
 
 def _digest(text: str) -> str:
@@ -94,6 +104,8 @@ class SessionIndex:
         """Use ``db``; ``salt`` keys the credential hash."""
         self.db = db
         self.salt = salt
+        self._memo: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._memo_lock = threading.Lock()
 
     def identify(
         self,
@@ -103,18 +115,44 @@ class SessionIndex:
         body: Mapping[str, Any],
         root: str,
         chain: Sequence[str],
+        reach: int | None = None,
     ) -> Identity:
-        """The session of a request whose system prompt digests to ``root`` and history to ``chain``."""
+        """The session of a request whose system prompt digests to ``root`` and history to ``chain``.
+
+        ``reach`` is the length of the history up to its last assistant message: the longest prefix
+        a session can be remembered by (``None``: unknown, the table is always asked).
+        """
+        found = self.find(credential=credential, headers=headers, body=body, root=root, chain=chain, reach=reach)
+        if found is not None:
+            return found
+        scope = self._scope(credential, headers, body)
+        session_id = f"px-{namespace(credential, self.salt)}-{uuid.uuid4().hex[:24]}"
+        self.db.execute(
+            "INSERT INTO contextwarden_proxy_lanes (session_id, scope, root, updated_at) VALUES (?, ?, ?, ?)",
+            (session_id, scope, root, time.time()),
+        )
+        return Identity(session_id=session_id, scope=scope, how="new")
+
+    def find(
+        self,
+        *,
+        credential: str,
+        headers: Mapping[str, str],
+        body: Mapping[str, Any],
+        root: str,
+        chain: Sequence[str],
+        reach: int | None = None,
+    ) -> Identity | None:
+        """Like :meth:`identify`, but ``None`` instead of a new session (nothing is written)."""
         ns = namespace(credential, self.salt)
         explicit = headers.get(EXPLICIT_HEADER, "")
         if explicit:
             return Identity(session_id=f"px-{ns}-{_digest(explicit)[:24]}", scope=f"{ns}/x", how="explicit")
-        client = client_session_id(headers, body)
-        scope = f"{ns}/{_digest(client)[:24]}" if client else f"{ns}/"
-        found = self._longest(scope, chain)
+        scope = self._scope(credential, headers, body)
+        found = self._recalled(scope, chain, reach) or self._longest(scope, chain)
         if found is not None:
             return Identity(session_id=found, scope=scope, how="extends")
-        if client:
+        if client_session_id(headers, body):
             rows = self.db.execute(
                 "SELECT session_id FROM contextwarden_proxy_lanes WHERE scope = ? AND root = ? "
                 "ORDER BY updated_at DESC LIMIT 1",
@@ -122,12 +160,30 @@ class SessionIndex:
             )
             if rows:
                 return Identity(session_id=str(rows[0][0]), scope=scope, how="lane")
-        session_id = f"px-{ns}-{uuid.uuid4().hex[:24]}"
-        self.db.execute(
-            "INSERT INTO contextwarden_proxy_lanes (session_id, scope, root, updated_at) VALUES (?, ?, ?, ?)",
-            (session_id, scope, root, time.time()),
-        )
-        return Identity(session_id=session_id, scope=scope, how="new")
+        return None
+
+    def _scope(self, credential: str, headers: Mapping[str, str], body: Mapping[str, Any]) -> str:
+        ns = namespace(credential, self.salt)
+        client = client_session_id(headers, body)
+        return f"{ns}/{_digest(client)[:24]}" if client else f"{ns}/"
+
+    def _recalled(self, scope: str, chain: Sequence[str], reach: int | None) -> str | None:
+        """The session this worker remembered for ``chain`` up to ``reach``, if it did."""
+        if reach is None or not 0 < reach <= len(chain):
+            return None
+        with self._memo_lock:
+            found = self._memo.get((scope, chain[reach - 1]))
+            if found is not None:
+                self._memo.move_to_end((scope, chain[reach - 1]))
+        return found
+
+    def note(self, identity: Identity, digest: str) -> None:
+        """Remember in this worker's memory (only) that ``identity``'s session continues from ``digest``."""
+        with self._memo_lock:
+            self._memo[(identity.scope, digest)] = identity.session_id
+            self._memo.move_to_end((identity.scope, digest))
+            while len(self._memo) > MEMO_ENTRIES:
+                self._memo.popitem(last=False)
 
     def _longest(self, scope: str, chain: Sequence[str]) -> str | None:
         if not chain:
@@ -147,6 +203,7 @@ class SessionIndex:
 
     def remember(self, identity: Identity, digest: str, length: int) -> None:
         """Record that ``identity``'s session continues from a ``length``-message history digesting to ``digest``."""
+        self.note(identity, digest)
         insert = (
             "INSERT INTO contextwarden_proxy_prefixes (scope, digest, length, session_id) VALUES (?, ?, ?, ?) "
             "ON CONFLICT DO NOTHING"

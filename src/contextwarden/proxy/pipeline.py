@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,6 +31,7 @@ from .identity import Identity, SessionIndex, continued, namespace
 from .ledger import Ledger
 from .settings import ProxySettings
 from .suffix import SuffixCache
+from .turns import PendingTurns
 
 
 def _frontier_calls(messages: Sequence[Any], breakpoints: Sequence[int]) -> list[str]:
@@ -67,6 +68,10 @@ class Prepared:
     """What contextwarden forwards (or, observing, would forward)."""
     added_ms: float = 0.0
     at: float = field(default_factory=time.time)
+    logged_seq: int = 0
+    """The session's last seq once the client's history was ingested (the turn goes after it)."""
+    pending: bool = False
+    """Whether :meth:`Pipeline.answered` counted its turn as pending (``record`` files it)."""
 
 
 class Pipeline:
@@ -84,6 +89,9 @@ class Pipeline:
         self.manager = ContextManager(store, counter=counter, policy=policy)
         self.index = SessionIndex(db, salt=settings.salt)
         self.reader = SuffixCache()
+        self.turns = PendingTurns()
+        self._known: set[str] = set()
+        """Sessions this worker has seen in the store (no lookup before each request)."""
         self.ledger = Ledger(db)
         self.accountant = Accountant(self.ledger, self.manager.counter)
 
@@ -111,14 +119,19 @@ class Pipeline:
         read = self.reader.read(fmt, body, namespace(credential, self.settings.salt))
         parsed, root, prepared.chain = read.parsed, read.root, read.chain
         prepared.root = root
+        reach = next(
+            (i + 1 for i in range(len(parsed.events) - 1, -1, -1) if isinstance(parsed.events[i], AssistantMessage)), 0
+        )
         identity = identity or self.index.identify(
-            credential=credential, headers=headers, body=body, root=root, chain=prepared.chain
+            credential=credential, headers=headers, body=body, root=root, chain=prepared.chain, reach=reach
         )
         prepared.identity = identity
         self._ensure(identity.session_id)
+        self.turns.wait(identity.session_id)  # the previous answer's turn goes into the log first
         instructions = [content_digest(i) for i in parsed.instructions]
         history = [*parsed.instructions, *parsed.events]
-        mirror_history(self.store, identity.session_id, history, digests=[*instructions, *read.digests])
+        mirrored = mirror_history(self.store, identity.session_id, history, digests=[*instructions, *read.digests])
+        prepared.logged_seq = mirrored.last_seq
         profile = get_profile(prepared.model)
         ctx = self.manager.build(identity.session_id, model=profile, tools=parsed.tools)
         edited = self._forwarded(identity.session_id, parsed, raw, body, ctx)
@@ -132,6 +145,41 @@ class Pipeline:
             prepared.body, prepared.outcome = edited[1], "projected"
         prepared.added_ms = (time.perf_counter() - started) * 1000
         return prepared
+
+    def prepare_count(self, raw: bytes, headers: Mapping[str, str], credential: str) -> bytes:
+        """The body to count for an Anthropic ``count_tokens`` request: what ``/v1/messages`` would forward.
+
+        Counting must not change the session, so this only reads: the session is looked up (never
+        created), nothing is ingested and nothing is planned. The log's standing reductions are
+        applied to the client's body, the way :meth:`prepare` applies them; the new messages at the
+        end are not reduced yet, as they would not be in the next request either. A request of no
+        known session, or of a window compacted by the planner (rendered, not edited), is counted as
+        the client sent it.
+        """
+        body = json.loads(raw)
+        if not isinstance(body, dict):
+            return raw
+        read = self.reader.read("anthropic", body, namespace(credential, self.settings.salt))
+        identity = self.index.find(
+            credential=credential,
+            headers=headers,
+            body=body,
+            root=read.root,
+            chain=read.chain,
+            reach=_reach(read.parsed),
+        )
+        if identity is None:
+            return raw
+        try:
+            projection = self.manager.projection(identity.session_id)
+        except SessionNotFound:
+            return raw
+        compaction = projection.compaction
+        if compaction is not None and compaction.summarizer != MIRROR_SUMMARIZER:
+            return raw
+        messages, _, _ = projection.normalized()
+        edited = self._edited("anthropic", raw, body, messages, projection.decisions)
+        return edited[1] if edited is not None else raw
 
     def _forwarded(
         self, session_id: str, parsed: ParsedRequest, raw: bytes, body: dict[str, Any], ctx: ModelContext
@@ -214,13 +262,31 @@ class Pipeline:
         return edit.body, written
 
     def _ensure(self, session_id: str) -> None:
+        if session_id in self._known:
+            return
         try:
             self.store.get_session(session_id)
         except SessionNotFound:
             with contextlib.suppress(SessionExists):  # another worker created it first
                 self.store.create_session(session_id, metadata={"source": "proxy"})
+        self._known.add(session_id)
 
     # ------------------------------------------------------------------ after the answer
+
+    def answered(self, prepared: Prepared, assistant: AssistantMessage | None) -> None:
+        """The answer is complete (before its last byte reaches the client): hold the session's next request.
+
+        The session's next request waits for :meth:`record` (filed after the response) on this
+        worker; any worker finds the session by the history it extends, since the prefix is
+        remembered here, before the client can send that request.
+        """
+        identity = prepared.identity
+        if identity is None or assistant is None or prepared.pending:
+            return
+        prepared.pending = True
+        self.turns.start(identity.session_id)
+        after = continued(prepared.root, prepared.chain, content_digest(assistant))
+        self.index.remember(identity, after, len(prepared.chain) + 1)
 
     def record(
         self,
@@ -231,14 +297,9 @@ class Pipeline:
         usage: UsageReport | None,
         outcome: str | None = None,
     ) -> None:
-        """File the answer: the assistant turn and usage into the log now, a ledger row soon after."""
+        """File the answer: a ledger row (written soon after), then the assistant turn and usage into the log."""
         identity = prepared.identity
-        if identity is not None and assistant is not None and status == 200 and outcome is None:
-            # usage anchors the size estimate of the next projection, so it is logged only when it
-            # measured the projection; observing, it measured the client's own (larger) request
-            self._append_turn(identity, assistant, usage if prepared.outcome in ("projected", "unchanged") else None)
-            after = continued(prepared.root, prepared.chain, content_digest(assistant))
-            self.index.remember(identity, after, len(prepared.chain) + 1)
+        # the row first: the request happened even if the log cannot take its turn now
         self.accountant.submit(
             Job(
                 session_id=identity.session_id if identity else "",
@@ -255,19 +316,53 @@ class Pipeline:
                 usage=usage,
             )
         )
+        try:
+            if identity is not None and assistant is not None and status == 200 and outcome is None:
+                # usage anchors the size estimate of the next projection, so it is logged only when it
+                # measured the projection; observing, it measured the client's own (larger) request
+                measured = usage if prepared.outcome in ("projected", "unchanged") else None
+                self._append_turn(identity, assistant, measured, since=prepared.logged_seq)
+                if not prepared.pending:  # not announced by ``answered``: remember the prefix now
+                    after = continued(prepared.root, prepared.chain, content_digest(assistant))
+                    self.index.remember(identity, after, len(prepared.chain) + 1)
+        finally:
+            if prepared.pending and identity is not None:
+                prepared.pending = False
+                self.turns.done(identity.session_id)
 
     def close(self) -> None:
         """Write the remaining ledger rows."""
         self.accountant.close()
 
-    def _append_turn(self, identity: Identity, assistant: AssistantMessage, usage: UsageReport | None) -> None:
-        events: list[Event] = [assistant]
-        if usage is not None:
-            events.append(replace(usage, response_event_id=assistant.id))
+    def _append_turn(
+        self, identity: Identity, assistant: AssistantMessage, usage: UsageReport | None, *, since: int
+    ) -> None:
+        digest = content_digest(assistant)
         for _ in range(5):
             last = self.store.get_session(identity.session_id).last_seq
+            # another worker may have served the client's next request first and taken this turn
+            # from the client's copy of the history: then only the usage is still to file
+            taken = (
+                _taken(self.store.iter_events(identity.session_id, since_seq=since), digest) if last > since else None
+            )
+            events: list[Event] = [] if taken is not None else [assistant]
+            if usage is not None:
+                events.append(replace(usage, response_event_id=taken or assistant.id))
+            if not events:
+                return
             try:
                 self.store.append(identity.session_id, events, expected_last_seq=last)
                 return
             except ConflictError:
                 continue  # another worker appended in between; our turn goes after theirs
+
+
+def _reach(parsed: ParsedRequest) -> int:
+    """How many events of the request come up to and with its last assistant message."""
+    events = parsed.events
+    return next((i + 1 for i in range(len(events) - 1, -1, -1) if isinstance(events[i], AssistantMessage)), 0)
+
+
+def _taken(events: Iterable[Event], digest: str) -> str | None:
+    """The id of the assistant message among ``events`` whose content digests to ``digest``, if one is there."""
+    return next((e.id for e in events if isinstance(e, AssistantMessage) and content_digest(e) == digest), None)

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 
-from ..errors import StoreError
+from ..errors import StoreError, UsageError
 from . import _shared as sh
 from ._sql import Cursor, Dialect, SQLStore
 
@@ -69,7 +69,11 @@ class SQLiteStore(SQLStore):
 
     dialect = SQLITE
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0, synchronous: str = "FULL") -> None:
+        # ``synchronous="NORMAL"``: a commit survives a crash of the process but not of the machine
+        # (no fsync per commit); for writers that can replay what they wrote, like the proxy
+        if synchronous not in ("FULL", "NORMAL"):
+            raise UsageError(f"synchronous must be 'FULL' or 'NORMAL', got {synchronous!r}")
         self.path = os.fspath(path)
         if self.path != ":memory:":
             os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
@@ -79,7 +83,7 @@ class SQLiteStore(SQLStore):
             self._conn = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
             self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = FULL")
+            self._conn.execute(f"PRAGMA synchronous = {synchronous}")
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite store {self.path!r}: {exc}") from None
         self._migrate()
