@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections import Counter
@@ -639,7 +640,11 @@ def test_cli_import_once_by_content_and_copies_on_purpose(tmp_path: Path, capsys
     store = open_store(store_path)
     try:
         assert sorted(s.id for s in store.list_sessions()) == ["copy", "rollout"]
-        assert len(store.read("copy")) == len(store.read("rollout"))
+        first, copy = store.read("rollout"), store.read("copy")
+        assert len(copy) == len(first)
+        # The first import keeps the ids a replay of the file gives; the copy has ids of its own.
+        assert [e.id for e in first] == [e.id for e in load_transcript(source).events]
+        assert not {e.id for e in copy} & {e.id for e in first}
     finally:
         store.close()
     code, _, err = _run(["import", "--store", store_path, "--as", "x", str(source), str(renamed)], capsys)
@@ -697,3 +702,25 @@ def test_openhands_sdk_json_list_is_detected() -> None:
     transcript = load_transcript(DATA / "openhands-sdk" / "events.json")
     assert transcript.format == "openhands" and transcript.metadata["variant"] == "sdk"
     assert [e.kind for e in transcript.events][:3] == ["instruction", "user", "assistant"]
+
+
+def test_imported_ids_derive_from_the_content_and_the_position(tmp_path: Path) -> None:
+    """Replays of one file must see the same ids: placeholders render them, and their token count varies."""
+    source = DATA / "codex" / "rollout.jsonl"
+    once, again = load_transcript(source), load_transcript(source)
+    ids = [e.id for e in once.events]
+    assert ids == [e.id for e in again.events] and len(set(ids)) == len(ids)
+    assert all(len(i) == 32 and int(i, 16) >= 0 and i[12] == "7" for i in ids)  # the shape of new_event_id
+    assert once.content_sha256 == hashlib.sha256(source.read_bytes()).hexdigest()
+    # Usage still points at its response after the renaming.
+    by_id = {e.id: e for e in once.events}
+    reports = [e for e in once.events if isinstance(e, UsageReport)]
+    assert reports and all(isinstance(by_id[r.response_event_id], AssistantMessage) for r in reports)
+    # One changed byte, or a salt, gives other ids; the same bytes under another name do not.
+    changed = tmp_path / "changed.jsonl"
+    changed.write_bytes(source.read_bytes() + b"\n")
+    assert not set(ids) & {e.id for e in load_transcript(changed).events}
+    assert not set(ids) & {e.id for e in load_transcript(source, id_salt="copy").events}
+    renamed = tmp_path / "renamed.jsonl"
+    shutil.copy(source, renamed)
+    assert [e.id for e in load_transcript(renamed).events] == ids

@@ -61,7 +61,8 @@ def _import(store: SessionStore, path: Path) -> tuple[str, bool]:
             return name, False
         number += 1
         name = f"{base}-{number}"
-    _store_one(store, name, load_transcript(path))
+    # Salted with the demo's session name: an earlier `import` of the same file holds the unsalted ids.
+    _store_one(store, name, load_transcript(path, id_salt=name))
     return name, True
 
 

@@ -11,7 +11,6 @@ purpose, under ``NAME``.
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,7 +20,7 @@ import click
 
 from ..errors import SessionExists, SessionNotFound
 from ..events import JSONValue
-from ..importers import FORMATS, Transcript, load_transcript
+from ..importers import FORMATS, Transcript, file_sha256, load_transcript
 from ..store import SessionStore, open_store
 from ._common import echo_json, json_options, progress, store_option
 
@@ -60,9 +59,10 @@ def command(
     transcripts: list[Transcript] = []
     with progress(len(files), "reading", minimum=2) as advance:
         for path in files:
-            transcripts.append(load_transcript(path, format=format_name))
+            # A copy gets ids of its own (salted with its name): event ids are unique across sessions.
+            transcripts.append(load_transcript(path, format=format_name, id_salt=copy_name or ""))
             advance(1)
-    hashes = [content_hash(path) for path in files]
+    hashes = [t.content_sha256 for t in transcripts]
     store = open_store(store_url)
     try:
         known = {} if copy_name is not None else _imported_hashes(store)
@@ -143,11 +143,7 @@ def _clean(stem: str) -> str:
 
 def content_hash(path: Path) -> str:
     """SHA-256 of the file's bytes: what "the same transcript" means for import-once."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return file_sha256(path)
 
 
 def _imported_hashes(store: SessionStore) -> dict[str, str]:
@@ -166,7 +162,7 @@ def _store_one(
     metadata: dict[str, JSONValue] = {
         "source": str(Path(transcript.source).resolve()),
         "format": transcript.format,
-        "content_sha256": digest or content_hash(Path(transcript.source)),
+        "content_sha256": digest or transcript.content_sha256 or content_hash(Path(transcript.source)),
         "transcript": transcript.metadata,
     }
     store.create_session(session_id, metadata=metadata)

@@ -24,6 +24,7 @@ from ..errors import ImportFormatError, UsageError
 from ..events import Event
 from . import chat_messages, claude_code, codex, openhands, openhands_sdk, swe_agent
 from ._common import Transcript
+from ._ids import file_sha256, with_stable_ids
 from ._source import Importer, ImportOptions, SourceDocument, read_source
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "SourceDocument",
     "Transcript",
     "detect_format",
+    "file_sha256",
     "load_transcript",
     "read_source",
     "text_size",
@@ -58,8 +60,12 @@ def detect_format(path: str | Path) -> str:
     return _detect(read_source(path))
 
 
-def load_transcript(path: str | Path, *, format: str | None = None) -> Transcript:
-    """Read the transcript at ``path`` (format detected unless ``format`` names one of :data:`FORMATS`)."""
+def load_transcript(path: str | Path, *, format: str | None = None, id_salt: str = "") -> Transcript:
+    """Read the transcript at ``path`` (format detected unless ``format`` names one of :data:`FORMATS`).
+
+    Event ids derive from the file's SHA-256 and each event's position (``_ids``), so reading the same
+    file twice gives the same ids; ``id_salt`` (a session name) gives a copy of its own ids.
+    """
     if format is not None and format not in FORMATS:
         raise UsageError(f"unknown transcript format {format!r}; known formats: {', '.join(FORMATS)}")
     doc = read_source(path)
@@ -73,9 +79,13 @@ def load_transcript(path: str | Path, *, format: str | None = None) -> Transcrip
     if not transcript.events:
         hint = f"; it looks like {detected}: drop --format" if detected not in (None, name) else ""
         raise ImportFormatError(f"{doc.path}: read as {name}, it holds no events to import{hint}")
-    if doc.warnings:
-        transcript = dataclasses.replace(transcript, warnings=doc.warnings + transcript.warnings)
-    return transcript
+    digest = file_sha256(path)
+    return dataclasses.replace(
+        transcript,
+        events=with_stable_ids(transcript.events, digest, id_salt),
+        warnings=doc.warnings + transcript.warnings,
+        content_sha256=digest,
+    )
 
 
 def _read_as(doc: SourceDocument, name: str) -> Transcript:

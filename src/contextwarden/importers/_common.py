@@ -39,6 +39,9 @@ class Transcript:
     """What was dropped or skipped, one sentence each (``dropped truncated last line 812``)."""
     metadata: dict[str, JSONValue] = field(default_factory=dict)
     """Format-specific facts: model, agent version, the transcript's own usage totals, skip counts."""
+    content_sha256: str = ""
+    """SHA-256 of the file's bytes (set by :func:`~contextwarden.importers.load_transcript`); the
+    event ids derive from it, and import-once compares it."""
 
 
 # --------------------------------------------------------------------------- typed access with paths
