@@ -671,3 +671,17 @@ def test_env_has_no_effect_on_explicit_store(monkeypatch: pytest.MonkeyPatch, tm
     assert isinstance(store, SQLiteStore)
     store.close()
     assert os.path.exists(tmp_path / ".contextwarden" / "sessions.db")
+
+
+@pytest.mark.parametrize(("mode", "pragma"), [("FULL", 2), ("NORMAL", 1)])
+def test_sqlite_synchronous_mode_reaches_the_connection(tmp_path: Path, mode: str, pragma: int) -> None:
+    store = SQLiteStore(tmp_path / f"{mode}.db", synchronous=mode)
+    try:
+        assert store._conn.execute("PRAGMA synchronous").fetchone()[0] == pragma
+    finally:
+        store.close()
+
+
+def test_sqlite_synchronous_mode_rejects_other_values(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="synchronous"):
+        SQLiteStore(tmp_path / "x.db", synchronous="OFF")
