@@ -95,14 +95,22 @@ def mirrored_counts(store: SessionStore, session_id: str) -> dict[str, int]:
 
 
 def assert_inspect_shows(
-    store: SessionStore, session_id: str, fmt: WireFormat, body: dict[str, Any], *, tools: Sequence[str]
+    store: SessionStore,
+    session_id: str,
+    fmt: WireFormat,
+    body: dict[str, Any],
+    *,
+    tools: Sequence[str],
+    answer_stored: bool = True,
 ) -> None:
     """``contextwarden inspect`` rebuilds the last call exactly: its model, its tools and its messages.
 
     ``body`` is what the framework's model was sent on that call, as a ``fmt`` request body.
+    ``answer_stored``: the call's answer is in the log (an input filter alone never sees the last
+    answer, so there the last call made is still the session's next request).
     """
     turns = inspect_session(store, session_id).turns
-    view = inspect_session(store, session_id, turn=turns - 1)  # the last call made (the last is the next)
+    view = inspect_session(store, session_id, turn=turns - 1 if answer_stored else turns)
     ctx = view.context
     assert ctx.model == "gpt-4o"
     assert [t.name for t in ctx.tools] == [*tools, "read_range", "recall"]

@@ -179,3 +179,36 @@ def test_a_failure_inside_contextwarden_sends_the_original_input(
 
 def _explode(*args: Any, **kwargs: Any) -> Any:
     raise RuntimeError("boom")
+
+
+def test_inspect_shows_what_was_sent_after_the_sdk_popped_items(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    session = ContextWardenSession("oa", store, model=get_profile("gpt-4o"))
+    config = session.run_config()
+    first = ScriptedModel(0, 16, final="pausing")
+    asyncio.run(Runner.run(agent_with(first, session.tools), GOAL, session=session, run_config=config, max_turns=50))
+    asyncio.run(session.pop_item())  # the SDK rewinds: the answer goes, a window event says so
+    later = ScriptedModel(16, 20)
+    asyncio.run(Runner.run(agent_with(later, session.tools), "continue", session=session, run_config=config))
+    assert any(getattr(e, "details", {}).get("mirror") == "reset" for e in store.read("oa"))
+    body = {"model": "m", "input": later.received[-1], "instructions": later.instructions[-1]}
+    assert_inspect_shows(store, "oa", "openai_responses", body, tools=["read_log", "run_tests"])
+
+
+def test_inspect_shows_what_was_sent_after_a_filter_trimmed_the_oldest_items(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    warden = ContextWardenFilter(store, session_id="oa", model=get_profile("gpt-4o"))
+
+    def trim_then_project(data: Any) -> Any:
+        items = list(data.model_data.input)
+        if len(items) > 21:  # keep the last 20 items (whole call/output pairs): the oldest go
+            items = items[-20:]
+        data.model_data.input = items
+        return warden(data)
+
+    model = ScriptedModel(0, 24)
+    config = RunConfig(call_model_input_filter=trim_then_project)
+    asyncio.run(Runner.run(agent_with(model, warden.tools), GOAL, run_config=config, max_turns=50))
+    assert any(getattr(e, "details", {}).get("mirror") == "trim" for e in store.read("oa"))
+    body = {"model": "m", "input": model.received[-1], "instructions": model.instructions[-1]}
+    assert_inspect_shows(store, "oa", "openai_responses", body, tools=["read_log", "run_tests"], answer_stored=False)

@@ -23,7 +23,7 @@ from ..tokens import TokenCounter, best_counter
 from ._contexts import ContextRequestOptions, request_from_context
 from ._diff import CAUSES, find_break, shared_prefix_tokens
 from .metrics import cacheable
-from .session import ReplayedTurn, replay_session
+from .session import ReplayedTurn, rebuild_as_sent, replay_session
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -196,10 +196,18 @@ def inspect_session(
     assert chosen is not None
     if chosen.context is None:
         raise UsageError(f"turn {chosen.turn} of session {session_id!r} cannot be built: {chosen.error}")
-    ctx = chosen.context
+    ctx, items = chosen.context, chosen.items
+    before_ctx = previous.context if previous is not None else None
+    if model is None and policy is None:  # what was sent, not what a fresh manager would decide
+        sent = rebuild_as_sent(store, session_id, before_seq=chosen.seq, counter=counter)
+        if sent is not None:
+            ctx, items = sent
+        if previous is not None and before_ctx is not None:
+            earlier = rebuild_as_sent(store, session_id, before_seq=previous.seq, counter=counter)
+            before_ctx = earlier[0] if earlier is not None else before_ctx
     shared, broke = 0, ""
-    if previous is not None and previous.context is not None:
-        before = request_from_context(previous.context, number=previous.turn, counter=counter)
+    if previous is not None and before_ctx is not None:
+        before = request_from_context(before_ctx, number=previous.turn, counter=counter)
         after = request_from_context(
             ctx, number=chosen.turn, counter=counter, options=ContextRequestOptions(window_events=chosen.window_events)
         )
@@ -208,7 +216,7 @@ def inspect_session(
         if brk is not None:
             why = f" after {', '.join(brk.window_events)}" if brk.window_events else ""
             broke = f"{brk.item}: {CAUSES[brk.cause]} ({brk.describe()}){why}"
-    views = _views(ctx, chosen.items)
+    views = _views(ctx, items)
     sections: dict[str, int] = {name: ctx.sections.get(name, 0) for name in SECTIONS}
     return Inspection(
         session_id=session_id,
