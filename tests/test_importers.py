@@ -724,3 +724,76 @@ def test_imported_ids_derive_from_the_content_and_the_position(tmp_path: Path) -
     renamed = tmp_path / "renamed.jsonl"
     shutil.copy(source, renamed)
     assert [e.id for e in load_transcript(renamed).events] == ids
+
+
+# --------------------------------------------------------------------------- current format variants
+
+
+def test_codex_current_rollout_items() -> None:
+    """codex-rs/protocol as of rust-v0.128: tool search, server tools, agent messages, rollback, new compaction."""
+    transcript = load_transcript(DATA / "codex" / "rollout-current.jsonl")
+    events = transcript.events
+    calls = [c for e in events if isinstance(e, AssistantMessage) for c in e.tool_calls]
+    assert [c.name for c in calls] == ["tool_search", "lookup_ticket", "local_shell", "apply_patch"]
+    assert calls[0].arguments == {"query": "read a ticket"}
+    results = [e for e in events if isinstance(e, ToolResult)]
+    assert [r.call_id for r in results] == ["ts_01", "call_a1", "call_b2", "call_c3"]
+    assert '"name":"lookup_ticket"' in results[0].output  # tool_search_output: the tools it found
+    assert results[1].parts and results[1].output.startswith("T-42")  # array output: text and an image
+    assert results[2].exit_code == 0 and results[3].output.startswith("Success.")
+    # Server-side tools (and reasoning) are kept verbatim on their response, for the Responses renderer.
+    opaque = [p.kind for e in events if isinstance(e, AssistantMessage) for p in e.opaque]
+    assert opaque == ["reasoning", "web_search_call", "image_generation_call"]  # reasoning: encrypted_content
+    reasoning = next(e for e in events if isinstance(e, AssistantMessage) and e.thinking)
+    assert reasoning.thinking[0].text.startswith("I need the ticket")  # raw reasoning_text content
+    # The context_compaction item and the compacted line after it are one compaction.
+    compactions = [e for e in events if isinstance(e, Compaction)]
+    assert len(compactions) == 1 and compactions[0].details["compaction_item"] == "context_compaction"
+    assert compactions[0].details["encrypted"] is True
+    # The rolled-back turn (npm version patch) is gone; the agent message is input to the model.
+    texts = [e.text for e in events if isinstance(e, UserMessage)]
+    assert not any("package.json" in t for t in texts)
+    assert texts[-1].startswith("[message from agent reviewer to main]\nReview: the patch is correct")
+    assert "a rollback undid the last 1 user turn(s): 4 event(s) left out" in transcript.warnings
+    assert "skipped 1 record(s) of unknown type 'response_item:future_item_kind'" in transcript.warnings
+    skipped = transcript.metadata["skipped"]
+    assert isinstance(skipped, dict)
+    assert {"world_state", "additional_tools", "configuration_update", "compaction_trigger"} <= skipped.keys()
+    assert transcript.metadata["dynamic_tools"] == ["lookup_ticket"]
+    assert sum(isinstance(e, UsageReport) for e in events) == 6  # the rolled-back call's report went with it
+
+
+def test_claude_code_current_session_variants() -> None:
+    """Claude Code 2.1: meta lines, server tools, extra block fields, synthetic errors, microcompaction."""
+    transcript = load_transcript(DATA / "claude-code" / "session-current.jsonl")
+    events = transcript.events
+    responses = [e for e in events if isinstance(e, AssistantMessage)]
+    assert len(responses) == 5  # the <synthetic> API-error message is no model call
+    first = responses[0]
+    assert first.thinking[0].signature == "EpQCCkYIBxgCKkD-signature-1"
+    assert [c.id for c in first.tool_calls] == ["toolu_01Read"]  # a tool_use with a field the codec lacks
+    web = responses[1]
+    assert [p.kind for p in web.opaque] == ["server_tool_use", "web_search_tool_result"]
+    assert all(p.format == "anthropic" for p in web.opaque)
+    assert responses[3].thinking[0].signature.startswith("redacted:")
+    usage = [e for e in events if isinstance(e, UsageReport)]
+    assert (usage[0].input_tokens, usage[0].cache_read_tokens, usage[0].cache_write_tokens) == (19336, 14210, 5120)
+    compaction = next(e for e in events if isinstance(e, Compaction))
+    assert compaction.details == {"provider_side": True, "trigger": "manual", "pre_tokens": 20522}
+    assert transcript.metadata["microcompactions"] == [
+        {"trigger": "auto", "pre_tokens": 20410, "tokens_saved": 1830, "tool_ids": ["toolu_01Read"]}
+    ]
+    skipped = transcript.metadata["skipped"]
+    assert isinstance(skipped, dict) and skipped["synthetic-assistant"] == 1 and skipped["queue-operation"] == 1
+    assert transcript.warnings == ("skipped 1 record(s) of unknown type 'future-record'",)
+    assert transcript.metadata["timestamps"] == "transcript"
+
+
+def test_claude_code_current_stream_json() -> None:
+    transcript = load_transcript(DATA / "claude-code" / "stream-current.jsonl")
+    assert transcript.metadata["variant"] == "stream-json"
+    assert transcript.metadata["skipped"] == {"result": 1, "stream_event": 2, "system:status": 1}
+    compaction = next(e for e in transcript.events if isinstance(e, Compaction))
+    assert compaction.details == {"provider_side": True, "trigger": "auto", "pre_tokens": 16100}  # snake_case keys
+    totals = transcript.metadata["usage_totals"]
+    assert isinstance(totals, dict) and totals["cost_usd"] == 0.0123

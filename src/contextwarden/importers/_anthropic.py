@@ -2,8 +2,11 @@
 
 Each block is read by the wire layer's Anthropic codec (:mod:`contextwarden.wire.anthropic.request`),
 so a transcript and a live request mean the same thing; this module adds the importers' strictness (a
-malformed block is an error naming its JSON path) and their accounting (a block the model never saw
-again, such as a server tool call, is counted as skipped).
+malformed block is an error naming its JSON path) and their leniency: a ``tool_use`` or ``thinking``
+block carrying a field the codec does not write back (a newer API's ``caller``, say) is still the call
+or the reasoning the model made, so it is read as one rather than lost; any other block (a server tool
+call and its result, a block type this version does not know) is kept verbatim as an
+:class:`~contextwarden.events.OpaquePart` the Anthropic renderer sends back where it came.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..events import BinaryPart, ThinkingBlock, ToolCall
+from ..events import BinaryPart, OpaquePart, ThinkingBlock, ToolCall
+from ..wire._common import arguments_object
 from ..wire.anthropic.request import assistant_block, content_block
 from ._common import as_dict, fail
 
@@ -24,6 +28,8 @@ class AssistantContent:
     texts: list[str] = field(default_factory=list)
     thinking: list[ThinkingBlock] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)
+    opaque: list[OpaquePart] = field(default_factory=list)
+    """Blocks kept verbatim (server tool use and results, unknown types), in order."""
 
     @property
     def text(self) -> str:
@@ -32,7 +38,7 @@ class AssistantContent:
 
 
 def assistant_content(content: Any, source: str, where: str, skip: Callable[[str], None]) -> AssistantContent:
-    """Read an assistant ``content`` (a string or blocks); unsupported block types are passed to ``skip``."""
+    """Read an assistant ``content`` (a string or blocks); a block kept verbatim is also counted by ``skip``."""
     out = AssistantContent()
     if isinstance(content, str):
         out.texts.append(content)
@@ -54,8 +60,15 @@ def assistant_content(content: Any, source: str, where: str, skip: Callable[[str
             out.calls.append(read)
         elif read.kind == "text" and isinstance(block.get("text"), str):
             out.texts.append(block["text"])  # text with citations: the model saw the text
+        elif read.kind == "tool_use" and isinstance(block.get("name"), str):
+            out.calls.append(
+                ToolCall(id=block["id"], name=block["name"], arguments=arguments_object(block.get("input")))
+            )
+        elif read.kind == "thinking" and isinstance(block.get("thinking"), str):
+            out.thinking.append(ThinkingBlock(text=block["thinking"], signature=str(block.get("signature") or "")))
         else:
-            skip(f"assistant block:{read.kind}")
+            out.opaque.append(read)
+            skip(f"assistant block:{read.kind} (kept verbatim)")
     return out
 
 

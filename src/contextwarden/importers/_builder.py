@@ -180,6 +180,28 @@ class TranscriptBuilder:
         )
         self._append(result)
 
+    def rewind_user_turns(self, turns: int) -> int:
+        """Drop the last ``turns`` user turns (each from its user message on); returns how many events went.
+
+        For agents that log a rollback as a marker after the turns it undoes (Codex's
+        ``thread_rolled_back``): the undone turns are in the file but no longer in the conversation.
+        """
+        users = [n for n, slot in enumerate(self._slots) if isinstance(slot.event, UserMessage)]
+        if turns <= 0 or not users:
+            return 0
+        cut = users[-min(turns, len(users))]
+        dropped = self._slots[cut:]
+        del self._slots[cut:]
+        gone = {id(slot) for slot in dropped}
+        self._by_key = {k: slot for k, slot in self._by_key.items() if id(slot) not in gone}
+        for slot in dropped:
+            if isinstance(slot.event, AssistantMessage):
+                for call in slot.event.tool_calls:
+                    self._call_names.pop(call.id, None)
+                    self._answered.discard(call.id)
+        self._open = {original: unique for original, unique in self._open.items() if unique in self._call_names}
+        return len(dropped) + sum(1 for slot in dropped if slot.usage is not None)
+
     def usage(
         self,
         fields: Mapping[str, int],

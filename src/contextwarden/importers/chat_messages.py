@@ -161,6 +161,7 @@ class _AnthropicReader:
             text=content.text,
             thinking=content.thinking,
             tool_calls=content.calls,
+            opaque=content.opaque,
             model=model,
             stop_reason=str(message.get("stop_reason") or ""),
         )

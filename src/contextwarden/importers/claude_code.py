@@ -10,13 +10,18 @@ Both are one JSON object per line with a ``type``. The mapping:
   an ``Exit code N`` header gives ``exit_code``). Later user messages stay user messages.
 - ``assistant`` lines: Claude Code writes one line per content block, all with the same
   ``message.id``; they are merged into one :class:`AssistantMessage` (``text``, ``thinking`` with its
-  signature, ``redacted_thinking`` as a signature-only block, ``tool_use`` → tool calls).
+  signature, ``redacted_thinking`` as a signature-only block, ``tool_use`` → tool calls; server tool
+  blocks such as ``server_tool_use``/``web_search_tool_result`` kept verbatim as opaque parts).
+  ``<synthetic>`` messages (``isApiErrorMessage``, "No response requested.") are no model call: skipped.
   ``message.usage`` → one :class:`UsageReport` right after that message, ``input_tokens`` being
   ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens``.
 - ``system`` with ``subtype: compact_boundary`` plus the following ``isCompactSummary`` user line →
   :class:`Compaction` (``details.provider_side = true``, trigger and pre-compaction tokens kept).
   ``system``/``init`` (stream-json) and ``result`` lines fill ``metadata`` (model, tools, cost totals).
-- ``summary``, ``file-history-snapshot``, ``progress``, ``queue-operation``, ``attachment`` and other
+  ``microcompact_boundary`` (old tool results cleared) is listed in ``metadata["microcompactions"]``;
+  ``compactMetadata`` and stream-json's ``compact_metadata`` are both read.
+- ``summary``, ``file-history-snapshot``, ``progress``, ``queue-operation``, ``attachment``, stream-json
+  ``stream_event`` and other
   UI-only lines are skipped and counted in ``metadata["skipped"]``; unknown types are counted in warnings.
 
 Lines marked ``isSidechain`` (or stream-json lines with a ``parent_tool_use_id``) belong to a subagent
@@ -32,7 +37,7 @@ import dataclasses
 import re
 from typing import Any
 
-from ..events import UserMessage
+from ..events import JSONValue, UserMessage
 from ._anthropic import assistant_content, text_and_parts, user_content
 from ._builder import TranscriptBuilder
 from ._common import (
@@ -46,7 +51,9 @@ from ._common import (
 )
 from ._source import ImportOptions, SourceDocument
 
-_UI_ONLY = frozenset({"summary", "file-history-snapshot", "progress", "queue-operation", "attachment", "custom-title"})
+_UI_ONLY = frozenset(
+    {"summary", "file-history-snapshot", "progress", "queue-operation", "attachment", "custom-title", "stream_event"}
+)
 _EXIT_CODE = re.compile(r"^(?:Error: )?Exit code (-?\d+)")
 
 Record = tuple[int, dict[str, Any]]
@@ -208,14 +215,15 @@ class _Reader:
         subtype = record.get("subtype")
         if subtype == "compact_boundary":
             self._flush_compaction()
-            meta = record.get("compactMetadata")
-            meta = meta if isinstance(meta, dict) else {}
+            meta = _either(record, "compactMetadata", "compact_metadata")  # session file / stream-json
             self.pending_compaction = {
                 "provider_side": True,
                 "trigger": str(meta.get("trigger") or ""),
-                "pre_tokens": opt_int(meta.get("preTokens")),
+                "pre_tokens": opt_int(meta.get("preTokens", meta.get("pre_tokens"))),
                 "at": parse_timestamp(record.get("timestamp")),
             }
+        elif subtype == "microcompact_boundary":
+            self._microcompact(_either(record, "microcompactMetadata", "microcompact_metadata"))
         elif subtype == "init":
             meta = self.builder.metadata
             for key in ("model", "cwd", "session_id", "claude_code_version", "permissionMode"):
@@ -226,6 +234,25 @@ class _Reader:
                 meta["tools"] = [t for t in tools if isinstance(t, str)]
         else:
             self.builder.skip(f"system:{subtype}")
+
+    def _microcompact(self, meta: dict[str, Any]) -> None:
+        """Record a microcompaction: Claude Code cleared old tool results from later requests.
+
+        The boundary names the cleared results (``compactedToolIds``) but not what replaced them, so
+        it is reported in ``metadata["microcompactions"]`` rather than guessed into the events; the
+        replay's raw strategy therefore still sends those results in full.
+        """
+        ids = meta.get("compactedToolIds", meta.get("compacted_tool_ids"))
+        entry: dict[str, JSONValue] = {
+            "trigger": str(meta.get("trigger") or ""),
+            "pre_tokens": opt_int(meta.get("preTokens", meta.get("pre_tokens"))),
+            "tokens_saved": opt_int(meta.get("tokensSaved", meta.get("tokens_saved"))),
+            "tool_ids": [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else [],
+        }
+        found = self.builder.metadata.setdefault("microcompactions", [])
+        if isinstance(found, list):
+            found.append(entry)
+        self.builder.skip("system:microcompact_boundary")
 
     def _result(self, record: dict[str, Any]) -> None:
         usage = record.get("usage")
@@ -281,7 +308,11 @@ class _Reader:
     def _assistant(self, record: dict[str, Any], where: str) -> None:
         message = as_dict(record.get("message"), self.source, f"{where}: message")
         model = opt_str(message, "model", self.source, f"{where}: message")
-        if model and model != "<synthetic>":
+        if model == "<synthetic>" or record.get("isApiErrorMessage"):
+            # Written by Claude Code itself (an API error, "No response requested."): no model call.
+            self.builder.skip("synthetic-assistant")
+            return
+        if model:
             self.builder.metadata.setdefault("model", model)
         key = "msg:" + str(message.get("id") or record.get("uuid") or where)
         content = assistant_content(message.get("content"), self.source, f"{where}: message", self.builder.skip)
@@ -289,6 +320,7 @@ class _Reader:
             text=content.text,
             thinking=content.thinking,
             tool_calls=content.calls,
+            opaque=content.opaque,
             model=model,
             stop_reason=str(message.get("stop_reason") or ""),
             key=key,
@@ -309,6 +341,11 @@ class _Reader:
             details = self.pending_compaction
             self.pending_compaction = None
             self.builder.compaction("", details=_details(details), at=details.get("at"))
+
+
+def _either(record: dict[str, Any], camel: str, snake: str) -> dict[str, Any]:
+    value = record.get(camel, record.get(snake))
+    return value if isinstance(value, dict) else {}
 
 
 def _details(pending: dict[str, Any]) -> dict[str, Any]:

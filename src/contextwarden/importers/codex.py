@@ -20,9 +20,16 @@ Each line is ``{"timestamp": ..., "type": ..., "payload": {...}}`` with ``type``
 - ``event_msg`` ``token_count``: ``info.last_token_usage`` → :class:`UsageReport` right after the
   response it belongs to (``input_tokens`` already includes ``cached_input_tokens``); repeated reports
   with an unchanged running total are dropped. Other events mirror response items and are skipped.
-- ``compacted`` → :class:`Compaction` with the summary text and ``details.provider_side = true``.
-- ``web_search_call`` (a server-side tool with no recorded result) and ``ghost_snapshot`` are skipped
-  and counted in ``metadata["skipped"]``.
+- ``compacted`` → :class:`Compaction` with the summary text and ``details.provider_side = true``. A
+  ``compaction``/``context_compaction`` item (encrypted) is a compaction too, merged with the
+  ``compacted`` line that follows it (``details.compaction_item``).
+- ``tool_search_call``/``tool_search_output`` → a ``tool_search`` call and its result (the tools found,
+  as JSON); ``web_search_call`` and ``image_generation_call`` (server-side tools) are kept verbatim as
+  :class:`~contextwarden.events.OpaquePart` on their response; ``agent_message`` (another agent's
+  message) → :class:`UserMessage` headed by its author and recipient.
+- ``event_msg`` ``thread_rolled_back``: the last ``num_turns`` user turns are left out (with a warning).
+- ``ghost_snapshot``, ``additional_tools``, ``configuration_update``, ``compaction_trigger`` and the
+  ``world_state`` line are harness state, skipped and counted in ``metadata["skipped"]``.
 """
 
 from __future__ import annotations
@@ -60,9 +67,33 @@ ITEM_TYPES = frozenset(
         "ghost_snapshot",
         "compaction",
         "compaction_summary",
+        "context_compaction",
+        "compaction_trigger",
+        "tool_search_call",
+        "tool_search_output",
+        "image_generation_call",
+        "agent_message",
+        "additional_tools",
+        "configuration_update",
     }
 )
-_ASSISTANT_ITEMS = frozenset({"reasoning", "function_call", "custom_tool_call", "local_shell_call"})
+_ASSISTANT_ITEMS = frozenset(
+    {
+        "reasoning",
+        "function_call",
+        "custom_tool_call",
+        "local_shell_call",
+        "tool_search_call",
+        "web_search_call",
+        "image_generation_call",
+    }
+)
+# Server-side tools: the API ran them and sends their items back as input; kept verbatim, read as nothing.
+_SERVER_ITEMS = frozenset({"web_search_call", "image_generation_call"})
+_OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
+_COMPACTION_ITEMS = frozenset({"compaction", "compaction_summary", "context_compaction"})
+# Harness state and request controls the rollout records but the model never reads as history.
+_CONTROL_ITEMS = frozenset({"ghost_snapshot", "additional_tools", "configuration_update", "compaction_trigger"})
 _INJECTED_PREFIXES = ("<user_instructions>", "<environment_context>", "# AGENTS.md instructions")
 _EXIT_HEADER = re.compile(r"^(?:Exit code: |Process exited with code )(-?\d+)", re.MULTILINE)
 
@@ -80,6 +111,7 @@ def load(doc: SourceDocument, options: ImportOptions) -> Transcript:
     reader = _Reader(builder, doc.path, ends_at_usage=with_usage)
     for number, record in records:
         reader.read(number, record)
+    reader.finish()
     return builder.build()
 
 
@@ -97,12 +129,19 @@ class _Reader:
         self.response: str | None = None
         self.responses = 0
         self.last_total: Any = None
+        self.pending_item: dict[str, JSONValue] | None = None  # a compaction item not yet placed
 
     def read(self, number: int, record: dict[str, Any]) -> None:
         kind = _kind(record)
         where = f"line {number}"
         at = parse_timestamp(record.get("timestamp"))
-        if kind in _ENVELOPE_TYPES:
+        payload = record.get("payload")
+        inner = _kind(payload) if isinstance(payload, dict) else ""
+        if kind not in ("compacted", "event_msg") and not (kind == "response_item" and inner in _COMPACTION_ITEMS):
+            self.finish()
+        if kind == "world_state":
+            self.builder.skip("world_state")
+        elif kind in _ENVELOPE_TYPES:
             self._envelope(kind, as_dict(record.get("payload"), self.source, f"{where}: payload"), where, at)
         elif kind in ITEM_TYPES and "payload" not in record:
             self._item(record, where, at)
@@ -110,6 +149,13 @@ class _Reader:
             self.builder.skip("legacy-state")
         else:
             self.builder.unknown(str(kind))
+
+    def finish(self) -> None:
+        """Place a compaction item that no ``compacted`` line followed."""
+        if self.pending_item is not None:
+            details, self.pending_item = self.pending_item, None
+            at = details.pop("at", None)
+            self.builder.compaction("", details=details, at=at if isinstance(at, float) else None)
 
     def _envelope(self, kind: str, payload: dict[str, Any], where: str, at: float | None) -> None:
         if kind == "response_item":
@@ -128,9 +174,18 @@ class _Reader:
     # -- envelope kinds
 
     def _meta(self, payload: dict[str, Any]) -> None:
-        for key in ("id", "cwd", "originator", "cli_version", "model_provider", "source"):
+        for key in ("id", "cwd", "originator", "cli_version", "model_provider", "forked_from_id", "agent_role"):
             if isinstance(payload.get(key), str):
                 self.builder.metadata[f"session_{key}" if key == "id" else key] = payload[key]
+        source = payload.get("source")
+        if isinstance(source, (str, dict)):
+            # A subagent's rollout names its parent here: {"subagent": {"thread_spawn": {...}}}.
+            self.builder.metadata["source"] = source
+        tools = payload.get("dynamic_tools")
+        if isinstance(tools, list):
+            self.builder.metadata["dynamic_tools"] = [
+                str(t.get("name")) for t in tools if isinstance(t, dict) and t.get("name")
+            ]
         base = payload.get("base_instructions")
         text = base.get("text") if isinstance(base, dict) else base
         if isinstance(text, str):
@@ -139,6 +194,10 @@ class _Reader:
     def _compacted(self, payload: dict[str, Any], at: float | None) -> None:
         self.response = None
         details: dict[str, JSONValue] = {"provider_side": True}
+        if self.pending_item is not None:
+            # The compaction item the model returned and the rollout's own marker are one compaction.
+            details["compaction_item"] = self.pending_item["compaction_item"]
+            self.pending_item = None
         history = payload.get("replacement_history")
         if isinstance(history, list):
             details["replacement_history_items"] = len(history)
@@ -155,6 +214,12 @@ class _Reader:
 
     def _event(self, payload: dict[str, Any], at: float | None) -> None:
         kind = payload.get("type")
+        if kind == "thread_rolled_back":
+            turns = opt_int(payload.get("num_turns"))
+            dropped = self.builder.rewind_user_turns(turns)
+            self.response = None
+            self.builder.warn(f"a rollback undid the last {turns} user turn(s): {dropped} event(s) left out")
+            return
         if kind != "token_count":
             self.builder.skip(f"event_msg:{kind}")
             return
@@ -196,11 +261,19 @@ class _Reader:
             self._message(item, where, at)
         elif kind in _ASSISTANT_ITEMS:
             self._assistant_item(item, where, at)
-        elif kind in ("function_call_output", "custom_tool_call_output"):
+        elif kind in _OUTPUT_ITEMS:
             if not self.ends_at_usage:
                 self.response = None
             self._output(item, where, at)
-        elif kind in ITEM_TYPES:
+        elif kind == "agent_message":
+            self.response = None
+            self.builder.user(_agent_message_text(item), at=at)
+        elif kind in _COMPACTION_ITEMS:
+            # An encrypted compaction the model returned: what came before is now this opaque item.
+            self.response = None
+            self.finish()
+            self.pending_item = {"provider_side": True, "encrypted": True, "compaction_item": kind, "at": at}
+        elif kind in _CONTROL_ITEMS:
             self.builder.skip(kind)
         else:
             self.builder.unknown(f"response_item:{kind}")
@@ -235,10 +308,19 @@ class _Reader:
                 at=at,
             )
             return
+        if kind in _SERVER_ITEMS:
+            # The wire layer keeps the item verbatim so the Responses renderer sends it back.
+            turn = assistant_turn([item])
+            self.builder.assistant(opaque=turn.opaque, model=self.model, key=self._key(), at=at)
+            return
         call_id = item.get("call_id") or item.get("id")
         if not isinstance(call_id, str) or not call_id:
             raise fail(self.source, f"{where}.call_id", "a tool call needs a call_id")
-        if kind == "function_call":
+        if kind == "tool_search_call":
+            raw = item.get("arguments")
+            arguments = raw if isinstance(raw, dict) else parse_arguments(raw)
+            call = ToolCall(id=call_id, name="tool_search", arguments=arguments)
+        elif kind == "function_call":
             call = ToolCall(
                 id=call_id, name=str(item.get("name") or ""), arguments=parse_arguments(item.get("arguments"))
             )
@@ -254,7 +336,13 @@ class _Reader:
         self.builder.assistant(tool_calls=[call], model=self.model, key=self._key(), at=at)
 
     def _output(self, item: dict[str, Any], where: str, at: float | None) -> None:
-        call_id = opt_str(item, "call_id", self.source, where)
+        call_id = opt_str(item, "call_id", self.source, where) or opt_str(item, "id", self.source, where)
+        if item.get("type") == "tool_search_output":
+            tools = item.get("tools")
+            text = json.dumps(tools if isinstance(tools, list) else [], ensure_ascii=False, separators=(",", ":"))
+            failed = item.get("status") not in (None, "completed")
+            self.builder.tool_result(call_id, text, is_error=failed, where=where, at=at)
+            return
         output = item.get("output")
         success: Any = None
         parts: list[BinaryPart] = []
@@ -277,6 +365,19 @@ class _Reader:
 def _kind(record: dict[str, Any]) -> str:
     kind = record.get("type")
     return kind if isinstance(kind, str) else ""
+
+
+def _agent_message_text(item: dict[str, Any]) -> str:
+    """Another agent's message to this one (its encrypted parts can only be named)."""
+    pieces = []
+    content = item.get("content")
+    for part in content if isinstance(content, list) else []:
+        if isinstance(part, dict) and isinstance(part.get("text"), str):
+            pieces.append(part["text"])
+        elif isinstance(part, dict) and part.get("type") == "encrypted_content":
+            pieces.append("[encrypted content]")
+    header = f"[message from agent {item.get('author') or '?'} to {item.get('recipient') or '?'}]"
+    return "\n".join([header, *pieces])
 
 
 def _message_text(item: dict[str, Any]) -> tuple[str, list[BinaryPart]]:
