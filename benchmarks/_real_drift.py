@@ -20,7 +20,12 @@ import dataclasses
 from importlib import resources
 from pathlib import Path
 
-from contextwarden.compaction import (
+from contextwarden.assemble.manager import ContextManager
+from contextwarden.importers import load_transcript
+from contextwarden.log.events import Compaction, Event
+from contextwarden.log.store.memory import MemoryStore
+from contextwarden.models import ModelProfile, get_profile
+from contextwarden.plan.compaction import (
     CompactionSettings,
     LLMSummarizer,
     LLMSummarizerSettings,
@@ -28,17 +33,12 @@ from contextwarden.compaction import (
     WindowCompactor,
     compact,
 )
-from contextwarden.compaction.summarizers import Summarizer
-from contextwarden.compaction.truth import clean_text, current_errors, error_quote
-from contextwarden.events import Compaction, Event
-from contextwarden.importers import load_transcript
-from contextwarden.manager import ContextManager
-from contextwarden.models import ModelProfile, get_profile
+from contextwarden.plan.compaction.summarizers import Summarizer
+from contextwarden.plan.compaction.truth import clean_text, current_errors, error_quote
 from contextwarden.providers import OpenAICompatProvider
 from contextwarden.replay.probes import ProbeTracker
-from contextwarden.state import derive_state
-from contextwarden.store.memory import MemoryStore
 from contextwarden.tokens import HeuristicCounter
+from contextwarden.window.state import derive_state
 from contextwarden.wire import render_openai_chat
 
 COUNTER = HeuristicCounter()

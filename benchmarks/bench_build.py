@@ -36,10 +36,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from contextwarden.assemble.manager import ContextManager
 from contextwarden.context import ToolDefinition
-from contextwarden.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
-from contextwarden.manager import ContextManager
-from contextwarden.store.memory import MemoryStore
+from contextwarden.log.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
+from contextwarden.log.store.memory import MemoryStore
 from contextwarden.tokens import best_counter
 
 MODEL = "gpt-4.1"
@@ -216,7 +216,7 @@ def bench_cold(turns: int, model: str, calls: int, directory: str) -> dict[str, 
     """Median time of a build by a fresh store handle and manager, over a stored session of ``turns``."""
     import os
 
-    from contextwarden.store import SQLiteStore
+    from contextwarden.log.store import SQLiteStore
 
     profile = _cold_profiles()[model]
     counter = best_counter()

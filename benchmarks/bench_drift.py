@@ -45,7 +45,21 @@ from pathlib import Path
 
 from _real_drift import STEPS, local_factory, make_structured, run_real
 
-from contextwarden.compaction import (
+from contextwarden.assemble.manager import ContextManager, ContextPolicy
+from contextwarden.context import ToolDefinition
+from contextwarden.log.events import (
+    AssistantMessage,
+    Event,
+    Instruction,
+    Steering,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from contextwarden.log.store.memory import MemoryStore
+from contextwarden.loop import AgentTool, run_agent_loop
+from contextwarden.models import ModelProfile, get_profile
+from contextwarden.plan.compaction import (
     CompactionSettings,
     LLMSummarizer,
     SummaryInput,
@@ -55,24 +69,10 @@ from contextwarden.compaction import (
     compact,
     entries_from_events,
 )
-from contextwarden.compaction.prompts import build_prompt
-from contextwarden.compaction.serialize import fit_transcript
-from contextwarden.context import ToolDefinition
-from contextwarden.events import (
-    AssistantMessage,
-    Event,
-    Instruction,
-    Steering,
-    ToolCall,
-    ToolResult,
-    UserMessage,
-)
-from contextwarden.loop import AgentTool, run_agent_loop
-from contextwarden.manager import ContextManager, ContextPolicy
-from contextwarden.models import ModelProfile, get_profile
-from contextwarden.planner import PlannerSettings
+from contextwarden.plan.compaction.prompts import build_prompt
+from contextwarden.plan.compaction.serialize import fit_transcript
+from contextwarden.plan.planner import PlannerSettings
 from contextwarden.providers import ChatMessage, ChatRequest, ChatResponse, OpenAICompatProvider, Usage
-from contextwarden.store.memory import MemoryStore
 from contextwarden.testing import ScriptedProvider, estimate_request_tokens
 from contextwarden.tokens import HeuristicCounter
 
@@ -245,7 +245,7 @@ def arm_summary_on_summary(make_model: object, keep: int) -> dict[str, object]:
 
 
 def _empty_state():  # type: ignore[no-untyped-def]
-    from contextwarden.state import TaskState
+    from contextwarden.window.state import TaskState
 
     return TaskState()
 

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contextwarden.log.store import SQLiteStore
 from contextwarden.models import get_profile
 from contextwarden.replay.costmodel import BlockMeter, CacheSimulator
-from contextwarden.store import SQLiteStore
 from contextwarden.tokens import best_counter
 from contextwarden.wire import get_codec
 
@@ -327,7 +327,7 @@ def bench_mirror(messages: int = 2_000) -> dict[str, float]:
     """Milliseconds to mirror a ``messages``-long history: first time, again unchanged, one more, fresh process."""
     import time
 
-    from contextwarden.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
+    from contextwarden.log.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
     from contextwarden.mirror import mirror_history
 
     def history(n: int) -> list[Event]:

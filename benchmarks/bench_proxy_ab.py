@@ -38,8 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generate_sessions import generate
 
-from contextwarden.events import AssistantMessage, Instruction
 from contextwarden.importers import load_transcript
+from contextwarden.log.events import AssistantMessage, Instruction
 from contextwarden.models import get_profile
 from contextwarden.proxy.app import Proxy
 from contextwarden.proxy.scripted import Reply, ScriptedUpstream

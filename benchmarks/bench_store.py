@@ -36,8 +36,8 @@ from typing import Any
 
 from _progress import track
 
-from contextwarden.events import Compaction, Event, ToolResult, UserMessage
-from contextwarden.store import PostgresStore, SessionStore, SQLiteStore, _shared
+from contextwarden.log.events import Compaction, Event, ToolResult, UserMessage
+from contextwarden.log.store import PostgresStore, SessionStore, SQLiteStore, _shared
 
 CODECS = ("v2", "v1")
 """``v2``: the codec; ``v1``: the previous release's, for the side-by-side figures."""

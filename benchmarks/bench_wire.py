@@ -13,7 +13,7 @@ import statistics
 import time
 
 from contextwarden.context import Message, ModelContext, ToolDefinition
-from contextwarden.events import ToolCall
+from contextwarden.log.events import ToolCall
 from contextwarden.wire import FORMATS, get_codec
 
 

@@ -22,15 +22,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from contextwarden.compaction import LLMSummarizer, StructuredSummarizer, WindowCompactor
-from contextwarden.compaction._base import Summarizer
+from contextwarden.assemble.manager import ContextManager
 from contextwarden.context import ToolDefinition
-from contextwarden.events import Instruction, ToolCall, UserMessage
+from contextwarden.log.events import Instruction, ToolCall, UserMessage
+from contextwarden.log.store.sqlite import SQLiteStore
 from contextwarden.loop import AgentTool, ToolOutput, run_agent_loop
-from contextwarden.manager import ContextManager
 from contextwarden.models import get_profile
+from contextwarden.plan.compaction import LLMSummarizer, StructuredSummarizer, WindowCompactor
+from contextwarden.plan.compaction._base import Summarizer
 from contextwarden.providers import OpenAICompatProvider, Provider
-from contextwarden.store.sqlite import SQLiteStore
 from contextwarden.testing import ScriptedProvider, make_response
 
 BUGGY = "def add(a, b):\n    return int(str(a) + str(b))\n"

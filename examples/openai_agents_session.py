@@ -8,8 +8,8 @@ from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set
 from openai import AsyncOpenAI
 
 from contextwarden.integrations.openai_agents import ContextWardenSession
-from contextwarden.models import ModelProfile
 from contextwarden.integrations.testing import agents_model
+from contextwarden.models import ModelProfile
 
 
 @function_tool

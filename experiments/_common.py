@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from contextwarden.context import ModelContext
-from contextwarden.events import (
+from contextwarden.log.events import (
     AssistantMessage,
     Event,
     Instruction,

@@ -13,7 +13,7 @@ import sys
 
 from _common import Experiment, Recorder, Script, code_file, counter, main, request_text, table
 
-from contextwarden.events import ToolResult
+from contextwarden.log.events import ToolResult
 from contextwarden.replay import ReplayInput, ReplaySettings, parse_strategy, replay
 
 PATH = "src/config.py"

@@ -16,10 +16,10 @@ from typing import Any
 
 from _common import ROOT, Experiment, Script, build_log, counter, grep_output, main, pytest_output, table
 
-from contextwarden.events import Event, JSONValue, ToolCall
-from contextwarden.manager import ContextPolicy
-from contextwarden.policies.presets import CODING_TOOL_POLICIES, DEFAULT_TOOL_POLICY, apply_policy, policy_for
-from contextwarden.policies.truncate import truncate_output
+from contextwarden.log.events import Event, JSONValue, ToolCall
+from contextwarden.assemble.manager import ContextPolicy
+from contextwarden.window.policies.presets import CODING_TOOL_POLICIES, DEFAULT_TOOL_POLICY, apply_policy, policy_for
+from contextwarden.window.policies.truncate import truncate_output
 from contextwarden.replay import ContextWardenStrategy, ReplayInput, ReplaySettings, replay
 
 TEXTWRAP = ROOT / "benchmarks" / "corpus" / "python_code.py.txt"

@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from contextwarden.compaction import CompactionSettings, WindowCompactor
-from contextwarden.compaction._base import Summarizer
-from contextwarden.events import AssistantMessage, Event, Instruction, Steering, ToolCall, ToolResult, UserMessage
-from contextwarden.manager import ContextManager, ContextPolicy
+from contextwarden.assemble.manager import ContextManager, ContextPolicy
+from contextwarden.log.events import AssistantMessage, Event, Instruction, Steering, ToolCall, ToolResult, UserMessage
+from contextwarden.log.store._protocol import SessionStore
 from contextwarden.models import ModelProfile, get_profile
+from contextwarden.plan.compaction import CompactionSettings, WindowCompactor
+from contextwarden.plan.compaction._base import Summarizer
 from contextwarden.providers import ChatRequest, ChatResponse, Usage
-from contextwarden.store._protocol import SessionStore
 from contextwarden.testing import estimate_request_tokens
 from contextwarden.tokens import HeuristicCounter
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from contextwarden.events import AssistantMessage, Event, ToolResult
 from contextwarden.governance.inspection import inspect_session
+from contextwarden.log.events import AssistantMessage, Event, ToolResult
+from contextwarden.log.store import SessionStore
 from contextwarden.mirror import MIRRORED_KINDS, content_digest
-from contextwarden.store import SessionStore
 from contextwarden.wire import WireFormat, get_codec
 
 TURNS = 40

@@ -9,8 +9,8 @@ from pathlib import Path
 from langchain_core.messages import convert_to_messages
 
 from contextwarden.integrations.langchain import ContextWardenMiddleware
+from contextwarden.log.store import SQLiteStore
 from contextwarden.models import get_profile
-from contextwarden.store import SQLiteStore
 from test_integrations_langchain import RecordingModel, agent_for, script
 
 

@@ -22,7 +22,7 @@ from contextwarden import (
 from contextwarden.cli.inspect import command as inspect_command
 from contextwarden.cli.lint import command as lint_command
 from contextwarden.governance.inspection import inspect_session
-from contextwarden.store import SQLiteStore
+from contextwarden.log.store import SQLiteStore
 from contextwarden.tokens import HeuristicCounter
 
 TOOLS = (

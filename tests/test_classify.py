@@ -13,7 +13,7 @@ from contextwarden.errors import (
     RateLimitError,
     ServerError,
 )
-from contextwarden.events import UsageReport
+from contextwarden.log.events import UsageReport
 from contextwarden.providers import (
     OVERFLOW_PATTERNS,
     Usage,

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from contextwarden.cli import main
-from contextwarden.codec import event_to_dict
 from contextwarden.errors import ImportFormatError
 from contextwarden.importers import detect_format, load_transcript, text_size
+from contextwarden.log.codec import event_to_dict
 
 DATA = Path(__file__).parent / "data" / "transcripts"
 BUNDLED = Path(str(resources.files("contextwarden") / "data" / "trajectories"))

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from contextwarden.cli import main
-from contextwarden.events import AssistantMessage, Compaction, ToolCall, ToolResult, UsageReport, UserMessage
-from contextwarden.store import SQLiteStore
+from contextwarden.log.events import AssistantMessage, Compaction, ToolCall, ToolResult, UsageReport, UserMessage
+from contextwarden.log.store import SQLiteStore
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -23,7 +23,12 @@ from _agentlog import (
     sectioned,
     transcript_of,
 )
-from contextwarden.compaction import (
+from contextwarden.assemble.manager import ContextManager
+from contextwarden.errors import Cancelled, ProviderError, ProviderTimeout, ServerError, SummaryRejected
+from contextwarden.log.events import Compaction, Instruction, ToolSetChange
+from contextwarden.log.store.memory import MemoryStore
+from contextwarden.log.store.sqlite import SQLiteStore
+from contextwarden.plan.compaction import (
     CompactionSettings,
     LLMSummarizer,
     SummaryOptions,
@@ -32,16 +37,11 @@ from contextwarden.compaction import (
     compact,
     filter_remote_items,
 )
-from contextwarden.compaction.compactor import TURN_HEADING
-from contextwarden.compaction.verify import CHECKS, REPAIR_HEADING
-from contextwarden.errors import Cancelled, ProviderError, ProviderTimeout, ServerError, SummaryRejected
-from contextwarden.events import Compaction, Instruction, ToolSetChange
-from contextwarden.manager import ContextManager
+from contextwarden.plan.compaction.compactor import TURN_HEADING
+from contextwarden.plan.compaction.verify import CHECKS, REPAIR_HEADING
 from contextwarden.providers import OpenAICompatProvider
-from contextwarden.store.memory import MemoryStore
-from contextwarden.store.sqlite import SQLiteStore
 from contextwarden.testing import ScriptedProvider
-from contextwarden.window import PINNED_START, SUMMARY_START
+from contextwarden.window.opening import PINNED_START, SUMMARY_START
 
 MODEL = profile(40_000)
 

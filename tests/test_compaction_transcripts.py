@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from _agentlog import COUNTER, profile
-from contextwarden.compaction import CompactionSettings, StructuredSummarizer, WindowCompactor, compact
-from contextwarden.compaction.serialize import entries_from_events
-from contextwarden.compaction.truth import is_banner, last_step
-from contextwarden.events import Compaction
+from contextwarden.assemble.manager import ContextManager
 from contextwarden.importers import load_transcript
-from contextwarden.manager import ContextManager
-from contextwarden.state import derive_state
-from contextwarden.store.memory import MemoryStore
+from contextwarden.log.events import Compaction
+from contextwarden.log.store.memory import MemoryStore
+from contextwarden.plan.compaction import CompactionSettings, StructuredSummarizer, WindowCompactor, compact
+from contextwarden.plan.compaction.serialize import entries_from_events
+from contextwarden.plan.compaction.truth import is_banner, last_step
+from contextwarden.window.state import derive_state
 
 BUNDLED = Path(str(resources.files("contextwarden") / "data" / "trajectories"))
 TRANSCRIPTS = sorted([*BUNDLED.glob("swe-agent/*.traj"), BUNDLED / "openhands" / "basic_gui_mode.json"])

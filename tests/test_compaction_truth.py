@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 
 from _agentlog import COUNTER, GOAL, Agent, answer, manager, profile
-from contextwarden.compaction import LLMSummarizer, compact
-from contextwarden.compaction.truth import clean_text, current_failing, failure_lines
-from contextwarden.events import Compaction
-from contextwarden.state import derive_state
-from contextwarden.store.memory import MemoryStore
+from contextwarden.log.events import Compaction
+from contextwarden.log.store.memory import MemoryStore
+from contextwarden.plan.compaction import LLMSummarizer, compact
+from contextwarden.plan.compaction.truth import clean_text, current_failing, failure_lines
 from contextwarden.testing import ScriptedProvider
+from contextwarden.window.state import derive_state
 
 MODEL = profile(40_000)
 PYTEST_FAILURE = """\x1b[1m============================= test session starts ==============================\x1b[0m
@@ -132,8 +132,8 @@ def test_a_narrower_pass_does_not_close_a_wider_failure() -> None:
 
 
 def test_finished_steps_leave_out_the_step_still_running() -> None:
-    from contextwarden.compaction.serialize import Entry
-    from contextwarden.compaction.truth import finished_steps
+    from contextwarden.plan.compaction.serialize import Entry
+    from contextwarden.plan.compaction.truth import finished_steps
 
     run = "Run the whole suite now."
     entries = [

@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextwarden.compaction.cutpoint import CutPoint, find_cut
 from contextwarden.context import Message
-from contextwarden.events import ThinkingBlock, ToolCall
-from contextwarden.items import ContextItem, Tier
+from contextwarden.log.events import ThinkingBlock, ToolCall
+from contextwarden.plan.compaction.cutpoint import CutPoint, find_cut
+from contextwarden.window.items import ContextItem, Tier
 
 
 class Items:
@@ -85,7 +85,7 @@ def test_keeps_at_least_keep_recent_tokens_verbatim() -> None:
 
 
 def test_default_keep_is_twenty_thousand_tokens() -> None:
-    from contextwarden.compaction import CompactionSettings
+    from contextwarden.plan.compaction import CompactionSettings
 
     assert CompactionSettings().keep_recent_tokens == 20_000
 

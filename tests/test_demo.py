@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from contextwarden.cli import cli
 from contextwarden.cli.demo import DEFAULT_TRAJECTORY, DEMO_STRATEGIES, REPORT_NAME, bundled_trajectories
-from contextwarden.events import AssistantMessage
 from contextwarden.importers import load_transcript
-from contextwarden.store import open_store
+from contextwarden.log.events import AssistantMessage
+from contextwarden.log.store import open_store
 
 
 @pytest.fixture

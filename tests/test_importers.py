@@ -15,15 +15,6 @@ from hypothesis import strategies as st
 from contextwarden.cli import main
 from contextwarden.context import Message, ModelContext
 from contextwarden.errors import ImportFormatError, UsageError
-from contextwarden.events import (
-    AssistantMessage,
-    Compaction,
-    Event,
-    Instruction,
-    ToolResult,
-    UsageReport,
-    UserMessage,
-)
 from contextwarden.importers import (
     FORMATS,
     ImportOptions,
@@ -32,7 +23,16 @@ from contextwarden.importers import (
     detect_format,
     load_transcript,
 )
-from contextwarden.store import open_store
+from contextwarden.log.events import (
+    AssistantMessage,
+    Compaction,
+    Event,
+    Instruction,
+    ToolResult,
+    UsageReport,
+    UserMessage,
+)
+from contextwarden.log.store import open_store
 from contextwarden.wire import render_openai_responses
 
 DATA = Path(__file__).parent / "data" / "transcripts"

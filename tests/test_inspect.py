@@ -11,10 +11,10 @@ from click.testing import CliRunner
 
 from contextwarden.cli.inspect import command as inspect_command
 from contextwarden.errors import UsageError
-from contextwarden.events import AssistantMessage, Instruction, Steering, ToolCall, ToolResult, UserMessage
 from contextwarden.governance.inspection import inspect_session
+from contextwarden.log.events import AssistantMessage, Instruction, Steering, ToolCall, ToolResult, UserMessage
+from contextwarden.log.store import MemoryStore, SQLiteStore
 from contextwarden.models import ModelProfile, register_profile
-from contextwarden.store import MemoryStore, SQLiteStore
 
 
 def _coding_events(reads: int) -> list[Any]:

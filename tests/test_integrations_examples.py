@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from contextwarden.store import SQLiteStore
+from contextwarden.log.store import SQLiteStore
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 CASES = [

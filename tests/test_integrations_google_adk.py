@@ -31,8 +31,8 @@ from _integration_script import (
     tool_output,
 )
 from contextwarden.integrations.google_adk import ContextWardenCallbacks
+from contextwarden.log.store import SQLiteStore
 from contextwarden.models import get_profile
-from contextwarden.store import SQLiteStore
 from contextwarden.wire import get_codec
 
 

@@ -36,8 +36,8 @@ from _integration_script import (
     tool_output,
 )
 from contextwarden.integrations.langchain import ContextWardenMiddleware
+from contextwarden.log.store import SQLiteStore
 from contextwarden.models import get_profile
-from contextwarden.store import SQLiteStore
 
 SYSTEM = "You are a build engineer. Use the tools."
 

@@ -19,8 +19,8 @@ from _agentlog import profile
 from _integration_script import mirrored_counts
 from _localmodel import LOCAL_N_CTX, local_llm_url_or_skip, local_model_name
 from contextwarden.governance.inspection import inspect_session
+from contextwarden.log.store import SQLiteStore
 from contextwarden.models import ModelProfile
-from contextwarden.store import SQLiteStore
 
 pytestmark = pytest.mark.localmodel
 

@@ -30,8 +30,8 @@ from _integration_script import (
     tool_output,
 )
 from contextwarden.integrations.openai_agents import ContextWardenFilter, ContextWardenSession
+from contextwarden.log.store import SQLiteStore
 from contextwarden.models import get_profile
-from contextwarden.store import SQLiteStore
 from contextwarden.wire import get_codec
 
 

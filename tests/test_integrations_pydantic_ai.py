@@ -30,8 +30,8 @@ from _integration_script import (
     tool_output,
 )
 from contextwarden.integrations.pydantic_ai import ContextWarden, to_chat
+from contextwarden.log.store import SQLiteStore
 from contextwarden.models import get_profile
-from contextwarden.store import SQLiteStore
 
 
 class Script:

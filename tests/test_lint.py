@@ -13,7 +13,6 @@ import pytest
 from click.testing import CliRunner
 
 from contextwarden.cli.lint import command as lint_command
-from contextwarden.events import AssistantMessage, Instruction, ToolCall, ToolResult, UserMessage
 from contextwarden.fragments import default_registry
 from contextwarden.governance import (
     LintOptions,
@@ -25,7 +24,8 @@ from contextwarden.governance import (
     read_requests,
 )
 from contextwarden.governance.requests import BadLine, Request
-from contextwarden.store import SQLiteStore
+from contextwarden.log.events import AssistantMessage, Instruction, ToolCall, ToolResult, UserMessage
+from contextwarden.log.store import SQLiteStore
 from contextwarden.tokens import HeuristicCounter
 
 SYSTEM = "You are a careful coding agent."

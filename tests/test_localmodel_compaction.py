@@ -13,7 +13,14 @@ import pytest
 
 from _agentlog import COUNTER, Agent, profile
 from _localmodel import LOCAL_N_CTX, local_model_name, local_provider
-from contextwarden.compaction import (
+from contextwarden.assemble.manager import ContextManager
+from contextwarden.context import ToolDefinition
+from contextwarden.log.events import AssistantMessage, Compaction, UsageReport, UserMessage
+from contextwarden.log.store.memory import MemoryStore
+from contextwarden.log.store.sqlite import SQLiteStore
+from contextwarden.loop import AgentTool, run_agent_loop
+from contextwarden.models import ModelProfile
+from contextwarden.plan.compaction import (
     CompactionSettings,
     InvalidSummary,
     LLMSummarizer,
@@ -24,14 +31,7 @@ from contextwarden.compaction import (
     compact,
     entries_from_events,
 )
-from contextwarden.context import ToolDefinition
-from contextwarden.events import AssistantMessage, Compaction, UsageReport, UserMessage
-from contextwarden.loop import AgentTool, run_agent_loop
-from contextwarden.manager import ContextManager
-from contextwarden.models import ModelProfile
-from contextwarden.state import derive_state
-from contextwarden.store.memory import MemoryStore
-from contextwarden.store.sqlite import SQLiteStore
+from contextwarden.window.state import derive_state
 
 pytestmark = pytest.mark.localmodel
 

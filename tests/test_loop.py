@@ -9,10 +9,10 @@ import pytest
 from _agentlog import COUNTER, Agent, manager, profile
 from contextwarden.context import ToolDefinition
 from contextwarden.errors import Cancelled, ContextOverflowError, ProviderError, RateLimitError, ServerError
-from contextwarden.events import AssistantMessage, Compaction, SettingChange, ToolCall, ToolResult, UsageReport
+from contextwarden.log.events import AssistantMessage, Compaction, SettingChange, ToolCall, ToolResult, UsageReport
+from contextwarden.log.store.memory import MemoryStore
 from contextwarden.loop import AgentTool, ToolOutput, run_agent_loop, to_chat_request, window_hint
 from contextwarden.providers import ChatRequest, ChatResponse, Usage
-from contextwarden.store.memory import MemoryStore
 from contextwarden.testing import ScriptedProvider, estimate_request_tokens, make_response
 
 FILES: dict[str, str] = {}

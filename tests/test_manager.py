@@ -9,9 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from contextwarden.assemble.manager import ContextManager, ContextPolicy
 from contextwarden.context import ModelContext, ToolDefinition
 from contextwarden.errors import BudgetExceededError
-from contextwarden.events import (
+from contextwarden.log.events import (
     AssistantMessage,
     BinaryPart,
     Event,
@@ -22,10 +23,9 @@ from contextwarden.events import (
     ToolResult,
     UserMessage,
 )
-from contextwarden.manager import ContextManager, ContextPolicy
+from contextwarden.log.store.memory import MemoryStore
 from contextwarden.models import get_profile
-from contextwarden.planner import PlannerSettings
-from contextwarden.store.memory import MemoryStore
+from contextwarden.plan.planner import PlannerSettings
 from contextwarden.tokens import HeuristicCounter
 from contextwarden.wire import render_openai_chat
 

@@ -27,11 +27,11 @@ from contextwarden import (
     render,
     resolve_profile,
 )
-from contextwarden.buildrecord import BuildSettings, build_settings_of
+from contextwarden.assemble.buildrecord import BuildSettings, build_settings_of
 from contextwarden.errors import BudgetExhausted, UsageError
-from contextwarden.policy import policy_from_dict, policy_to_dict
-from contextwarden.store import MemoryStore
-from contextwarden.taskpolicies import task_policy_names
+from contextwarden.log.store import MemoryStore
+from contextwarden.plan.policy import policy_from_dict, policy_to_dict
+from contextwarden.plan.taskpolicies import task_policy_names
 from contextwarden.tokens import HeuristicCounter
 
 TOOLS = (
@@ -243,7 +243,7 @@ def test_eight_threads_building_fifty_sessions_lose_and_duplicate_no_window_even
     import random
     import threading
 
-    from contextwarden.events import ContextEditBatch
+    from contextwarden.log.events import ContextEditBatch
 
     store = MemoryStore()
     mgr = manager(store)

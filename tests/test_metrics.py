@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from contextwarden.events import AssistantMessage, Instruction, ToolCall, ToolResult, UsageReport, UserMessage
+from contextwarden.assemble.manager import ContextPolicy
 from contextwarden.governance.metrics import cacheable, request_metrics, session_metrics
 from contextwarden.governance.requests import RequestReader
-from contextwarden.manager import ContextPolicy
+from contextwarden.log.events import AssistantMessage, Instruction, ToolCall, ToolResult, UsageReport, UserMessage
+from contextwarden.log.store import MemoryStore
 from contextwarden.models import ModelProfile, get_profile, register_profile
-from contextwarden.planner import PlannerSettings
-from contextwarden.store import MemoryStore
+from contextwarden.plan.planner import PlannerSettings
 
 SYSTEM = "You are a careful coding agent. " * 200  # a long stable prefix, well over 1,024 tokens
 

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from contextwarden.assemble.manager import ContextManager
 from contextwarden.errors import UsageError
-from contextwarden.events import (
+from contextwarden.log.events import (
     AssistantMessage,
     Compaction,
     Event,
@@ -21,9 +22,8 @@ from contextwarden.events import (
     UsageReport,
     UserMessage,
 )
-from contextwarden.manager import ContextManager
+from contextwarden.log.store import MemoryStore, PostgresStore, SessionStore, SQLiteStore
 from contextwarden.mirror import MIRRORED_KINDS, content_digest, mirror_history, mirrored_events
-from contextwarden.store import MemoryStore, PostgresStore, SessionStore, SQLiteStore
 
 Opener = Callable[[], SessionStore]
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextwarden.policies.normalize import REPEAT_NOTE, normalize_output, sanitize_output
+from contextwarden.window.policies.normalize import REPEAT_NOTE, normalize_output, sanitize_output
 
 
 def test_plain_text_is_unchanged_and_has_no_notes() -> None:

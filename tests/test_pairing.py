@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextwarden.context import Message
-from contextwarden.events import ToolCall
+from contextwarden.log.events import ToolCall
 from contextwarden.pairing import ABORTED_TEXT, normalize_pairing, normalize_with_origins
 
 CALL_IDS = ["a", "b", "c", "d"]

@@ -4,13 +4,13 @@ import importlib.util
 
 import pytest
 
-from contextwarden.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage, with_position
+from contextwarden.log.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage, with_position
+from contextwarden.log.store import MemoryStore
 from contextwarden.models import get_profile
 from contextwarden.replay import ReplayInput, ReplaySettings, replay
 from contextwarden.replay.names import PEER_NAMES, is_peer
 from contextwarden.replay.peers import PEERS, PeerUnavailable, peer_strategy
 from contextwarden.replay.strategies import RunEnv
-from contextwarden.store import MemoryStore
 from contextwarden.tokens import HeuristicCounter
 
 

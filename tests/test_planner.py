@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from contextwarden.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
-from contextwarden.items import Tier
-from contextwarden.manager import ContextManager, ContextPolicy
+from contextwarden.assemble.manager import ContextManager, ContextPolicy
+from contextwarden.log.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
+from contextwarden.log.store.memory import MemoryStore
 from contextwarden.models import get_profile
-from contextwarden.planner import PlannerSettings, payback_turns, plan
-from contextwarden.policies.presets import CODING_TOOL_POLICIES
-from contextwarden.projection import Projection, ProjectionConfig
-from contextwarden.store.memory import MemoryStore
+from contextwarden.plan.planner import PlannerSettings, payback_turns, plan
 from contextwarden.tokens import HeuristicCounter
+from contextwarden.window.items import Tier
+from contextwarden.window.policies.presets import CODING_TOOL_POLICIES
+from contextwarden.window.projection import Projection, ProjectionConfig
 
 COUNTER = HeuristicCounter()
 PROFILE = get_profile("gpt-4o")

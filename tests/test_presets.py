@@ -5,15 +5,16 @@ import dataclasses
 import pytest
 
 from contextwarden.errors import ConfigError, UsageError
-from contextwarden.events import JSONValue, ToolCall, ToolResult
-from contextwarden.policies.placeholders import (
+from contextwarden.log.events import JSONValue, ToolCall, ToolResult
+from contextwarden.tokens import HeuristicCounter
+from contextwarden.window.policies.placeholders import (
     extract_sources,
     masked_placeholder,
     render_call,
     stale_placeholder,
     superseded_placeholder,
 )
-from contextwarden.policies.presets import (
+from contextwarden.window.policies.presets import (
     BROWSER_TOOL_POLICIES,
     CODING_TOOL_POLICIES,
     DEFAULT_TOOL_POLICY,
@@ -24,7 +25,6 @@ from contextwarden.policies.presets import (
     policy_text,
     tool_policy_preset,
 )
-from contextwarden.tokens import HeuristicCounter
 
 COUNTER = HeuristicCounter()
 

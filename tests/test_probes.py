@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from contextwarden.events import AssistantMessage, Event, Steering, ToolCall, ToolResult, UserMessage, with_position
+from contextwarden.log.events import AssistantMessage, Event, Steering, ToolCall, ToolResult, UserMessage, with_position
 from contextwarden.replay.probes import ProbeTracker, request_texts
 
 TASK = "Fix the crash in parser.py. Do not modify the tests."

@@ -8,19 +8,27 @@ import random
 
 import pytest
 
-from contextwarden.accounting import anchored_estimate
+from contextwarden.assemble.manager import ContextManager, ContextPolicy
 from contextwarden.context import ModelContext, ToolDefinition
 from contextwarden.errors import BudgetExceededError
-from contextwarden.events import AssistantMessage, Event, Instruction, ToolCall, ToolResult, UsageReport, UserMessage
-from contextwarden.items import Lifecycle
-from contextwarden.manager import ContextManager, ContextPolicy
+from contextwarden.log.events import (
+    AssistantMessage,
+    Event,
+    Instruction,
+    ToolCall,
+    ToolResult,
+    UsageReport,
+    UserMessage,
+)
+from contextwarden.log.store.memory import MemoryStore
 from contextwarden.models import get_profile
-from contextwarden.planner import PlannerSettings
-from contextwarden.policies.presets import CODING_TOOL_POLICIES, ToolPolicy
-from contextwarden.projection import Projection, ProjectionConfig
-from contextwarden.state import derive_state
-from contextwarden.store.memory import MemoryStore
+from contextwarden.plan.planner import PlannerSettings
 from contextwarden.tokens import HeuristicCounter
+from contextwarden.window.accounting import anchored_estimate
+from contextwarden.window.items import Lifecycle
+from contextwarden.window.policies.presets import CODING_TOOL_POLICIES, ToolPolicy
+from contextwarden.window.projection import Projection, ProjectionConfig
+from contextwarden.window.state import derive_state
 from contextwarden.wire import render_openai_chat
 
 COUNTER = HeuristicCounter()

@@ -24,7 +24,7 @@ from contextwarden.errors import (
     ServerError,
     UsageError,
 )
-from contextwarden.events import ThinkingBlock, ToolCall
+from contextwarden.log.events import ThinkingBlock, ToolCall
 from contextwarden.providers import (
     AnthropicProvider,
     CallOptions,

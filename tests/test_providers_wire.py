@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contextwarden.events import ToolCall
+from contextwarden.log.events import ToolCall
 from contextwarden.providers import ChatMessage, ChatRequest
 from contextwarden.providers.anthropic import render_request as render_anthropic_request
 from contextwarden.providers.openai_compat import render_request as render_chat_request

@@ -12,7 +12,7 @@ import openai
 import pytest
 
 from _proxy import Rig, rig, without_cache_control
-from contextwarden.events import AssistantMessage, ToolResult, UsageReport
+from contextwarden.log.events import AssistantMessage, ToolResult, UsageReport
 from contextwarden.proxy.scripted import Reply
 
 SONNET = "claude-sonnet-4-5"

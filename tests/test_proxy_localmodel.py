@@ -8,7 +8,7 @@ import openai
 import pytest
 
 from _localmodel import local_llm_url_or_skip, local_model_name
-from contextwarden.events import AssistantMessage, UsageReport
+from contextwarden.log.events import AssistantMessage, UsageReport
 from contextwarden.proxy.app import Proxy
 from contextwarden.proxy.serve import BackgroundServer
 from contextwarden.proxy.settings import ProxySettings

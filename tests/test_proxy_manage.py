@@ -11,11 +11,11 @@ import pytest
 
 from _proxy import Rig, normalized_messages, rig
 from contextwarden.errors import StoreError
-from contextwarden.events import WINDOW_KINDS
+from contextwarden.log.events import WINDOW_KINDS
+from contextwarden.log.store import SQLiteStore
 from contextwarden.models import get_profile, register_profile
 from contextwarden.proxy.bodyedit import count_breakpoints
 from contextwarden.proxy.scripted import Reply
-from contextwarden.store import SQLiteStore
 
 SMALL = "proxy-test-claude"
 """A Claude profile with a 60K window, so a test session reaches the planner's trigger quickly."""

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from _proxy import Rig, rig
-from contextwarden.events import AssistantMessage, ToolResult, UsageReport
+from contextwarden.log.events import AssistantMessage, ToolResult, UsageReport
 from contextwarden.proxy.scripted import Reply
 
 

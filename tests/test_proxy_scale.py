@@ -9,12 +9,12 @@ from typing import Any
 import anthropic
 import pytest
 
-from contextwarden.events import AssistantMessage, UserMessage
+from contextwarden.log.events import AssistantMessage, UserMessage
+from contextwarden.log.store import open_store
 from contextwarden.proxy.app import Proxy
 from contextwarden.proxy.scripted import ScriptedUpstream
 from contextwarden.proxy.serve import BackgroundServer
 from contextwarden.proxy.settings import ProxySettings
-from contextwarden.store import open_store
 
 pytestmark = pytest.mark.postgres
 

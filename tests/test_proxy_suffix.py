@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from contextwarden.events import Instruction
 from contextwarden.importers import load_transcript
+from contextwarden.log.events import Instruction
 from contextwarden.mirror import content_digest
 from contextwarden.proxy.suffix import SuffixCache, _whole
 from contextwarden.wire import ParsedRequest, get_codec

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from contextwarden.context import Message, ModelContext, ToolDefinition
 from contextwarden.errors import ImportFormatError, MalformedResponse, UsageError
-from contextwarden.events import AssistantMessage, BinaryPart, ThinkingBlock, ToolCall
+from contextwarden.log.events import AssistantMessage, BinaryPart, ThinkingBlock, ToolCall
 from contextwarden.wire import (
     ABORTED_TEXT,
     get_codec,

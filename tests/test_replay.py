@@ -9,8 +9,9 @@ import pytest
 
 from contextwarden.cli import main
 from contextwarden.errors import UsageError
-from contextwarden.events import AssistantMessage, Event, ToolCall, ToolResult, UsageReport, UserMessage
 from contextwarden.importers import load_transcript
+from contextwarden.log.events import AssistantMessage, Event, ToolCall, ToolResult, UsageReport, UserMessage
+from contextwarden.log.store import SQLiteStore
 from contextwarden.models import get_profile
 from contextwarden.replay import (
     BlockMeter,
@@ -25,7 +26,6 @@ from contextwarden.replay import (
     schedule_cost,
 )
 from contextwarden.replay.strategies import MASK_TEMPLATE
-from contextwarden.store import SQLiteStore
 from contextwarden.tokens import HeuristicCounter
 
 DATA = Path(__file__).resolve().parents[1] / "src" / "contextwarden" / "data" / "trajectories"

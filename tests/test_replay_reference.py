@@ -9,8 +9,8 @@ import pytest
 
 from contextwarden.cli import main
 from contextwarden.errors import UsageError
-from contextwarden.events import AssistantMessage, Event, ToolCall, ToolResult, UsageReport, UserMessage
 from contextwarden.importers import load_transcript
+from contextwarden.log.events import AssistantMessage, Event, ToolCall, ToolResult, UsageReport, UserMessage
 from contextwarden.replay import ReplayInput, ReplaySettings, default_counter, load_inputs, replay
 
 DATA = Path(__file__).resolve().parents[1] / "src" / "contextwarden" / "data" / "trajectories"

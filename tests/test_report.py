@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from contextwarden.events import AssistantMessage, ToolCall, ToolResult, UserMessage
+from contextwarden.log.events import AssistantMessage, ToolCall, ToolResult, UserMessage
 from contextwarden.replay.results import FileResult, ReplayResults, RequestRecord, StrategyResult, UsageCheck
 from contextwarden.report import CONTENT_SECURITY_POLICY, render_report, write_report
 from contextwarden.report.html import CSS

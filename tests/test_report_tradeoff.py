@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contextwarden.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
+from contextwarden.log.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
 from contextwarden.replay import ReplayInput, ReplaySettings, replay
 from contextwarden.report import render_report
 from contextwarden.report.scatter import TradeoffPoint, frontier, knee, tradeoff_chart

@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextwarden.events import JSONValue, ToolCall
-from contextwarden.policies.resources import (
+from contextwarden.log.events import JSONValue, ToolCall
+from contextwarden.window.policies.resources import (
     Resource,
     affects,
     classify_command,

@@ -5,7 +5,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextwarden.events import (
+from contextwarden.assemble.retrieval import ReReadTracker, answer_retrieval, read_range, recall
+from contextwarden.log.events import (
     AssistantMessage,
     ContextEdit,
     ContextEditBatch,
@@ -16,10 +17,9 @@ from contextwarden.events import (
     UserMessage,
     with_position,
 )
-from contextwarden.policies.presets import CODING_TOOL_POLICIES, apply_policy, policy_for
-from contextwarden.retrieval import ReReadTracker, answer_retrieval, read_range, recall
 from contextwarden.tokens import HeuristicCounter
 from contextwarden.tools import READ_RANGE, RECALL
+from contextwarden.window.policies.presets import CODING_TOOL_POLICIES, apply_policy, policy_for
 
 COUNTER = HeuristicCounter()
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from contextwarden.events import AssistantMessage, ToolCall, ToolResult, UserMessage
-from contextwarden.state import derive_state
+from contextwarden.log.events import AssistantMessage, ToolCall, ToolResult, UserMessage
+from contextwarden.window.state import derive_state
 
 PYTEST_FAILURE = """\
 ============================= test session starts ==============================

@@ -7,8 +7,8 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextwarden.events import AssistantMessage, Event, Steering, ToolCall, ToolResult, UserMessage
-from contextwarden.state import StateBuilder
+from contextwarden.log.events import AssistantMessage, Event, Steering, ToolCall, ToolResult, UserMessage
+from contextwarden.window.state import StateBuilder
 
 step = st.one_of(
     st.tuples(st.just("read"), st.integers(0, 5), st.booleans()),

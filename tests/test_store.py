@@ -21,7 +21,7 @@ from contextwarden.errors import (
     StoreError,
     UsageError,
 )
-from contextwarden.events import (
+from contextwarden.log.events import (
     AssistantMessage,
     BinaryPart,
     Compaction,
@@ -41,7 +41,7 @@ from contextwarden.events import (
     UsageReport,
     UserMessage,
 )
-from contextwarden.store import (
+from contextwarden.log.store import (
     MemoryStore,
     PostgresStore,
     SessionStore,
@@ -51,7 +51,7 @@ from contextwarden.store import (
     import_jsonl,
     open_store,
 )
-from contextwarden.store._shared import PAGE_SIZE
+from contextwarden.log.store._shared import PAGE_SIZE
 
 Opener = Callable[[], SessionStore]
 

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from contextwarden.codec import EVENT_SCHEMA_VERSION, dumps_event, event_from_dict, event_to_dict, loads_event
 from contextwarden.errors import CodecError
-from contextwarden.events import (
+from contextwarden.log.codec import EVENT_SCHEMA_VERSION, dumps_event, event_from_dict, event_to_dict, loads_event
+from contextwarden.log.events import (
     AssistantMessage,
     BinaryPart,
     SettingChange,

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from contextwarden.errors import CodecError, ConflictError, StoreError
-from contextwarden.events import UserMessage
-from contextwarden.store import (
+from contextwarden.log.events import UserMessage
+from contextwarden.log.store import (
     MemoryStore,
     PostgresStore,
     SessionStore,
@@ -35,8 +35,8 @@ from contextwarden.store import (
 _APPENDER = textwrap.dedent(
     """
     import random, sys
-    from contextwarden.events import UserMessage
-    from contextwarden.store.sqlite import SQLiteStore
+    from contextwarden.log.events import UserMessage
+    from contextwarden.log.store.sqlite import SQLiteStore
 
     path, run = sys.argv[1], int(sys.argv[2])
     rng = random.Random(run)
@@ -133,8 +133,8 @@ _RACER = textwrap.dedent(
     """
     import os, sys, time
     from contextwarden.errors import ConflictError
-    from contextwarden.events import UserMessage
-    from contextwarden.store.sqlite import SQLiteStore
+    from contextwarden.log.events import UserMessage
+    from contextwarden.log.store.sqlite import SQLiteStore
 
     path, name, barrier = sys.argv[1], sys.argv[2], sys.argv[3]
     store = SQLiteStore(path)

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from contextwarden.codec import EVENT_SCHEMA_VERSION, dumps_event, event_from_dict, loads_event, upgrade
 from contextwarden.errors import CodecError
-from contextwarden.events import EVENT_TYPES, AssistantMessage, Event, ForkMarker, ToolCall, UserMessage
-from contextwarden.store import PostgresStore, SQLiteStore, import_jsonl, open_store
+from contextwarden.log.codec import EVENT_SCHEMA_VERSION, dumps_event, event_from_dict, loads_event, upgrade
+from contextwarden.log.events import EVENT_TYPES, AssistantMessage, Event, ForkMarker, ToolCall, UserMessage
+from contextwarden.log.store import PostgresStore, SQLiteStore, import_jsonl, open_store
 
 DATA = Path(__file__).parent / "data" / "stores"
 sys.path.insert(0, str(DATA))

@@ -7,8 +7,11 @@ from typing import Any
 
 import pytest
 
+from contextwarden.assemble.manager import ContextManager
+from contextwarden.assemble.subagents import project_for_subtask, return_to_parent
 from contextwarden.errors import UsageError
-from contextwarden.events import (
+from contextwarden.fragments import UNTRUSTED_LABEL, find_fragment
+from contextwarden.log.events import (
     AssistantMessage,
     Instruction,
     Pin,
@@ -17,10 +20,7 @@ from contextwarden.events import (
     ToolResult,
     UserMessage,
 )
-from contextwarden.fragments import UNTRUSTED_LABEL, find_fragment
-from contextwarden.manager import ContextManager
-from contextwarden.store import SQLiteStore
-from contextwarden.subagents import project_for_subtask, return_to_parent
+from contextwarden.log.store import SQLiteStore
 from contextwarden.tokens import HeuristicCounter
 
 SECRET = "UNRELATED-HISTORY-MARKER"

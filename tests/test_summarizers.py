@@ -7,9 +7,10 @@ import threading
 import pytest
 
 from _agentlog import COUNTER, Agent, answer, previous_of, profile, sectioned, transcript_of
-from contextwarden import state as cwstate
 from contextwarden.budget import summary_max_tokens
-from contextwarden.compaction import (
+from contextwarden.errors import Cancelled, CompactionError
+from contextwarden.log.events import ToolCall
+from contextwarden.plan.compaction import (
     InvalidSummary,
     LLMSummarizer,
     LLMSummarizerSettings,
@@ -17,13 +18,12 @@ from contextwarden.compaction import (
     SummaryInput,
     SummaryOptions,
 )
-from contextwarden.compaction.prompts import REQUIRED_SECTIONS, SECTIONS
-from contextwarden.compaction.serialize import Entry, cap_text, chunk_entries, fit_transcript
-from contextwarden.compaction.validate import SummaryCheck, validate_summary
-from contextwarden.errors import Cancelled, CompactionError
-from contextwarden.events import ToolCall
-from contextwarden.state import TaskState
+from contextwarden.plan.compaction.prompts import REQUIRED_SECTIONS, SECTIONS
+from contextwarden.plan.compaction.serialize import Entry, cap_text, chunk_entries, fit_transcript
+from contextwarden.plan.compaction.validate import SummaryCheck, validate_summary
 from contextwarden.testing import ScriptedProvider, estimate_request_tokens
+from contextwarden.window import state as cwstate
+from contextwarden.window.state import TaskState
 
 STATE = TaskState(
     goal="Fix sum in src/calc.py so that sum(2, 3) == 5.",
@@ -308,7 +308,7 @@ def test_reground_that_does_not_fit_goes_chunk_by_chunk() -> None:
 
 
 def _json_summarizer(provider: ScriptedProvider) -> LLMSummarizer:
-    from contextwarden.compaction import LLMSummarizerSettings
+    from contextwarden.plan.compaction import LLMSummarizerSettings
 
     return LLMSummarizer(provider, model=profile(100_000, name="small"), counter=COUNTER,
                          settings=LLMSummarizerSettings(structured_output=True))
@@ -317,12 +317,12 @@ def _json_summarizer(provider: ScriptedProvider) -> LLMSummarizer:
 def test_structured_output_sends_a_schema_and_renders_the_json_into_headings() -> None:
     import json
 
-    from contextwarden.compaction import SummaryInput, SummaryOptions
-    from contextwarden.compaction.prompts import REQUIRED_SECTIONS
-    from contextwarden.compaction.serialize import entries_from_events
-    from contextwarden.compaction.validate import missing_sections
-    from contextwarden.state import derive_state
-    from contextwarden.store.memory import MemoryStore
+    from contextwarden.log.store.memory import MemoryStore
+    from contextwarden.plan.compaction import SummaryInput, SummaryOptions
+    from contextwarden.plan.compaction.prompts import REQUIRED_SECTIONS
+    from contextwarden.plan.compaction.serialize import entries_from_events
+    from contextwarden.plan.compaction.validate import missing_sections
+    from contextwarden.window.state import derive_state
 
     store = MemoryStore()
     Agent(store).start().work(3)
@@ -345,10 +345,10 @@ def test_structured_output_sends_a_schema_and_renders_the_json_into_headings() -
 
 
 def test_structured_output_off_sends_no_schema_and_a_non_json_answer_is_rejected() -> None:
-    from contextwarden.compaction import InvalidSummary, SummaryInput, SummaryOptions
-    from contextwarden.compaction.serialize import entries_from_events
-    from contextwarden.state import derive_state
-    from contextwarden.store.memory import MemoryStore
+    from contextwarden.log.store.memory import MemoryStore
+    from contextwarden.plan.compaction import InvalidSummary, SummaryInput, SummaryOptions
+    from contextwarden.plan.compaction.serialize import entries_from_events
+    from contextwarden.window.state import derive_state
 
     store = MemoryStore()
     Agent(store).start().work(3)

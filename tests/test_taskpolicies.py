@@ -7,14 +7,12 @@ from typing import Any
 
 import pytest
 
+from contextwarden.assemble.manager import ContextManager, ContextPolicy
 from contextwarden.errors import ConfigError, UsageError
-from contextwarden.events import AssistantMessage, Instruction, ToolCall, ToolResult, UserMessage
-from contextwarden.items import Lifecycle, Tier
-from contextwarden.manager import ContextManager, ContextPolicy
-from contextwarden.planner import PlannerSettings
-from contextwarden.policies.presets import policy_for
-from contextwarden.store import MemoryStore
-from contextwarden.taskpolicies import (
+from contextwarden.log.events import AssistantMessage, Instruction, ToolCall, ToolResult, UserMessage
+from contextwarden.log.store import MemoryStore
+from contextwarden.plan.planner import PlannerSettings
+from contextwarden.plan.taskpolicies import (
     BROWSER,
     CODING,
     RESEARCH,
@@ -26,6 +24,8 @@ from contextwarden.taskpolicies import (
     task_policy_names,
 )
 from contextwarden.tokens import HeuristicCounter
+from contextwarden.window.items import Lifecycle, Tier
+from contextwarden.window.policies.presets import policy_for
 
 
 def _policy_name(preset: str, tool: str, args: dict[str, Any] | None = None) -> str:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from contextwarden.events import AssistantMessage, Instruction, ToolCall, ToolResult, UserMessage
 from contextwarden.governance.classify import classify_requests, classify_session
 from contextwarden.governance.requests import RequestReader
 from contextwarden.governance.taxonomy import Failure, TaxonomySettings
-from contextwarden.store import MemoryStore
+from contextwarden.log.events import AssistantMessage, Instruction, ToolCall, ToolResult, UserMessage
+from contextwarden.log.store import MemoryStore
 
 SYSTEM = "You are a careful coding agent."
 
@@ -208,8 +208,8 @@ def test_session_stale_read_is_never_presented_as_current() -> None:
 def test_session_masked_read_then_re_read_is_under_context() -> None:
     from dataclasses import replace
 
-    from contextwarden.manager import ContextPolicy
-    from contextwarden.planner import PlannerSettings
+    from contextwarden.assemble.manager import ContextPolicy
+    from contextwarden.plan.planner import PlannerSettings
 
     store = MemoryStore()
     sid = store.create_session().id
@@ -228,8 +228,8 @@ def test_session_masked_read_then_re_read_is_under_context() -> None:
 
 
 def test_staleness_follows_the_tool_policies_in_force_not_the_coding_presets() -> None:
-    from contextwarden.manager import ContextPolicy
-    from contextwarden.policies.presets import CODING_TOOL_POLICIES, ToolPolicy
+    from contextwarden.assemble.manager import ContextPolicy
+    from contextwarden.window.policies.presets import CODING_TOOL_POLICIES, ToolPolicy
 
     log = Log()  # a spreadsheet agent: its tools are nothing the coding presets know
     log.call("load_sheet", {"path": "q3.xlsx"}, "A1=100")

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from contextwarden.cli import main
 from contextwarden.errors import UsageError
-from contextwarden.events import (
+from contextwarden.log.events import (
     AssistantMessage,
     BinaryPart,
     Compaction,

@@ -5,9 +5,9 @@ import random
 
 import pytest
 
-from contextwarden.codec import event_from_dict, event_to_dict
 from contextwarden.errors import UsageError
-from contextwarden.events import ToolSetChange
+from contextwarden.log.codec import event_from_dict, event_to_dict
+from contextwarden.log.events import ToolSetChange
 from contextwarden.tools import (
     BUILTIN_TOOLS,
     DEFAULT_PHASES,

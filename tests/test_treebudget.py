@@ -8,17 +8,17 @@ from typing import Any
 
 import pytest
 
+from contextwarden.assemble.manager import ContextManager
 from contextwarden.context import ToolDefinition
 from contextwarden.errors import BudgetExhausted, UsageError
-from contextwarden.events import Compaction, Event, Instruction, ToolCall, UsageReport, UserMessage
 from contextwarden.fragments import find_fragment
+from contextwarden.log.events import Compaction, Event, Instruction, ToolCall, UsageReport, UserMessage
+from contextwarden.log.store import SQLiteStore
 from contextwarden.loop import AgentTool, run_agent_loop
-from contextwarden.manager import ContextManager
+from contextwarden.plan.treebudget import NOTICE_SOURCE, TreeBudget, TreeBudgetHook, TreeBudgetPolicy
 from contextwarden.providers import Usage
-from contextwarden.store import SQLiteStore
 from contextwarden.testing import ScriptedProvider, make_response
 from contextwarden.tokens import HeuristicCounter
-from contextwarden.treebudget import NOTICE_SOURCE, TreeBudget, TreeBudgetHook, TreeBudgetPolicy
 
 
 def _spend(store: Any, sid: str, *, inp: int = 0, cached: int = 0, out: int = 0) -> None:

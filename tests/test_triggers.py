@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from _agentlog import COUNTER, Agent, manager, profile
-from contextwarden.compaction import CompactionHook, TriggerSettings, Turn, compact, estimate_request
-from contextwarden.compaction.triggers import fixed_tokens, threshold_for
 from contextwarden.context import ToolDefinition
-from contextwarden.events import Compaction, UsageReport
-from contextwarden.store.memory import MemoryStore
+from contextwarden.log.events import Compaction, UsageReport
+from contextwarden.log.store.memory import MemoryStore
+from contextwarden.plan.compaction import CompactionHook, TriggerSettings, Turn, compact, estimate_request
+from contextwarden.plan.compaction.triggers import fixed_tokens, threshold_for
 
 TOOLS = (
     ToolDefinition(name="read_file", description="Read a file from the workspace. " * 20,

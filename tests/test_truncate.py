@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextwarden.errors import UsageError
-from contextwarden.policies.presets import SHELL_POLICY, apply_policy
-from contextwarden.policies.truncate import line_count, truncate_output
 from contextwarden.tokens import ExactCounter, HeuristicCounter, TokenCounter
+from contextwarden.window.policies.presets import SHELL_POLICY, apply_policy
+from contextwarden.window.policies.truncate import line_count, truncate_output
 
 HEURISTIC = HeuristicCounter()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from contextwarden.events import ThinkingBlock, ToolCall
+from contextwarden.log.events import ThinkingBlock, ToolCall
 from contextwarden.wire import get_codec
 
 

@@ -15,10 +15,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contextwarden.assemble.manager import ContextManager
 from contextwarden.context import Message, ModelContext
-from contextwarden.events import AssistantMessage, OpaquePart, ToolCall, ToolResult, UserMessage
-from contextwarden.manager import ContextManager
-from contextwarden.store.memory import MemoryStore
+from contextwarden.log.events import AssistantMessage, OpaquePart, ToolCall, ToolResult, UserMessage
+from contextwarden.log.store.memory import MemoryStore
 from contextwarden.tokens import HeuristicCounter
 from contextwarden.wire import FORMATS, get_codec
 

@@ -32,7 +32,7 @@ from .errors import (
     UnknownModelError,
     UsageError,
 )
-from .events import (
+from .log.events import (
     AssistantMessage,
     BinaryPart,
     Compaction,
@@ -53,46 +53,46 @@ from .events import (
 )
 
 if TYPE_CHECKING:
-    from ._render import render
-    from .buildrecord import BuildSettings
+    from .assemble.buildrecord import BuildSettings
+    from .assemble.manager import ContextManager
+    from .assemble.session import Session
     from .context import Decision, Message, ModelContext, ToolDefinition
-    from .manager import ContextManager
+    from .log.store import SessionStore, open_store
     from .models import ModelProfile, get_profile, list_profiles, register_profile, resolve_profile
-    from .policies.presets import ToolPolicy
-    from .policy import ContextPolicy
-    from .session import Session
-    from .store import SessionStore, open_store
-    from .taskpolicies import Keep, TaskPolicy, get_task_policy, register_task_policy, task_policy_names
-    from .treebudget import TreeBudget, TreeBudgetPolicy
+    from .plan.policy import ContextPolicy
+    from .plan.taskpolicies import Keep, TaskPolicy, get_task_policy, register_task_policy, task_policy_names
+    from .plan.treebudget import TreeBudget, TreeBudgetPolicy
+    from .window.policies.presets import ToolPolicy
     from .wire import FORMATS, WireFormat
+    from .wire._render import render
 
-# The rest loads on first use, so ``contextwarden --help`` and ``import contextwarden.events`` do not
+# The rest loads on first use, so ``contextwarden --help`` and ``import contextwarden.log.events`` do not
 # pay for the manager, the stores and the wire codecs.
 _LAZY: dict[str, str] = {
-    "render": "._render",
-    "BuildSettings": ".buildrecord",
+    "render": ".wire._render",
+    "BuildSettings": ".assemble.buildrecord",
     "Decision": ".context",
     "Message": ".context",
     "ModelContext": ".context",
     "ToolDefinition": ".context",
-    "ContextManager": ".manager",
+    "ContextManager": ".assemble.manager",
     "ModelProfile": ".models",
     "get_profile": ".models",
     "list_profiles": ".models",
     "register_profile": ".models",
     "resolve_profile": ".models",
-    "ToolPolicy": ".policies.presets",
-    "ContextPolicy": ".policy",
-    "Session": ".session",
-    "SessionStore": ".store",
-    "open_store": ".store",
-    "Keep": ".taskpolicies",
-    "TaskPolicy": ".taskpolicies",
-    "get_task_policy": ".taskpolicies",
-    "register_task_policy": ".taskpolicies",
-    "task_policy_names": ".taskpolicies",
-    "TreeBudget": ".treebudget",
-    "TreeBudgetPolicy": ".treebudget",
+    "ToolPolicy": ".window.policies.presets",
+    "ContextPolicy": ".plan.policy",
+    "Session": ".assemble.session",
+    "SessionStore": ".log.store",
+    "open_store": ".log.store",
+    "Keep": ".plan.taskpolicies",
+    "TaskPolicy": ".plan.taskpolicies",
+    "get_task_policy": ".plan.taskpolicies",
+    "register_task_policy": ".plan.taskpolicies",
+    "task_policy_names": ".plan.taskpolicies",
+    "TreeBudget": ".plan.treebudget",
+    "TreeBudgetPolicy": ".plan.treebudget",
     "FORMATS": ".wire",
     "WireFormat": ".wire",
 }

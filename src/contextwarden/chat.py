@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
 from .context import Message, ModelContext, ToolDefinition
-from .events import JSONValue, ThinkingBlock, ToolCall, UsageReport
+from .log.events import JSONValue, ThinkingBlock, ToolCall, UsageReport
 
 Role = Literal["system", "user", "assistant", "tool"]
 """Who speaks a :class:`ChatMessage`."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from .events import BinaryPart, OpaquePart, ThinkingBlock, ToolCall
+from .log.events import BinaryPart, OpaquePart, ThinkingBlock, ToolCall
 
 Role = Literal["system", "developer", "user", "assistant", "tool"]
 

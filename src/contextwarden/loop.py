@@ -2,7 +2,7 @@
 
 Each turn of :func:`run_agent_loop`:
 
-1. ``on_before_turn`` (by default a :class:`~contextwarden.compaction.CompactionHook`) may compact;
+1. ``on_before_turn`` (by default a :class:`~contextwarden.plan.compaction.CompactionHook`) may compact;
 2. ``manager.build`` projects the log into a request that fits the budget;
 3. the provider answers; the answer and its usage are appended to the log (usage after the
    answer, so the next estimate is anchored on it);
@@ -21,12 +21,12 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .compaction import CompactionHook, SummaryOptions, Turn, WindowCompactor, compact
+from .assemble.manager import ContextManager
 from .context import ModelContext, ToolDefinition
 from .errors import Cancelled, ContextOverflowError, ProviderError
-from .events import AssistantMessage, Compaction, Event, JSONValue, ToolCall, ToolResult, UsageReport
-from .manager import ContextManager
+from .log.events import AssistantMessage, Compaction, Event, JSONValue, ToolCall, ToolResult, UsageReport
 from .models import ModelProfile, resolve_profile
+from .plan.compaction import CompactionHook, SummaryOptions, Turn, WindowCompactor, compact
 from .providers import CallOptions, ChatMessage, ChatRequest, ChatResponse, Provider
 from .providers.classify import is_context_overflow, is_silent_overflow
 from .tools import READ_RANGE, RECALL

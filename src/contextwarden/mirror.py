@@ -26,7 +26,7 @@ The outcomes, one per call:
   next call, when the list continues differently, and is then a reset.
 - **trim**: the client dropped its oldest messages (keeping, or not, its leading system
   instructions) and kept the rest unchanged. A
-  :class:`~contextwarden.events.Compaction` with ``details["mirror"] == "trim"`` moves the window
+  :class:`~contextwarden.log.events.Compaction` with ``details["mirror"] == "trim"`` moves the window
   start to the first message the client kept (never earlier than the current window start, so a
   planner compaction is not undone); the new tail is appended after it.
 - **reset**: the client edited or rewound its history. A compaction with
@@ -42,7 +42,7 @@ new tail is read and the match is redone, so two writers mirroring the same list
 
 Only message kinds take part in matching. Events other code appends (usage reports, the planner's
 window events, pins, steering) are never expected in the client's list and never cause a
-divergence. A :class:`~contextwarden.events.UserMessage` appended directly, outside the mirrored
+divergence. A :class:`~contextwarden.log.events.UserMessage` appended directly, outside the mirrored
 list, does: add user input through the history you mirror.
 """
 
@@ -57,9 +57,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from .codec import event_to_dict
 from .errors import ConflictError, SessionExists, SessionNotFound, StoreError, UsageError
-from .events import (
+from .log.codec import event_to_dict
+from .log.events import (
     AssistantMessage,
     BinaryPart,
     Compaction,
@@ -72,8 +72,8 @@ from .events import (
     UserMessage,
     new_event_id,
 )
-from .state import TaskState, derive_state
-from .store._protocol import SessionStore
+from .log.store._protocol import SessionStore
+from .window.state import TaskState, derive_state
 
 MIRRORED_KINDS: frozenset[EventKind] = frozenset(
     {Instruction.kind, UserMessage.kind, AssistantMessage.kind, ToolResult.kind}

@@ -26,7 +26,7 @@ import dataclasses
 from collections.abc import Container, Sequence
 
 from .context import Decision, Message
-from .events import ToolCall
+from .log.events import ToolCall
 
 ABORTED_TEXT = "[aborted: no result was recorded for this call]"
 """The content of the synthetic result given to a call that never got one."""

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 
 from .chat import CallOptions, ChatRequest, ChatResponse, Usage
 from .errors import Cancelled, ContextOverflowError, UsageError
-from .events import ToolCall
+from .log.events import ToolCall
 
 ScriptItem = ChatResponse | BaseException | str | Callable[[ChatRequest], ChatResponse]
 """One scripted answer: a response, a text (wrapped in a response), a function of the request, or

@@ -4,7 +4,7 @@ Tool schemas sit in the request right after the system prompt, so they cost toke
 any change to them breaks the cached prefix. The registry keeps the exposed list in registration order
 (never in dict or set iteration order), exposes only the groups a task phase needs (seed 002,
 "dynamic tool exposure"), and loads the rest lazily through a catalog tool that returns a schema on
-demand. A change of the exposed set is a window event (:class:`~contextwarden.events.ToolSetChange`).
+demand. A change of the exposed set is a window event (:class:`~contextwarden.log.events.ToolSetChange`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError
-from .events import ToolSetChange
+from .log.events import ToolSetChange
 
 if TYPE_CHECKING:
     from .tokens import TokenCounter

@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
-from ..store import SessionStore, open_store
+from ..log.store import SessionStore, open_store
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 import click
 
 from ..errors import UsageError
-from ..policy import ContextPolicy
-from ..taskpolicies import get_task_policy, task_policy_names
+from ..plan.policy import ContextPolicy
+from ..plan.taskpolicies import get_task_policy, task_policy_names
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -1,7 +1,7 @@
 """``contextwarden budget SESSION --limit N``: what a session tree has spent of a weighted budget.
 
 The tree is the session's root and every session under it (subagents, forks). Spent tokens are
-weighted as the library's :class:`~contextwarden.treebudget.TreeBudget` weighs them, from the usage
+weighted as the library's :class:`~contextwarden.plan.treebudget.TreeBudget` weighs them, from the usage
 reports in the logs; the same budget passed to ``ContextManager(tree_budget=...)`` stops builds
 once it is spent. Exit status 1 when the tree has spent its budget.
 """
@@ -14,8 +14,8 @@ import sys
 import click
 
 from ..errors import SessionNotFound, UsageError
-from ..store import open_store
-from ..treebudget import TreeBudget, TreeBudgetPolicy
+from ..log.store import open_store
+from ..plan.treebudget import TreeBudget, TreeBudgetPolicy
 from ._common import default_store_url, echo_json, store_option
 
 

@@ -18,10 +18,10 @@ import click
 
 from ..errors import SessionNotFound
 from ..importers import load_transcript
+from ..log.store import SessionStore, open_store
 from ..replay import ReplayResults, ReplaySettings, load_inputs, replay
 from ..replay.engine import DEFAULT_MODEL
 from ..report import write_report
-from ..store import SessionStore, open_store
 from ._common import echo_json, json_options, model_option, progress, store_option
 
 DEMO_STRATEGIES: tuple[str, ...] = ("raw", "mask-last-n:10", "contextwarden")

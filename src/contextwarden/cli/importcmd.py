@@ -19,9 +19,9 @@ from typing import Any
 import click
 
 from ..errors import SessionExists, SessionNotFound
-from ..events import JSONValue
 from ..importers import FORMATS, Transcript, file_sha256, load_transcript
-from ..store import SessionStore, open_store
+from ..log.events import JSONValue
+from ..log.store import SessionStore, open_store
 from ._common import echo_json, json_options, progress, store_option
 
 _NAME_MAX = 120

@@ -16,7 +16,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from ..events import (
+from ..log.events import (
     AssistantMessage,
     Compaction,
     ContextEditBatch,
@@ -27,7 +27,7 @@ from ..events import (
     ToolSetChange,
     UsageReport,
 )
-from ..store import SessionInfo, SessionStore, count_kinds, export_jsonl, import_jsonl, open_store
+from ..log.store import SessionInfo, SessionStore, count_kinds, export_jsonl, import_jsonl, open_store
 from ._common import console as make_console
 from ._common import echo_json, json_options, missing_store, open_existing_store, print_table, store_option
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..events import AssistantMessage, Event, Instruction, ToolCall, ToolResult, UserMessage
+from ..log.events import AssistantMessage, Event, Instruction, ToolCall, ToolResult, UserMessage
 from ..tokens import IMAGE_TOKENS, MESSAGE_OVERHEAD, TokenCounter
 from ..wire import ParsedRequest, RawSpan, detect_format
 from ..wire._common import arguments_text

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from ..events import ToolCall
+from ..log.events import ToolCall
 
 RequestFormat = Literal["openai_chat", "openai_responses", "anthropic", "gemini", "contextwarden"]
 """The payload formats a request can be read from (``contextwarden``: a built ModelContext)."""

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..manager import ContextPolicy
-from ..policies.presets import CODING_TOOL_POLICIES
-from ..state import StateBuilder
-from ..store import SessionStore
+from ..assemble.manager import ContextPolicy
+from ..log.store import SessionStore
 from ..tokens import TokenCounter, best_counter
+from ..window.policies.presets import CODING_TOOL_POLICIES
+from ..window.state import StateBuilder
 from ._contexts import ContextRequestOptions, request_from_context
 from .requests import BadLine, Request
 from .session import replay_session

@@ -12,14 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..assemble.manager import ContextPolicy
 from ..context import SECTIONS, Decision, ModelContext
 from ..errors import UsageError
-from ..events import AssistantMessage, ToolCall
-from ..items import ContextItem, Tier
-from ..manager import ContextPolicy
+from ..log.events import AssistantMessage, ToolCall
+from ..log.store import SessionStore
 from ..models import get_profile
-from ..store import SessionStore
 from ..tokens import TokenCounter, best_counter
+from ..window.items import ContextItem, Tier
 from ._contexts import ContextRequestOptions, request_from_context
 from ._diff import CAUSES, find_break, shared_prefix_tokens
 from .metrics import cacheable

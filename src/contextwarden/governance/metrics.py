@@ -1,7 +1,7 @@
 """Per-session context metrics: re-read rate, cache hit ratio, tokens by section and tool, compactions.
 
 - **re-read rate** (seed 002 §38): re-reads of evicted content per eviction
-  (:class:`~contextwarden.retrieval.ReReadTracker`); a high rate means retention is too aggressive;
+  (:class:`~contextwarden.assemble.retrieval.ReReadTracker`); a high rate means retention is too aggressive;
 - **cache hit ratio**: cached input over total input, from the provider's usage reports when the
   log has them, else simulated: each request's prefix shared with the previous request counts as
   cached when it reaches the model's minimum cacheable length (rounded down to its granularity);
@@ -21,11 +21,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ..events import Compaction, ContextEditBatch, UsageReport
-from ..manager import ContextPolicy
+from ..assemble.manager import ContextPolicy
+from ..assemble.retrieval import ReReadTracker
+from ..log.events import Compaction, ContextEditBatch, UsageReport
+from ..log.store import SessionStore
 from ..models import ModelProfile, get_profile
-from ..retrieval import ReReadTracker
-from ..store import SessionStore
 from ..tokens import TokenCounter, best_counter
 from ._contexts import request_from_context
 from ._diff import shared_prefix_tokens

@@ -1,9 +1,9 @@
 """Our own sessions as request sequences: replay a log through a fresh manager, turn by turn.
 
 :func:`replay_session` copies a session's events, in order, into a :class:`MemoryStore` watched by a
-new :class:`~contextwarden.manager.ContextManager` (with the offline structured compactor), and
+new :class:`~contextwarden.assemble.manager.ContextManager` (with the offline structured compactor), and
 builds the request the manager would send before each assistant message, with the model profile,
-tools and policy the session's own builds recorded (:mod:`contextwarden.buildrecord`), so the
+tools and policy the session's own builds recorded (:mod:`contextwarden.assemble.buildrecord`), so the
 requests are the ones the agent sent. Window decisions are the fresh manager's own: compactions
 and context-edit batches recorded in the original log are not copied (the replay re-derives them
 from the same inputs), tool-set changes are (they are the agent's choice). Each turn
@@ -24,11 +24,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from ..buildrecord import BUILD_KEY, BuildSettings, build_settings_of
-from ..compaction import WindowCompactor
+from ..assemble.buildrecord import BUILD_KEY, BuildSettings, build_settings_of
+from ..assemble.manager import ContextManager, ContextPolicy, ToolLike
 from ..context import ModelContext
 from ..errors import BudgetExceededError
-from ..events import (
+from ..fragments import DEFAULT_REGISTRY, FragmentRegistry
+from ..log.events import (
     AssistantMessage,
     Compaction,
     ContextEditBatch,
@@ -43,13 +44,12 @@ from ..events import (
     UsageReport,
     UserMessage,
 )
-from ..fragments import DEFAULT_REGISTRY, FragmentRegistry
-from ..items import ContextItem
-from ..manager import ContextManager, ContextPolicy, ToolLike
+from ..log.store import MemoryStore, SessionStore
 from ..models import ModelProfile, get_profile, resolve_profile
-from ..policies.presets import policy_for
-from ..store import MemoryStore, SessionStore
+from ..plan.compaction import WindowCompactor
 from ..tokens import MESSAGE_OVERHEAD, TokenCounter, best_counter
+from ..window.items import ContextItem
+from ..window.policies.presets import policy_for
 from ._contexts import ContextRequestOptions, request_from_context
 from ._items import fragment_tag
 from .lint import Finding, Linter, LintOptions, LintReport

@@ -30,11 +30,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..events import ToolCall
+from ..log.events import ToolCall
 from ..models import get_profile
-from ..policies.presets import CODING_TOOL_POLICIES, ToolPolicy, policy_for
-from ..policies.resources import Resource, resources_of
-from ..state import extract_constraints
+from ..window.policies.presets import CODING_TOOL_POLICIES, ToolPolicy, policy_for
+from ..window.policies.resources import Resource, resources_of
+from ..window.state import extract_constraints
 from ._diff import find_break
 from ._items import canonical_json
 from .requests import Request, RequestItem

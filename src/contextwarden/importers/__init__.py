@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..codec import event_to_dict
 from ..errors import ImportFormatError, UsageError
-from ..events import Event
+from ..log.codec import event_to_dict
+from ..log.events import Event
 from . import chat_messages, claude_code, codex, openhands, openhands_sdk, swe_agent
 from ._common import Transcript
 from ._ids import file_sha256, with_stable_ids

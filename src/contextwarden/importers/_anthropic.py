@@ -6,7 +6,7 @@ malformed block is an error naming its JSON path) and their leniency: a ``tool_u
 block carrying a field the codec does not write back (a newer API's ``caller``, say) is still the call
 or the reasoning the model made, so it is read as one rather than lost; any other block (a server tool
 call and its result, a block type this version does not know) is kept verbatim as an
-:class:`~contextwarden.events.OpaquePart` the Anthropic renderer sends back where it came.
+:class:`~contextwarden.log.events.OpaquePart` the Anthropic renderer sends back where it came.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..events import BinaryPart, OpaquePart, ThinkingBlock, ToolCall
+from ..log.events import BinaryPart, OpaquePart, ThinkingBlock, ToolCall
 from ..wire._common import arguments_object
 from ..wire.anthropic.request import assistant_block, content_block
 from ._common import as_dict, fail

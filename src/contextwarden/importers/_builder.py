@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..events import (
+from ..log.events import (
     AssistantMessage,
     BinaryPart,
     Compaction,

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import ImportFormatError
-from ..events import (
+from ..log.events import (
     BinaryPart,
     Event,
     JSONValue,

@@ -10,7 +10,7 @@ position ``n`` is a function of the file's SHA-256, a salt and ``n``:
 - a copy stored on purpose (``contextwarden import --as NAME``) passes its session name as the salt,
   so its ids differ from the first import's.
 
-The ids keep the shape of :func:`~contextwarden.events.new_event_id` (a UUIDv7 as 32 hex digits): the
+The ids keep the shape of :func:`~contextwarden.log.events.new_event_id` (a UUIDv7 as 32 hex digits): the
 48 bits that hold the time there hold a hash of (content, salt) here, so one transcript's ids share a
 prefix and sit side by side in the stores' unique-id index, and the other 74 bits are a hash of the
 position. The shape matters for the figures too: placeholders render the id, so an id that tokenizes
@@ -24,7 +24,7 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..events import Event, UsageReport
+from ..log.events import Event, UsageReport
 
 
 def file_sha256(path: str | Path) -> str:

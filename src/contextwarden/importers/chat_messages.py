@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..events import ToolCall
+from ..log.events import ToolCall
 from ..wire.openai_chat.request import reasoning_blocks
 from ._anthropic import assistant_content, system_text, text_and_parts, user_content
 from ._builder import TranscriptBuilder

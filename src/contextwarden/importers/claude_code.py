@@ -37,7 +37,7 @@ import dataclasses
 import re
 from typing import Any
 
-from ..events import JSONValue, UserMessage
+from ..log.events import JSONValue, UserMessage
 from ._anthropic import assistant_content, text_and_parts, user_content
 from ._builder import TranscriptBuilder
 from ._common import (

@@ -11,7 +11,7 @@ Each line is ``{"timestamp": ..., "type": ..., "payload": {...}}`` with ``type``
   ``<environment_context>``, ``# AGENTS.md instructions``) which becomes a developer
   :class:`Instruction`; ``assistant`` → :class:`AssistantMessage`.
 - ``reasoning`` (read by the Responses codec: summary or full text as unsigned thinking, the item with
-  its ``encrypted_content`` kept verbatim as an :class:`~contextwarden.events.OpaquePart`), ``function_call``,
+  its ``encrypted_content`` kept verbatim as an :class:`~contextwarden.log.events.OpaquePart`), ``function_call``,
   ``custom_tool_call`` and ``local_shell_call`` of one model response are merged into that response's
   :class:`AssistantMessage`. A response ends at its ``token_count`` event (or, in rollouts without
   usage, at the next non-assistant item).
@@ -25,7 +25,7 @@ Each line is ``{"timestamp": ..., "type": ..., "payload": {...}}`` with ``type``
   ``compacted`` line that follows it (``details.compaction_item``).
 - ``tool_search_call``/``tool_search_output`` → a ``tool_search`` call and its result (the tools found,
   as JSON); ``web_search_call`` and ``image_generation_call`` (server-side tools) are kept verbatim as
-  :class:`~contextwarden.events.OpaquePart` on their response; ``agent_message`` (another agent's
+  :class:`~contextwarden.log.events.OpaquePart` on their response; ``agent_message`` (another agent's
   message) → :class:`UserMessage` headed by its author and recipient.
 - ``event_msg`` ``thread_rolled_back``: the last ``num_turns`` user turns are left out (with a warning).
 - ``ghost_snapshot``, ``additional_tools``, ``configuration_update``, ``compaction_trigger`` and the
@@ -38,7 +38,7 @@ import json
 import re
 from typing import Any
 
-from ..events import BinaryPart, JSONValue, ToolCall
+from ..log.events import BinaryPart, JSONValue, ToolCall
 from ..wire.openai_responses.request import assistant_turn
 from ._builder import TranscriptBuilder
 from ._common import (

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..events import BinaryPart, JSONValue, ThinkingBlock, ToolCall
+from ..log.events import BinaryPart, JSONValue, ThinkingBlock, ToolCall
 from ._builder import TranscriptBuilder
 from ._common import (
     Transcript,

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..events import BinaryPart, JSONValue, ThinkingBlock, ToolCall
+from ..log.events import BinaryPart, JSONValue, ThinkingBlock, ToolCall
 from ._builder import TranscriptBuilder
 from ._common import binary_from_data_url, parse_arguments, parse_timestamp
 

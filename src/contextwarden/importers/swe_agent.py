@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..events import ToolCall
+from ..log.events import ToolCall
 from ._builder import TranscriptBuilder
 from ._common import (
     Transcript,

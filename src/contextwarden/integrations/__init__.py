@@ -1,7 +1,7 @@
 """Framework adapters: contextwarden deciding what a framework's model sees, in a few lines each.
 
 One module per framework, each behind its own optional extra, each a thin shell over
-:mod:`contextwarden.mirror`, :class:`~contextwarden.manager.ContextManager` and :mod:`contextwarden.wire`:
+:mod:`contextwarden.mirror`, :class:`~contextwarden.assemble.manager.ContextManager` and :mod:`contextwarden.wire`:
 
 - :mod:`.langchain` — ``ContextWardenMiddleware`` for ``create_agent`` (``contextwarden[langchain]``);
 - :mod:`.openai_agents` — ``ContextWardenFilter`` and ``ContextWardenSession`` (``contextwarden[openai-agents]``);

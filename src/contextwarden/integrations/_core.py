@@ -21,12 +21,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..assemble.manager import ContextManager, ContextPolicy
 from ..context import ModelContext
-from ..events import Instruction, UsageReport
-from ..manager import ContextManager, ContextPolicy
+from ..log.events import Instruction, UsageReport
+from ..log.store import SessionStore, open_store
 from ..mirror import MirrorResult, mirror_history
 from ..models import ModelProfile, get_profile
-from ..store import SessionStore, open_store
 from ..tools import READ_RANGE, RECALL
 from ..wire import WireFormat, get_codec
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from ..events import JSONValue, ToolCall
-from ..manager import ContextManager
+from ..assemble.manager import ContextManager
+from ..log.events import JSONValue, ToolCall
 from ..tools import READ_RANGE, RECALL, ToolSpec
 
 _SPECS: dict[str, ToolSpec] = {READ_RANGE.name: READ_RANGE, RECALL.name: RECALL}

@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..events import UsageReport
-from ..manager import ContextManager, ContextPolicy
+from ..assemble.manager import ContextManager, ContextPolicy
+from ..log.events import UsageReport
+from ..log.store import SessionStore
 from ..models import ModelProfile
-from ..store import SessionStore
 from ._core import Warden, fallback_warning
 from ._retrieval import RetrievalServer
 

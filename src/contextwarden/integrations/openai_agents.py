@@ -25,12 +25,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ..assemble.manager import ContextManager, ContextPolicy
 from ..errors import SessionNotFound
-from ..events import Event, Instruction
-from ..manager import ContextManager, ContextPolicy
+from ..log.events import Event, Instruction
+from ..log.store import SessionStore
 from ..mirror import mirror_history, mirrored_events
 from ..models import ModelProfile
-from ..store import SessionStore
 from ..wire import ParsedRequest, WireFormat, get_codec
 from ._core import Warden, fallback_warning
 from ._retrieval import RetrievalServer

@@ -28,10 +28,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..events import UsageReport
-from ..manager import ContextManager, ContextPolicy
+from ..assemble.manager import ContextManager, ContextPolicy
+from ..log.events import UsageReport
+from ..log.store import SessionStore
 from ..models import ModelProfile
-from ..store import SessionStore
 from ._core import Warden, fallback_warning
 from ._retrieval import RetrievalServer
 

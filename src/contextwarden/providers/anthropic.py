@@ -17,7 +17,7 @@ import httpx
 
 from ..chat import CallOptions, ChatRequest, ChatResponse, request_context, usage_of
 from ..errors import MalformedResponse
-from ..events import JSONValue
+from ..log.events import JSONValue
 from ..wire.anthropic import parse_anthropic_response, render_anthropic
 from .retry import HttpCall, RetryPolicy, make_error, post_json, resolve_call_settings
 

@@ -16,7 +16,7 @@ import httpx
 
 from ..chat import CallOptions, ChatRequest, ChatResponse, request_context, usage_of
 from ..errors import MalformedResponse
-from ..events import JSONValue
+from ..log.events import JSONValue
 from ..wire.openai_chat import parse_openai_chat_response, render_openai_chat
 from .retry import HttpCall, RetryPolicy, make_error, post_json, resolve_call_settings
 

@@ -29,7 +29,7 @@ from ..errors import (
     RateLimitError,
     ServerError,
 )
-from ..events import JSONValue
+from ..log.events import JSONValue
 from .classify import classify_error
 
 _CANCEL_POLL_SECONDS = 0.02

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import StoreError
-from ..store import DEFAULT_SQLITE_PATH, SessionStore, SQLiteStore, open_store
+from ..log.store import DEFAULT_SQLITE_PATH, SessionStore, SQLiteStore, open_store
 
 _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS contextwarden_proxy_lanes (
@@ -58,7 +58,7 @@ class ProxyDB:
     """One connection to the store's database, shared by threads under a lock."""
 
     def __init__(self, url: str | None) -> None:
-        """Open the database ``url`` names (the same spellings as :func:`contextwarden.store.open_store`)."""
+        """Open the database ``url`` names (the same spellings as :func:`contextwarden.log.store.open_store`)."""
         self._lock = threading.Lock()
         self.postgres = bool(url and url.startswith(("postgresql://", "postgres://")))
         try:

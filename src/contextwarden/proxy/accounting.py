@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..events import UsageReport
+from ..log.events import UsageReport
 from ..models import ModelProfile, get_profile
 from ..replay.costmodel import CacheSimulator
 from ..tokens import TokenCounter

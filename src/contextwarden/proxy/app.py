@@ -24,8 +24,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ..log.store import SessionStore
 from ..providers.classify import is_context_overflow
-from ..store import SessionStore
 from . import forward
 from ._db import ProxyDB, open_session_store
 from .metrics import ProxyMetrics

@@ -14,14 +14,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..assemble.manager import ContextManager, ContextPolicy
 from ..context import ModelContext
 from ..errors import ConflictError, SessionExists, SessionNotFound
-from ..events import AssistantMessage, Event, UsageReport
-from ..manager import ContextManager, ContextPolicy
+from ..log.events import AssistantMessage, Event, UsageReport
+from ..log.store import SessionStore
 from ..mirror import MIRROR_SUMMARIZER, content_digest, mirror_history
 from ..models import get_profile
-from ..planner import PlannerSettings
-from ..store import SessionStore
+from ..plan.planner import PlannerSettings
 from ..tokens import TokenCounter
 from ..wire import ParsedRequest, get_codec
 from . import bodyedit

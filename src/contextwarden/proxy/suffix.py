@@ -8,7 +8,7 @@ A request whose messages start with a remembered list up to that list's last ass
 from the anchor on, so the per-request work is the new suffix, not the session.
 
 Why the anchor is an assistant message: in the Anthropic format each assistant message is exactly
-one :class:`~contextwarden.events.AssistantMessage` event, so the events before it are exactly the
+one :class:`~contextwarden.log.events.AssistantMessage` event, so the events before it are exactly the
 events of the messages before it, and a list that starts with it has no leading instructions to
 misread. A tool result parsed with the suffix whose call was made before the anchor gets its tool's
 name from the reused events, as the whole-body parse would have given it.
@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..events import AssistantMessage, Event, ToolResult
+from ..log.events import AssistantMessage, Event, ToolResult
 from ..mirror import content_digest
 from ..wire import ParsedRequest, RawSpan, get_codec
 from .identity import continued, history_chain

@@ -11,7 +11,7 @@ import json
 import zlib
 from typing import Any
 
-from ..events import AssistantMessage, UsageReport
+from ..log.events import AssistantMessage, UsageReport
 from ..wire import get_codec
 
 

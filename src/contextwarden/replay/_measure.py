@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..context import Message, ModelContext
-from ..events import AssistantMessage, Event
-from ..projection import message_tokens
+from ..log.events import AssistantMessage, Event
 from ..tokens import MESSAGE_OVERHEAD, TokenCounter
+from ..window.projection import message_tokens
 
 
 def _expected_role(m: Message) -> str:

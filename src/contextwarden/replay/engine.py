@@ -28,9 +28,9 @@ from typing import IO
 
 from ..context import SECTIONS
 from ..errors import UsageError
-from ..events import AssistantMessage, UsageReport
+from ..log.events import AssistantMessage, UsageReport
+from ..log.store import MemoryStore
 from ..models import ModelProfile, get_profile
-from ..store import MemoryStore
 from ..tokens import HeuristicCounter, TokenCounter
 from ..wire.openai_chat import render_openai_chat
 from ._measure import Clock, align, block_breakpoints, output_tokens

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import SessionNotFound, UsageError
-from ..events import AssistantMessage, Event, JSONValue
-from ..store._protocol import SessionStore
+from ..log.events import AssistantMessage, Event, JSONValue
+from ..log.store._protocol import SessionStore
 
 
 @dataclass(frozen=True, kw_only=True)

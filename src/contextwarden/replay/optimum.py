@@ -35,11 +35,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..context import Message, ModelContext
-from ..events import AssistantMessage, Event, with_position
+from ..log.events import AssistantMessage, Event, with_position
 from ..models import ModelProfile
 from ..pairing import normalize_pairing
-from ..policies.presets import CODING_TOOL_POLICIES
-from ..projection import Projection, ProjectionConfig
+from ..window.policies.presets import CODING_TOOL_POLICIES
+from ..window.projection import Projection, ProjectionConfig
 from ..wire.openai_chat import render_openai_chat
 from ._measure import Clock, align, output_tokens
 from .costmodel import Block, BlockMeter, CacheSimulator, CostSettings

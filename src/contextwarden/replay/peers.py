@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..context import Message
-from ..events import Event
+from ..log.events import Event
 from .names import PeerName
 from .strategies import Built, History, RunEnv, StrategyRun, plain_context
 

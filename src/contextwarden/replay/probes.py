@@ -34,11 +34,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..events import AssistantMessage, Event, ToolCall, ToolResult
-from ..policies.normalize import normalize_output
-from ..policies.presets import CODING_TOOL_POLICIES, policy_for
-from ..policies.resources import Resource, command_of, resources_of
-from ..state import StateBuilder, TaskState
+from ..log.events import AssistantMessage, Event, ToolCall, ToolResult
+from ..window.policies.normalize import normalize_output
+from ..window.policies.presets import CODING_TOOL_POLICIES, policy_for
+from ..window.policies.resources import Resource, command_of, resources_of
+from ..window.state import StateBuilder, TaskState
 
 PROBE_KINDS: tuple[str, ...] = (
     "task",
@@ -54,7 +54,7 @@ RETENTION_PROBES: tuple[str, ...] = PROBE_KINDS[:5]
 is reported on its own (per-probe retention, its misses listed): it asks more of a strategy (every file the
 next action touches), and mixing it in would change what the long-standing retention targets mean."""
 TRUNCATION_MARKER = "[... output truncated"
-"""How a tool output cut at ingestion announces the cut (``contextwarden.policies.truncate``)."""
+"""How a tool output cut at ingestion announces the cut (``contextwarden.window.policies.truncate``)."""
 
 
 _CHUNK = 1 << 20

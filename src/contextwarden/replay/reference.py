@@ -9,7 +9,7 @@ the reference from the transcript itself, once per transcript, before any strate
   session's model (the first one named) budgets every strategy. ``--model`` overrides both. A name
   with no profile is an error that lists the known ones; a transcript that names no model at all is
   priced as :data:`~contextwarden.replay.engine.DEFAULT_MODEL` and the report says so.
-- **Usage.** Each :class:`~contextwarden.events.UsageReport` is matched to its request.
+- **Usage.** Each :class:`~contextwarden.log.events.UsageReport` is matched to its request.
 - **Calibration.** The local counter (o200k) is not the provider's tokenizer for Claude. Between
   two consecutive requests with usage, the provider's input grows by exactly what the transcript
   shows was appended (the hidden parts are constant), so each pair gives one ratio of provider to
@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
-from ..events import AssistantMessage, Event, JSONValue, UsageReport
+from ..log.events import AssistantMessage, Event, JSONValue, UsageReport
 from ..models import ModelProfile, get_profile, list_profiles
 from ..tokens import CalibratedCounter, TokenCounter
 from ..wire.openai_chat import render_openai_chat

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from ..context import Message, ModelContext
 from ..errors import UsageError
-from ..events import (
+from ..log.events import (
     AssistantMessage,
     Event,
     Instruction,
@@ -31,9 +31,9 @@ from ..events import (
     ToolResult,
     UserMessage,
 )
+from ..log.store._protocol import SessionStore
 from ..models import ModelProfile
 from ..pairing import normalize_pairing
-from ..store._protocol import SessionStore
 from ..tokens import TokenCounter
 
 

@@ -1,10 +1,10 @@
 """The ``contextwarden`` strategy: the library's own builder, and named variants of it.
 
-``contextwarden`` is :class:`~contextwarden.manager.ContextManager` with the default
-:class:`~contextwarden.manager.ContextPolicy` and the structured compactor (so summarizer tokens are
+``contextwarden`` is :class:`~contextwarden.assemble.manager.ContextManager` with the default
+:class:`~contextwarden.assemble.manager.ContextPolicy` and the structured compactor (so summarizer tokens are
 counted). Variants take comma-separated options after a colon:
 
-- any :class:`~contextwarden.planner.PlannerSettings` field as ``name=value`` (dashes for underscores),
+- any :class:`~contextwarden.plan.planner.PlannerSettings` field as ``name=value`` (dashes for underscores),
   ``no-<flag>`` for a boolean one (``no-cache-aware``, ``no-mask``); ``keep=N`` and ``min-batch=N`` are
   short for ``keep-recent-tool-results`` and ``min-batch-tokens``; ``trigger=N`` sets the budget
   trigger; ``no-compact`` runs without the compactor;
@@ -21,13 +21,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field, replace
 
+from ..assemble.manager import ContextManager, ContextPolicy
 from ..budget import BudgetPolicy
 from ..context import ModelContext
 from ..errors import BudgetExceededError, UsageError
-from ..events import Compaction
-from ..manager import ContextManager, ContextPolicy
-from ..planner import PlannerSettings
-from ..projection import Projection
+from ..log.events import Compaction
+from ..plan.planner import PlannerSettings
+from ..window.projection import Projection
 from .strategies import Built, RunEnv, StrategyRun, convert_option, plain_context
 
 

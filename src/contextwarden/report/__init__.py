@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..events import Event
+from ..log.events import Event
 from ..replay.results import ReplayResults
 from .html import CONTENT_SECURITY_POLICY, render_report
 

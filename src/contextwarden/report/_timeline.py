@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ..events import AssistantMessage, Event, Steering, ToolResult, UserMessage
+from ..log.events import AssistantMessage, Event, Steering, ToolResult, UserMessage
 from ._tables import table
 from .svg import esc
 

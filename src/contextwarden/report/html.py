@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from itertools import accumulate
 
 from ..context import SECTIONS
-from ..events import Event
+from ..log.events import Event
 from ..replay.results import FileResult, ReplayResults, StrategyResult
 from . import _tables
 from ._timeline import timeline

@@ -7,7 +7,7 @@
 - :class:`EventTokenCache` counts each event once per counter; :class:`CachedCounter` does the
   same for repeated texts.
 - :func:`calibrate_from_events` learns a per-session correction factor from usage reports (the
-  usage-anchored size of a request is :func:`contextwarden.accounting.anchored_estimate`).
+  usage-anchored size of a request is :func:`contextwarden.window.accounting.anchored_estimate`).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Final, Generic, TypeVar
 
-from ..events import (
+from ..log.events import (
     AssistantMessage,
     BinaryPart,
     Compaction,

@@ -23,7 +23,7 @@ What holds for every codec:
   normalizes). Text, tool calls and results become events; provider items contextwarden does not
   interpret (Anthropic blocks of unknown types, OpenAI Responses ``reasoning`` items with their
   ``encrypted_content``, ``compaction`` items, Gemini parts of unknown kinds, provider tools) become
-  :class:`~contextwarden.events.OpaquePart` (tools: ``ToolDefinition.raw_json``) attached to their
+  :class:`~contextwarden.log.events.OpaquePart` (tools: ``ToolDefinition.raw_json``) attached to their
   message, and the codec of their format renders them back at their position, byte for byte. Other
   formats leave them out.
 - Rendering goes through :func:`contextwarden.pairing.normalize_pairing`, the one pairing rule: each
@@ -31,8 +31,8 @@ What holds for every codec:
   id is renamed deterministically). Each renderer then obeys its provider's own documented rules
   (Anthropic: first message ``user``, no empty or whitespace-only text, no trailing whitespace on a
   final assistant text, ``max_tokens`` always present).
-- Responses, streamed or not, give an :class:`~contextwarden.events.AssistantMessage` and a
-  :class:`~contextwarden.events.UsageReport` whose ``input_tokens`` is the total input, cached tokens
+- Responses, streamed or not, give an :class:`~contextwarden.log.events.AssistantMessage` and a
+  :class:`~contextwarden.log.events.UsageReport` whose ``input_tokens`` is the total input, cached tokens
   included. A stream accumulator rebuilds the non-streamed body and reads it with the same parser.
 - Malformed bodies raise :class:`~contextwarden.errors.ImportFormatError` (requests) or
   :class:`~contextwarden.errors.MalformedResponse` (responses), naming what is wrong.

@@ -1,6 +1,6 @@
 """Helpers every renderer and parser shares: argument JSON, data URLs, signature conventions.
 
-Two opaque values need a convention because :class:`~contextwarden.events.ThinkingBlock` has a
+Two opaque values need a convention because :class:`~contextwarden.log.events.ThinkingBlock` has a
 single ``signature`` field:
 
 - OpenAI Responses reasoning items can only be replayed with their original item id (the encrypted
@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..context import ToolDefinition
-from ..events import BinaryPart, JSONValue, OpaquePart, ToolCall
+from ..log.events import BinaryPart, JSONValue, OpaquePart, ToolCall
 
 _FERNET_PREFIX = "gAAAAA"
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from ..context import Message, ModelContext, ToolDefinition
 from ..errors import ImportFormatError
-from ..events import AssistantMessage, Event, Instruction, ToolResult, UserMessage
+from ..log.events import AssistantMessage, Event, Instruction, ToolResult, UserMessage
 
 SYSTEM_FIELD = "system field"
 """``Instruction.source`` of text from a body's own system field (Anthropic ``system``, Responses

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import MalformedResponse
-from ..events import AssistantMessage, UsageReport
+from ..log.events import AssistantMessage, UsageReport
 
 _STOP_REASONS = {
     "stop": "end_turn",

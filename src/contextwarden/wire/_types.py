@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from ..context import Message, ModelContext, ToolDefinition
-from ..events import AssistantMessage, Event, Instruction, UsageReport
+from ..log.events import AssistantMessage, Event, Instruction, UsageReport
 from ._messages import context_of, events_of, split_instructions
 
 WireFormat = Literal["anthropic", "openai_chat", "openai_responses", "gemini"]
@@ -45,9 +45,9 @@ class ParsedRequest:
     instructions: tuple[Instruction, ...]
     """The leading system or developer text, in order (the system prompt)."""
     events: tuple[Event, ...]
-    """The conversation in order: :class:`~contextwarden.events.UserMessage`,
-    :class:`~contextwarden.events.AssistantMessage`, :class:`~contextwarden.events.ToolResult`, and
-    :class:`~contextwarden.events.Instruction` for a system message in the middle of it. Opaque
+    """The conversation in order: :class:`~contextwarden.log.events.UserMessage`,
+    :class:`~contextwarden.log.events.AssistantMessage`, :class:`~contextwarden.log.events.ToolResult`, and
+    :class:`~contextwarden.log.events.Instruction` for a system message in the middle of it. Opaque
     provider items ride on the message they belong to."""
     tools: tuple[ToolDefinition, ...] = ()
     """The tools the request offers, in order."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from contextwarden.events import (
+from contextwarden.log.events import (
     AssistantMessage,
     BinaryPart,
     Compaction,
@@ -36,7 +36,7 @@ from contextwarden.events import (
     UsageReport,
     UserMessage,
 )
-from contextwarden.store import SQLiteStore, export_jsonl
+from contextwarden.log.store import SQLiteStore, export_jsonl
 
 
 def events() -> list[Event]:

@@ -32,7 +32,7 @@ from typing import Any
 
 from ...context import Message, ModelContext
 from ...errors import UsageError
-from ...events import BinaryPart
+from ...log.events import BinaryPart
 from ...pairing import normalize_with_origins
 from .._common import (
     REDACTED_PREFIX,

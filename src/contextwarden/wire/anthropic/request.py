@@ -2,13 +2,13 @@
 
 - ``system`` (a string or text blocks): one instruction per block.
 - ``assistant`` content: ``text`` blocks join into the message text; ``thinking`` and
-  ``redacted_thinking`` blocks become :class:`~contextwarden.events.ThinkingBlock` (a redacted block's
+  ``redacted_thinking`` blocks become :class:`~contextwarden.log.events.ThinkingBlock` (a redacted block's
   data under the ``redacted:`` signature convention); ``tool_use`` blocks become tool calls.
 - ``user`` content: each ``tool_result`` block becomes a ``tool`` message (``is_error`` kept, text and
   base64 images of its content), the other blocks one ``user`` message (text joined by blank lines,
   base64 images and documents as parts, remote ones as ``[image: URL]`` text).
 - Any other block type (server tool blocks, citations containers, types newer than this code) is kept
-  as an :class:`~contextwarden.events.OpaquePart` at its position, and only this codec renders it.
+  as an :class:`~contextwarden.log.events.OpaquePart` at its position, and only this codec renders it.
   So is a thinking block with fields beyond ``thinking`` and ``signature``: byte-exact replay matters
   more than reading it.
 
@@ -22,7 +22,7 @@ from typing import Any
 
 from ...context import Message, ToolDefinition
 from ...errors import ImportFormatError
-from ...events import BinaryPart, Instruction, OpaquePart, ThinkingBlock, ToolCall
+from ...log.events import BinaryPart, Instruction, OpaquePart, ThinkingBlock, ToolCall
 from .._common import REDACTED_PREFIX, arguments_object, dumps_compact, from_b64
 from .._messages import SYSTEM_FIELD
 from .._types import RawSpan

@@ -6,7 +6,7 @@
   a ``thoughtSignature`` becomes a signature-only thinking block and a thought part
   (``thought: true``) a thinking block with its text and signature; any other part
   (``executableCode``, ``fileData``, types newer than this code) is kept as an
-  :class:`~contextwarden.events.OpaquePart` at its position.
+  :class:`~contextwarden.log.events.OpaquePart` at its position.
 - ``user`` contents: each ``functionResponse`` part becomes a ``tool`` message answering the model's
   call of that name, in order (Gemini pairs by name and order); its ``response.output`` (or
   ``response.error``, marked as an error) is the text, any other response object its JSON. ``text``
@@ -20,7 +20,7 @@ from typing import Any
 
 from ...context import Message, ToolDefinition
 from ...errors import ImportFormatError
-from ...events import BinaryPart, Instruction, OpaquePart, ThinkingBlock, ToolCall
+from ...log.events import BinaryPart, Instruction, OpaquePart, ThinkingBlock, ToolCall
 from .._common import arguments_object, dumps_compact, from_b64
 from .._messages import SYSTEM_FIELD
 from .._types import RawSpan

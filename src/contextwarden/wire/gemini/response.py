@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from ...events import AssistantMessage
+from ...log.events import AssistantMessage
 from .._common import dumps_compact
 from .._response_common import first_entry, int_field, map_stop_reason, mapping, usage_report
 from .._types import ParsedResponse

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...context import Message, ModelContext
-from ...events import BinaryPart
+from ...log.events import BinaryPart
 from ...pairing import normalize_pairing
 from .._common import arguments_text, clean_text, data_url, join_text, own_tools, split_parts, with_opaque
 from .._render_args import finish

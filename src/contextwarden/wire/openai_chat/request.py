@@ -3,7 +3,7 @@
 - ``system``/``developer`` messages become instructions (the leading ones are the system prompt).
 - ``user`` content: a string, or parts (``text`` joined by newlines, ``image_url`` data URLs as parts,
   remote images as ``[image: URL]`` text); other part types (``input_audio``, ``file``) are kept as
-  :class:`~contextwarden.events.OpaquePart` at their position.
+  :class:`~contextwarden.log.events.OpaquePart` at their position.
 - ``assistant``: text (a string or text parts; a ``refusal`` when there is no text), ``tool_calls``
   (arguments parsed), and ``reasoning_content`` (what OpenAI-compatible servers return) as unsigned
   thinking (``reasoning`` too, as OpenRouter and vLLM call it).
@@ -20,7 +20,7 @@ from typing import Any
 
 from ...context import Message, ToolDefinition
 from ...errors import ImportFormatError
-from ...events import BinaryPart, OpaquePart, ThinkingBlock, ToolCall
+from ...log.events import BinaryPart, OpaquePart, ThinkingBlock, ToolCall
 from .._common import dumps_compact, from_data_url, parse_arguments
 from .._types import RawSpan
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...errors import MalformedResponse
-from ...events import AssistantMessage, ToolCall
+from ...log.events import AssistantMessage, ToolCall
 from .._response_common import first_entry, int_field, map_stop_reason, mapping, openai_text, usage_report
 from .._types import ParsedResponse
 from .request import reasoning_blocks, tool_call

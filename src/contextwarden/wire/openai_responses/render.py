@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...context import Message, ModelContext
-from ...events import BinaryPart
+from ...log.events import BinaryPart
 from ...pairing import normalize_pairing
 from .._common import (
     arguments_text,

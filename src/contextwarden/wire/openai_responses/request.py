@@ -9,8 +9,8 @@
   calls (their item id and status are not kept either: the API does not need them on input), and
   every other item (``reasoning`` with its
   ``encrypted_content``, ``compaction``, built-in tool calls, types newer than this code) kept as an
-  :class:`~contextwarden.events.OpaquePart` at its position in the turn. A ``reasoning`` item also
-  gives a :class:`~contextwarden.events.ThinkingBlock` with its summary text, unsigned (so only the
+  :class:`~contextwarden.log.events.OpaquePart` at its position in the turn. A ``reasoning`` item also
+  gives a :class:`~contextwarden.log.events.ThinkingBlock` with its summary text, unsigned (so only the
   opaque item is ever sent back, and only to Responses).
 - ``function_call_output`` items become ``tool`` messages.
 
@@ -24,7 +24,7 @@ from typing import Any
 
 from ...context import Message, ToolDefinition
 from ...errors import ImportFormatError
-from ...events import BinaryPart, Instruction, OpaquePart, ThinkingBlock, ToolCall
+from ...log.events import BinaryPart, Instruction, OpaquePart, ThinkingBlock, ToolCall
 from .._common import dumps_compact, from_data_url, parse_arguments
 from .._messages import SYSTEM_FIELD
 from .._types import RawSpan

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...errors import MalformedResponse
-from ...events import AssistantMessage
+from ...log.events import AssistantMessage
 from .._response_common import int_field, map_stop_reason, mapping, usage_report
 from .._types import ParsedResponse
 from .request import assistant_turn

@@ -1,0 +1,457 @@
+"""The context manager: from a session log to a model-ready, budget-true, cache-stable request.
+
+``ContextManager.build`` runs the pipeline of DESIGN.md on every model call:
+
+1. bring the window's projection up to date (only events new since the last call are read);
+2. record the model profile, tools and policy of the build when they changed (``buildrecord``);
+3. ask the planner for a batch of reductions; record it as a window event;
+4. if still over the trigger, compact (when a compactor is configured); record it;
+5. order, pairing-normalize and measure the request; refuse to return one over the budget.
+
+The manager only ever appends its own events; it never edits or deletes events. Projections are
+cached per session and policy value; builds of one session run one at a time, builds of different
+sessions do not wait for each other.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from ..context import SECTIONS, Decision, Message, ModelContext, ToolDefinition
+from ..errors import BudgetExceededError, CodecError
+from ..log.events import Compaction, ContextEditBatch, Event, SettingChange, ToolCall, ToolResult, UsageReport
+from ..log.store._protocol import SessionStore
+from ..models import ModelProfile, resolve_profile
+from ..plan.compaction.compactor import CompactionSettings, WindowCompactor
+from ..plan.exposure import ToolLike, definition, evicted, exposed_tools, tool_json
+from ..plan.planner import Plan, plan
+from ..plan.policy import ContextPolicy
+from ..plan.seams import Compactor, PolicyLike
+from ..plan.taskpolicies import get_task_policy
+from ..tokens import TokenCounter, best_counter
+from ..tools import READ_RANGE
+from ..window.opening import compaction_blocks, latest_compaction
+from ..window.projection import Projection, ProjectionConfig
+from .buildrecord import BUILD_KEY, BuildSettings, build_settings_of, record_event
+from .retrieval import answer_retrieval
+from .session import Session
+from .subagents import SubtaskContext, project_for_subtask
+
+if TYPE_CHECKING:
+    from ..plan.treebudget import TreeBudget
+
+__all__ = ["Compactor", "ContextManager", "ContextPolicy", "ToolLike"]
+
+
+@dataclass
+class _Window:
+    """The cached projection of one session under one policy, and what its builds recorded."""
+
+    projection: Projection
+    recorded: BuildSettings | None = None
+    """The build settings last recorded in the log (a build records only a change)."""
+    reported: set[Decision] = field(default_factory=set)
+    """Decisions already returned by a build, so each build returns only its own."""
+    retrieval_shown: bool | None = None
+    """Whether the last request built offered the retrieval tools (None: none built in this process)."""
+
+
+def _policy(policy: PolicyLike) -> ContextPolicy:
+    return get_task_policy(policy) if isinstance(policy, str) else policy
+
+
+class ContextManager:
+    """Builds each model request of a session as a projection of its log."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        *,
+        counter: TokenCounter | None = None,
+        policy: PolicyLike | None = None,
+        compactor: Compactor | Literal["structured"] | None = "structured",
+        tree_budget: TreeBudget | None = None,
+    ) -> None:
+        """Build requests from ``store``.
+
+        ``policy`` is the default of every build: a :class:`ContextPolicy` or a task preset's name
+        (``"research"``). ``compactor`` compacts a window that reductions cannot bring under the
+        trigger; the default is contextwarden's structured compactor, which needs no model.
+        ``None`` turns compaction off (an over-budget window then raises
+        :class:`BudgetExceededError`). ``tree_budget`` caps what a session and its subagents spend
+        together: each build checks it first (raising :class:`~contextwarden.errors.BudgetExhausted`
+        once spent) and delivers its due reminder into the session.
+        """
+        self.store = store
+        self.counter = counter or best_counter()
+        self.policy = _policy(policy) if policy is not None else ContextPolicy()
+        if compactor == "structured":
+            compactor = WindowCompactor(
+                store, counter=self.counter, settings=CompactionSettings(budget=self.policy.budget)
+            )
+        self.compactor: Compactor | None = compactor
+        self.tree_budget = tree_budget
+        self._windows: dict[tuple[str, ContextPolicy], _Window] = {}
+        self._locks: dict[str, threading.RLock] = {}  # re-entrant: a compactor may ask for the projection
+        self._guard = threading.Lock()  # held only to read or change the two dicts above
+
+    # ------------------------------------------------------------------ sessions
+
+    def session(
+        self,
+        session_id: str,
+        *,
+        model: str | ModelProfile | None = None,
+        tools: Sequence[ToolLike] = (),
+        policy: PolicyLike | None = None,
+        create: bool = False,
+    ) -> Session:
+        """A handle on one session for an agent loop: append events and build, no seq bookkeeping.
+
+        ``model``, ``tools`` and ``policy`` are the defaults of the handle's builds. ``create``
+        creates the session when it does not exist (otherwise that is ``SessionNotFound``).
+        """
+        return Session(self, session_id, model=model, tools=tools, policy=policy, create=create)
+
+    # ------------------------------------------------------------------ window
+
+    def projection(self, session_id: str, *, policy: PolicyLike | None = None) -> Projection:
+        """The up-to-date projection of the session's current window."""
+        resolved = self._resolve(policy)
+        with self._session_lock(session_id):
+            return self._window(session_id, resolved).projection
+
+    def _resolve(self, policy: PolicyLike | None) -> ContextPolicy:
+        return self.policy if policy is None else _policy(policy)
+
+    def _session_lock(self, session_id: str) -> threading.RLock:
+        with self._guard:
+            lock = self._locks.get(session_id)
+            if lock is None:
+                lock = self._locks[session_id] = threading.RLock()
+            return lock
+
+    def _window(self, session_id: str, policy: ContextPolicy) -> _Window:
+        """The session's cached window under ``policy``, caught up (the caller holds the session lock)."""
+        key = (session_id, policy)
+        with self._guard:
+            window = self._windows.get(key)
+        if window is None:
+            events = self.store.read_window(session_id)
+            window = _Window(projection=self._project(events, policy))
+            _note_settings(window, events)
+            with self._guard:
+                self._windows[key] = window
+            return window
+        new = self.store.read(session_id, since_seq=window.projection.last_seq)
+        if any(isinstance(e, Compaction) for e in new):
+            window.projection = self._project(self.store.read_window(session_id), policy)
+        else:
+            for event in new:
+                window.projection.add(event)
+        _note_settings(window, new)
+        return window
+
+    def _config(self, policy: ContextPolicy) -> ProjectionConfig:
+        return ProjectionConfig(
+            counter=self.counter,
+            tool_policies=policy.tool_policies,
+            max_item_tokens=policy.max_item_tokens,
+            retrieval=policy.retrieval_tools,
+        )
+
+    def _project(self, events: Sequence[Event], policy: ContextPolicy) -> Projection:
+        compaction = latest_compaction(events)
+        projection = Projection(self._config(policy), compaction=compaction)
+        if compaction is not None:
+            projection.add_blocks(compaction_blocks(compaction, self.counter))
+        for event in events:
+            if isinstance(event, Compaction):
+                projection.last_seq = max(projection.last_seq, event.seq)
+                continue
+            projection.add(event)
+        return projection
+
+    # ------------------------------------------------------------------ build
+
+    def build(
+        self,
+        session_id: str,
+        *,
+        model: str | ModelProfile,
+        tools: Sequence[ToolLike] = (),
+        policy: PolicyLike | None = None,
+    ) -> ModelContext:
+        """Build the request for the session's next model call (see the module docstring).
+
+        ``model`` must name a registered profile (``UnknownModelError`` lists them) or be a
+        :class:`ModelProfile`. The returned ``decisions`` are this build's own (the history of
+        reductions stays in the log as window events).
+        """
+        return self.build_seen(session_id, model=model, tools=tools, policy=policy)[0]
+
+    def build_seen(
+        self,
+        session_id: str,
+        *,
+        model: str | ModelProfile,
+        tools: Sequence[ToolLike] = (),
+        policy: PolicyLike | None = None,
+    ) -> tuple[ModelContext, int]:
+        """Like :meth:`build`, also returning the last seq the build read or wrote.
+
+        That is the ``expected_last_seq`` of the caller's next append when nothing else writes to
+        the session in between (what :class:`~contextwarden.assemble.session.Session` keeps for you).
+        """
+        resolved = self._resolve(policy)
+        profile = resolve_profile(model)
+        settings = BuildSettings(profile=profile, tools=tuple(definition(t) for t in tools), policy=resolved)
+        with self._session_lock(session_id):
+            if self.tree_budget is not None:
+                self.tree_budget.check(self.store, session_id)
+                self.tree_budget.deliver(self.store, session_id)
+            window = self._window(session_id, resolved)
+            self._record_settings(session_id, window, settings)
+            context = self._plan_and_assemble(session_id, window, settings)
+            return context, window.projection.last_seq
+
+    def _record_settings(self, session_id: str, window: _Window, settings: BuildSettings) -> None:
+        if window.recorded == settings:
+            return
+        stored = self.store.append(session_id, [record_event(settings)], expected_last_seq=window.projection.last_seq)
+        window.projection.add(stored[0])
+        window.recorded = settings
+
+    def _plan_and_assemble(self, session_id: str, window: _Window, settings: BuildSettings) -> ModelContext:
+        policy, profile = settings.policy, settings.profile
+        projection = window.projection
+        exposed = self.exposed_tools(settings.tools, projection, policy=policy)
+        fixed = self._fixed_tokens(projection.system, exposed)
+        window_ids: list[str] = []
+        made: list[Decision] = []
+        budget = policy.budget.usable_input(profile, tool_schema_tokens=0)
+        trigger = min(policy.budget.trigger_for(profile), budget)
+        decision = plan(
+            projection,
+            total=projection.estimate(fixed).tokens,
+            trigger=trigger,
+            profile=profile,
+            turns_so_far=projection.assistant_turns,
+            settings=policy.planner,
+            evidence=projection.protected_ids(policy.planner.working_set_files),
+            conversation_tokens=projection.total,
+        )
+        if decision.edits:
+            window_ids.append(self._record_edits(session_id, projection, decision))
+        if decision.needs_compaction and policy.compact and self.compactor is not None:
+            compaction = self.compactor.compact_window(session_id, projection, profile=profile, reason=decision.reason)
+            if compaction is not None:
+                stored = self.store.append(session_id, [compaction], expected_last_seq=projection.last_seq)
+                window_ids.append(stored[0].id)
+                compacted = Decision(
+                    action="compact",
+                    target=stored[0].id,
+                    reason=decision.reason,
+                    tokens_saved=max(compaction.tokens_before - compaction.tokens_after, 0),
+                )
+                window = self._window(session_id, policy)  # reloads the window after the compaction
+                projection = window.projection
+                made.append(compacted)
+        if window_ids:
+            # The first window event that evicts something is where the retrieval tools appear.
+            exposed = self.exposed_tools(settings.tools, projection, policy=policy)
+            fixed = self._fixed_tokens(projection.system, exposed)
+        shown = any(t.name == READ_RANGE.name for t in exposed)
+        if shown and window.retrieval_shown is False and not window_ids:
+            # Output truncated at ingestion made them needed: the tool list changes here, so record it.
+            batch = ContextEditBatch(edits=(), reason="retrieval tools offered: output truncated at ingestion")
+            stored_batch = self.store.append(session_id, [batch], expected_last_seq=projection.last_seq)
+            projection.add(stored_batch[0])
+            window_ids.append(stored_batch[0].id)
+        window.retrieval_shown = shown
+        return self._assemble(
+            window, profile, exposed, fixed, budget, tuple(window_ids), (*made, plan_of(decision)), policy
+        )
+
+    def exposed_tools(
+        self, tools: Sequence[ToolLike], projection: Projection, *, policy: PolicyLike | None = None
+    ) -> tuple[ToolDefinition, ...]:
+        """The tools a request offers.
+
+        The caller's, filtered by the last recorded tool-set change, then the retrieval tools when
+        the policy enables them and something left the window (masked, superseded, compacted, or
+        truncated at ingestion). Before that there is nothing to read back, and their schemas would
+        ride on every request of a short session. They appear with the window event that first
+        evicts, which rewrites the request anyway; a truncation at ingestion records an (empty)
+        context-edit batch for the change, so the cached prefix only ever changes at window events.
+        """
+        resolved = self._resolve(policy)
+        return exposed_tools(
+            tools, projection.exposed_tools, retrieval=resolved.retrieval_tools and evicted(projection)
+        )
+
+    def _fixed_tokens(self, system: str, tools: Sequence[ToolDefinition]) -> int:
+        return self.counter.count(system) + sum(self.counter.count(tool_json(t)) for t in tools)
+
+    def _record_edits(self, session_id: str, projection: Projection, decision: Plan) -> str:
+        before = projection.total
+        batch = ContextEditBatch(
+            edits=decision.edits,
+            reason=decision.reason,
+            tokens_before=before,
+            tokens_after=before - decision.saved_tokens,
+        )
+        stored = self.store.append(session_id, [batch], expected_last_seq=projection.last_seq)
+        projection.add(stored[0])
+        return stored[0].id
+
+    def _assemble(
+        self,
+        window: _Window,
+        profile: ModelProfile,
+        tools: tuple[ToolDefinition, ...],
+        fixed: int,
+        budget: int,
+        window_ids: tuple[str, ...],
+        made: tuple[Decision, ...],
+        policy: ContextPolicy,
+    ) -> ModelContext:
+        """Measure and return the request; ``made`` are this build's own decisions (compaction, plan)."""
+        projection = window.projection
+        messages, pairing, measured = projection.normalized()
+        sections: dict[str, int] = {k: measured.get(k, 0) for k in SECTIONS}
+        sections["system"] = self.counter.count(projection.system)
+        sections["tools"] = fixed - sections["system"]
+        total = sum(sections.values())
+        standing = (*projection.decisions, *pairing)
+        own = tuple(d for d in standing if d not in window.reported)  # this build's, not the window's history
+        window.reported = set(standing)
+        decisions = (*own, *made)
+        # The provider's last usage report is truer than our count (seed 000): anchor on it when fresh.
+        estimate = projection.estimate(fixed)
+        checked = total if estimate.anchored is None else estimate.tokens
+        if checked > budget:
+            anchored = "" if estimate.anchored is None else f" (estimated from the last usage report; counted {total})"
+            raise BudgetExceededError(
+                f"request for {profile.name} does not fit after every reduction{anchored}",
+                budget=budget,
+                total=checked,
+                sections=sections,
+            )
+        return ModelContext(
+            model=profile.name,
+            system=projection.system,
+            messages=messages,
+            tools=tools,
+            sections=sections,
+            total_tokens=total,
+            budget=budget,
+            window=profile.context_window,
+            counter=self.counter.name,
+            cache_breakpoints=_breakpoints(messages, projection, fixed=fixed, profile=profile, policy=policy),
+            decisions=decisions,
+            window_event_ids=window_ids,
+        )
+
+    def project_for_subtask(
+        self,
+        session_id: str,
+        task: str,
+        *,
+        select: Sequence[str] = (),
+        model: str | ModelProfile | None = None,
+        tools: Sequence[ToolLike] = (),
+    ) -> SubtaskContext:
+        """Open a child session for ``task`` with a scoped context (see :func:`subagents.project_for_subtask`)."""
+        return project_for_subtask(self, session_id, task, select=select, model=model, tools=tools)
+
+    def retrieve(self, session_id: str, call: ToolCall, *, policy: PolicyLike | None = None) -> ToolResult:
+        """Serve a ``read_range`` or ``recall`` call from the full log; the caller appends the result.
+
+        Eviction is not forgetting: masked, superseded and truncated outputs stay in the log, and
+        this reads them back (bounded like any tool output). It reads the whole log, on demand only.
+        """
+        resolved = self._resolve(policy)
+        text = answer_retrieval(
+            self.store.read(session_id),
+            call,
+            counter=self.counter,
+            max_tokens=resolved.retrieval_max_tokens,
+            policies=resolved.tool_policies,
+        )
+        return ToolResult(call_id=call.id, tool_name=call.name, output=text)
+
+    def record_usage(self, session_id: str, usage: UsageReport) -> None:
+        """Append a provider usage report (it anchors later size estimates)."""
+        last = self.store.get_session(session_id).last_seq
+        self.store.append(session_id, [usage], expected_last_seq=last)
+
+    def forget(self, session_id: str) -> None:
+        """Drop the session's cached projections (the next build reloads the window from the store)."""
+        with self._guard:
+            for key in [k for k in self._windows if k[0] == session_id]:
+                del self._windows[key]
+
+
+def plan_of(decision: Plan) -> Decision:
+    """The decision-log entry of the planner's verdict (why it reduced now, or did not)."""
+    return Decision(action="plan", target="", reason=decision.reason)
+
+
+def _note_settings(window: _Window, events: Sequence[Event]) -> None:
+    """Remember the newest build settings ``events`` record (a malformed record is recorded again)."""
+    for event in reversed(events):
+        if isinstance(event, SettingChange) and BUILD_KEY in event.settings:
+            try:
+                window.recorded = build_settings_of(event)
+            except CodecError:
+                window.recorded = None
+            return
+
+
+def _breakpoints(
+    messages: Sequence[Message], projection: Projection, *, fixed: int, profile: ModelProfile, policy: ContextPolicy
+) -> tuple[int, ...]:
+    """Stable boundaries of the request, as message indices.
+
+    After system and tools; after a compacted window's opening; just before the frontier (the first
+    item any pending or possible edit can change, so a batch re-writes only from there); at the end.
+    Every stable one lies at or before the frontier, so its prefix holds until the next compaction.
+    A stable boundary whose prefix (measured: system, tools and the items before it) is below the
+    model's minimum cacheable length would cache nothing, so it is left out.
+    """
+    thinking = policy.planner.mask and policy.planner.drop_old_thinking
+    frontier = projection.frontier(thinking=thinking)
+    minimum = profile.min_cacheable_tokens if profile.cache_style != "none" else 0
+    stable: list[tuple[int, int]] = [(-1, fixed)]  # (message index, prefix tokens)
+    opening = 0  # a compacted window opens with its pinned block and summary
+    while opening < len(messages) and messages[opening].section in ("pinned", "summary"):
+        opening += 1
+    if opening:
+        stable.append((opening - 1, fixed + sum(m.tokens for m in messages[:opening])))
+    if frontier is not None:
+        found = _message_index(messages, projection.items[frontier].id, frontier)
+        if found:
+            stable.append((found - 1, fixed + projection.total - projection.tail_tokens(frontier)))
+    points = {index for index, prefix in stable if prefix >= minimum and (frontier is None or index < len(messages))}
+    if messages:
+        points.add(len(messages) - 1)
+    return tuple(sorted(points))
+
+
+def _message_index(messages: Sequence[Message], item_id: str, guess: int) -> int | None:
+    """Index of the message rendering ``item_id``, searched outwards from ``guess``.
+
+    Pairing normalization drops orphans and adds aborted results, so the item's message sits a few
+    places from its item position; the search is exact, and short in practice.
+    """
+    count = len(messages)
+    start = min(max(guess, 0), count - 1) if count else 0
+    for step in range(count + 1):
+        for n in (start - step, start + step) if step else (start,):
+            if 0 <= n < count and item_id in messages[n].source_ids:
+                return n
+    return None

@@ -1,0 +1,360 @@
+"""The compactor: turns a window that no longer fits into one :class:`~contextwarden.log.events.Compaction`.
+
+:class:`WindowCompactor` implements the manager's ``Compactor`` seam. For a window it
+
+1. finds the cut (:func:`~contextwarden.plan.compaction.cutpoint.find_cut`); nothing old enough → None,
+   with no model call and no event;
+2. snapshots the task state at the cut as the new window's anchors (goal, constraints, latest
+   steering, project rules stay verbatim outside the summary);
+3. summarizes the leaving history: the update path gives the previous summary apart from the
+   transcript, plus every item newly leaving (the previous window's kept tail included, since the
+   new window's events start where the old tail started); every K compactions, or after a
+   compaction that needed repair, it re-grounds from the raw events of the log instead;
+4. summarizes the start of a split turn separately;
+5. falls back to the structured summarizer when the model's summary is rejected or its call
+   fails (a cancellation is never a fallback: it propagates and nothing is written);
+6. verifies the result against the derived state and appends what is missing;
+7. returns the event; the caller appends it. A failed compaction appends nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ...budget import BudgetPolicy
+from ...errors import Cancelled, CompactionError, ProviderError, SummaryRejected, UsageError
+from ...log.events import Compaction, JSONValue
+from ...log.store._protocol import SessionStore
+from ...models import ModelProfile, get_profile
+from ...tokens import TokenCounter, best_counter
+from ...window.items import ContextItem
+from ...window.opening import compaction_blocks, pinned_text
+from ...window.projection import Projection
+from ...window.taskstate import TaskState
+from ..seams import WindowManager
+from ._base import Summarizer, SummaryInput, SummaryOptions, SummaryResult
+from .cutpoint import CutPoint, find_cut
+from .serialize import entries_from_events, entries_from_items
+from .structured import StructuredSummarizer
+from .verify import anchor_state, reground_reason, verify_summary
+
+MIN_SUMMARY_TOKENS = 96
+"""A summary may always take at least this many tokens, however full the window."""
+TURN_HEADING = "## Current Turn (started before the kept messages)"
+"""Heading joining a split turn's prefix summary to the history summary."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompactionSettings:
+    """How compaction cuts, summarizes and checks. Vary it with ``dataclasses.replace``."""
+
+    keep_recent_tokens: int = 20_000
+    """At least this many tokens of the newest conversation stay verbatim."""
+    keep_recent_max_share: float = 0.35
+    """...but never more than this share of the model's compaction trigger, so a small window
+    still has something old enough to summarize and room for it (no effect above ~90K-token windows)."""
+    reground_every: int = 4
+    """Re-ground from raw events on every K-th compaction (0: never on a schedule)."""
+    reground_after_repair: bool = True
+    """Re-ground when the previous compaction's verification had to repair its summary."""
+    verify: bool = True
+    """Check each summary against the derived state and append what is missing."""
+    fallback: bool = True
+    """When the summarizer fails or its summary is rejected, write the summary with the fallback
+    summarizer (structured by default). False: the compaction fails, raising the cause, and the
+    log stays unchanged."""
+    budget: BudgetPolicy | None = None
+    """The policy giving the trigger ``keep_recent_max_share`` applies to (None: defaults)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Written:
+    text: str
+    results: tuple[SummaryResult, ...]
+    fallbacks: tuple[str, ...]
+    split: bool = False
+    wasted_input: int = 0
+    wasted_output: int = 0
+
+
+class WindowCompactor:
+    """The :class:`~contextwarden.plan.seams.Compactor` of contextwarden (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        *,
+        summarizer: Summarizer | None = None,
+        fallback: Summarizer | None = None,
+        counter: TokenCounter | None = None,
+        settings: CompactionSettings | None = None,
+    ) -> None:
+        """Compact sessions of ``store`` with ``summarizer`` (default: structured, no model).
+
+        ``fallback`` writes the summary when ``summarizer`` fails or is rejected (default: the
+        structured summarizer); pass the same counter as the manager's so sizes agree.
+        """
+        self.store = store
+        self.counter = counter or best_counter()
+        self.summarizer: Summarizer = summarizer or StructuredSummarizer(counter=self.counter)
+        self.fallback: Summarizer = fallback or StructuredSummarizer(counter=self.counter)
+        self.settings = settings or CompactionSettings()
+
+    # ------------------------------------------------------------------ seam
+
+    def compact_window(
+        self, session_id: str, projection: Projection, *, profile: ModelProfile, reason: str
+    ) -> Compaction | None:
+        """The manager's entry point: compact because the window is over its trigger."""
+        return self.prepare(session_id, projection, profile=profile, trigger="budget", reason=reason)
+
+    @property
+    def budget(self) -> BudgetPolicy:
+        """The budget policy sizes are derived from."""
+        return self.settings.budget or BudgetPolicy()
+
+    def keep_recent(self, profile: ModelProfile) -> int:
+        """Tokens kept verbatim for ``profile``: the setting, capped by a share of the trigger.
+
+        The share is of the usable input instead when that is smaller (windows below the reserve).
+        """
+        limit = min(self.budget.trigger_for(profile), self.budget.usable_input(profile))
+        return max(min(self.settings.keep_recent_tokens, int(limit * self.settings.keep_recent_max_share)), 1)
+
+    def summary_budget(self, profile: ModelProfile, cut: CutPoint, anchors: TaskState) -> int:
+        """The most tokens the summary may take in the agent's window.
+
+        The summary output budget, capped by what the window has left once the kept tail, the
+        pinned anchors and the system prompt are in.
+        """
+        fixed = self.counter.count(pinned_text(anchors, self.counter)) + self.counter.count("\n\n".join(anchors.system))
+        room = self.budget.usable_input(profile) - cut.kept_tokens - fixed - 256
+        return max(min(self.budget.summary_max_tokens(profile), room), MIN_SUMMARY_TOKENS)
+
+    def prepare(
+        self,
+        session_id: str,
+        projection: Projection,
+        *,
+        profile: ModelProfile,
+        trigger: str,
+        reason: str = "",
+        focus: str = "",
+        options: SummaryOptions | None = None,
+        reground: bool = False,
+    ) -> Compaction | None:
+        """Build the compaction event for the session's window; the caller appends it.
+
+        None when nothing is old enough to summarize or the result would not be smaller.
+        """
+        options = options or SummaryOptions()
+        options.check_cancelled("before it started")
+        keep = self.keep_recent(profile)
+        cut = find_cut(projection.items, keep_recent=keep, keep_ids=projection.state.evidence_ids)
+        if cut is None:
+            return None
+        previous = projection.compaction
+        base = TaskState.from_dict(previous.state) if previous is not None else None
+        window_events = self.store.read_window(session_id)
+        anchors = anchor_state(window_events, base=base, first_kept_seq=cut.first_kept_seq, leaving=cut.leaving)
+        why_reground = (
+            "explicit request"
+            if reground
+            else reground_reason(
+                previous, every=self.settings.reground_every, after_repair=self.settings.reground_after_repair
+            )
+        )
+        written = self._write(
+            session_id,
+            projection,
+            cut,
+            anchors,
+            focus=focus,
+            reground=why_reground,
+            options=options,
+            max_tokens=self.summary_budget(profile, cut, anchors),
+        )
+        options.check_cancelled("before it was recorded")
+        summary, verification = written.text, {}
+        if self.settings.verify:
+            kept_text = "\n".join(_item_text(i) for i in cut.kept)
+            summary, check = verify_summary(
+                summary,
+                state=projection.state,
+                anchors=anchors,
+                kept_text=kept_text,
+                entries=entries_from_events(window_events),
+                kept_ids=frozenset(sid for i in cut.kept for sid in i.message.source_ids),
+            )
+            verification = check.to_dict()
+        details: dict[str, JSONValue] = {
+            "trigger": trigger,
+            "reason": reason,
+            "focus": focus,
+            "keep_recent_tokens": keep,
+            "split_turn": written.split,
+            "reground": why_reground,
+            "fallback": list(written.fallbacks),
+            "notes": [n for r in written.results for n in r.notes],
+            "summarizer_calls": sum(r.calls for r in written.results),
+            "rejected_input_tokens": written.wasted_input,
+            "rejected_output_tokens": written.wasted_output,
+        }
+        if projection.exposed_tools is not None:
+            details["exposed_tools"] = list(projection.exposed_tools)
+        event = Compaction(
+            summary=summary,
+            first_kept_seq=cut.first_kept_seq,
+            covered_from_seq=previous.covered_from_seq if previous is not None else _first_seq(cut),
+            covered_to_seq=cut.first_kept_seq - 1,
+            tokens_before=projection.total,
+            summarizer=_who(written),
+            summarizer_input_tokens=sum(r.input_tokens for r in written.results) + written.wasted_input,
+            summarizer_output_tokens=sum(r.output_tokens for r in written.results) + written.wasted_output,
+            verification=verification,
+            state=anchors.to_dict(),
+            details=details,
+        )
+        after = sum(b.tokens for b in compaction_blocks(event, self.counter)) + cut.kept_tokens
+        if after >= projection.total:
+            return None
+        return replace(event, tokens_after=after)
+
+    # ------------------------------------------------------------------ writing
+
+    def _write(
+        self,
+        session_id: str,
+        projection: Projection,
+        cut: CutPoint,
+        anchors: TaskState,
+        *,
+        focus: str,
+        reground: str,
+        options: SummaryOptions,
+        max_tokens: int,
+    ) -> _Written:
+        previous = projection.compaction
+        summary_tokens = sum(i.tokens for i in projection.items if i.kind == "summary")
+        # A split turn gets its own prefix summary only when history precedes it in this window;
+        # otherwise (a session that is one long turn) the whole leaving part is the history.
+        split = bool(cut.turn_prefix and cut.history)
+        history = cut.history if split else cut.leaving
+        if reground:
+            end = cut.turn_prefix[0].recency if split else cut.first_kept_seq
+            raw = [e for e in self.store.read(session_id) if e.seq < end]
+            entries, prior = tuple(entries_from_events(raw)), ""
+        else:
+            entries, prior = tuple(entries_from_items(history)), previous.summary if previous is not None else ""
+        wasted = [0, 0]
+        data = SummaryInput(
+            entries=entries,
+            state=anchors,
+            previous_summary=prior,
+            focus=focus,
+            reground=bool(reground),
+            max_tokens=max_tokens * 2 // 3 if split else max_tokens,
+            anchors_pinned=True,
+            replaced_tokens=sum(i.tokens for i in history) + summary_tokens,
+        )
+        result, why = self._summarize(data, options, wasted)
+        parts, results = [result.text], [result]
+        fallbacks = [f"history: {why}"] if why else []
+        if split:
+            data = SummaryInput(
+                entries=tuple(entries_from_items(cut.turn_prefix)),
+                state=anchors,
+                purpose="turn_prefix",
+                focus=focus,
+                max_tokens=max_tokens // 3,
+                anchors_pinned=True,
+                replaced_tokens=sum(i.tokens for i in cut.turn_prefix),
+            )
+            result, why = self._summarize(data, options, wasted)
+            parts.append(f"{TURN_HEADING}\n\n{_demote(result.text)}")
+            results.append(result)
+            fallbacks += [f"turn prefix: {why}"] if why else []
+        return _Written(
+            text="\n\n".join(parts),
+            results=tuple(results),
+            fallbacks=tuple(fallbacks),
+            split=split,
+            wasted_input=wasted[0],
+            wasted_output=wasted[1],
+        )
+
+    def _summarize(self, data: SummaryInput, options: SummaryOptions, wasted: list[int]) -> tuple[SummaryResult, str]:
+        try:
+            return self.summarizer.summarize(data, options=options), ""
+        except Cancelled:
+            raise
+        except (SummaryRejected, ProviderError, CompactionError) as exc:
+            wasted[0] += getattr(exc, "input_tokens", 0)
+            wasted[1] += getattr(exc, "output_tokens", 0)
+            if not self.settings.fallback or self.fallback is self.summarizer:
+                raise
+            options.check_cancelled("after the summarizer failed")
+            result = self.fallback.summarize(data, options=options)
+            return result, f"{self.summarizer.name} failed ({type(exc).__name__}: {exc}); used {result.summarizer}"
+
+
+def _item_text(item: ContextItem) -> str:
+    m = item.message
+    calls = " ".join(f"{c.name} {c.arguments}" for c in m.tool_calls)
+    return f"{m.text}\n{calls}" if calls else m.text
+
+
+def _first_seq(cut: CutPoint) -> int:
+    return min((i.recency for i in cut.leaving if i.recency), default=1)
+
+
+def _demote(text: str) -> str:
+    """Turn a prefix summary's ``## `` headings into ``### `` so it nests under :data:`TURN_HEADING`."""
+    return "\n".join(f"#{line}" if line.startswith("## ") else line for line in text.splitlines())
+
+
+def _who(written: _Written) -> str:
+    names = list(dict.fromkeys(r.summarizer for r in written.results))
+    model = next((r.model for r in written.results if r.model), "")
+    who = "+".join(names)
+    return f"{who} ({model})" if model and model not in who else who
+
+
+def compact(
+    manager: WindowManager,
+    session_id: str,
+    *,
+    model: str | ModelProfile,
+    focus: str = "",
+    options: SummaryOptions | None = None,
+    reground: bool = False,
+    trigger: str = "explicit",
+    reason: str = "",
+) -> Compaction | None:
+    """Compact a session now, on request (``focus`` tells the summarizer what matters most).
+
+    Uses the manager's compactor, which must be a :class:`WindowCompactor`. Returns the stored
+    event, or None when nothing is old enough to summarize. A failure or a cancellation raises and
+    leaves the log unchanged.
+    """
+    compactor = manager.compactor
+    if not isinstance(compactor, WindowCompactor):
+        raise UsageError("compact() needs a ContextManager built with compactor=WindowCompactor(...)")
+    profile = model if isinstance(model, ModelProfile) else get_profile(model)
+    projection = manager.projection(session_id)
+    event = compactor.prepare(
+        session_id,
+        projection,
+        profile=profile,
+        trigger=trigger,
+        reason=reason,
+        focus=focus,
+        options=options,
+        reground=reground,
+    )
+    if event is None:
+        return None
+    stored = manager.store.append(session_id, [event], expected_last_seq=projection.last_seq)
+    result = stored[0]
+    assert isinstance(result, Compaction)
+    return result

@@ -1,0 +1,274 @@
+"""The structured summarizer: a summary built from the derived task state, without a model.
+
+It is the embedded default and the fallback for every rejected model summary, so it must always
+work: offline, deterministic (the same input gives the same bytes), bounded (every section has a
+line cap and every line a character cap) and complete with respect to what verification checks
+(goal, constraints, modified files, unresolved errors, failing tests, a next step).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ...tokens import TokenCounter
+from ...window.state import MAX_CONSTRAINTS, TaskState
+from ._base import SummaryInput, SummaryOptions, SummaryResult
+from .serialize import Entry, call_label
+from .truth import (
+    PINNED_CONSTRAINTS,
+    PINNED_GOAL,
+    Step,
+    clean_text,
+    current_errors,
+    current_failing,
+    current_tests,
+    failure_lines,
+    is_banner,
+    last_step,
+    refer_to_anchors,
+)
+
+MAX_LINE_CHARS = 300
+"""Every bullet is cut to this many characters."""
+MAX_LINES = 12
+"""Every list section keeps at most this many bullets (newest kept where order matters)."""
+MAX_FILES = 100
+"""Modified files and failing tests are listed up to this many (verification checks every one)."""
+MAX_GOAL_CHARS = 2_000
+"""The goal is cut to this many characters (it is pinned verbatim elsewhere anyway)."""
+
+_DECISION = re.compile(
+    r"\b(?:because|decided|decide to|instead|chose|so that|rather than)\b|决定|因为|改为", re.IGNORECASE
+)
+_SENTENCES = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+
+
+SHAPES: tuple[tuple[int, int], ...] = ((MAX_LINES, MAX_LINE_CHARS), (6, 160), (3, 100), (1, 60))
+"""(bullets per list section, characters per line), tried in order until the summary fits its budget."""
+
+
+@dataclass(frozen=True)
+class _Shape:
+    lines: int = MAX_LINES
+    chars: int = MAX_LINE_CHARS
+
+    def line(self, text: str, limit: int | None = None) -> str:
+        limit = limit or self.chars
+        flat = " ".join(text.split())
+        return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+    def bullets(self, items: Iterable[str], *, empty: str, newest: bool = False, limit: int | None = None) -> list[str]:
+        unique = list(dict.fromkeys(i for i in items if i.strip()))
+        keep = limit or self.lines
+        unique = unique[-keep:] if newest else unique[:keep]
+        return [f"- {self.line(i)}" for i in unique] or [f"- {empty}"]
+
+
+def _section(text: str, heading: str) -> list[str]:
+    """Lines under ``heading`` in an earlier summary, up to the next heading."""
+    lines = text.splitlines()
+    out: list[str] = []
+    inside = False
+    for line in lines:
+        if line.lstrip().startswith("#"):
+            if inside:
+                break
+            inside = line.strip().lstrip("#").strip().lower() == heading.lower()
+            continue
+        if inside and line.strip():
+            out.append(line.strip())
+    return out
+
+
+def _actions(entries: Sequence[Entry]) -> tuple[list[str], list[str]]:
+    """(done, failed) actions: each tool call labelled, paired with its result by order.
+
+    A failure quotes its failure lines; a failure that a later run of the same call fixed says so.
+    """
+    done: list[str] = []
+    failed: list[tuple[str, str]] = []
+    pending: dict[str, list[str]] = {}
+    for e in entries:
+        if e.label == "tool call":
+            pending.setdefault(e.name, []).append(call_label(e))
+        elif e.label == "tool result":
+            queue = pending.get(e.name) or [e.name]
+            label = clean_text(queue.pop(0))
+            if e.error:
+                why = " | ".join(failure_lines(e.text)) or "(no output)"
+                failed.append((label, f"`{label}` failed at #{e.seq}: {why}"))
+            else:
+                done.append(f"[x] `{label}` (#{e.seq})")
+                failed = [
+                    (lb, f"{text} (later passed)" if lb == label and "later passed" not in text else text)
+                    for lb, text in failed
+                ]
+    return done, [text for _, text in failed]
+
+
+def _carried_failures(previous: str) -> list[str]:
+    """Failed attempts of an earlier summary, without banner-only quotes or escapes."""
+    out = []
+    for line in _section(previous, "Failed Attempts"):
+        text = clean_text(line.removeprefix("- ").strip())
+        head, sep, quote = text.partition(": ")
+        if sep and is_banner(quote.split(" | ")[0]):
+            text = head
+        if text and text != "(none)":
+            out.append(text)
+    return out
+
+
+def _assistant_sentences(entries: Sequence[Entry]) -> list[str]:
+    out: list[str] = []
+    for e in entries:
+        if e.label == "assistant":
+            out += [s.strip() for s in _SENTENCES.split(clean_text(e.text)) if s.strip()]
+    return out
+
+
+def _in_progress(step: Step | None) -> str:
+    if step is None:
+        return ""
+    if not step.finished:
+        return clean_text(step.text)
+    calls = ", ".join(f"`{c}`" for c in step.calls) or "its reply"
+    outcome = "with a failure" if step.failed else "successfully"
+    return f"(nothing: the last step, {calls}, finished {outcome} at #{step.seq})"
+
+
+def _intent(state: TaskState, pinned: bool) -> str:
+    """The latest request, unless it is the goal or the steering the window already pins."""
+    if pinned and state.latest_user_intent.strip() == state.goal.strip():
+        return ""
+    if pinned and state.latest_user_intent.strip() == state.latest_steering.strip():
+        return ""
+    return clean_text(state.latest_user_intent)
+
+
+def _next_steps(state: TaskState, step: Step | None, shape: _Shape, *, pinned: bool) -> list[str]:
+    steps: list[str] = []
+    failing = current_failing(state)
+    errors = current_errors(state)
+    if failing:
+        steps.append("Make the failing tests pass: " + ", ".join(failing[:6]))
+    if errors:
+        steps.append("Resolve the open error: " + errors[-1][0])
+    if step is not None and not step.finished:
+        steps.append("Continue from the last step: " + clean_text(step.text))
+    intent = _intent(state, pinned)
+    if intent:
+        steps.append("Serve the latest request: " + intent)
+    if not steps:
+        where = "the task pinned above" if pinned else "the goal above"
+        steps.append(f"Continue with {where}, starting from the most recent messages.")
+    return [f"{n}. {shape.line(s)}" for n, s in enumerate(steps[:4], 1)]
+
+
+def _tests(state: TaskState) -> list[str]:
+    out = []
+    for t in current_tests(state):
+        verdict = "passed" if t.passed else "FAILED"
+        names = f" (failing: {', '.join(t.failing[:MAX_FILES])})" if t.failing else ""
+        out.append(f"`{t.target}` {verdict}{names} at #{t.seq}")
+    return out
+
+
+def history_summary(data: SummaryInput, shape: _Shape = _Shape()) -> str:
+    """The history summary for ``data``, every section filled, true as of its last entry."""
+    s = data.state
+    pinned = data.anchors_pinned
+    done_before = [clean_text(ln.removeprefix("- ").strip()) for ln in _section(data.previous_summary, "Done")]
+    done, failed = _actions(data.entries)
+    step = last_step(data.entries)
+    changed = [f"[x] Changed `{f}`" for f in s.files_modified]
+    sentences = _assistant_sentences(data.entries)
+    decisions = [x for x in sentences if _DECISION.search(x)]
+    questions = [x for x in sentences if x.endswith(("?", "？"))]
+    errors = [e for e, _ in current_errors(s)]
+    blocked = [*(f"Failing test: {t}" for t in current_failing(s)), *errors]
+    context = [*(f"Error: {e}" for e in errors), *(f"Read: `{f}`" for f in s.files_read)]
+    goal = PINNED_GOAL if pinned and s.goal else shape.line(s.goal, min(MAX_GOAL_CHARS, shape.chars * 6))
+    constraints = [PINNED_CONSTRAINTS.format(n=len(s.constraints))] if pinned and s.constraints else s.constraints
+    b = shape.bullets
+    lines = [
+        "## Goal",
+        goal or "(no goal recorded)",
+        "## Constraints & Preferences",
+        *b(constraints, empty="(none)", limit=MAX_CONSTRAINTS),
+        "## Progress",
+        "### Done",
+        *b([*changed, *done_before, *done], empty="(nothing finished yet)", newest=True),
+        "### In Progress",
+        *b([_in_progress(step)], empty="(none recorded)"),
+        "### Blocked",
+        *b(blocked, empty="(nothing known)", limit=MAX_FILES),
+        "## Key Decisions",
+        *b(decisions, empty="(none recorded)", newest=True),
+        "## Next Steps",
+        *_next_steps(s, step, shape, pinned=pinned),
+        "## Critical Context",
+        *b(context, empty="(none)"),
+        "## Working Set",
+        *b([f"`{f}`" for f in s.working_set], empty="(empty)"),
+        "## Changes",
+        *b([f"`{f}`" for f in s.files_modified], empty="(no files changed)", limit=MAX_FILES),
+        "## Test Status",
+        *b(_tests(s), empty="(no tests run)"),
+        "## Failed Attempts",
+        *b([*_carried_failures(data.previous_summary), *failed], empty="(none)", newest=True),
+        "## Open Questions",
+        *b(questions, empty="(none recorded)", newest=True),
+        "## Latest User Intent",
+        shape.line(_intent(s, pinned), shape.chars * 3)
+        or ("(see the pinned block above)" if pinned else "(none recorded)"),
+    ]
+    if data.focus:
+        lines[0:0] = [f"_Focus requested: {shape.line(data.focus)}_", ""]
+    text = "\n".join(lines)
+    return refer_to_anchors(text, s)[0] if pinned else text
+
+
+def turn_prefix_summary(data: SummaryInput, shape: _Shape = _Shape()) -> str:
+    """The turn-prefix summary: the turn's request, its steps so far, the paths they touched."""
+    request = clean_text(next((e.text for e in data.entries if e.label in ("user", "steering")), ""))
+    done, failed = _actions(data.entries)
+    touched = [clean_text(call_label(e)) for e in data.entries if e.label == "tool call"]
+    lines = [
+        "## Turn Request",
+        shape.line(request or data.state.latest_user_intent, shape.chars * 3) or "(started before this window)",
+        "## Turn Progress",
+        *shape.bullets([*done, *failed], empty="(no tool calls yet)", newest=True),
+        "## Turn Context",
+        *shape.bullets(touched, empty="(none)", newest=True),
+    ]
+    return "\n".join(lines)
+
+
+class StructuredSummarizer:
+    """A :class:`~contextwarden.plan.compaction.Summarizer` that needs no model (see the module docstring).
+
+    With ``data.max_tokens`` set, sections shrink (fewer bullets, shorter lines) until the summary
+    fits; sizes are measured with ``counter`` (default: a conservative three characters a token).
+    """
+
+    name = "structured"
+
+    def __init__(self, *, counter: TokenCounter | None = None) -> None:
+        self.counter = counter
+
+    def _size(self, text: str) -> int:
+        return self.counter.count(text) if self.counter is not None else len(text) // 3 + 1
+
+    def summarize(self, data: SummaryInput, *, options: SummaryOptions) -> SummaryResult:
+        """Build the summary from the task state and the entries; never calls a model."""
+        options.check_cancelled("before the structured summary")
+        write = turn_prefix_summary if data.purpose == "turn_prefix" else history_summary
+        text = ""
+        for lines, chars in SHAPES:
+            text = write(data, _Shape(lines, chars))
+            if data.max_tokens is None or self._size(text) <= data.max_tokens:
+                break
+        return SummaryResult(text=text, summarizer=self.name)

@@ -1,0 +1,206 @@
+"""The planner: when to reduce the context and how much, knowing what the cache costs.
+
+Every reduction rewrites the request from the first changed item on, so the provider must
+re-read (and, with explicit caching, re-write) that part at full price once. Clearing ``X``
+tokens whose first change sits ``P`` tokens into a cached tail pays back after about
+
+    turns = (write - read) / read * (P - X) / X
+
+later requests (each saves ``read * X``). The planner therefore waits and batches: it reduces
+when the context passes the trigger (the hard budget always wins), or earlier when the pending
+batch pays back within the turns the session is expected to still run. Lossless reductions
+(superseded, stale, duplicate outputs) come first, then masking of old tool results and old
+thinking; compaction is left to the caller as the last resort.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..log.events import ContextEdit
+from ..models import ModelProfile
+
+
+class ReductionPool(Protocol):
+    """What the planner can reduce, kept up to date incrementally (``Projection`` implements it)."""
+
+    def lossless_edits(self) -> list[ContextEdit]:
+        """Recorded candidates: superseded, stale and duplicate outputs."""
+        ...
+
+    def mask_edits(self, keep_recent: int, protected: frozenset[str]) -> list[ContextEdit]:
+        """Masking edits for tool results older than the last ``keep_recent``, oldest first."""
+        ...
+
+    def thinking_edits(self) -> list[ContextEdit]:
+        """Edits dropping thinking blocks of turns before the latest user message."""
+        ...
+
+    def loss_key(self, edit: ContextEdit) -> tuple[int, int, int]:
+        """Sort key of the order of loss under pressure (smallest goes first)."""
+        ...
+
+    def savings(self, edit: ContextEdit) -> int:
+        """Tokens ``edit`` would take out."""
+        ...
+
+    def settled_tokens(self, protected: frozenset[str]) -> int:
+        """Tokens no batch can change: pinned items, placeholders and the ``protected`` results."""
+        ...
+
+    def position(self, item_id: str) -> int:
+        """Index of the item in the window."""
+        ...
+
+    def tail_tokens(self, position: int) -> int:
+        """Tokens of the items from ``position`` to the end."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannerSettings:
+    """Knobs of the planner (part of :class:`~contextwarden.assemble.manager.ContextPolicy`)."""
+
+    keep_recent_tool_results: int = 3
+    """Tool results newer than this many stay verbatim when masking (Anthropic's context editing keeps 3);
+    a tool policy's own ``keep_recent`` raises the floor for its results."""
+    min_batch_tokens: int = 2_048
+    """A voluntary batch must save at least this many tokens (the hard budget ignores it)."""
+    min_batch_share: float = 0.4
+    """...and at least this share of the conversation: few, large batches lose the cache less often
+    (measured in docs/benchmarks.md, "Replay"). Under an automatic cache (no write premium) it is a share
+    of what a batch could still change (less pinned items, placeholders and protected evidence), which
+    otherwise grows with what no batch can take out and starves batches late in a session."""
+    cache_aware: bool = True
+    """Batch by payback; False reduces at every request as soon as something is reducible."""
+    expected_turns: int | None = None
+    """Turns the session is expected to still run; None estimates half the turns so far (min 4)."""
+    drop_old_thinking: bool = True
+    """Drop thinking blocks of turns before the latest user message."""
+    mask: bool = True
+    """Mask old tool results at all (False: only lossless reductions)."""
+    working_set_files: int = 1
+    """Besides the files the task names or an unresolved failure involves (always protected), the latest
+    current read of this many most relevant working-set files is never masked while no later write made
+    it stale (0: none). Protecting every working-set file costs about 5% more on the generated replay
+    sessions (docs/benchmarks.md), so the default protects one."""
+    pressure_target: float = 0.6
+    """Under pressure, mask down towards this share of the trigger."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """What the planner decided for this request."""
+
+    edits: tuple[ContextEdit, ...] = ()
+    """The batch to record (empty: change nothing, keep the cache)."""
+    reason: str = ""
+    """Why, in words."""
+    saved_tokens: int = 0
+    """Tokens the batch takes out."""
+    needs_compaction: bool = False
+    """Still over the trigger after every edit: the caller should compact."""
+
+
+def cache_prices(profile: ModelProfile) -> tuple[float, float]:
+    """(write, read) price multipliers relative to uncached input for the profile's cache style."""
+    base = profile.input_price or 1.0
+    if profile.cache_style == "none" or not profile.cache_read_price:
+        return 1.0, 1.0
+    write = (profile.cache_write_price or profile.input_price or base) / base
+    if profile.cache_style != "anthropic-breakpoints":
+        write = 1.0  # automatic caches charge a miss at the normal input price
+    return write, profile.cache_read_price / base
+
+
+def payback_turns(*, rewritten: int, saved: int, write: float, read: float) -> float:
+    """Later requests needed before clearing ``saved`` tokens beats keeping the cache."""
+    if saved <= 0:
+        return float("inf")
+    if read >= write:
+        return 0.0
+    return (write - read) / read * max(rewritten - saved, 0) / saved
+
+
+def plan(
+    pool: ReductionPool,
+    *,
+    total: int,
+    trigger: int,
+    profile: ModelProfile,
+    turns_so_far: int,
+    settings: PlannerSettings,
+    evidence: frozenset[str] = frozenset(),
+    conversation_tokens: int | None = None,
+) -> Plan:
+    """Decide the next batch of reductions (see the module docstring).
+
+    ``total`` is the whole request (system and tool schemas included) and is what the trigger
+    compares; ``conversation_tokens`` is the conversation (default: ``total``), so the number of tools
+    offered does not change when to batch; ``min_batch_share`` is a share of it (under an automatic
+    cache, less what no batch can change: pinned items, placeholders, ``evidence``).
+
+    ``evidence`` names tool results that must stay verbatim (failing tests, unresolved errors,
+    the current reads of the working set): they are never masked, only superseded by a newer
+    result on the same thing. Every edit's saving is net (placeholder included) and positive.
+    """
+    lossless = pool.lossless_edits()
+    skip = frozenset(e.target_id for e in lossless) | evidence
+    masking: list[ContextEdit] = []
+    if settings.mask:
+        masking = pool.mask_edits(settings.keep_recent_tool_results, skip)
+        if settings.drop_old_thinking:
+            masking += pool.thinking_edits()
+    if total > trigger:
+        return _under_pressure(pool, lossless, masking, total=total, trigger=trigger, settings=settings)
+    batch = lossless + masking
+    saved = sum(pool.savings(e) for e in batch)
+    conversation = total if conversation_tokens is None else conversation_tokens
+    write, read = cache_prices(profile)
+    # An automatic cache re-reads a rewritten tail at the input price: there the floor is a share of what
+    # a batch can still change, so settled tokens do not starve batches. An explicit cache also charges a
+    # write premium on every batch, so there it stays a share of the whole conversation (fewer batches):
+    # measured on the generated replay sessions (docs/benchmarks.md), each choice is the cheaper one.
+    settled = pool.settled_tokens(evidence) if write <= 1.0 else 0
+    floor = max(settings.min_batch_tokens, int(settings.min_batch_share * max(conversation - settled, 0)))
+    if not batch or saved < floor:
+        return Plan(reason=f"nothing worth a batch ({saved} tokens reducible, {floor} needed)")
+    if not settings.cache_aware:
+        return Plan(edits=tuple(batch), saved_tokens=saved, reason="reduce at every request (cache-unaware)")
+    first = min(pool.position(e.target_id) for e in batch)
+    rewritten = pool.tail_tokens(first)
+    turns = payback_turns(rewritten=rewritten, saved=saved, write=write, read=read)
+    horizon = settings.expected_turns if settings.expected_turns is not None else max(turns_so_far // 2, 4)
+    if turns <= horizon:
+        return Plan(
+            edits=tuple(batch),
+            saved_tokens=saved,
+            reason=f"batch of {len(batch)} edits saves {saved} tokens; pays back in {turns:.1f} turns (<= {horizon})",
+        )
+    return Plan(reason=f"waiting: {saved} tokens reducible but payback {turns:.1f} turns > {horizon}")
+
+
+def _under_pressure(
+    pool: ReductionPool,
+    lossless: list[ContextEdit],
+    masking: list[ContextEdit],
+    *,
+    total: int,
+    trigger: int,
+    settings: PlannerSettings,
+) -> Plan:
+    batch = list(lossless)
+    saved = sum(pool.savings(e) for e in batch)
+    target = int(trigger * settings.pressure_target)
+    # The order of loss follows the tiers (6 first), then working-set relevance, then age.
+    for edit in sorted(masking, key=pool.loss_key):
+        if total - saved <= target:
+            break
+        batch.append(edit)
+        saved += pool.savings(edit)
+    needs = total - saved > trigger
+    reason = f"over the trigger ({total} > {trigger}): {len(batch)} edits save {saved} tokens"
+    if needs:
+        reason += "; still over, compaction needed"
+    return Plan(edits=tuple(batch), saved_tokens=saved, reason=reason, needs_compaction=needs)

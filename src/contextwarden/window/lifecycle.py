@@ -1,0 +1,107 @@
+"""The lifecycle of tool results: which later result supersedes an earlier one or makes it stale.
+
+Detection happens at ingestion, one result at a time, and only *proposes* edits: an item stays as
+it is (and its :class:`~contextwarden.window.items.Lifecycle` state stays ``FRESH``) until the planner
+records the edit in a batch. That keeps the state honest: it always says what the model sees.
+
+- A successful write to a file makes every earlier read of it stale (and earlier writes' results).
+- A newer read covering the same lines supersedes an older read, a newer run of the same test
+  target or page supersedes the older run, when the newer result's policy is ``supersedable``.
+- An identical call with identical output supersedes the older copy (a pure duplicate).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from ..log.events import ToolCall, ToolResult
+from .accounting import args_json
+from .items import ItemList
+from .policies.presets import ToolPolicy
+from .policies.resources import Resource, covers
+
+__all__ = ["Proposal", "ResourceLedger"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Proposal:
+    """A detected candidate edit: ``target_id`` is superseded or stale because of ``by``."""
+
+    target_id: str
+    """The earlier tool result."""
+    action: Literal["supersede", "stale"]
+    """What ``by`` does to it."""
+    by: ToolResult
+    """The newer result."""
+    what: str
+    """The resource key, or ``identical output``."""
+
+
+class ResourceLedger:
+    """Which results read, changed or ran each resource, as the window grows."""
+
+    def __init__(self) -> None:
+        self._readers: dict[str, list[str]] = {}
+        self._writers: dict[str, list[str]] = {}
+        self._runs: dict[str, list[str]] = {}
+        self._fingerprints: dict[str, str] = {}
+
+    def latest_read(self, key: str) -> str | None:
+        """The id of the latest read of file ``key`` that no later write made stale, if any."""
+        readers = self._readers.get(key)
+        return readers[-1] if readers else None
+
+    def observe(
+        self,
+        event: ToolResult,
+        call: ToolCall | None,
+        resources: Sequence[Resource],
+        policy: ToolPolicy,
+        items: ItemList,
+    ) -> tuple[list[Proposal], str]:
+        """Record ``event`` and return what it supersedes or makes stale.
+
+        Also returns a note for the result's own text when it makes an earlier read stale, so no
+        request presents the old content as current even before the planner replaces it.
+        """
+        proposals: list[Proposal] = []
+        notes: list[str] = []
+        failed = event.is_error or event.exit_code not in (None, 0)
+        for r in resources:
+            if r.kind == "file" and r.access == "write" and not failed:
+                reads = self._readers.pop(r.key, [])
+                older = reads + self._writers.get(r.key, [])
+                self._writers[r.key] = [event.id]
+                proposals += [Proposal(target_id=o, action="stale", by=event, what=r.key) for o in older]
+                seqs = [str(item.recency) for o in reads if (item := items.get(o)) is not None]
+                if seqs:
+                    notes.append(f"[note: {r.key} changed; its earlier output at seq {', '.join(seqs)} is out of date]")
+            elif r.kind == "file" and r.access == "read" and not failed:
+                remaining = []
+                for old in self._readers.get(r.key, []):
+                    item = items.get(old)
+                    touched = item.resources if item is not None else ()
+                    if policy.supersedable and any(covers(r, o) for o in touched if o.key == r.key):
+                        proposals.append(Proposal(target_id=old, action="supersede", by=event, what=r.key))
+                    else:
+                        remaining.append(old)  # a read of other lines stays current
+                self._readers[r.key] = [*remaining, event.id]
+            elif r.kind in ("test", "page"):
+                if policy.supersedable:
+                    older_runs = self._runs.get(r.key, [])
+                    proposals += [Proposal(target_id=o, action="supersede", by=event, what=r.key) for o in older_runs]
+                    self._runs[r.key] = [event.id]
+                else:
+                    self._runs.setdefault(r.key, []).append(event.id)
+        if call is not None:
+            fingerprint = hashlib.sha1(
+                f"{call.name}\0{args_json(call.arguments)}\0{event.output}".encode("utf-8", "surrogatepass")
+            ).hexdigest()
+            previous = self._fingerprints.get(fingerprint)
+            if previous is not None:
+                proposals.append(Proposal(target_id=previous, action="supersede", by=event, what="identical output"))
+            self._fingerprints[fingerprint] = event.id
+        return proposals, "\n".join(notes)

@@ -1,0 +1,179 @@
+"""One-line placeholders for tool results that are masked, superseded or stale.
+
+Each names the tool and a short rendering of its arguments, the size of what it replaces, the
+artifact id (the tool result's event id) and the ``read_range`` call that brings it back, so
+eviction is never forgetting. They are deterministic: no times, nothing but their inputs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ...log.events import JSONValue, ToolCall, ToolResult
+
+__all__ = [
+    "extract_sources",
+    "masked_placeholder",
+    "render_call",
+    "stale_placeholder",
+    "superseded_placeholder",
+]
+
+ARGUMENTS_MAX_CHARS = 120
+"""The rendered arguments of a call are cut to this many characters."""
+_VALUE_MAX_CHARS = 80
+_IDENTITY_KEYS = (
+    "file_path",
+    "path",
+    "notebook_path",
+    "filename",
+    "file",
+    "command",
+    "cmd",
+    "url",
+    "uri",
+    "query",
+    "pattern",
+    "artifact_id",
+)
+_BULKY = frozenset(
+    {
+        "content",
+        "file_text",
+        "new_string",
+        "old_string",
+        "new_str",
+        "old_str",
+        "edits",
+        "new_source",
+        "patch",
+        "input",
+        "body",
+        "data",
+        "code",
+    }
+)
+_URL = re.compile(r"https?://[^\s<>\"'`)\]}]+")
+
+
+def _cap(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _json(value: JSONValue) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if not text.isascii() and re.search("[\ud800-\udfff]", text):
+        # lone surrogates (undecodable bytes) cannot be sent; escape everything instead
+        text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    return text
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _value(key: str, value: JSONValue) -> str:
+    if key in _BULKY and isinstance(value, (str, list, dict)):
+        size = len(value) if isinstance(value, str) else len(_json(value))
+        return f"<{size:,} chars>"
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        # argv lists (Codex shell): render as the command line they stand for
+        value = " ".join(str(v) for v in value)
+    return _cap(_json(value), _VALUE_MAX_CHARS)
+
+
+def render_call(call: ToolCall | None, tool_name: str = "") -> str:
+    """``Name(key="value", ...)`` with identifying arguments first, bulky ones as sizes, capped."""
+    name = call.name if call is not None else tool_name or "tool"
+    if call is None:
+        return f"{name}(…)"
+    args = call.arguments
+    raw = args.get("_raw") if len(args) == 1 else None
+    if isinstance(raw, str):
+        return f"{name}({_cap(_json(raw), ARGUMENTS_MAX_CHARS)})"
+    keys = [k for k in _IDENTITY_KEYS if k in args] + [k for k in args if k not in _IDENTITY_KEYS]
+    rendered = ", ".join(f"{k}={_value(k, args[k])}" for k in keys)
+    return f"{name}({_cap(rendered, ARGUMENTS_MAX_CHARS)})"
+
+
+def extract_sources(text: str, *, limit: int = 8) -> tuple[str, ...]:
+    """Return the first ``limit`` distinct URLs cited in ``text`` (for research placeholders)."""
+    found: list[str] = []
+    for match in _URL.finditer(text):
+        url = match.group().rstrip(".,;:")
+        if url not in found:
+            found.append(url)
+            if len(found) == limit:
+                break
+    return tuple(found)
+
+
+def _size(tokens: int, lines: int) -> str:
+    return f"{tokens:,} tokens, {lines:,} line{'s' if lines != 1 else ''}"
+
+
+def _get_back(result: ToolResult, lines: int, retrievable: bool) -> str:
+    # Only name a tool the model was given; without retrieval the id still tells outputs apart.
+    if not retrievable:
+        return f'artifact "{result.id}", not retrievable in this session'
+    return f'read_range(artifact_id="{result.id}", start_line=1, end_line={max(lines, 1)})'
+
+
+def _subject(call: ToolCall | None, result: ToolResult) -> str:
+    failed = " (failed)" if result.is_error or result.exit_code not in (None, 0) else ""
+    return f"output of {_one_line(render_call(call, result.tool_name))}{failed}"
+
+
+def masked_placeholder(
+    call: ToolCall | None,
+    result: ToolResult,
+    *,
+    tokens: int,
+    lines: int,
+    reason: str,
+    sources: tuple[str, ...] = (),
+    retrievable: bool = True,
+) -> str:
+    """Render the line that replaces a result masked for age or space (``sources``: URLs to keep).
+
+    ``retrievable``: the model has ``read_range``, so the placeholder may tell it to call it.
+    """
+    cited = f" Sources: {_cap(_one_line(', '.join(sources)), 400)}." if sources else ""
+    got = _get_back(result, lines, retrievable)
+    back = f" Get it back with {got}" if retrievable else f" ({got})"
+    return f"[{_subject(call, result)} masked ({_one_line(reason)}): {_size(tokens, lines)}.{cited}{back}]"
+
+
+def superseded_placeholder(
+    call: ToolCall | None,
+    result: ToolResult,
+    *,
+    tokens: int,
+    lines: int,
+    by: str,
+    at_seq: int,
+    retrievable: bool = True,
+) -> str:
+    """Render the line that replaces a result made redundant by a newer one (``by`` at ``at_seq``)."""
+    return (
+        f"[{_subject(call, result)} superseded by {_one_line(by)} at seq {at_seq}: {_size(tokens, lines)};"
+        f" the newer output is the current one. The old one: {_get_back(result, lines, retrievable)}]"
+    )
+
+
+def stale_placeholder(
+    call: ToolCall | None,
+    result: ToolResult,
+    *,
+    tokens: int,
+    lines: int,
+    by: str,
+    at_seq: int,
+    retrievable: bool = True,
+) -> str:
+    """Render the line that replaces a result a later change made out of date (``by`` at ``at_seq``)."""
+    return (
+        f"[{_subject(call, result)} is stale: {_one_line(by)} at seq {at_seq} changed it afterwards, so do not rely on"
+        f" it; read the current version. Old output ({_size(tokens, lines)}): {_get_back(result, lines, retrievable)}]"
+    )

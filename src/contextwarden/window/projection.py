@@ -1,0 +1,414 @@
+"""Projection: the events of the current window become context items, one event at a time.
+
+Every transformation here happens *at ingestion* and depends only on the event and what came
+before it, so an item never changes later unless a recorded window event (a context-edit batch
+or a compaction) says so. That is what keeps request t+1 a byte-for-byte extension of request t.
+
+The pieces, each in its own module: the item list (:mod:`~contextwarden.window.items`), the lifecycle
+that detects superseded and stale results (:mod:`~contextwarden.window.lifecycle`), token accounting
+(:mod:`~contextwarden.window.accounting`) and the edit queue the planner draws from
+(:mod:`~contextwarden.window.editqueue`). This module only feeds events to them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from ..context import Decision, Message
+from ..fragments import DEFAULT_REGISTRY
+from ..log.events import (
+    AssistantMessage,
+    Compaction,
+    ContextEdit,
+    ContextEditBatch,
+    Event,
+    Instruction,
+    JSONValue,
+    Pin,
+    Steering,
+    ToolCall,
+    ToolResult,
+    ToolSetChange,
+    UsageReport,
+    UserMessage,
+)
+from ..tokens import TokenCounter
+from .accounting import Estimate, NormalizedPrefix, anchored_estimate, message_tokens
+from .editqueue import EditQueue, ToolRecord
+from .items import REDUCED, ContextItem, ItemList, Tier
+from .lifecycle import ResourceLedger
+from .policies.placeholders import extract_sources
+from .policies.presets import ToolPolicy, apply_policy, policy_for
+from .policies.resources import resources_of
+from .policies.truncate import truncate_output
+from .state import StateBuilder, TaskState
+
+__all__ = ["MAX_ARGUMENT_CHARS", "Projection", "ProjectionConfig", "message_tokens"]
+
+MAX_ARGUMENT_CHARS = 8_000
+"""A string tool-call argument longer than this is cut in the middle with a marker."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProjectionConfig:
+    """How events are projected."""
+
+    counter: TokenCounter
+    """Counts every item once, at ingestion."""
+    tool_policies: Sequence[ToolPolicy]
+    """Per-tool normalize/truncate/retain rules (also what derived state classifies calls by)."""
+    max_item_tokens: int = 10_000
+    """Hard cap of every item (seed 003 rule 4)."""
+    retrieval: bool = True
+    """The model is given ``read_range``: markers and placeholders may tell it to call it."""
+
+
+def _bound_arguments(call: ToolCall) -> tuple[ToolCall, bool]:
+    """Cut oversized string arguments in the middle so no assistant item is unbounded."""
+    changed = False
+    bounded: dict[str, JSONValue] = {}
+    for key, value in call.arguments.items():
+        if isinstance(value, str) and len(value) > MAX_ARGUMENT_CHARS:
+            half = MAX_ARGUMENT_CHARS // 2
+            cut = len(value) - 2 * half
+            value = f"{value[:half]}\n[... {cut} characters of this argument omitted ...]\n{value[-half:]}"
+            changed = True
+        bounded[key] = value
+    return (replace(call, arguments=bounded) if changed else call), changed
+
+
+class Projection:
+    """The items of one window, updated incrementally with :meth:`add`.
+
+    Start it from the window's compaction (or None for a session never compacted), then feed it
+    the window's events in seq order. ``total`` is kept up to date, so measuring costs nothing.
+    """
+
+    def __init__(self, config: ProjectionConfig, *, compaction: Compaction | None = None) -> None:
+        self.config = config
+        self.list = ItemList()
+        self.last_seq = 0
+        self.compaction = compaction
+        base = TaskState.from_dict(compaction.state) if compaction is not None else None
+        self.state_builder = StateBuilder(base, policies=config.tool_policies)
+        self.system_parts: list[str] = list(base.system) if base else []
+        self.exposed_tools: tuple[str, ...] | None = None
+        self.decisions: list[Decision] = []
+        self.last_usage: UsageReport | None = None
+        self.tokens_at_last_usage = 0
+        self.assistant_turns = 0
+        self._calls: dict[str, ToolCall] = {}
+        self._ledger = ResourceLedger()
+        self.queue = EditQueue(self.list, config.counter, self._calls, retrievable=config.retrieval)
+        self._prefix = NormalizedPrefix(config.counter)
+        self._seen_user = bool(base and base.goal)
+        if compaction is not None:
+            details = compaction.details.get("exposed_tools")
+            if isinstance(details, list):
+                self.exposed_tools = tuple(str(x) for x in details)
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def items(self) -> list[ContextItem]:
+        """The window's items, in order (read-only: change them through recorded edits)."""
+        return self.list.items
+
+    @property
+    def total(self) -> int:
+        """Tokens of every item."""
+        return self.list.total
+
+    @property
+    def candidates(self) -> dict[str, ContextEdit]:
+        """Lossless edits detected and not yet applied, by target id."""
+        return self.queue.candidates
+
+    @property
+    def state(self) -> TaskState:
+        """The derived task state after every event added so far."""
+        return self.state_builder.state
+
+    @property
+    def system(self) -> str:
+        """The stable system text: leading instructions, in order."""
+        return "\n\n".join(self.system_parts)
+
+    def item(self, item_id: str) -> ContextItem | None:
+        """The item with that id, if it is in the window."""
+        return self.list.get(item_id)
+
+    def normalized(self) -> tuple[tuple[Message, ...], tuple[Decision, ...], dict[str, int]]:
+        """The items' messages, pairing-normalized, their decisions and tokens per section.
+
+        O(new items) per call: only the part after the settled prefix is normalized and measured.
+        """
+        return self._prefix.normalized(self.list.items)
+
+    def estimate(self, fixed_tokens: int) -> Estimate:
+        """The next request's size (``fixed_tokens``: system and tool schemas), anchored on usage."""
+        return anchored_estimate(
+            counted=fixed_tokens + self.total,
+            window_tokens=self.total,
+            usage=self.last_usage,
+            tokens_at_usage=self.tokens_at_last_usage,
+            window_opened_seq=self.compaction.seq if self.compaction is not None else 0,
+        )
+
+    # ------------------------------------------------------------------ the planner's pool
+
+    def lossless_edits(self) -> list[ContextEdit]:
+        """Recorded candidates (superseded, stale, duplicate), in detection order."""
+        return self.queue.lossless_edits()
+
+    def mask_edits(self, keep_recent: int, protected: frozenset[str]) -> list[ContextEdit]:
+        """Masking edits for tool results past the ``keep_recent`` and per-policy floors, oldest first."""
+        return self.queue.mask_edits(keep_recent, protected)
+
+    def thinking_edits(self) -> list[ContextEdit]:
+        """Edits dropping the thinking of assistant turns before the latest user message."""
+        return self.queue.thinking_edits()
+
+    def loss_key(self, edit: ContextEdit) -> tuple[int, int, int]:
+        """Order of loss under pressure: tier, then working-set relevance, then age."""
+        return self.queue.loss_key(edit, self.state.working_set)
+
+    def savings(self, edit: ContextEdit) -> int:
+        """Tokens ``edit`` would take out of the window."""
+        return self.queue.savings(edit)
+
+    def settled_tokens(self, protected: frozenset[str]) -> int:
+        """Tokens no batch can change: pinned items, placeholders and the ``protected`` results."""
+        kept = (self.list.get(i) for i in protected)
+        unsettled = (i for i in kept if i is not None and not i.pinned and i.state not in REDUCED)
+        return self.list.settled + sum(i.tokens for i in unsettled)
+
+    def position(self, item_id: str) -> int:
+        """Index of the item in the window."""
+        return self.list.position(item_id)
+
+    def tail_tokens(self, position: int) -> int:
+        """Tokens of the items from ``position`` on."""
+        return self.list.tail_tokens(position)
+
+    def mask_edit(self, item_id: str, reason: str) -> ContextEdit | None:
+        """The edit that masks a tool result for age or space (None for anything else)."""
+        return self.queue.mask_edit(item_id, reason)
+
+    def frontier(self, *, thinking: bool = True) -> int | None:
+        """Position of the first item a pending or possible edit can change (see :mod:`.editqueue`)."""
+        return self.queue.frontier(thinking=thinking)
+
+    def protected_ids(self, working_set_files: int) -> frozenset[str]:
+        """Tool results never masked (superseding or a later change still replaces them).
+
+        The task's evidence (failing tests, unresolved errors) and the latest *current* read of every
+        working-set file the task names or an unresolved failure involves, and of the
+        ``working_set_files`` most relevant others: a read a later write made stale is no longer
+        current, so it is not protected.
+        """
+        state = self.state
+        files = dict.fromkeys((*self.state_builder.task_files, *state.working_set[: max(working_set_files, 0)]))
+        latest = (self._ledger.latest_read(key) for key in files)
+        return state.evidence_ids | frozenset(i for i in latest if i is not None)
+
+    # ------------------------------------------------------------------ events
+
+    def add_blocks(self, blocks: Sequence[ContextItem]) -> None:
+        """Put items made outside the event stream (a compaction's pinned block and summary)."""
+        for block in blocks:
+            self._push(block)
+
+    def add(self, event: Event) -> None:
+        """Project one event (in seq order)."""
+        self.last_seq = max(self.last_seq, event.seq)
+        self.state_builder.apply(event)
+        if isinstance(event, Instruction):
+            self._add_instruction(event)
+        elif isinstance(event, UserMessage):
+            self._add_user(event)
+        elif isinstance(event, (Steering, Pin)):
+            self._add_pinned_text(event)
+        elif isinstance(event, AssistantMessage):
+            self._add_assistant(event)
+        elif isinstance(event, ToolResult):
+            self._add_tool_result(event)
+        elif isinstance(event, ContextEditBatch):
+            self.apply_edits(event.edits, seq=event.seq)
+        elif isinstance(event, ToolSetChange):
+            self.exposed_tools = event.exposed
+        elif isinstance(event, UsageReport):
+            self.last_usage = event
+            self.tokens_at_last_usage = self.total
+
+    def apply_edits(self, edits: Sequence[ContextEdit], *, seq: int = 0) -> None:
+        """Apply recorded edits: the targets render as their replacements from now on."""
+        for position, decision in self.queue.apply(edits):
+            self._prefix.invalidate(position)
+            self.decisions.append(decision)
+
+    def _push(self, item: ContextItem) -> None:
+        role = item.message.role
+        position = self.list.push(item)
+        if role == "assistant":
+            self.assistant_turns += 1
+            self.queue.add_assistant(item)
+        elif role == "user" and item.kind == "user":
+            self.queue.add_user(position)
+
+    def _bounded_text(self, text: str, artifact_id: str) -> tuple[str, bool, int]:
+        limit = self.config.max_item_tokens
+        cut = truncate_output(
+            text,
+            max_tokens=limit,
+            counter=self.config.counter,
+            artifact_id=artifact_id,
+            retrievable=self.config.retrieval,
+        )
+        if cut.truncated:
+            self.decisions.append(
+                Decision(
+                    action="truncate",
+                    target=artifact_id,
+                    reason=f"output of {cut.original_tokens} tokens cut to {limit} at ingestion",
+                    tokens_saved=cut.original_tokens - limit,
+                )
+            )
+        return cut.text, cut.truncated, cut.original_tokens
+
+    def _message_item(
+        self, event: Event, message: Message, *, text_tokens: int | None = None, **fields: object
+    ) -> ContextItem:
+        """The item of ``message``; ``text_tokens`` is the count of its text when ingestion already has it."""
+        tokens = message_tokens(message, self.config.counter, text_tokens=text_tokens)
+        message = replace(message, tokens=tokens)
+        base: dict[str, object] = {
+            "id": event.id,
+            "kind": event.kind,
+            "message": message,
+            "tokens": tokens,
+            "tier": Tier.HISTORY,
+            "source_ids": (event.id,),
+            "recency": event.seq,
+            "original_tokens": tokens,
+        }
+        base.update(fields)
+        return ContextItem(**base)  # type: ignore[arg-type]
+
+    def _add_instruction(self, event: Instruction) -> None:
+        text, truncated, original = self._bounded_text(event.text, event.id)
+        if not self._seen_user and not self.list.items:
+            self.system_parts.append(text)
+            return
+        message = Message(
+            role="developer" if event.role == "developer" else "system",
+            text=text,
+            section="instructions",
+            source_ids=(event.id,),
+        )
+        counted = None if truncated else original
+        self._push(self._message_item(event, message, text_tokens=counted, tier=Tier.SYSTEM))
+
+    def _add_user(self, event: UserMessage) -> None:
+        text, truncated, original = self._bounded_text(event.text, event.id)
+        goal = not self._seen_user
+        self._seen_user = True
+        message = Message(role="user", text=text, parts=event.parts, opaque=event.opaque, source_ids=(event.id,))
+        tier = Tier.GOAL if goal else Tier.HISTORY
+        counted = None if truncated else original
+        self._push(
+            self._message_item(
+                event, message, text_tokens=counted, tier=tier, truncated=truncated, original_tokens=original
+            )
+        )
+
+    def _add_pinned_text(self, event: Steering | Pin) -> None:
+        if isinstance(event, Steering):
+            fragment = DEFAULT_REGISTRY.render("steering", event.text, self.config.counter)
+        else:
+            fragment = DEFAULT_REGISTRY.render("pinned_note", f"{event.label}: {event.text}", self.config.counter)
+        message = Message(role="user", text=fragment.text, source_ids=(event.id,))
+        self._push(self._message_item(event, message, tier=Tier.GOAL))
+
+    def _add_assistant(self, event: AssistantMessage) -> None:
+        calls: list[ToolCall] = []
+        for call in event.tool_calls:
+            bounded, changed = _bound_arguments(call)
+            if changed:
+                self.decisions.append(
+                    Decision(
+                        action="truncate",
+                        target=event.id,
+                        reason=f"oversized arguments of call {call.id} cut in the middle",
+                    )
+                )
+            self._calls[call.id] = call
+            calls.append(bounded)
+        text, truncated, original = self._bounded_text(event.text, event.id)
+        message = Message(
+            role="assistant",
+            text=text,
+            thinking=event.thinking,
+            tool_calls=tuple(calls),
+            opaque=event.opaque,
+            source_ids=(event.id,),
+        )
+        self._push(self._message_item(event, message, text_tokens=None if truncated else original))
+
+    def _add_tool_result(self, event: ToolResult) -> None:
+        call = self._calls.get(event.call_id)
+        policy = policy_for(event.tool_name, call, self.config.tool_policies)
+        cut = apply_policy(
+            event.output,
+            policy,
+            counter=self.config.counter,
+            artifact_id=event.id,
+            max_tokens=self.config.max_item_tokens,
+            retrievable=self.config.retrieval,
+        )
+        if cut.truncated:
+            self.decisions.append(
+                Decision(
+                    action="truncate",
+                    target=event.id,
+                    reason=f"{event.tool_name} output of {cut.original_tokens} tokens, {cut.original_lines} lines "
+                    f"cut to {policy.max_tokens} tokens at ingestion ({policy.name} policy)",
+                    tokens_saved=max(cut.original_tokens - policy.max_tokens, 0),
+                )
+            )
+        text = cut.text
+        resources = resources_of(call, policy.category) if call is not None else ()
+        proposals, notes = self._ledger.observe(event, call, resources, policy, self.list)
+        if notes:
+            text = f"{text}\n{notes}"
+        for part in event.parts:
+            text += f"\n[attachment: {part.media_type}, {len(part.data)} bytes, artifact {event.id}]"
+        message = Message(
+            role="tool",
+            text=text,
+            tool_call_id=event.call_id,
+            tool_name=event.tool_name,
+            is_error=event.is_error,
+            parts=event.parts,
+            section="tool_output",
+            source_ids=(event.id,),
+        )
+        item = self._message_item(
+            event,
+            message,
+            text_tokens=cut.original_tokens if text is cut.text and not cut.truncated else None,
+            tier=policy.tier,
+            evictable=True,
+            resources=resources,
+            truncated=cut.truncated,
+            original_tokens=cut.original_tokens,
+        )
+        self._push(item)
+        sources = extract_sources(event.output) if policy.keep_sources else ()
+        record = ToolRecord(
+            stub=replace(event, output=""), call=call, lines=cut.original_lines, policy=policy, sources=sources
+        )
+        self.queue.add_tool_result(item, record)
+        for proposal in proposals:
+            self.queue.propose(proposal)
