@@ -418,7 +418,9 @@ def _breakpoints(
     """Stable boundaries of the request, as message indices.
 
     After system and tools; after a compacted window's opening; just before the frontier (the first
-    item any pending or possible edit can change, so a batch re-writes only from there); at the end.
+    item any pending or possible edit can change, so a batch re-writes only from there) and just
+    before where it stood until the latest batch (so the request after a batch reads the prefix
+    cached up to there: the frontier moves further than the provider looks back); at the end.
     Every stable one lies at or before the frontier, so its prefix holds until the next compaction.
     A stable boundary whose prefix (measured: system, tools and the items before it) is below the
     model's minimum cacheable length would cache nothing, so it is left out.
@@ -432,10 +434,14 @@ def _breakpoints(
         opening += 1
     if opening:
         stable.append((opening - 1, fixed + sum(m.tokens for m in messages[:opening])))
-    if frontier is not None:
-        found = _message_index(messages, projection.items[frontier].id, frontier)
+    held = projection.held_frontier.get(thinking)
+    held_at = projection.list.find(held) if held is not None else None
+    for position in (held_at, frontier):
+        if position is None or (frontier is not None and position > frontier):
+            continue
+        found = _message_index(messages, projection.items[position].id, position)
         if found:
-            stable.append((found - 1, fixed + projection.total - projection.tail_tokens(frontier)))
+            stable.append((found - 1, fixed + projection.total - projection.tail_tokens(position)))
     points = {index for index, prefix in stable if prefix >= minimum and (frontier is None or index < len(messages))}
     if messages:
         points.add(len(messages) - 1)

@@ -95,6 +95,8 @@ class Projection:
         self.system_parts: list[str] = list(base.system) if base else []
         self.exposed_tools: tuple[str, ...] | None = None
         self.decisions: list[Decision] = []
+        self.held_frontier: dict[bool, str] = {}
+        """The item at the frontier (with and without thinking) as it stood before the latest batch of edits."""
         self.last_usage: UsageReport | None = None
         self.tokens_at_last_usage = 0
         self.assistant_turns = 0
@@ -244,6 +246,15 @@ class Projection:
 
     def apply_edits(self, edits: Sequence[ContextEdit], *, seq: int = 0) -> None:
         """Apply recorded edits: the targets render as their replacements from now on."""
+        # Requests before this batch cached their prefix up to the frontier; the batch moves the
+        # frontier on, often by more than a provider's lookback (Anthropic: 20 blocks), so a boundary
+        # kept at the old one is what lets the next request read that prefix.
+        for thinking in (False, True):
+            held = self.queue.frontier(thinking=thinking)
+            if held is None:
+                self.held_frontier.pop(thinking, None)
+            else:
+                self.held_frontier[thinking] = self.list.items[held].id
         for position, decision in self.queue.apply(edits):
             self._prefix.invalidate(position)
             self.decisions.append(decision)
