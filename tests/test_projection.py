@@ -13,6 +13,7 @@ from contextwarden.context import ModelContext, ToolDefinition
 from contextwarden.errors import BudgetExceededError
 from contextwarden.log.events import (
     AssistantMessage,
+    BinaryPart,
     Event,
     Instruction,
     ToolCall,
@@ -132,6 +133,26 @@ def test_every_recorded_edit_saves_tokens_end_to_end() -> None:
 def _reads(policies: tuple[ToolPolicy, ...]) -> Projection:
     pairs = (("read_file", body(60, "v1"), {"path": "a.py"}), ("read_file", body(60, "v2"), {"path": "a.py"}))
     return project(calls(*pairs), policies)
+
+
+def test_an_attachment_is_shown_once_as_its_part_with_no_text_added() -> None:
+    # The renderers show (or name) each part themselves; a second text line for it paid tokens on every request.
+    events = calls(("view_image", "a screenshot", {"path": "shot.png"}))
+    result = events[-1]
+    assert isinstance(result, ToolResult)
+    events[-1] = dataclasses.replace(result, parts=(BinaryPart(media_type="image/png", data=b"\x89PNG...."),))
+    shown = next(i for i in project(events).items if i.message.role == "tool").message
+    assert shown.text == "a screenshot" and [p.media_type for p in shown.parts] == ["image/png"]
+
+
+def test_the_stale_note_names_the_file_only_when_the_edit_output_does_not() -> None:
+    read = ("read_file", body(60, "v1"), {"path": "a.py"})
+    named = project(calls(read, ("edit_file", "Updated a.py.", {"path": "a.py", "old_string": "x", "new_string": "y"})))
+    silent = project(calls(read, ("write_file", "done", {"path": "a.py", "content": "y"})))
+    tool_texts = [[i.message.text for i in p.items if i.message.role == "tool"] for p in (named, silent)]
+    assert tool_texts[0][1].startswith("Updated a.py.\n[note: seq ") and "a.py changed" not in tool_texts[0][1]
+    assert tool_texts[0][1].endswith(" is out of date]")
+    assert tool_texts[1][1].startswith("done\n[note: a.py changed; seq ")
 
 
 def test_supersedable_decides_whether_a_newer_read_replaces_the_older() -> None:

@@ -78,7 +78,9 @@ class ResourceLedger:
                 proposals += [Proposal(target_id=o, action="stale", by=event, what=r.key) for o in older]
                 seqs = [str(item.recency) for o in reads if (item := items.get(o)) is not None]
                 if seqs:
-                    notes.append(f"[note: {r.key} changed; its earlier output at seq {', '.join(seqs)} is out of date]")
+                    # The note rides on every later request: name the file only when the output does not.
+                    changed = "" if r.key in event.output else f"{r.key} changed; "
+                    notes.append(f"[note: {changed}seq {', '.join(seqs)} is out of date]")
             elif r.kind == "file" and r.access == "read" and not failed:
                 remaining = []
                 for old in self._readers.get(r.key, []):

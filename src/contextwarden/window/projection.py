@@ -393,8 +393,6 @@ class Projection:
         proposals, notes = self._ledger.observe(event, call, resources, policy, self.list)
         if notes:
             text = f"{text}\n{notes}"
-        for part in event.parts:
-            text += f"\n[attachment: {part.media_type}, {len(part.data)} bytes, artifact {event.id}]"
         message = Message(
             role="tool",
             text=text,
