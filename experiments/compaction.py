@@ -24,14 +24,14 @@ from _common import (
     table,
 )
 
-from contextwarden.plan.compaction import CompactionSettings, WindowCompactor, compact
-from contextwarden.log.events import Compaction, ToolResult
 from contextwarden.assemble.manager import ContextManager, ContextPolicy
+from contextwarden.log.events import Compaction, ToolResult
+from contextwarden.log.store import MemoryStore
 from contextwarden.models import get_profile
+from contextwarden.plan.compaction import CompactionSettings, WindowCompactor, compact
 from contextwarden.plan.planner import PlannerSettings
 from contextwarden.replay import ReplayInput, ReplaySettings, replay
 from contextwarden.window.state import derive_state
-from contextwarden.log.store import MemoryStore
 
 SCHEMA: tuple[tuple[str, str], ...] = (
     ("goal", "## Goal"),

@@ -16,13 +16,13 @@ from typing import Any
 
 from _common import GOAL, LATE_CONSTRAINTS, Experiment, Script, counter, main, request_text, table
 
-from contextwarden.budget import BudgetPolicy
-from contextwarden.window.items import ContextItem, Lifecycle, Tier
 from contextwarden.assemble.manager import ContextManager, ContextPolicy
-from contextwarden.models import get_profile
-from contextwarden.window.projection import message_tokens
-from contextwarden.replay.strategies import History, plain_context
+from contextwarden.budget import BudgetPolicy
 from contextwarden.log.store import MemoryStore
+from contextwarden.models import get_profile
+from contextwarden.replay.strategies import History, plain_context
+from contextwarden.window.items import ContextItem, Lifecycle, Tier
+from contextwarden.window.projection import message_tokens
 
 STEERING = "Stop refactoring; only fix compute_total."
 FAILING_LINE = "FAILED tests/test_core.py::test_compute_total - assert 23 == 5"

@@ -23,12 +23,12 @@ from dataclasses import replace
 
 from _common import Experiment, Script, counter, main, request_text, table
 
+from contextwarden.assemble.manager import ContextManager, ContextPolicy
+from contextwarden.log.store import MemoryStore
 from contextwarden.plan.compaction import CompactionSettings, StructuredSummarizer, WindowCompactor, compact
 from contextwarden.plan.compaction._base import Summarizer, SummaryInput, SummaryOptions, SummaryResult
-from contextwarden.assemble.manager import ContextManager, ContextPolicy
 from contextwarden.plan.planner import PlannerSettings
 from contextwarden.window.state import derive_state, extract_constraints
-from contextwarden.log.store import MemoryStore
 
 COMPACTIONS = 5
 CONSTRAINTS = (

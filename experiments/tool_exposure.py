@@ -19,8 +19,8 @@ from typing import Any
 from _common import Experiment, coding_session, counter, main, table
 from _tools import NEEDED_TOOLS, tool_registry
 
-from contextwarden.log.events import Event
 from contextwarden.assemble.manager import ContextManager, ContextPolicy
+from contextwarden.log.events import Event
 from contextwarden.replay import Built, ReplayInput, ReplaySettings, RunEnv, StrategyRun, replay
 from contextwarden.tools import TOOL_CATALOG, ToolSpec
 

@@ -16,11 +16,11 @@ from typing import Any
 
 from _common import ROOT, Experiment, Script, build_log, counter, grep_output, main, pytest_output, table
 
-from contextwarden.log.events import Event, JSONValue, ToolCall
 from contextwarden.assemble.manager import ContextPolicy
+from contextwarden.log.events import Event, JSONValue, ToolCall
+from contextwarden.replay import ContextWardenStrategy, ReplayInput, ReplaySettings, replay
 from contextwarden.window.policies.presets import CODING_TOOL_POLICIES, DEFAULT_TOOL_POLICY, apply_policy, policy_for
 from contextwarden.window.policies.truncate import truncate_output
-from contextwarden.replay import ContextWardenStrategy, ReplayInput, ReplaySettings, replay
 
 TEXTWRAP = ROOT / "benchmarks" / "corpus" / "python_code.py.txt"
 """CPython 3.11.7 ``Lib/textwrap.py`` (PSF license), the real file a ``read_file`` returns."""

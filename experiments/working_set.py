@@ -15,9 +15,9 @@ from typing import Any
 from _common import Experiment, Recorder, Script, counter, main, request_text, small_window, table
 
 from contextwarden.log.events import ToolResult
+from contextwarden.log.store import MemoryStore
 from contextwarden.replay import ReplayInput, ReplaySettings, parse_strategy, replay
 from contextwarden.window.state import derive_state
-from contextwarden.log.store import MemoryStore
 
 FOCUS = ("src/pkg/core.py", "src/pkg/module_3.py", "src/pkg/module_7.py")
 GOAL = "Fix compute_total in src/pkg/core.py so compute_total([2, 3]) == 5. Do not change the public API."
