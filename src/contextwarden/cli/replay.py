@@ -73,9 +73,9 @@ from ._common import echo_json, json_options, missing_store, model_option, open_
 @click.option(
     "--cache-ttl",
     type=click.Choice(["5m", "1h"]),
-    default="5m",
-    show_default=True,
-    help="Lifetime explicit cache breakpoints are written with (Anthropic-style caching).",
+    default=None,
+    help="Lifetime explicit cache breakpoints are written with (Anthropic-style caching). "
+    "Default: the transcript's own (1h when its usage reports mostly 1-hour writes), else 5m.",
 )
 @click.option(
     "--format",
@@ -96,7 +96,7 @@ def command(
     dump_dir: Path | None,
     report_path: Path | None,
     interval: float,
-    cache_ttl: str,
+    cache_ttl: str | None,
     format_name: str | None,
     no_optimum: bool,
     store_url: str | None,
@@ -114,7 +114,10 @@ def command(
         if store is not None:
             store.close()
     settings = ReplaySettings(
-        model=model, interval_seconds=interval, cache_ttl="1h" if cache_ttl == "1h" else "5m", optimum=not no_optimum
+        model=model,
+        interval_seconds=interval,
+        cache_ttl="1h" if cache_ttl == "1h" else "5m" if cache_ttl else None,
+        optimum=not no_optimum,
     )
     names = list(strategies or DEFAULT_STRATEGIES)
     total = sum(i.requests for i in inputs) * len(names)
@@ -253,7 +256,8 @@ def _print_usage(console: Console, result: FileResult) -> None:
     assert u is not None
     console.print(
         f"{result.name}: billed usage ({u.source}, {u.requests} request(s), {', '.join(u.models)}) against the "
-        "raw strategy's prediction",
+        "raw strategy's prediction"
+        + (f" ({u.left_out} later request(s) follow the agent's own compaction: not compared)" if u.left_out else ""),
         markup=False,
     )
     rows = (
@@ -272,7 +276,10 @@ def _print_usage(console: Console, result: FileResult) -> None:
         console.print(
             f"  hidden prefix: {result.hidden_prefix_tokens:,} tokens, {result.hidden_prefix_method}", markup=False
         )
-    console.print(f"  tokens: {result.counter.get('label', '')}; request times: {result.clock}", markup=False)
+    console.print(
+        f"  tokens: {result.counter.get('label', '')}; request times: {result.clock}; cache writes: {result.cache_ttl}",
+        markup=False,
+    )
 
 
 def _print_per_file(console: Console, results: ReplayResults) -> None:

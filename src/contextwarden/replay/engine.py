@@ -35,7 +35,7 @@ from ..tokens import HeuristicCounter, TokenCounter
 from ..wire.openai_chat import render_openai_chat
 from ._measure import Clock, align, block_breakpoints, output_tokens
 from .catalog import parse_strategy
-from .costmodel import BlockMeter, CacheSimulator, CostSettings, price_call
+from .costmodel import BlockMeter, CacheSimulator, price_call
 from .inputs import ReplayInput
 from .optimum import offline_optimum
 from .peers import PeerStrategy, PeerUnavailable
@@ -111,7 +111,7 @@ class _FileReplay:
         # A provider caches per model: a session that switches models starts that model's cache cold.
         self.sims: dict[str, CacheSimulator] = {}
         self.clock = clock_of(inp, settings)
-        self.hidden = reference.hidden_prefix.block()
+        self.hidden = reference.hidden_prefix.blocks()
         self.previous: list[str] = []
         self.out = _Measured()
 
@@ -132,7 +132,8 @@ class _FileReplay:
     def _sim(self, profile: ModelProfile) -> CacheSimulator:
         sim = self.sims.get(profile.name)
         if sim is None:
-            sim = self.sims[profile.name] = CacheSimulator(profile, CostSettings(ttl=self.settings.cache_ttl))
+            sim = self.reference.simulator(profile, self.settings.cache_ttl, at=self.clock(0))
+            self.sims[profile.name] = sim
         return sim
 
     def _request(self, event: AssistantMessage, built: Built) -> None:
@@ -143,10 +144,11 @@ class _FileReplay:
         blocks = self.meter.blocks(body)
         sections_of, landed = align(ctx, body)
         breakpoints = block_breakpoints(ctx, landed)
-        if self.hidden is not None:
-            blocks = [self.hidden, *blocks]
-            sections_of = [HIDDEN_SECTION, *sections_of]
-            breakpoints = [b + 1 for b in breakpoints]
+        if self.hidden:
+            blocks = [*self.hidden, *blocks]
+            sections_of = [*(HIDDEN_SECTION for _ in self.hidden), *sections_of]
+            # The hidden prefix is the agent's system prompt and tools, which agents mark for caching.
+            breakpoints = [len(self.hidden) - 1, *(b + len(self.hidden) for b in breakpoints)]
         index = len(self.out.records)
         out_tokens = self.reference.output_tokens(index, output_tokens(event, self.meter.counter))
         profile = self.reference.profile_of(index)
@@ -217,12 +219,14 @@ def clock_of(inp: ReplayInput, settings: ReplaySettings) -> Clock:
 
 
 def _real_cost(u: UsageReport, profile: ModelProfile) -> float:
+    one_hour = min(u.cache_write_1h_tokens, u.cache_write_tokens)
     return (
         profile.cost(
             input_tokens=u.input_tokens,
             output_tokens=u.output_tokens,
             cache_read_tokens=u.cache_read_tokens,
-            cache_write_tokens=u.cache_write_tokens,
+            cache_write_tokens=u.cache_write_tokens - one_hour,
+            cache_write_1h_tokens=one_hour,
         )
         or 0.0
     )
@@ -232,8 +236,11 @@ def _usage_check(inp: ReplayInput, records: Sequence[RequestRecord], reference: 
     """The raw strategy's prediction against the transcript's own usage (per call, else run totals)."""
     usage = reference.usage
     if usage:
-        pairs = [(records[i], u, reference.profile_of(i)) for i, u in sorted(usage.items()) if i < len(records)]
+        # After the agent's own compaction the raw strategy no longer sends what the agent sent.
+        end = min(len(records), reference.own_window_event_at)
+        pairs = [(records[i], u, reference.profile_of(i)) for i, u in sorted(usage.items()) if i < end]
         return UsageCheck(
+            left_out=sum(1 for i in usage if i >= end),
             requests=len(pairs),
             real_input_tokens=sum(u.input_tokens for _, u, _ in pairs),
             predicted_input_tokens=sum(r.input_tokens for r, _, _ in pairs),
@@ -254,7 +261,14 @@ def _usage_check(inp: ReplayInput, records: Sequence[RequestRecord], reference: 
     predicted_in = sum(r.input_tokens for r in records)
     predicted_out = sum(r.output_tokens for r in records)
     profile = reference.profile
-    # Run totals carry no cache figures: compare both sides uncached.
+    recorded = totals.get("cost_usd")
+    # Run totals carry no cache figures: compare both sides uncached. The bill is the recorded cost
+    # when the transcript has one (it does not depend on which profile we price with).
+    real_cost = (
+        float(recorded)
+        if isinstance(recorded, (int, float)) and recorded > 0
+        else price_call(profile, input_tokens=real_in, output_tokens=real_out)
+    )
     return UsageCheck(
         requests=len(records),
         real_input_tokens=real_in,
@@ -263,7 +277,7 @@ def _usage_check(inp: ReplayInput, records: Sequence[RequestRecord], reference: 
         predicted_cache_read_tokens=0,
         real_output_tokens=real_out,
         predicted_output_tokens=predicted_out,
-        real_cost_usd=price_call(profile, input_tokens=real_in, output_tokens=real_out),
+        real_cost_usd=real_cost,
         predicted_cost_usd=price_call(profile, input_tokens=predicted_in, output_tokens=predicted_out),
         source="totals",
         models=(profile.name,),
@@ -307,7 +321,16 @@ def replay_file(
         hidden_prefix_tokens=reference.hidden_prefix.tokens,
         hidden_prefix_method=reference.hidden_prefix.method,
         clock=replayer.clock.label,
+        cache_ttl=_ttl_label(settings, reference),
     )
+
+
+def _ttl_label(settings: ReplaySettings, reference: Reference) -> str:
+    if settings.cache_ttl:
+        return f"{settings.cache_ttl} (--cache-ttl)"
+    if reference.cache_ttl == "1h":
+        return "1h (the transcript's usage reports mostly 1-hour writes)"
+    return "5m"
 
 
 def reference_of(inp: ReplayInput, settings: ReplaySettings, counter: TokenCounter) -> Reference:
@@ -398,7 +421,7 @@ def replay(
         settings={
             "model": settings.model,
             "interval_seconds": settings.interval_seconds,
-            "cache_ttl": settings.cache_ttl,
+            "cache_ttl": settings.cache_ttl or "each transcript's own",
             "summarizer_model": settings.summarizer_model or "each request's model",
         },
         notes=tuple(notes),

@@ -92,6 +92,8 @@ class UsageCheck:
     """``per-call`` (usage events) or ``totals`` (only run totals in the transcript's metadata)."""
     models: tuple[str, ...] = ()
     """The models the requests were priced with."""
+    left_out: int = 0
+    """Requests with usage not compared: they follow a compaction the agent made, which raw does not replay."""
 
     @property
     def input_error(self) -> float:
@@ -174,6 +176,8 @@ class FileResult:
     """How it was estimated."""
     clock: str = ""
     """Which request times were used (the transcript's timestamps or the interval)."""
+    cache_ttl: str = ""
+    """The lifetime explicit cache writes were simulated with, and why (``--cache-ttl`` or the transcript's)."""
 
     def figures(self) -> dict[str, Any]:
         """The per-file figures of the ``--json`` document."""
@@ -193,6 +197,7 @@ class FileResult:
             "counter": dict(self.counter),
             "hidden_prefix": {"tokens": self.hidden_prefix_tokens, "method": self.hidden_prefix_method},
             "request_times": self.clock,
+            "cache_ttl": self.cache_ttl,
             "note": self.note,
         }
 
