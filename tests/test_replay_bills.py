@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from contextwarden.cli import main
 from contextwarden.importers import load_transcript
 from contextwarden.log.events import UsageReport
 from contextwarden.replay import FileResult, ReplaySettings, default_counter, load_inputs, replay
@@ -171,3 +172,16 @@ def test_codex_rollouts_are_priced_by_their_own_model(name: str) -> None:
     result = raw_result(SAMPLES / "codex" / name)
     assert result.model == "gpt-5-codex" and result.model_source == "transcript"
     assert result.usage is not None and result.usage.models == ("gpt-5-codex",)
+
+
+def test_the_cli_and_json_total_the_bills_over_every_transcript(capsys: pytest.CaptureFixture[str]) -> None:
+    files = [REAL / "openhands" / "basic.json", REAL / "openhands" / "basic_gui_mode.json"]
+    runs = replay(load_inputs([str(p) for p in files]), ["raw"], settings=FAST, counter=default_counter())
+    raw = runs.strategy("raw")
+    total = raw.figures()["usage_check"]
+    parts = [f.usage for f in raw.per_file]
+    assert all(parts) and total["requests"] == sum(u.requests for u in parts if u)
+    assert total["real_cost_usd"] == pytest.approx(sum(u.real_cost_usd for u in parts if u))
+    assert abs(total["cost_error"]) <= 0.05 and tuple(total["models"]) == ("claude-3-5-sonnet",)
+    main(["replay", *map(str, files), "--strategy", "raw", "--no-optimum"])
+    assert "all 2 transcripts with usage: billed against predicted" in capsys.readouterr().out

@@ -25,6 +25,7 @@ from ..replay import (
     ReplayResults,
     ReplaySettings,
     StrategyResult,
+    UsageCheck,
     load_inputs,
     replay,
 )
@@ -230,9 +231,13 @@ def _print(results: ReplayResults) -> None:
     for s in runs:
         _print_misses(console, s)
     for s in runs:
-        for result in s.per_file:
-            if result.usage is not None:
-                _print_usage(console, result)
+        checked = [result for result in s.per_file if result.usage is not None]
+        for result in checked:
+            _print_usage(console, result)
+        total = UsageCheck.total([r.usage for r in checked if r.usage is not None])
+        if len(checked) > 1 and total is not None:
+            console.print(f"all {len(checked)} transcripts with usage: billed against predicted", markup=False)
+            _print_rows(console, total)
     for note in results.notes:
         console.print(f"note: {note}")
 
@@ -260,6 +265,19 @@ def _print_usage(console: Console, result: FileResult) -> None:
         + (f" ({u.left_out} later request(s) follow the agent's own compaction: not compared)" if u.left_out else ""),
         markup=False,
     )
+    _print_rows(console, u)
+    if result.hidden_prefix_tokens:
+        console.print(
+            f"  hidden prefix: {result.hidden_prefix_tokens:,} tokens, {result.hidden_prefix_method}", markup=False
+        )
+    console.print(
+        f"  tokens: {result.counter.get('label', '')}; request times: {result.clock}; cache writes: {result.cache_ttl}",
+        markup=False,
+    )
+
+
+def _print_rows(console: Console, u: UsageCheck) -> None:
+    """Real against predicted tokens and cost, with the error in percent."""
     rows = (
         ("input", u.real_input_tokens, u.predicted_input_tokens, u.input_error),
         ("cache read", u.real_cache_read_tokens, u.predicted_cache_read_tokens, u.cache_read_error),
@@ -270,14 +288,6 @@ def _print_usage(console: Console, result: FileResult) -> None:
         console.print(f"  {label:<12}{real:>12,} real {predicted:>12,} predicted {error:+8.1%}", markup=False)
     console.print(
         f"  {'cost $':<12}{u.real_cost_usd:>12.4f} real {u.predicted_cost_usd:>12.4f} predicted {u.cost_error:+8.1%}",
-        markup=False,
-    )
-    if result.hidden_prefix_tokens:
-        console.print(
-            f"  hidden prefix: {result.hidden_prefix_tokens:,} tokens, {result.hidden_prefix_method}", markup=False
-        )
-    console.print(
-        f"  tokens: {result.counter.get('label', '')}; request times: {result.clock}; cache writes: {result.cache_ttl}",
         markup=False,
     )
 
