@@ -18,8 +18,9 @@ the reference from the transcript itself, once per transcript, before any strate
   tokenizer, or no pair exists, the factor is 1 and the label says which.
 - **Hidden prefix.** What the agent sent that the transcript does not show (its system prompt,
   its tool schemas): the first usage report's billed input minus the calibrated count of the
-  visible request it belongs to. It is carried as one labelled block at the start of every
-  simulated request, so raw and every strategy pay for it, and cache it, alike.
+  visible request it belongs to. It is carried as a labelled block (two with a warm start, below)
+  at the start of every simulated request, ending at a cache breakpoint as agents mark their system
+  prompt, so raw and every strategy pay for it, and cache it, alike.
 - **Warm start.** An agent's system prompt and tool schemas are the same from one session to the
   next, so a session often begins with them already cached (Claude Code's and Codex's first
   requests read thousands of tokens). The first usage report's cache reads, up to the hidden
