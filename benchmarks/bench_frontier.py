@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate_sessions import generate
 
 from contextwarden.replay import ReplaySettings, default_counter, load_inputs, replay
+from contextwarden.report.frontier import charts_document, cost_above_frontier
 from contextwarden.report.scatter import TradeoffPoint, frontier, knee, tradeoff_chart
 
 SETTINGS = (
@@ -98,7 +99,8 @@ def main() -> None:
                 f"\n{model} ({results.cache_style}), {len(files)} sessions, {raw['requests']} requests, {seconds:.0f} s"
             )
             print(
-                f"{'setting':<44}{'tokens×raw':>11}{'cost×raw':>10}{'retention':>10}{'NAE kept':>9}{'NAE miss':>9}{'re-read':>9}  frontier"
+                f"{'setting':<44}{'tokens×raw':>11}{'cost×raw':>10}{'retention':>10}"
+                f"{'NAE kept':>9}{'NAE miss':>9}{'re-read':>9}  frontier"
             )
             for r in rows:
                 mark = (
@@ -108,33 +110,27 @@ def main() -> None:
                 )
                 print(
                     f"{r['setting']:<44}{r['tokens']:>11.2f}{r['cost']:>10.2f}{r['retention']:>10.3f}"
-                    f"{r['next_action_evidence']:>9.1%}{r['next_action_evidence_misses']:>9}{r['reread_rate']:>9.1%}  {mark}"
+                    f"{r['next_action_evidence']:>9.1%}{r['next_action_evidence_misses']:>9}"
+                    f"{r['reread_rate']:>9.1%}  {mark}"
                 )
             default = rows[0]
             goal = default["tokens"] <= 0.60 and default["cost"] <= 0.80 and default["retention"] >= 1.0
             print(
                 f"default: {default['tokens']:.2f}x tokens, {default['cost']:.2f}x cost, retention "
                 f"{default['retention']:.3f} -> goal (<=0.60x, <=0.80x, 1.0) {'PASS' if goal else 'FAIL'}; "
-                f"knee: {best.label if best else '-'}"
+                f"knee: {best.label if best else '-'}; the default costs "
+                f"+{cost_above_frontier(points[0], points):.2f}x raw above the frontier at its tokens"
             )
-            out["models"][model] = {"rows": rows, "knee": best.label if best else None, "seconds": seconds}
+            out["models"][model] = {
+                "rows": rows,
+                "knee": best.label if best else None,
+                "default_cost_above_frontier": cost_above_frontier(points[0], points),
+                "seconds": seconds,
+            }
             charts.append(tradeoff_chart(points, title=f"Planner settings on {len(files)} long sessions, {model}"))
     if args.svg:
         Path(args.svg).parent.mkdir(parents=True, exist_ok=True)
-        # One SVG document holding the charts stacked (each is a nested <svg>).
-        height = sum(int(c.split('height="', 1)[1].split('"', 1)[0]) for c in charts)
-        y, body = 0, []
-        for chart in charts:
-            body.append(chart.replace("<svg ", f'<svg y="{y}" ', 1))
-            y += int(chart.split('height="', 1)[1].split('"', 1)[0])
-        style = (
-            "<style>.ct{font:600 14px sans-serif}.tl{font:11px sans-serif;fill:#5b6475}.al{font:12px sans-serif}"
-            ".lg{font:12px sans-serif}.grid{stroke:#eceef2}.ln{fill:none;stroke-width:2}</style>"
-        )
-        Path(args.svg).write_text(
-            f'<svg xmlns="http://www.w3.org/2000/svg" width="760" height="{height}">{style}{"".join(body)}</svg>\n',
-            encoding="utf-8",
-        )
+        Path(args.svg).write_text(charts_document(charts), encoding="utf-8")
         print(f"\nwrote {args.svg}")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)

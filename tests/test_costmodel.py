@@ -174,3 +174,19 @@ def test_block_meter_keys_messages_by_content_and_counts_tool_calls() -> None:
     assert out[2].tokens > 4  # the call's name and arguments are counted
     edited = meter.blocks({"messages": [{"role": "system", "content": "be briefer"}]})
     assert edited[0].key != out[1].key
+
+
+@pytest.mark.parametrize("profile", [OPENAI, ANTHROPIC], ids=["automatic", "breakpoints"])
+def test_a_seeded_prefix_is_read_by_the_first_request_until_it_expires(profile: ModelProfile) -> None:
+    """A warm start: the agent's system prompt and tools, cached by an earlier session."""
+    warm = blocks(4096, tag="w")
+    request = [*warm, *blocks(900, 300, tag="r")]
+    seeded = CacheSimulator(profile)
+    seeded.seed(warm, at=0)
+    first = seeded.observe(request, at=10, breakpoints=[0, 2])
+    assert first.cache_read_tokens == 4096
+    cold = CacheSimulator(profile).observe(request, at=10, breakpoints=[0, 2])
+    assert cold.cache_read_tokens == 0 and cold.cost_usd > first.cost_usd
+    late = CacheSimulator(profile)
+    late.seed(warm, at=0)
+    assert late.observe(request, at=301, breakpoints=[0, 2]).cache_read_tokens == 0  # 5 minutes passed

@@ -25,6 +25,7 @@ from ..replay import (
     ReplayResults,
     ReplaySettings,
     StrategyResult,
+    UsageCheck,
     load_inputs,
     replay,
 )
@@ -73,9 +74,9 @@ from ._common import echo_json, json_options, missing_store, model_option, open_
 @click.option(
     "--cache-ttl",
     type=click.Choice(["5m", "1h"]),
-    default="5m",
-    show_default=True,
-    help="Lifetime explicit cache breakpoints are written with (Anthropic-style caching).",
+    default=None,
+    help="Lifetime explicit cache breakpoints are written with (Anthropic-style caching). "
+    "Default: the transcript's own (1h when its usage reports mostly 1-hour writes), else 5m.",
 )
 @click.option(
     "--format",
@@ -96,7 +97,7 @@ def command(
     dump_dir: Path | None,
     report_path: Path | None,
     interval: float,
-    cache_ttl: str,
+    cache_ttl: str | None,
     format_name: str | None,
     no_optimum: bool,
     store_url: str | None,
@@ -114,7 +115,10 @@ def command(
         if store is not None:
             store.close()
     settings = ReplaySettings(
-        model=model, interval_seconds=interval, cache_ttl="1h" if cache_ttl == "1h" else "5m", optimum=not no_optimum
+        model=model,
+        interval_seconds=interval,
+        cache_ttl="1h" if cache_ttl == "1h" else "5m" if cache_ttl else None,
+        optimum=not no_optimum,
     )
     names = list(strategies or DEFAULT_STRATEGIES)
     total = sum(i.requests for i in inputs) * len(names)
@@ -227,9 +231,13 @@ def _print(results: ReplayResults) -> None:
     for s in runs:
         _print_misses(console, s)
     for s in runs:
-        for result in s.per_file:
-            if result.usage is not None:
-                _print_usage(console, result)
+        checked = [result for result in s.per_file if result.usage is not None]
+        for result in checked:
+            _print_usage(console, result)
+        total = UsageCheck.total([r.usage for r in checked if r.usage is not None])
+        if len(checked) > 1 and total is not None:
+            console.print(f"all {len(checked)} transcripts with usage: billed against predicted", markup=False)
+            _print_rows(console, total)
     for note in results.notes:
         console.print(f"note: {note}")
 
@@ -253,9 +261,23 @@ def _print_usage(console: Console, result: FileResult) -> None:
     assert u is not None
     console.print(
         f"{result.name}: billed usage ({u.source}, {u.requests} request(s), {', '.join(u.models)}) against the "
-        "raw strategy's prediction",
+        "raw strategy's prediction"
+        + (f" ({u.left_out} later request(s) follow the agent's own compaction: not compared)" if u.left_out else ""),
         markup=False,
     )
+    _print_rows(console, u)
+    if result.hidden_prefix_tokens:
+        console.print(
+            f"  hidden prefix: {result.hidden_prefix_tokens:,} tokens, {result.hidden_prefix_method}", markup=False
+        )
+    console.print(
+        f"  tokens: {result.counter.get('label', '')}; request times: {result.clock}; cache writes: {result.cache_ttl}",
+        markup=False,
+    )
+
+
+def _print_rows(console: Console, u: UsageCheck) -> None:
+    """Real against predicted tokens and cost, with the error in percent."""
     rows = (
         ("input", u.real_input_tokens, u.predicted_input_tokens, u.input_error),
         ("cache read", u.real_cache_read_tokens, u.predicted_cache_read_tokens, u.cache_read_error),
@@ -268,11 +290,6 @@ def _print_usage(console: Console, result: FileResult) -> None:
         f"  {'cost $':<12}{u.real_cost_usd:>12.4f} real {u.predicted_cost_usd:>12.4f} predicted {u.cost_error:+8.1%}",
         markup=False,
     )
-    if result.hidden_prefix_tokens:
-        console.print(
-            f"  hidden prefix: {result.hidden_prefix_tokens:,} tokens, {result.hidden_prefix_method}", markup=False
-        )
-    console.print(f"  tokens: {result.counter.get('label', '')}; request times: {result.clock}", markup=False)
 
 
 def _print_per_file(console: Console, results: ReplayResults) -> None:

@@ -222,6 +222,7 @@ class TranscriptBuilder:
             output_tokens=fields.get("output_tokens", 0),
             cache_read_tokens=fields.get("cache_read", 0),
             cache_write_tokens=fields.get("cache_write", 0),
+            cache_write_1h_tokens=fields.get("cache_write_1h", 0),
             request_id=request_id,
             model=model,
             **_at(at),

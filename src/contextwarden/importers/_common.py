@@ -200,13 +200,20 @@ def usage_fields_openai(usage: Mapping[str, Any]) -> dict[str, int]:
 
 
 def usage_fields_anthropic(usage: Mapping[str, Any]) -> dict[str, int]:
-    """Read usage from an Anthropic Messages record (its ``input_tokens`` excludes cache reads/writes)."""
+    """Read usage from an Anthropic Messages record (its ``input_tokens`` excludes cache reads/writes).
+
+    ``cache_creation`` (when present) splits the writes by lifetime; the 1-hour ones are billed 2x
+    input instead of 1.25x, so they are kept apart as ``cache_write_1h``.
+    """
     read = opt_int(usage.get("cache_read_input_tokens"))
     write = opt_int(usage.get("cache_creation_input_tokens"))
+    split = usage.get("cache_creation")
+    one_hour = opt_int(split.get("ephemeral_1h_input_tokens")) if isinstance(split, Mapping) else 0
     total = opt_int(usage.get("input_tokens")) + read + write
     return {
         "input_tokens": total,
         "output_tokens": opt_int(usage.get("output_tokens")),
         "cache_read": read,
         "cache_write": write,
+        "cache_write_1h": min(one_hour, write),
     }

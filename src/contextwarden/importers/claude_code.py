@@ -14,7 +14,8 @@ Both are one JSON object per line with a ``type``. The mapping:
   blocks such as ``server_tool_use``/``web_search_tool_result`` kept verbatim as opaque parts).
   ``<synthetic>`` messages (``isApiErrorMessage``, "No response requested.") are no model call: skipped.
   ``message.usage`` → one :class:`UsageReport` right after that message, ``input_tokens`` being
-  ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens``.
+  ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens``; ``usage.cache_creation``
+  (2.x) splits the writes by lifetime, the 1-hour ones kept as ``cache_write_1h_tokens``.
 - ``system`` with ``subtype: compact_boundary`` plus the following ``isCompactSummary`` user line →
   :class:`Compaction` (``details.provider_side = true``, trigger and pre-compaction tokens kept).
   ``system``/``init`` (stream-json) and ``result`` lines fill ``metadata`` (model, tools, cost totals).

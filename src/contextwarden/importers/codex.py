@@ -35,16 +35,29 @@ Each line is ``{"timestamp": ..., "type": ..., "payload": {...}}`` with ``type``
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from ..log.events import BinaryPart, JSONValue, ToolCall
 from ..wire.openai_responses.request import assistant_turn
 from ._builder import TranscriptBuilder
+from ._codex_items import (
+    ASSISTANT_ITEMS,
+    COMPACTION_ITEMS,
+    CONTROL_ITEMS,
+    ENVELOPE_TYPES,
+    INJECTED_PREFIXES,
+    ITEM_TYPES,
+    OUTPUT_ITEMS,
+    SERVER_ITEMS,
+    agent_message_text,
+    content_text,
+    exit_code_of,
+    kind_of,
+    message_text,
+)
 from ._common import (
     Transcript,
     as_dict,
-    binary_from_data_url,
     fail,
     opt_int,
     opt_str,
@@ -52,50 +65,6 @@ from ._common import (
     parse_timestamp,
 )
 from ._source import ImportOptions, SourceDocument
-
-_ENVELOPE_TYPES = frozenset({"session_meta", "response_item", "turn_context", "event_msg", "compacted"})
-ITEM_TYPES = frozenset(
-    {
-        "message",
-        "reasoning",
-        "function_call",
-        "function_call_output",
-        "custom_tool_call",
-        "custom_tool_call_output",
-        "local_shell_call",
-        "web_search_call",
-        "ghost_snapshot",
-        "compaction",
-        "compaction_summary",
-        "context_compaction",
-        "compaction_trigger",
-        "tool_search_call",
-        "tool_search_output",
-        "image_generation_call",
-        "agent_message",
-        "additional_tools",
-        "configuration_update",
-    }
-)
-_ASSISTANT_ITEMS = frozenset(
-    {
-        "reasoning",
-        "function_call",
-        "custom_tool_call",
-        "local_shell_call",
-        "tool_search_call",
-        "web_search_call",
-        "image_generation_call",
-    }
-)
-# Server-side tools: the API ran them and sends their items back as input; kept verbatim, read as nothing.
-_SERVER_ITEMS = frozenset({"web_search_call", "image_generation_call"})
-_OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
-_COMPACTION_ITEMS = frozenset({"compaction", "compaction_summary", "context_compaction"})
-# Harness state and request controls the rollout records but the model never reads as history.
-_CONTROL_ITEMS = frozenset({"ghost_snapshot", "additional_tools", "configuration_update", "compaction_trigger"})
-_INJECTED_PREFIXES = ("<user_instructions>", "<environment_context>", "# AGENTS.md instructions")
-_EXIT_HEADER = re.compile(r"^(?:Exit code: |Process exited with code )(-?\d+)", re.MULTILINE)
 
 
 def load(doc: SourceDocument, options: ImportOptions) -> Transcript:
@@ -132,16 +101,16 @@ class _Reader:
         self.pending_item: dict[str, JSONValue] | None = None  # a compaction item not yet placed
 
     def read(self, number: int, record: dict[str, Any]) -> None:
-        kind = _kind(record)
+        kind = kind_of(record)
         where = f"line {number}"
         at = parse_timestamp(record.get("timestamp"))
         payload = record.get("payload")
-        inner = _kind(payload) if isinstance(payload, dict) else ""
-        if kind not in ("compacted", "event_msg") and not (kind == "response_item" and inner in _COMPACTION_ITEMS):
+        inner = kind_of(payload) if isinstance(payload, dict) else ""
+        if kind not in ("compacted", "event_msg") and not (kind == "response_item" and inner in COMPACTION_ITEMS):
             self.finish()
         if kind == "world_state":
             self.builder.skip("world_state")
-        elif kind in _ENVELOPE_TYPES:
+        elif kind in ENVELOPE_TYPES:
             self._envelope(kind, as_dict(record.get("payload"), self.source, f"{where}: payload"), where, at)
         elif kind in ITEM_TYPES and "payload" not in record:
             self._item(record, where, at)
@@ -202,11 +171,11 @@ class _Reader:
         if isinstance(history, list):
             details["replacement_history_items"] = len(history)
             retained = [
-                _message_text(item)[0]
+                message_text(item)[0]
                 for item in history
                 if isinstance(item, dict) and item.get("type") == "message" and item.get("role") == "user"
             ]
-            details["retained_user_messages"] = [t for t in retained if t and not t.startswith(_INJECTED_PREFIXES)]
+            details["retained_user_messages"] = [t for t in retained if t and not t.startswith(INJECTED_PREFIXES)]
             if any(isinstance(i, dict) and i.get("type") in ("compaction", "compaction_summary") for i in history):
                 details["encrypted"] = True
         message = payload.get("message")
@@ -256,38 +225,38 @@ class _Reader:
         return self.response
 
     def _item(self, item: dict[str, Any], where: str, at: float | None) -> None:
-        kind = _kind(item)
+        kind = kind_of(item)
         if kind == "message":
             self._message(item, where, at)
-        elif kind in _ASSISTANT_ITEMS:
+        elif kind in ASSISTANT_ITEMS:
             self._assistant_item(item, where, at)
-        elif kind in _OUTPUT_ITEMS:
+        elif kind in OUTPUT_ITEMS:
             if not self.ends_at_usage:
                 self.response = None
             self._output(item, where, at)
         elif kind == "agent_message":
             self.response = None
-            self.builder.user(_agent_message_text(item), at=at)
-        elif kind in _COMPACTION_ITEMS:
+            self.builder.user(agent_message_text(item), at=at)
+        elif kind in COMPACTION_ITEMS:
             # An encrypted compaction the model returned: what came before is now this opaque item.
             self.response = None
             self.finish()
             self.pending_item = {"provider_side": True, "encrypted": True, "compaction_item": kind, "at": at}
-        elif kind in _CONTROL_ITEMS:
+        elif kind in CONTROL_ITEMS:
             self.builder.skip(kind)
         else:
             self.builder.unknown(f"response_item:{kind}")
 
     def _message(self, item: dict[str, Any], where: str, at: float | None) -> None:
         role = opt_str(item, "role", self.source, where)
-        text, parts = _message_text(item)
+        text, parts = message_text(item)
         if role == "assistant":
             self.builder.assistant(text=text, model=self.model, key=self._key(), at=at)
             return
         self.response = None
         if role in ("developer", "system"):
             self.builder.instruction(text, role=role, source=f"codex {role} message", at=at)
-        elif role == "user" and text.lstrip().startswith(_INJECTED_PREFIXES):
+        elif role == "user" and text.lstrip().startswith(INJECTED_PREFIXES):
             self.builder.instruction(text, role="developer", source="codex injected context", at=at)
         elif role == "user":
             self.builder.user(text, parts=parts, at=at)
@@ -308,7 +277,7 @@ class _Reader:
                 at=at,
             )
             return
-        if kind in _SERVER_ITEMS:
+        if kind in SERVER_ITEMS:
             # The wire layer keeps the item verbatim so the Responses renderer sends it back.
             turn = assistant_turn([item])
             self.builder.assistant(opaque=turn.opaque, model=self.model, key=self._key(), at=at)
@@ -350,68 +319,16 @@ class _Reader:
             success = output.get("success")
             output = output.get("content")
         if isinstance(output, list):
-            text, parts = _content_text(output)
+            text, parts = content_text(output)
         elif isinstance(output, str):
             text = output
         elif output is None:
             text = ""
         else:
             raise fail(self.source, f"{where}.output", "expected a string or an array of content items")
-        exit_code = _exit_code(text)
+        exit_code = exit_code_of(text)
         is_error = success is False or (exit_code is not None and exit_code != 0)
         self.builder.tool_result(call_id, text, is_error=is_error, exit_code=exit_code, parts=parts, where=where, at=at)
 
 
-def _kind(record: dict[str, Any]) -> str:
-    kind = record.get("type")
-    return kind if isinstance(kind, str) else ""
-
-
-def _agent_message_text(item: dict[str, Any]) -> str:
-    """Another agent's message to this one (its encrypted parts can only be named)."""
-    pieces = []
-    content = item.get("content")
-    for part in content if isinstance(content, list) else []:
-        if isinstance(part, dict) and isinstance(part.get("text"), str):
-            pieces.append(part["text"])
-        elif isinstance(part, dict) and part.get("type") == "encrypted_content":
-            pieces.append("[encrypted content]")
-    header = f"[message from agent {item.get('author') or '?'} to {item.get('recipient') or '?'}]"
-    return "\n".join([header, *pieces])
-
-
-def _message_text(item: dict[str, Any]) -> tuple[str, list[BinaryPart]]:
-    content = item.get("content")
-    if isinstance(content, str):
-        return content, []
-    return _content_text(content if isinstance(content, list) else [])
-
-
-def _content_text(content: list[Any]) -> tuple[str, list[BinaryPart]]:
-    texts: list[str] = []
-    parts: list[BinaryPart] = []
-    for block in content:
-        if not isinstance(block, dict):
-            continue
-        if isinstance(block.get("text"), str):
-            texts.append(block["text"])
-        elif isinstance(block.get("image_url"), str):
-            part = binary_from_data_url(block["image_url"])
-            if part is not None:
-                parts.append(part)
-            else:
-                texts.append(f"[image: {block['image_url']}]")
-    return "\n".join(texts), parts
-
-
-def _exit_code(text: str) -> int | None:
-    if text.startswith("{"):
-        try:
-            parsed = json.loads(text)
-        except (ValueError, RecursionError):
-            parsed = None
-        meta = parsed.get("metadata") if isinstance(parsed, dict) else None
-        if isinstance(meta, dict) and isinstance(meta.get("exit_code"), int):
-            return int(meta["exit_code"])
-    match = _EXIT_HEADER.search(text[:200])
-    return int(match.group(1)) if match else None
+__all__ = ["ITEM_TYPES", "load"]

@@ -255,6 +255,8 @@ class UsageReport(Event):
     """Input tokens served from the provider's prompt cache."""
     cache_write_tokens: int = 0
     """Input tokens written to the provider's prompt cache."""
+    cache_write_1h_tokens: int = 0
+    """Of ``cache_write_tokens``, those written with Anthropic's 1-hour lifetime (billed 2x input, not 1.25x)."""
     request_id: str = ""
     """The request this usage belongs to (the provider's id or our own)."""
     response_event_id: str = ""

@@ -185,6 +185,16 @@ class CacheSimulator:
             self.ttl = _TTL_SECONDS[self.settings.ttl]
         self._root = _Node()
 
+    def seed(self, blocks: Sequence[Block], *, at: float) -> None:
+        """Start with the prefix ``blocks`` cached at time ``at``, as an earlier session left it."""
+        path = self._path(blocks, create=True)
+        for node in path:
+            if node is not None:
+                node.last_used = at
+        last = path[-1] if path else None
+        if last is not None:
+            last.entry_expires = at + self.ttl
+
     def observe(
         self,
         blocks: Sequence[Block],

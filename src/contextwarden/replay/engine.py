@@ -10,7 +10,7 @@ same outputs. Only the request being measured is held; the figures kept per requ
 
 What the transcript records about its real requests (models, usage, the tokenizer calibration, the
 hidden prefix every request carries) is read once per transcript by :mod:`.reference`; the raw
-strategy's figures are compared with the billed usage in :class:`~.results.UsageCheck`.
+strategy's figures are compared with the billed usage by :mod:`.billcheck`.
 
 Time: requests are sent at the transcript's own timestamps when the importer found them on every
 response, else ``interval_seconds`` apart; each file's result says which. Window events recorded in
@@ -28,20 +28,21 @@ from typing import IO
 
 from ..context import SECTIONS
 from ..errors import UsageError
-from ..log.events import AssistantMessage, UsageReport
+from ..log.events import AssistantMessage
 from ..log.store import MemoryStore
 from ..models import ModelProfile, get_profile
 from ..tokens import HeuristicCounter, TokenCounter
 from ..wire.openai_chat import render_openai_chat
 from ._measure import Clock, align, block_breakpoints, output_tokens
+from .billcheck import ttl_label, usage_check
 from .catalog import parse_strategy
-from .costmodel import BlockMeter, CacheSimulator, CostSettings, price_call
+from .costmodel import BlockMeter, CacheSimulator, price_call
 from .inputs import ReplayInput
 from .optimum import offline_optimum
 from .peers import PeerStrategy, PeerUnavailable
 from .probes import ProbeTracker
 from .reference import Reference, read_reference
-from .results import FileResult, ReplayResults, RequestRecord, StrategyResult, UsageCheck
+from .results import FileResult, ReplayResults, RequestRecord, StrategyResult
 from .settings import ReplaySettings
 from .strategies import Built, RunEnv, Strategy
 
@@ -111,7 +112,7 @@ class _FileReplay:
         # A provider caches per model: a session that switches models starts that model's cache cold.
         self.sims: dict[str, CacheSimulator] = {}
         self.clock = clock_of(inp, settings)
-        self.hidden = reference.hidden_prefix.block()
+        self.hidden = reference.hidden_prefix.blocks()
         self.previous: list[str] = []
         self.out = _Measured()
 
@@ -132,7 +133,8 @@ class _FileReplay:
     def _sim(self, profile: ModelProfile) -> CacheSimulator:
         sim = self.sims.get(profile.name)
         if sim is None:
-            sim = self.sims[profile.name] = CacheSimulator(profile, CostSettings(ttl=self.settings.cache_ttl))
+            sim = self.reference.simulator(profile, self.settings.cache_ttl, at=self.clock(0))
+            self.sims[profile.name] = sim
         return sim
 
     def _request(self, event: AssistantMessage, built: Built) -> None:
@@ -143,10 +145,11 @@ class _FileReplay:
         blocks = self.meter.blocks(body)
         sections_of, landed = align(ctx, body)
         breakpoints = block_breakpoints(ctx, landed)
-        if self.hidden is not None:
-            blocks = [self.hidden, *blocks]
-            sections_of = [HIDDEN_SECTION, *sections_of]
-            breakpoints = [b + 1 for b in breakpoints]
+        if self.hidden:
+            blocks = [*self.hidden, *blocks]
+            sections_of = [*(HIDDEN_SECTION for _ in self.hidden), *sections_of]
+            # The hidden prefix is the agent's system prompt and tools, which agents mark for caching.
+            breakpoints = [len(self.hidden) - 1, *(b + len(self.hidden) for b in breakpoints)]
         index = len(self.out.records)
         out_tokens = self.reference.output_tokens(index, output_tokens(event, self.meter.counter))
         profile = self.reference.profile_of(index)
@@ -216,60 +219,6 @@ def clock_of(inp: ReplayInput, settings: ReplaySettings) -> Clock:
     return Clock(inp.events, settings.interval_seconds, stamped=stamped if isinstance(stamped, str) else None)
 
 
-def _real_cost(u: UsageReport, profile: ModelProfile) -> float:
-    return (
-        profile.cost(
-            input_tokens=u.input_tokens,
-            output_tokens=u.output_tokens,
-            cache_read_tokens=u.cache_read_tokens,
-            cache_write_tokens=u.cache_write_tokens,
-        )
-        or 0.0
-    )
-
-
-def _usage_check(inp: ReplayInput, records: Sequence[RequestRecord], reference: Reference) -> UsageCheck | None:
-    """The raw strategy's prediction against the transcript's own usage (per call, else run totals)."""
-    usage = reference.usage
-    if usage:
-        pairs = [(records[i], u, reference.profile_of(i)) for i, u in sorted(usage.items()) if i < len(records)]
-        return UsageCheck(
-            requests=len(pairs),
-            real_input_tokens=sum(u.input_tokens for _, u, _ in pairs),
-            predicted_input_tokens=sum(r.input_tokens for r, _, _ in pairs),
-            real_cache_read_tokens=sum(u.cache_read_tokens for _, u, _ in pairs),
-            predicted_cache_read_tokens=sum(r.cache_read_tokens for r, _, _ in pairs),
-            real_cache_write_tokens=sum(u.cache_write_tokens for _, u, _ in pairs),
-            predicted_cache_write_tokens=sum(r.cache_write_tokens for r, _, _ in pairs),
-            real_output_tokens=sum(u.output_tokens for _, u, _ in pairs),
-            predicted_output_tokens=sum(r.output_tokens for r, _, _ in pairs),
-            real_cost_usd=sum(_real_cost(u, p) for _, u, p in pairs),
-            predicted_cost_usd=sum(r.cost_usd for r, _, _ in pairs),
-            models=tuple(sorted({p.name for _, _, p in pairs})),
-        )
-    totals = inp.metadata.get("usage_totals")
-    if not isinstance(totals, dict) or not isinstance(totals.get("input_tokens"), int):
-        return None
-    real_in, real_out = int(totals["input_tokens"] or 0), int(totals.get("output_tokens") or 0)  # type: ignore[arg-type]
-    predicted_in = sum(r.input_tokens for r in records)
-    predicted_out = sum(r.output_tokens for r in records)
-    profile = reference.profile
-    # Run totals carry no cache figures: compare both sides uncached.
-    return UsageCheck(
-        requests=len(records),
-        real_input_tokens=real_in,
-        predicted_input_tokens=predicted_in,
-        real_cache_read_tokens=0,
-        predicted_cache_read_tokens=0,
-        real_output_tokens=real_out,
-        predicted_output_tokens=predicted_out,
-        real_cost_usd=price_call(profile, input_tokens=real_in, output_tokens=real_out),
-        predicted_cost_usd=price_call(profile, input_tokens=predicted_in, output_tokens=predicted_out),
-        source="totals",
-        models=(profile.name,),
-    )
-
-
 def replay_file(
     inp: ReplayInput,
     strategy: Strategy,
@@ -287,7 +236,7 @@ def replay_file(
     )
     measured = replayer.play(progress)
     records = measured.records
-    usage = _usage_check(inp, records, reference) if strategy.name == "raw" else None
+    usage = usage_check(inp, records, reference) if strategy.name == "raw" else None
     note = "; ".join(measured.notes[:3]) + (f" (+{len(measured.notes) - 3} more)" if len(measured.notes) > 3 else "")
     return FileResult(
         file=inp.source,
@@ -307,6 +256,7 @@ def replay_file(
         hidden_prefix_tokens=reference.hidden_prefix.tokens,
         hidden_prefix_method=reference.hidden_prefix.method,
         clock=replayer.clock.label,
+        cache_ttl=ttl_label(settings, reference),
     )
 
 
@@ -398,7 +348,7 @@ def replay(
         settings={
             "model": settings.model,
             "interval_seconds": settings.interval_seconds,
-            "cache_ttl": settings.cache_ttl,
+            "cache_ttl": settings.cache_ttl or "each transcript's own",
             "summarizer_model": settings.summarizer_model or "each request's model",
         },
         notes=tuple(notes),

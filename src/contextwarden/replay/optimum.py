@@ -79,11 +79,11 @@ class _Snapshot:
 class _Blocks:
     """Block of each (item, variant), learned from renders of the base and fully reduced requests."""
 
-    def __init__(self, meter: BlockMeter, hidden: Block | None = None) -> None:
+    def __init__(self, meter: BlockMeter, hidden: Sequence[Block] = ()) -> None:
         self.meter = meter
         self.by_variant: dict[tuple[str, str], Block] = {}
         self.prefix: dict[str, list[Block]] = {}
-        self.hidden = [hidden] if hidden is not None else []
+        self.hidden = list(hidden)
 
     def learn(self, profile: ModelProfile, system: str, messages: Sequence[Message]) -> None:
         normalized, _ = normalize_pairing(messages)
@@ -132,7 +132,7 @@ def _snapshots(
     tracker = ProbeTracker()
     clock = clock or Clock(events, settings.interval_seconds)
     base: dict[str, Message] = {}
-    learned = _Blocks(meter, reference.hidden_prefix.block() if reference is not None else None)
+    learned = _Blocks(meter, reference.hidden_prefix.blocks() if reference is not None else ())
     snaps: list[_Snapshot] = []
     seq = 0
     for event in events:
@@ -186,6 +186,15 @@ def _priced(
     return price(blocks, at=snap.at, output_tokens=snap.out_tokens, breakpoints=points).cost_usd
 
 
+def _new_cache(
+    profile: ModelProfile, settings: ReplaySettings, reference: Reference | None, snaps: Sequence[_Snapshot]
+) -> CacheSimulator:
+    """A fresh cache, warm like the strategies' when the transcript began warm (see :mod:`.reference`)."""
+    if reference is not None:
+        return reference.simulator(profile, settings.cache_ttl, at=snaps[0].at if snaps else 0.0)
+    return CacheSimulator(profile, CostSettings(ttl=settings.cache_ttl or "5m"))
+
+
 def _sequential(
     snaps: Sequence[_Snapshot],
     base: Mapping[str, Message],
@@ -194,8 +203,9 @@ def _sequential(
     *,
     profile: ModelProfile,
     settings: ReplaySettings,
+    reference: Reference | None,
 ) -> float:
-    sim = CacheSimulator(profile, CostSettings(ttl=settings.cache_ttl))
+    sim = _new_cache(profile, settings, reference, snaps)
     batches = set(points)
     current: Mapping[str, Message] = {}
     total = 0.0
@@ -218,7 +228,7 @@ def schedule_cost(
 ) -> float:
     """The cost of one given schedule, every request priced in one cache (to check the optimum)."""
     snaps, base, learned = _snapshots(events, profile, meter, settings, reference, clock)
-    return _sequential(snaps, base, learned, batch_points, profile=profile, settings=settings)
+    return _sequential(snaps, base, learned, batch_points, profile=profile, settings=settings, reference=reference)
 
 
 def offline_optimum(
@@ -240,7 +250,6 @@ def offline_optimum(
     if n == 0:
         return Optimum(cost_usd=0.0, batch_points=(), never_cost_usd=0.0, requests=0)
     window = profile.input_window
-    cost_settings = CostSettings(ttl=settings.cache_ttl)
 
     def priced(sim: CacheSimulator, snap: _Snapshot, edits: Mapping[str, Message], *, commit: bool) -> float:
         return _priced(sim, learned, base, snap, edits, window=window, commit=commit)
@@ -249,7 +258,7 @@ def offline_optimum(
     first: list[list[float]] = []  # first[a][b - a - 1]: request b with its own batch after segment a
     start_cost = 0.0
     for a in range(n):
-        sim = CacheSimulator(profile, cost_settings)
+        sim = _new_cache(profile, settings, reference, snaps)
         batch = snaps[a].edited if a else {}
         cost_a = priced(sim, snaps[a], batch, commit=True)
         if a == 0:
@@ -279,5 +288,5 @@ def offline_optimum(
     chosen = tuple(reversed(points))
     # The DP prices each segment in a cache that starts at the segment's batch; price the chosen
     # schedule in one cache from the start, so the figure is what that schedule really costs.
-    exact = _sequential(snaps, base, learned, chosen, profile=profile, settings=settings)
+    exact = _sequential(snaps, base, learned, chosen, profile=profile, settings=settings, reference=reference)
     return Optimum(cost_usd=exact, batch_points=chosen, never_cost_usd=finals[0], requests=n)

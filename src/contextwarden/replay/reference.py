@@ -18,8 +18,17 @@ the reference from the transcript itself, once per transcript, before any strate
   tokenizer, or no pair exists, the factor is 1 and the label says which.
 - **Hidden prefix.** What the agent sent that the transcript does not show (its system prompt,
   its tool schemas): the first usage report's billed input minus the calibrated count of the
-  visible request it belongs to. It is carried as one labelled block at the start of every
-  simulated request, so raw and every strategy pay for it, and cache it, alike.
+  visible request it belongs to. It is carried as a labelled block (two with a warm start, below)
+  at the start of every simulated request, ending at a cache breakpoint as agents mark their system
+  prompt, so raw and every strategy pay for it, and cache it, alike.
+- **Warm start.** An agent's system prompt and tool schemas are the same from one session to the
+  next, so a session often begins with them already cached (Claude Code's and Codex's first
+  requests read thousands of tokens). The first usage report's cache reads, up to the hidden
+  prefix's size, are taken as cached before the session: the hidden prefix is carried as two blocks,
+  the warm part first, and every simulated cache of the first request's model starts holding it.
+- **Cache lifetime.** Anthropic usage says which lifetime each write had (``cache_creation``): when
+  most written tokens had the 1-hour lifetime, the replay writes its breakpoints with it (2x input
+  instead of 1.25x), unless ``--cache-ttl`` says otherwise.
 - **Output.** Where a request's usage reports output tokens, every strategy is charged those (the
   response is the transcript's, whatever the strategy sent); elsewhere the visible response is counted.
 """
@@ -27,7 +36,7 @@ the reference from the transcript itself, once per transcript, before any strate
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
@@ -35,11 +44,13 @@ from ..log.events import AssistantMessage, Event, JSONValue, UsageReport
 from ..models import ModelProfile, get_profile, list_profiles
 from ..tokens import CalibratedCounter, TokenCounter
 from ..wire.openai_chat import render_openai_chat
-from .costmodel import Block, BlockMeter
+from .costmodel import Block, BlockMeter, CacheSimulator, CacheTTL, CostSettings
 from .strategies import History, plain_context
 
 MIN_PAIR_TOKENS = 32
 """A calibration pair whose local growth is smaller than this is skipped: framing dominates it."""
+NO_WINDOW_EVENT = 1 << 62
+"""``own_window_event_at`` of a transcript whose agent never compacted."""
 _NOT_A_MODEL = frozenset({"", "<synthetic>"})
 """Model names that mark a response no model produced (Claude Code's synthetic messages)."""
 
@@ -101,12 +112,18 @@ class HiddenPrefix:
 
     tokens: int = 0
     """Provider tokens (0 when nothing is hidden or there is no usage to estimate from)."""
+    warm_tokens: int = 0
+    """Of those, already cached when the session began (the first request read them)."""
     method: str = "no per-request usage: nothing hidden is assumed"
     """How it was estimated, one sentence."""
 
-    def block(self) -> Block | None:
-        """The block every simulated request starts with (None when empty)."""
-        return Block(key=f"hidden-prefix:{self.tokens}", tokens=self.tokens) if self.tokens > 0 else None
+    def blocks(self) -> list[Block]:
+        """The blocks every simulated request starts with: the warm part, then the rest (empty when nothing)."""
+        warm = min(self.warm_tokens, self.tokens)
+        out = [Block(key=f"hidden-prefix-warm:{warm}", tokens=warm)] if warm > 0 else []
+        if self.tokens > warm:
+            out.append(Block(key=f"hidden-prefix:{self.tokens}", tokens=self.tokens - warm))
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,6 +142,21 @@ class Reference:
     """The hidden part of every request."""
     model_source: str = "transcript"
     """``transcript``, ``--model`` or ``default`` (the transcript names no model)."""
+    cache_ttl: CacheTTL = "5m"
+    """The lifetime the transcript's own cache writes mostly had (``1h`` only from Anthropic's ``cache_creation``)."""
+    own_window_event_at: int = NO_WINDOW_EVENT
+    """The first request after a window event the agent itself made (a compaction)."""
+
+    def simulator(self, profile: ModelProfile, ttl: CacheTTL | None, *, at: float) -> CacheSimulator:
+        """A fresh cache for ``profile`` (``ttl`` None: the transcript's own), warm if the session began warm.
+
+        Only the first request's model starts warm: that is the cache the first usage report read.
+        """
+        sim = CacheSimulator(profile, CostSettings(ttl=ttl or self.cache_ttl))
+        warm = self.hidden_prefix.blocks()[:1] if self.hidden_prefix.warm_tokens else []
+        if warm and self.usage and profile.name == self.profile_of(min(self.usage)).name:
+            sim.seed(warm, at=at)
+        return sim
 
     def counter(self, base: TokenCounter) -> TokenCounter:
         """The counter the strategies and the cost model use for this transcript."""
@@ -142,19 +174,22 @@ class Reference:
         return self.request_profiles[index] if index < len(self.request_profiles) else self.profile
 
 
-def _requests_and_usage(events: Sequence[Event]) -> tuple[list[AssistantMessage], dict[int, UsageReport]]:
+def _requests_and_usage(events: Sequence[Event]) -> tuple[list[AssistantMessage], dict[int, UsageReport], int]:
+    """The requests, their usage by request index, and the first request after the agent's own window event."""
     requests: list[AssistantMessage] = []
     index_of: dict[str, int] = {}
     usage: dict[int, UsageReport] = {}
+    window_at = NO_WINDOW_EVENT
     for event in events:
         if event.is_window_event:
+            window_at = min(window_at, len(requests))
             continue
         if isinstance(event, AssistantMessage):
             index_of[event.id] = len(requests)
             requests.append(event)
         elif isinstance(event, UsageReport) and requests:
             usage.setdefault(index_of.get(event.response_event_id, len(requests) - 1), event)
-    return requests, usage
+    return requests, usage, window_at
 
 
 def _session_model(metadata: Mapping[str, JSONValue], requests: Sequence[AssistantMessage]) -> str:
@@ -174,7 +209,7 @@ def read_reference(
     counter: TokenCounter,
 ) -> Reference:
     """Read the reference of one transcript (see the module docstring); ``name`` appears in errors."""
-    requests, usage = _requests_and_usage(events)
+    requests, usage, window_at = _requests_and_usage(events)
     if override:
         profile = resolve_model(override, "--model")
         profiles = tuple(profile for _ in requests)
@@ -196,30 +231,61 @@ def read_reference(
         profiles = tuple(chosen)
     calibration = Calibration(counter=counter.name, tokenizer=profile.tokenizer)
     if not usage:
-        return Reference(profile=profile, request_profiles=profiles, calibration=calibration, model_source=source)
+        return Reference(
+            profile=profile,
+            request_profiles=profiles,
+            calibration=calibration,
+            model_source=source,
+            own_window_event_at=window_at,
+        )
     visible = _visible_counts(events, profile, BlockMeter(counter), want=set(usage))
     if counter.name != profile.tokenizer:
         calibration = _calibrate(calibration, visible, usage, profiles)
     reference = Reference(
         profile=profile, request_profiles=profiles, usage=usage, calibration=calibration, model_source=source
     )
-    first = min(usage)
-    scaled = _visible_counts(events, profile, BlockMeter(reference.counter(counter)), want={first})[first]
-    billed = usage[first].input_tokens
-    hidden = max(billed - scaled, 0)
-    method = (
-        f"request {first}'s billed input ({billed:,}) minus its visible request ({scaled:,}, {calibration.label})"
-        if hidden
-        else f"request {first}'s billed input ({billed:,}) is not above its visible request ({scaled:,}): none assumed"
-    )
     return Reference(
         profile=profile,
         request_profiles=profiles,
         usage=usage,
         calibration=calibration,
-        hidden_prefix=HiddenPrefix(tokens=hidden, method=method),
+        hidden_prefix=_hidden_prefix(events, profile, reference.counter(counter), usage, calibration.label),
         model_source=source,
+        cache_ttl=_cache_ttl(usage.values()),
+        own_window_event_at=window_at,
     )
+
+
+def _hidden_prefix(
+    events: Sequence[Event],
+    profile: ModelProfile,
+    counter: TokenCounter,
+    usage: Mapping[int, UsageReport],
+    counted_with: str,
+) -> HiddenPrefix:
+    first = min(usage)
+    scaled = _visible_counts(events, profile, BlockMeter(counter), want={first})[first]
+    billed, read = usage[first].input_tokens, usage[first].cache_read_tokens
+    hidden = max(billed - scaled, 0)
+    warm = min(read, hidden)
+    if not hidden:
+        method = (
+            f"request {first}'s billed input ({billed:,}) is not above its visible request ({scaled:,}): none assumed"
+        )
+        return HiddenPrefix(method=method)
+    method = f"request {first}'s billed input ({billed:,}) minus its visible request ({scaled:,}, {counted_with})"
+    if warm:
+        method += f"; its first {warm:,} cached before the session (request {first} read {read:,} from the cache)"
+    return HiddenPrefix(tokens=hidden, warm_tokens=warm, method=method)
+
+
+def _cache_ttl(reports: Iterable[UsageReport]) -> CacheTTL:
+    """``1h`` when most tokens the transcript wrote to the cache had the 1-hour lifetime."""
+    written = one_hour = 0
+    for u in reports:
+        written += u.cache_write_tokens
+        one_hour += u.cache_write_1h_tokens
+    return "1h" if written and 2 * one_hour > written else "5m"
 
 
 def _visible_counts(

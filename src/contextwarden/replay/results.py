@@ -92,6 +92,8 @@ class UsageCheck:
     """``per-call`` (usage events) or ``totals`` (only run totals in the transcript's metadata)."""
     models: tuple[str, ...] = ()
     """The models the requests were priced with."""
+    left_out: int = 0
+    """Requests with usage not compared: they follow a compaction the agent made, which raw does not replay."""
 
     @property
     def input_error(self) -> float:
@@ -117,6 +119,35 @@ class UsageCheck:
     def cost_error(self) -> float:
         """(predicted − real) / real cost."""
         return _rel(self.predicted_cost_usd, self.real_cost_usd)
+
+    @staticmethod
+    def total(checks: Sequence[UsageCheck]) -> UsageCheck | None:
+        """The checks of several transcripts summed (None when there are none)."""
+        if not checks:
+            return None
+        sources = {c.source for c in checks}
+        summed = {
+            name: sum(getattr(c, name) for c in checks)
+            for name in (
+                "requests",
+                "real_input_tokens",
+                "predicted_input_tokens",
+                "real_cache_read_tokens",
+                "predicted_cache_read_tokens",
+                "real_cost_usd",
+                "predicted_cost_usd",
+                "real_cache_write_tokens",
+                "predicted_cache_write_tokens",
+                "real_output_tokens",
+                "predicted_output_tokens",
+                "left_out",
+            )
+        }
+        return UsageCheck(
+            **summed,
+            source=sources.pop() if len(sources) == 1 else "mixed",
+            models=tuple(sorted({m for c in checks for m in c.models})),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, errors included."""
@@ -174,6 +205,8 @@ class FileResult:
     """How it was estimated."""
     clock: str = ""
     """Which request times were used (the transcript's timestamps or the interval)."""
+    cache_ttl: str = ""
+    """The lifetime explicit cache writes were simulated with, and why (``--cache-ttl`` or the transcript's)."""
 
     def figures(self) -> dict[str, Any]:
         """The per-file figures of the ``--json`` document."""
@@ -193,6 +226,7 @@ class FileResult:
             "counter": dict(self.counter),
             "hidden_prefix": {"tokens": self.hidden_prefix_tokens, "method": self.hidden_prefix_method},
             "request_times": self.clock,
+            "cache_ttl": self.cache_ttl,
             "note": self.note,
         }
 
@@ -262,6 +296,8 @@ class StrategyResult:
         known = None if any(o is None for o in optimum) else sum(o or 0.0 for o in optimum)
         out.update(probe_misses=misses, optimum_cost_usd=known, optimum_ratio=_ratio(out["cost_usd"], known))
         out.update(_reread_figures(sum(f.file_reads for f in self.per_file), sum(f.rereads for f in self.per_file)))
+        total = UsageCheck.total([f.usage for f in self.per_file if f.usage is not None])
+        out["usage_check"] = total.to_dict() if total is not None else None
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -15,8 +15,8 @@ class ReplaySettings:
     """Price and budget every request as this model; None: each transcript's own model (see :mod:`.reference`)."""
     interval_seconds: float = 30.0
     """Seconds between requests when the transcript has no timestamps."""
-    cache_ttl: CacheTTL = "5m"
-    """Explicit caching: the lifetime breakpoints are written with."""
+    cache_ttl: CacheTTL | None = None
+    """Explicit caching: the lifetime breakpoints are written with; None: the transcript's own (:mod:`.reference`)."""
     optimum: bool = True
     """Compute the offline optimum of every transcript (see :mod:`.optimum`)."""
     summarizer_model: str | None = None

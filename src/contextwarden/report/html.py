@@ -20,6 +20,7 @@ from ..log.events import Event
 from ..replay.results import FileResult, ReplayResults, StrategyResult
 from . import _tables
 from ._timeline import timeline
+from .frontier import frontier_table
 from .scatter import TradeoffPoint, knee, tradeoff_chart
 from .svg import (
     SECTION_COLORS,
@@ -278,6 +279,7 @@ def _tradeoff(results: ReplayResults) -> str:
         "<h3>Tokens against cost</h3>"
         + tradeoff_chart(points, title="Mean input tokens and cost, relative to raw (frontier dashed)")
         + f'<p class="note">{esc(note)}</p>'
+        + frontier_table(points)
     )
 
 
