@@ -18,7 +18,7 @@ from contextwarden.plan.compaction import (
     SummaryInput,
     SummaryOptions,
 )
-from contextwarden.plan.compaction.prompts import REQUIRED_SECTIONS, SECTIONS
+from contextwarden.plan.compaction.sections import REQUIRED_SECTIONS, SECTIONS
 from contextwarden.plan.compaction.serialize import Entry, cap_text, chunk_entries, fit_transcript
 from contextwarden.plan.compaction.validate import SummaryCheck, validate_summary
 from contextwarden.testing import ScriptedProvider, estimate_request_tokens
@@ -90,6 +90,30 @@ def test_structured_turn_prefix_and_focus() -> None:
     assert "read_file src/f0.py" in prefix
     focused = s.summarize(data(focus="the sign handling"), options=OPTS).text
     assert "the sign handling" in focused
+
+
+def test_every_writer_and_the_prompt_follow_the_one_section_layout() -> None:
+    import json
+
+    from contextwarden.plan.compaction.prompts import build_prompt
+    from contextwarden.plan.compaction.schema import render_summary
+    from contextwarden.plan.compaction.sections import TURN_SECTIONS
+    from contextwarden.plan.compaction.validate import headings
+
+    def lines_of(text: str, layout: tuple[str, ...]) -> list[str]:
+        return [ln for ln in text.splitlines() if ln in layout]
+
+    s = StructuredSummarizer()
+    assert lines_of(s.summarize(data(), options=OPTS).text, SECTIONS) == list(SECTIONS), "every heading, in order"
+    prefix = s.summarize(data(purpose="turn_prefix"), options=OPTS).text
+    assert lines_of(prefix, TURN_SECTIONS) == list(TURN_SECTIONS)
+    prompt = build_prompt(transcript="x", purpose="history").user
+    assert lines_of(prompt, SECTIONS) == list(SECTIONS), "the model is asked for the same headings"
+    assert lines_of(build_prompt(transcript="x", purpose="turn_prefix").user, TURN_SECTIONS) == list(TURN_SECTIONS)
+    rendered = render_summary(json.dumps({"next_steps": ["go on"]}), anchors_pinned=False)
+    titles = headings(rendered)
+    assert titles == [h.lstrip("#").strip() for h in SECTIONS if h.lstrip("#").strip() in titles], "a subsequence"
+    assert all(any(t.lower().startswith(r.lower()) for t in titles) for r in REQUIRED_SECTIONS)
 
 
 def test_structured_carries_done_items_of_the_previous_summary() -> None:
@@ -319,7 +343,6 @@ def test_structured_output_sends_a_schema_and_renders_the_json_into_headings() -
 
     from contextwarden.log.store.memory import MemoryStore
     from contextwarden.plan.compaction import SummaryInput, SummaryOptions
-    from contextwarden.plan.compaction.prompts import REQUIRED_SECTIONS
     from contextwarden.plan.compaction.serialize import entries_from_events
     from contextwarden.plan.compaction.validate import missing_sections
     from contextwarden.window.state import derive_state

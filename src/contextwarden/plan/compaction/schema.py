@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from ...log.events import JSONValue
+from .sections import Section, section
 from .truth import PINNED_CONSTRAINTS, PINNED_GOAL, clean_text
 from .validate import InvalidSummary
 
@@ -22,17 +23,19 @@ MAX_ITEMS = 3
 MAX_ITEM_CHARS = 80
 """Characters per item the schema allows."""
 
-LISTS: tuple[tuple[str, str, str], ...] = (
-    ("done", "### Done", "finished steps, with file paths"),
-    ("in_progress", "### In Progress", "the step being worked on now, if any"),
-    ("blocked", "### Blocked", "what stops progress: failing tests, errors"),
-    ("decisions", "## Key Decisions", "choices made and why"),
-    ("next_steps", "## Next Steps", "what to do next, in order"),
-    ("critical_context", "## Critical Context", "exact paths, names, values and error messages needed later"),
-    ("test_status", "## Test Status", "the latest result of each test command"),
-    ("failed_attempts", "## Failed Attempts", "what was tried and failed, with the error line"),
+SCHEMA_KEYS: tuple[str, ...] = (
+    "done",
+    "in_progress",
+    "blocked",
+    "decisions",
+    "next_steps",
+    "critical_context",
+    "test_status",
+    "failed_attempts",
 )
-"""(JSON key, heading, what the key holds), in heading order after Goal, Constraints and Progress."""
+"""The sections a small model fills, in heading order after Goal, Constraints and Progress (the others
+are either pinned or derived in code)."""
+LISTS: tuple[Section, ...] = tuple(section(key) for key in SCHEMA_KEYS)
 
 
 def _string_list(*, min_items: int = 0) -> dict[str, JSONValue]:
@@ -50,8 +53,8 @@ def summary_schema(*, anchors_pinned: bool) -> dict[str, JSONValue]:
     if not anchors_pinned:
         properties["goal"] = {"type": "string", "maxLength": 600}
         properties["constraints"] = _string_list()
-    for key, _, _ in LISTS:
-        properties[key] = _string_list(min_items=1 if key == "next_steps" else 0)
+    for sec in LISTS:
+        properties[sec.key] = _string_list(min_items=1 if sec.key == "next_steps" else 0)
     return {"type": "object", "properties": properties, "required": list(properties)}
 
 
@@ -63,7 +66,7 @@ def response_format(*, anchors_pinned: bool) -> dict[str, JSONValue]:
 def keys_guide(*, anchors_pinned: bool) -> str:
     """The prompt text naming every key the answer must have."""
     lines = [] if anchors_pinned else ['"goal": what the user wants', '"constraints": every rule the user stated']
-    lines += [f'"{key}": {what}' for key, _, what in LISTS]
+    lines += [f'"{sec.key}": {sec.hint}' for sec in LISTS]
     return "\n".join(f"- {line}" for line in lines)
 
 
@@ -90,13 +93,13 @@ def render_summary(answer: str, *, anchors_pinned: bool, constraints: int = 0) -
     else:
         goal = " ".join(clean_text(str(raw.get("goal", ""))).split())
         rules = _items(raw, "constraints")
-    lines = ["## Goal", goal or "(no goal recorded)", "## Constraints & Preferences"]
+    lines = [section("goal").heading, goal or "(no goal recorded)", section("constraints").heading]
     lines += [f"- {r}" for r in rules] or ["- (none)"]
-    lines.append("## Progress")
-    for key, heading, _ in LISTS:
-        items = _items(raw, key)
-        if key == "next_steps":
-            lines += [heading, *(f"{n}. {i}" for n, i in enumerate(items, 1))]
+    lines.append(section("progress").heading)
+    for sec in LISTS:
+        items = _items(raw, sec.key)
+        if sec.key == "next_steps":
+            lines += [sec.heading, *(f"{n}. {i}" for n, i in enumerate(items, 1))]
         else:
-            lines += [heading, *(f"- {i}" for i in items)] if items else [heading, "- (none)"]
+            lines += [sec.heading, *(f"- {i}" for i in items)] if items else [sec.heading, "- (none)"]
     return "\n".join(lines)

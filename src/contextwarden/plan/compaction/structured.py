@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from ...tokens import TokenCounter
 from ...window.state import MAX_CONSTRAINTS, TaskState
 from ._base import SummaryInput, SummaryOptions, SummaryResult
+from .sections import HISTORY, TURN, section
 from .serialize import Entry, call_label
 from .truth import (
     PINNED_CONSTRAINTS,
@@ -111,7 +112,7 @@ def _actions(entries: Sequence[Entry]) -> tuple[list[str], list[str]]:
 def _carried_failures(previous: str) -> list[str]:
     """Failed attempts of an earlier summary, without banner-only quotes or escapes."""
     out = []
-    for line in _section(previous, "Failed Attempts"):
+    for line in _section(previous, section("failed_attempts").title):
         text = clean_text(line.removeprefix("- ").strip())
         head, sep, quote = text.partition(": ")
         if sep and is_banner(quote.split(" | ")[0]):
@@ -180,7 +181,9 @@ def history_summary(data: SummaryInput, shape: _Shape = _Shape()) -> str:
     """The history summary for ``data``, every section filled, true as of its last entry."""
     s = data.state
     pinned = data.anchors_pinned
-    done_before = [clean_text(ln.removeprefix("- ").strip()) for ln in _section(data.previous_summary, "Done")]
+    done_before = [
+        clean_text(ln.removeprefix("- ").strip()) for ln in _section(data.previous_summary, section("done").title)
+    ]
     done, failed = _actions(data.entries)
     step = last_step(data.entries)
     changed = [f"[x] Changed `{f}`" for f in s.files_modified]
@@ -193,38 +196,27 @@ def history_summary(data: SummaryInput, shape: _Shape = _Shape()) -> str:
     goal = PINNED_GOAL if pinned and s.goal else shape.line(s.goal, min(MAX_GOAL_CHARS, shape.chars * 6))
     constraints = [PINNED_CONSTRAINTS.format(n=len(s.constraints))] if pinned and s.constraints else s.constraints
     b = shape.bullets
-    lines = [
-        "## Goal",
-        goal or "(no goal recorded)",
-        "## Constraints & Preferences",
-        *b(constraints, empty="(none)", limit=MAX_CONSTRAINTS),
-        "## Progress",
-        "### Done",
-        *b([*changed, *done_before, *done], empty="(nothing finished yet)", newest=True),
-        "### In Progress",
-        *b([_in_progress(step)], empty="(none recorded)"),
-        "### Blocked",
-        *b(blocked, empty="(nothing known)", limit=MAX_FILES),
-        "## Key Decisions",
-        *b(decisions, empty="(none recorded)", newest=True),
-        "## Next Steps",
-        *_next_steps(s, step, shape, pinned=pinned),
-        "## Critical Context",
-        *b(context, empty="(none)"),
-        "## Working Set",
-        *b([f"`{f}`" for f in s.working_set], empty="(empty)"),
-        "## Changes",
-        *b([f"`{f}`" for f in s.files_modified], empty="(no files changed)", limit=MAX_FILES),
-        "## Test Status",
-        *b(_tests(s), empty="(no tests run)"),
-        "## Failed Attempts",
-        *b([*_carried_failures(data.previous_summary), *failed], empty="(none)", newest=True),
-        "## Open Questions",
-        *b(questions, empty="(none recorded)", newest=True),
-        "## Latest User Intent",
-        shape.line(_intent(s, pinned), shape.chars * 3)
-        or ("(see the pinned block above)" if pinned else "(none recorded)"),
-    ]
+    body: dict[str, list[str]] = {
+        "goal": [goal or "(no goal recorded)"],
+        "constraints": b(constraints, empty="(none)", limit=MAX_CONSTRAINTS),
+        "progress": [],
+        "done": b([*changed, *done_before, *done], empty="(nothing finished yet)", newest=True),
+        "in_progress": b([_in_progress(step)], empty="(none recorded)"),
+        "blocked": b(blocked, empty="(nothing known)", limit=MAX_FILES),
+        "decisions": b(decisions, empty="(none recorded)", newest=True),
+        "next_steps": _next_steps(s, step, shape, pinned=pinned),
+        "critical_context": b(context, empty="(none)"),
+        "working_set": b([f"`{f}`" for f in s.working_set], empty="(empty)"),
+        "changes": b([f"`{f}`" for f in s.files_modified], empty="(no files changed)", limit=MAX_FILES),
+        "test_status": b(_tests(s), empty="(no tests run)"),
+        "failed_attempts": b([*_carried_failures(data.previous_summary), *failed], empty="(none)", newest=True),
+        "open_questions": b(questions, empty="(none recorded)", newest=True),
+        "latest_user_intent": [
+            shape.line(_intent(s, pinned), shape.chars * 3)
+            or ("(see the pinned block above)" if pinned else "(none recorded)")
+        ],
+    }
+    lines = [line for sec in HISTORY for line in (sec.heading, *body[sec.key])]
     if data.focus:
         lines[0:0] = [f"_Focus requested: {shape.line(data.focus)}_", ""]
     text = "\n".join(lines)
@@ -236,14 +228,14 @@ def turn_prefix_summary(data: SummaryInput, shape: _Shape = _Shape()) -> str:
     request = clean_text(next((e.text for e in data.entries if e.label in ("user", "steering")), ""))
     done, failed = _actions(data.entries)
     touched = [clean_text(call_label(e)) for e in data.entries if e.label == "tool call"]
-    lines = [
-        "## Turn Request",
-        shape.line(request or data.state.latest_user_intent, shape.chars * 3) or "(started before this window)",
-        "## Turn Progress",
-        *shape.bullets([*done, *failed], empty="(no tool calls yet)", newest=True),
-        "## Turn Context",
-        *shape.bullets(touched, empty="(none)", newest=True),
-    ]
+    body = {
+        "turn_request": [
+            shape.line(request or data.state.latest_user_intent, shape.chars * 3) or "(started before this window)"
+        ],
+        "turn_progress": shape.bullets([*done, *failed], empty="(no tool calls yet)", newest=True),
+        "turn_context": shape.bullets(touched, empty="(none)", newest=True),
+    }
+    lines = [line for sec in TURN for line in (sec.heading, *body[sec.key])]
     return "\n".join(lines)
 
 

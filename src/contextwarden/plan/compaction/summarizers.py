@@ -28,8 +28,9 @@ from ...errors import CompactionError, ContextOverflowError
 from ...models import ModelProfile, get_profile
 from ...tokens import TokenCounter, best_counter
 from ._base import Purpose, Summarizer, SummaryInput, SummaryOptions, SummaryResult
-from .prompts import REQUIRED_SECTIONS, TURN_REQUIRED_SECTIONS, build_prompt
+from .prompts import build_prompt
 from .schema import keys_guide, render_summary, response_format
+from .sections import REQUIRED_SECTIONS, TURN_REQUIRED_SECTIONS
 from .serialize import Entry, chunk_entries, fit_transcript, render_entries
 from .structured import StructuredSummarizer
 from .validate import InvalidSummary, SummaryCheck, validate_summary
