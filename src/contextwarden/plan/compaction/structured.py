@@ -29,6 +29,7 @@ from .truth import (
     is_banner,
     last_step,
     refer_to_anchors,
+    repeats,
 )
 
 MAX_LINE_CHARS = 300
@@ -137,14 +138,15 @@ def _in_progress(step: Step | None) -> str:
         return clean_text(step.text)
     calls = ", ".join(f"`{c}`" for c in step.calls) or "its reply"
     outcome = "with a failure" if step.failed else "successfully"
-    return f"(nothing: the last step, {calls}, finished {outcome} at #{step.seq})"
+    return f"(nothing: the last step, {calls}, finished {outcome} at #{step.ended_seq or step.seq})"
 
 
 def _intent(state: TaskState, pinned: bool) -> str:
-    """The latest request, unless it is the goal or the steering the window already pins."""
-    if pinned and state.latest_user_intent.strip() == state.goal.strip():
+    """The latest request, unless it is the goal (whole or cut), or steering or a constraint the window pins."""
+    intent = state.latest_user_intent
+    if repeats(intent, state.goal, min_chars=1):
         return ""
-    if pinned and state.latest_user_intent.strip() == state.latest_steering.strip():
+    if pinned and any(repeats(intent, fact, min_chars=1) for fact in (state.latest_steering, *state.constraints)):
         return ""
     return clean_text(state.latest_user_intent)
 
@@ -213,7 +215,7 @@ def history_summary(data: SummaryInput, shape: _Shape = _Shape()) -> str:
         "open_questions": b(questions, empty="(none recorded)", newest=True),
         "latest_user_intent": [
             shape.line(_intent(s, pinned), shape.chars * 3)
-            or ("(see the pinned block above)" if pinned else "(none recorded)")
+            or ("(see the pinned block above)" if pinned else "(the goal above)" if s.goal else "(none recorded)")
         ],
     }
     lines = [line for sec in HISTORY for line in (sec.heading, *body[sec.key])]
