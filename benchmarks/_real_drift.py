@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 import time
 from collections import Counter
 from importlib import resources
@@ -150,13 +151,31 @@ def run_transcript(path: Path, summarizer: Summarizer, settings: CompactionSetti
     }
 
 
-def run_real(summarizers: dict[str, object], *, limit: dict[str, int] | None = None) -> list[dict[str, object]]:
-    """Every arm × summarizer × transcript; ``summarizers`` maps a name to a factory of a fresh summarizer."""
+def run_real(
+    summarizers: dict[str, object], *, only: dict[str, tuple[str, ...]] | None = None, arms: tuple[str, ...] = ()
+) -> list[dict[str, object]]:
+    """Every arm × summarizer × transcript; ``summarizers`` maps a name to a factory of a fresh summarizer.
+
+    ``only`` limits a summarizer to the transcripts whose names start with one of its prefixes (a CPU
+    model takes minutes a summary); ``arms`` limits the arms of the summarizers ``only`` names.
+    """
     rows: list[dict[str, object]] = []
     for name, make in summarizers.items():
-        paths = TRANSCRIPTS[: (limit or {}).get(name, len(TRANSCRIPTS))]
+        prefixes = (only or {}).get(name, ())
+        paths = [p for p in TRANSCRIPTS if not prefixes or p.name.startswith(prefixes)]
         for arm, settings in ARMS.items():
-            runs = [run_transcript(p, make(), settings) for p in paths]  # type: ignore[operator]
+            if prefixes and arms and arm not in arms:
+                continue
+            runs = []
+            for p in paths:
+                runs.append(run_transcript(p, make(), settings))  # type: ignore[operator]
+                done = runs[-1]
+                print(
+                    f"  {name} / {arm} / {p.name}: {done['compactions']} compactions, {done['accepted']} accepted, "
+                    f"{done['seconds']}s",
+                    file=sys.stderr,
+                    flush=True,
+                )
             rows.append(summarize_runs(name, arm, runs))
     return rows
 

@@ -29,7 +29,7 @@ and (with ``--local-url``) the local model under constrained JSON decoding; plus
 accepted summaries and the retention probes after each compaction with the library's defaults.
 
     .venv/bin/python benchmarks/bench_drift.py [--json out.json] [--drop 0.2] [--llm-url URL]
-        [--skip-cost] [--skip-real] [--local-url URL --local-transcripts 1]
+        [--skip-cost] [--skip-real] [--local-url URL --local-transcripts ctf__i_got_id --local-arms ARM,ARM]
 """
 
 from __future__ import annotations
@@ -488,9 +488,14 @@ def main() -> int:
     parser.add_argument("--local-window", type=int, default=2_048)
     parser.add_argument(
         "--local-transcripts",
-        type=int,
-        default=1,
-        help="how many real transcripts the local model summarizes (a CPU model takes about half a minute a summary)",
+        default="ctf__i_got_id",
+        help="comma-separated name prefixes of the real transcripts the local model summarizes (a CPU model "
+        "takes one to five minutes a summary on a shared machine)",
+    )
+    parser.add_argument(
+        "--local-arms",
+        default="",
+        help="comma-separated arms the local model runs (default: all of them)",
     )
     args = parser.parse_args()
     drift = run_drift(args)
@@ -543,13 +548,14 @@ def main() -> int:
     real: list[dict[str, object]] = []
     if not args.skip_real:
         summarizers: dict[str, object] = {"structured": make_structured}
-        limit = {}
+        only: dict[str, tuple[str, ...]] = {}
         if args.local_url:
             summarizers["local model (JSON schema)"] = local_factory(
                 args.local_url, args.local_model, args.local_window
             )
-            limit["local model (JSON schema)"] = args.local_transcripts
-        real = run_real(summarizers, limit=limit)
+            only["local model (JSON schema)"] = tuple(args.local_transcripts.split(","))
+        arms = tuple(a for a in args.local_arms.split(",") if a)
+        real = run_real(summarizers, only=only, arms=arms)
         print(
             f"\nReal transcripts: up to {STEPS} successive compactions of each bundled transcript (before a request "
             f"whose window passed {TRIGGER} tokens); lost@k = constraints/modified files/unresolved errors known at "
