@@ -69,7 +69,8 @@ Use exactly these headings:
 JSON_PROMPT = """\
 The record above, inside <conversation>, is the older part of a working session (with \
 <previous-summary>, the notes so far: keep what is still true, update the rest). It is about to \
-be removed from the agent's view.
+be removed from the agent's view. What was done, the files changed, the test results and the \
+errors are recorded separately: write only what needs judgment.
 
 Reply with one JSON object with exactly these keys, each a list of short strings copied from the \
 record where you can (paths, commands and error lines character for character):

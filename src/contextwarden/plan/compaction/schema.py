@@ -1,11 +1,14 @@
-"""The structured summary as JSON: a schema for constrained decoding, and its rendering into headings.
+"""The model's part of a summary as JSON: a schema for constrained decoding, and reading the answer.
 
 A small model (SmolLM2-135M) cannot be relied on to write eleven Markdown headings in order, but a
 server that constrains decoding to a JSON schema (llama-cpp-python's ``response_format`` with
 ``{"type": "json_object", "schema": ...}``, which it compiles into a grammar) makes every answer
-parse. The model fills short lists; code renders them under the headings validation requires, so
-the shape never depends on the model. The goal and constraints are not asked for when the window
-pins them verbatim: the rendering refers to the pinned block instead.
+parse. Nor can it be relied on for facts: asked for the test status it wrote "failed" where no test
+had run, and for the step in progress one that had finished. So under constrained decoding the model
+writes only the sections that need judgment (:data:`SCHEMA_KEYS`: decisions, next steps, critical
+context, open questions); the goal, constraints, progress, changes, test status and failed attempts
+are derived from the events by the structured summarizer, which also renders the headings. The
+shape and the facts never depend on the model.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any
 
 from ...log.events import JSONValue
 from .sections import Section, section
-from .truth import PINNED_CONSTRAINTS, PINNED_GOAL, clean_text
+from .truth import clean_text
 from .validate import InvalidSummary
 
 MAX_ITEMS = 3
@@ -23,18 +26,8 @@ MAX_ITEMS = 3
 MAX_ITEM_CHARS = 80
 """Characters per item the schema allows."""
 
-SCHEMA_KEYS: tuple[str, ...] = (
-    "done",
-    "in_progress",
-    "blocked",
-    "decisions",
-    "next_steps",
-    "critical_context",
-    "test_status",
-    "failed_attempts",
-)
-"""The sections a small model fills, in heading order after Goal, Constraints and Progress (the others
-are either pinned or derived in code)."""
+SCHEMA_KEYS: tuple[str, ...] = ("decisions", "next_steps", "critical_context", "open_questions")
+"""The sections the model writes, in heading order; every other section is derived in code."""
 LISTS: tuple[Section, ...] = tuple(section(key) for key in SCHEMA_KEYS)
 
 
@@ -47,39 +40,36 @@ def _string_list(*, min_items: int = 0) -> dict[str, JSONValue]:
     }
 
 
-def summary_schema(*, anchors_pinned: bool) -> dict[str, JSONValue]:
-    """The JSON schema of a history summary (without goal and constraints when they are pinned)."""
-    properties: dict[str, JSONValue] = {}
-    if not anchors_pinned:
-        properties["goal"] = {"type": "string", "maxLength": 600}
-        properties["constraints"] = _string_list()
-    for sec in LISTS:
-        properties[sec.key] = _string_list(min_items=1 if sec.key == "next_steps" else 0)
+def summary_schema() -> dict[str, JSONValue]:
+    """The JSON schema of the model's part of a history summary."""
+    properties: dict[str, JSONValue] = {
+        sec.key: _string_list(min_items=1 if sec.key == "next_steps" else 0) for sec in LISTS
+    }
     return {"type": "object", "properties": properties, "required": list(properties)}
 
 
-def response_format(*, anchors_pinned: bool) -> dict[str, JSONValue]:
+def response_format() -> dict[str, JSONValue]:
     """The ``response_format`` body field asking the server to decode to :func:`summary_schema`."""
-    return {"type": "json_object", "schema": summary_schema(anchors_pinned=anchors_pinned)}
+    return {"type": "json_object", "schema": summary_schema()}
 
 
-def keys_guide(*, anchors_pinned: bool) -> str:
+def keys_guide() -> str:
     """The prompt text naming every key the answer must have."""
-    lines = [] if anchors_pinned else ['"goal": what the user wants', '"constraints": every rule the user stated']
-    lines += [f'"{sec.key}": {sec.hint}' for sec in LISTS]
-    return "\n".join(f"- {line}" for line in lines)
+    return "\n".join(f'- "{sec.key}": {sec.hint}' for sec in LISTS)
 
 
 def _items(raw: dict[str, Any], key: str) -> list[str]:
     value = raw.get(key, [])
     values = value if isinstance(value, list) else [value]
-    return [" ".join(clean_text(str(v)).split()) for v in values if str(v).strip()]
+    items = [" ".join(clean_text(str(v)).split()) for v in values if str(v).strip()]
+    return [i for i in items if i.strip(" .-:")]
 
 
-def render_summary(answer: str, *, anchors_pinned: bool, constraints: int = 0) -> str:
-    """The sectioned Markdown summary for a JSON ``answer``; raises ``InvalidSummary`` if it is not one.
+def parse_answer(answer: str) -> dict[str, list[str]]:
+    """Section key → the model's bullets for a JSON ``answer``; raises ``InvalidSummary`` if it is not one.
 
-    ``constraints`` is how many constraints the pinned block holds (for the reference line).
+    Empty strings and punctuation-only items are dropped, and so is a key left with none (its section
+    is then derived like the others).
     """
     try:
         raw = json.loads(answer)
@@ -87,19 +77,17 @@ def render_summary(answer: str, *, anchors_pinned: bool, constraints: int = 0) -
         raise InvalidSummary("format", f"the constrained answer is not JSON ({exc.msg})") from exc
     if not isinstance(raw, dict):
         raise InvalidSummary("format", "the constrained answer is not a JSON object")
-    if anchors_pinned:
-        goal = PINNED_GOAL
-        rules = [PINNED_CONSTRAINTS.format(n=constraints)] if constraints else []
-    else:
-        goal = " ".join(clean_text(str(raw.get("goal", ""))).split())
-        rules = _items(raw, "constraints")
-    lines = [section("goal").heading, goal or "(no goal recorded)", section("constraints").heading]
-    lines += [f"- {r}" for r in rules] or ["- (none)"]
-    lines.append(section("progress").heading)
+    written = {sec.key: _items(raw, sec.key) for sec in LISTS}
+    return {key: items for key, items in written.items() if items}
+
+
+def render_answer(written: dict[str, list[str]]) -> str:
+    """The model's part alone under its headings (what validation judges the model by)."""
+    lines: list[str] = []
     for sec in LISTS:
-        items = _items(raw, sec.key)
-        if sec.key == "next_steps":
-            lines += [sec.heading, *(f"{n}. {i}" for n, i in enumerate(items, 1))]
-        else:
-            lines += [sec.heading, *(f"- {i}" for i in items)] if items else [sec.heading, "- (none)"]
+        items = written.get(sec.key, [])
+        bullets = (
+            [f"{n}. {i}" for n, i in enumerate(items, 1)] if sec.key == "next_steps" else [f"- {i}" for i in items]
+        )
+        lines += [sec.heading, *(bullets or ["- (none)"])]
     return "\n".join(lines)

@@ -9,7 +9,7 @@ line cap and every line a character cap) and complete with respect to what verif
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ...tokens import TokenCounter
@@ -179,8 +179,14 @@ def _tests(state: TaskState) -> list[str]:
     return out
 
 
-def history_summary(data: SummaryInput, shape: _Shape = _Shape()) -> str:
-    """The history summary for ``data``, every section filled, true as of its last entry."""
+def history_summary(
+    data: SummaryInput, shape: _Shape = _Shape(), *, written: Mapping[str, Sequence[str]] | None = None
+) -> str:
+    """The history summary for ``data``, every section filled, true as of its last entry.
+
+    ``written`` maps section keys to bullets a model wrote for them (constrained decoding): those
+    sections take the model's bullets (bounded like the others) instead of the derived ones.
+    """
     s = data.state
     pinned = data.anchors_pinned
     done_before = [
@@ -218,6 +224,11 @@ def history_summary(data: SummaryInput, shape: _Shape = _Shape()) -> str:
             or ("(see the pinned block above)" if pinned else "(the goal above)" if s.goal else "(none recorded)")
         ],
     }
+    for key, items in (written or {}).items():
+        if key == "next_steps":
+            body[key] = [f"{n}. {shape.line(i)}" for n, i in enumerate(list(dict.fromkeys(items))[:4], 1)]
+        else:
+            body[key] = b(items, empty="(none)")
     lines = [line for sec in HISTORY for line in (sec.heading, *body[sec.key])]
     if data.focus:
         lines[0:0] = [f"_Focus requested: {shape.line(data.focus)}_", ""]
@@ -259,10 +270,18 @@ class StructuredSummarizer:
     def summarize(self, data: SummaryInput, *, options: SummaryOptions) -> SummaryResult:
         """Build the summary from the task state and the entries; never calls a model."""
         options.check_cancelled("before the structured summary")
-        write = turn_prefix_summary if data.purpose == "turn_prefix" else history_summary
+        return SummaryResult(text=self.write(data), summarizer=self.name)
+
+    def write(self, data: SummaryInput, written: Mapping[str, Sequence[str]] | None = None) -> str:
+        """The summary text, shrunk until it fits ``data.max_tokens``; ``written`` as for :func:`history_summary`."""
         text = ""
         for lines, chars in SHAPES:
-            text = write(data, _Shape(lines, chars))
+            shape = _Shape(lines, chars)
+            text = (
+                turn_prefix_summary(data, shape)
+                if data.purpose == "turn_prefix"
+                else history_summary(data, shape, written=written)
+            )
             if data.max_tokens is None or self._size(text) <= data.max_tokens:
                 break
-        return SummaryResult(text=text, summarizer=self.name)
+        return text
