@@ -370,6 +370,18 @@ def test_structured_output_asks_the_model_for_judgment_only_and_derives_the_fact
     assert "pinned verbatim above" in text and result.summarizer.startswith("llm:")
 
 
+def test_the_schema_never_allows_a_longer_answer_than_the_output_budget() -> None:
+    from contextwarden.plan.compaction.schema import LIST_SHAPES, list_shape, longest_answer_tokens, summary_schema
+
+    assert list_shape(None) == LIST_SHAPES[0] and list_shape(100_000) == LIST_SHAPES[0]
+    shapes = [list_shape(budget) for budget in (1_000, 600, 400, 256, 160)]
+    assert shapes == sorted(shapes, reverse=True) and len(set(shapes)) > 2, "smaller budgets, smaller lists"
+    for budget in (600, 400, 256, 160):
+        assert longest_answer_tokens(*list_shape(budget)) <= budget
+    items = summary_schema(256)["properties"]["next_steps"]  # type: ignore[index, call-overload]
+    assert (items["maxItems"], items["items"]["maxLength"]) == list_shape(256)  # type: ignore[index]
+
+
 def test_structured_output_off_sends_no_schema_and_a_non_json_answer_is_rejected() -> None:
     from contextwarden.log.store.memory import MemoryStore
     from contextwarden.plan.compaction import InvalidSummary, SummaryInput, SummaryOptions

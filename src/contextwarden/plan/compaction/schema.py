@@ -25,32 +25,54 @@ MAX_ITEMS = 3
 """Items per list the schema allows (bounds the output of a model that repeats itself)."""
 MAX_ITEM_CHARS = 80
 """Characters per item the schema allows."""
+LIST_SHAPES: tuple[tuple[int, int], ...] = ((MAX_ITEMS, MAX_ITEM_CHARS), (2, 80), (2, 60), (1, 80), (1, 40))
+"""(items per list, characters per item), tried in order until the longest answer fits the output budget."""
+CHARS_PER_TOKEN = 2.5
+"""A low estimate of characters per output token (short items, paths and symbols tokenize densely)."""
 
 SCHEMA_KEYS: tuple[str, ...] = ("decisions", "next_steps", "critical_context", "open_questions")
 """The sections the model writes, in heading order; every other section is derived in code."""
 LISTS: tuple[Section, ...] = tuple(section(key) for key in SCHEMA_KEYS)
 
 
-def _string_list(*, min_items: int = 0) -> dict[str, JSONValue]:
+def _string_list(items: int, chars: int, *, min_items: int = 0) -> dict[str, JSONValue]:
     return {
         "type": "array",
-        "items": {"type": "string", "maxLength": MAX_ITEM_CHARS},
+        "items": {"type": "string", "maxLength": chars},
         "minItems": min_items,
-        "maxItems": MAX_ITEMS,
+        "maxItems": items,
     }
 
 
-def summary_schema() -> dict[str, JSONValue]:
-    """The JSON schema of the model's part of a history summary."""
+def longest_answer_tokens(items: int, chars: int) -> int:
+    """About how many tokens the longest answer the schema allows takes (keys, quotes and commas included)."""
+    size = 2 + sum(len(sec.key) + 6 + items * (chars + 4) for sec in LISTS)
+    return int(size / CHARS_PER_TOKEN) + 1
+
+
+def list_shape(max_tokens: int | None) -> tuple[int, int]:
+    """The largest (items, characters) of :data:`LIST_SHAPES` whose longest answer fits ``max_tokens``.
+
+    Under a grammar a small model often fills every list to its limits; an answer cut at the output
+    limit is rejected as truncated, so the schema itself must not allow more than the budget holds.
+    """
+    if max_tokens is None:
+        return LIST_SHAPES[0]
+    return next((shape for shape in LIST_SHAPES if longest_answer_tokens(*shape) <= max_tokens), LIST_SHAPES[-1])
+
+
+def summary_schema(max_tokens: int | None = None) -> dict[str, JSONValue]:
+    """The JSON schema of the model's part of a history summary, bounded to fit ``max_tokens``."""
+    items, chars = list_shape(max_tokens)
     properties: dict[str, JSONValue] = {
-        sec.key: _string_list(min_items=1 if sec.key == "next_steps" else 0) for sec in LISTS
+        sec.key: _string_list(items, chars, min_items=1 if sec.key == "next_steps" else 0) for sec in LISTS
     }
     return {"type": "object", "properties": properties, "required": list(properties)}
 
 
-def response_format() -> dict[str, JSONValue]:
+def response_format(max_tokens: int | None = None) -> dict[str, JSONValue]:
     """The ``response_format`` body field asking the server to decode to :func:`summary_schema`."""
-    return {"type": "json_object", "schema": summary_schema()}
+    return {"type": "json_object", "schema": summary_schema(max_tokens)}
 
 
 def keys_guide() -> str:

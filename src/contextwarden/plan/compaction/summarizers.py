@@ -211,13 +211,14 @@ class LLMSummarizer:
             reground=data.reground,
             json_keys=keys,
         )
+        max_tokens = min(self.output_budget(), data.max_tokens or self.output_budget())
         request = ChatRequest(
             messages=(ChatMessage("system", prompt.system), ChatMessage("user", prompt.user)),
             model=self.profile.name,
-            max_tokens=min(self.output_budget(), data.max_tokens or self.output_budget()),
+            max_tokens=max_tokens,
             temperature=self.settings.temperature,
             thinking=self.settings.thinking,
-            response_format=response_format() if keys else None,
+            response_format=response_format(max_tokens) if keys else None,
         )
         responses = self._call_with_retries(request, options, notes)
         last = responses[-1]
