@@ -1,9 +1,11 @@
 """The structured summarizer: a summary built from the derived task state, without a model.
 
-It is the embedded default and the fallback for every rejected model summary, so it must always
-work: offline, deterministic (the same input gives the same bytes), bounded (every section has a
-line cap and every line a character cap) and complete with respect to what verification checks
-(goal, constraints, modified files, unresolved errors, failing tests, a next step).
+It is the embedded default, the fallback for every rejected model summary, and the writer of every
+fact section when a small model under constrained decoding writes only the judgment sections
+(``written`` in :func:`history_summary`), so it must always work: offline, deterministic (the same
+input gives the same bytes), bounded (every section has a line cap and every line a character cap)
+and complete with respect to what verification checks (goal, constraints, modified files,
+unresolved errors, failing tests, a next step).
 """
 
 from __future__ import annotations
