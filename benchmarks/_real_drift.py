@@ -1,28 +1,34 @@
 """Drift and retention on the bundled real transcripts, for the structured and the local-model summarizer.
 
-Each long bundled transcript (``src/contextwarden/data/trajectories``) is replayed in five slices;
-after each slice the session is compacted (five successive compactions, a small window). Two arms:
+Each long bundled transcript (``src/contextwarden/data/trajectories``) is replayed event by event; before
+each request (the next event is an assistant turn) whose window has passed :data:`TRIGGER` tokens the
+session is compacted, as an agent's trigger would, up to five successive compactions. Arms:
 
 - ``summary-on-summary``: each summary updates the previous one (no re-grounding, no verification,
   so the summarizer's own losses show);
-- ``re-ground``: every 2nd summary is rebuilt from the raw events of the log (no verification).
+- ``re-ground every 2nd``: every 2nd summary is rebuilt from the raw events of the log (no verification);
+- ``defaults (verify on)``: the library's defaults (re-ground every 4th and after a repair, verification on).
 
 After each compaction we count, in the request the model sees next (pinned block + summary + kept
 tail), the facts known at the cut that it no longer shows: constraints, modified files, unresolved
-errors. A third run with the library's defaults (verification on) gives the share of accepted
-summaries (not rejected and replaced by the structured fallback) and the retention probes of
-``contextwarden.replay.probes`` on the request right after each compaction.
+errors. Every arm also gives the share of accepted summaries (not rejected and replaced by the
+structured fallback, with the rejection reasons) and the probes of ``contextwarden.replay.probes`` on
+that request: the retention probes, and ``next_action_evidence`` for the assistant turn that follows.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
+import sys
+import time
+from collections import Counter
 from importlib import resources
 from pathlib import Path
 
 from contextwarden.assemble.manager import ContextManager
 from contextwarden.importers import load_transcript
-from contextwarden.log.events import Compaction, Event
+from contextwarden.log.events import AssistantMessage, Compaction, Event
 from contextwarden.log.store.memory import MemoryStore
 from contextwarden.models import ModelProfile, get_profile
 from contextwarden.plan.compaction import (
@@ -36,21 +42,25 @@ from contextwarden.plan.compaction import (
 from contextwarden.plan.compaction.summarizers import Summarizer
 from contextwarden.plan.compaction.truth import clean_text, current_errors, error_quote
 from contextwarden.providers import OpenAICompatProvider
-from contextwarden.replay.probes import ProbeTracker
+from contextwarden.replay.probes import RETENTION_PROBES, ProbeTracker
 from contextwarden.tokens import HeuristicCounter
 from contextwarden.window.state import derive_state
 from contextwarden.wire import render_openai_chat
 
 COUNTER = HeuristicCounter()
 STEPS = 5
+TRIGGER = 1_500
+"""Compact before a request whose window has passed this many tokens (the bundled sessions are short)."""
 BUNDLED = Path(str(resources.files("contextwarden") / "data" / "trajectories"))
 TRANSCRIPTS = sorted([*BUNDLED.glob("swe-agent/*.traj"), BUNDLED / "openhands" / "basic_gui_mode.json"])
 AGENT = dataclasses.replace(get_profile("gpt-4o"), name="bench-agent", context_window=32_000, max_output_tokens=1_000)
 ARMS: dict[str, CompactionSettings] = {
-    "summary-on-summary": CompactionSettings(keep_recent_tokens=300, reground_every=0, reground_after_repair=False,
-                                             verify=False),
-    "re-ground every 2nd": CompactionSettings(keep_recent_tokens=300, reground_every=2, reground_after_repair=False,
-                                              verify=False),
+    "summary-on-summary": CompactionSettings(
+        keep_recent_tokens=300, reground_every=0, reground_after_repair=False, verify=False
+    ),
+    "re-ground every 2nd": CompactionSettings(
+        keep_recent_tokens=300, reground_every=2, reground_after_repair=False, verify=False
+    ),
     "defaults (verify on)": CompactionSettings(keep_recent_tokens=300),
 }
 
@@ -58,9 +68,12 @@ ARMS: dict[str, CompactionSettings] = {
 def local_summarizer(url: str, model: str, window: int) -> LLMSummarizer:
     """The local model, asked for JSON under the server's schema-constrained decoding."""
     profile = dataclasses.replace(get_profile("gpt-4o"), name=model, context_window=window, max_output_tokens=256)
-    return LLMSummarizer(OpenAICompatProvider(url, timeout=900, max_retries=0), model=profile, counter=COUNTER,
-                         settings=LLMSummarizerSettings(temperature=0.0, structured_output=True,
-                                                        max_output_tokens=256))
+    return LLMSummarizer(
+        OpenAICompatProvider(url, timeout=900, max_retries=0),
+        model=profile,
+        counter=COUNTER,
+        settings=LLMSummarizerSettings(temperature=0.0, structured_output=True, max_output_tokens=256),
+    )
 
 
 def _visible(manager: ContextManager, sid: str) -> tuple[str, dict[str, object]]:
@@ -81,44 +94,88 @@ def _lost(events: list[Event], first_kept_seq: int, visible: str) -> dict[str, i
     }
 
 
+def _reason(fallback: str) -> str:
+    """The rejection code (``summary rejected (format)``) or the error type of a fallback note."""
+    m = re.search(r"rejected \(([a-z_]+)\)", fallback) or re.search(r"failed \((\w+)", fallback)
+    return m.group(1) if m else "other"
+
+
 def run_transcript(path: Path, summarizer: Summarizer, settings: CompactionSettings) -> dict[str, object]:
-    """Five compactions of one transcript; per step: facts lost; overall: accepted share and probe retention."""
+    """Up to five compactions of one transcript; per step: facts lost; overall: acceptance and probes."""
     events = list(load_transcript(path).events)
     store = MemoryStore()
     sid = store.create_session("real").id
-    manager = ContextManager(store, counter=COUNTER,
-                             compactor=WindowCompactor(store, summarizer=summarizer, counter=COUNTER,
-                                                       settings=settings))
+    manager = ContextManager(
+        store,
+        counter=COUNTER,
+        compactor=WindowCompactor(store, summarizer=summarizer, counter=COUNTER, settings=settings),
+    )
     tracker = ProbeTracker()
-    size = max(len(events) // STEPS, 1)
     steps: list[dict[str, int]] = []
-    accepted = compactions = kept = applicable = 0
-    for k in range(STEPS):
-        chunk = events[k * size : (k + 1) * size] if k < STEPS - 1 else events[k * size :]
-        stored = store.append(sid, chunk, expected_last_seq=store.get_session(sid).last_seq)
-        for e in stored:
-            tracker.add(e)
+    accepted = 0
+    probes: Counter[str] = Counter()
+    rejected: Counter[str] = Counter()
+    misses: list[str] = []
+    started = time.perf_counter()
+    for n, e in enumerate(events):
+        stored = store.append(sid, [e], expected_last_seq=store.get_session(sid).last_seq)
+        tracker.add(stored[0])
+        upcoming = events[n + 1] if n + 1 < len(events) else None
+        if not isinstance(upcoming, AssistantMessage) or manager.projection(sid).total < TRIGGER:
+            continue
         event = compact(manager, sid, model=AGENT)
         if event is None:
             continue
-        compactions += 1
-        accepted += not event.details.get("fallback")
+        fallback = [str(f) for f in event.details.get("fallback", [])]  # type: ignore[union-attr]
+        accepted += not fallback
+        rejected.update(_reason(f) for f in fallback)
         visible, body = _visible(manager, sid)
-        raw = [e for e in store.read(sid) if not isinstance(e, Compaction)]
+        raw = [x for x in store.read(sid) if not isinstance(x, Compaction)]
         steps.append(_lost(raw, event.first_kept_seq, visible))
-        outcome = tracker.check(body)
-        kept, applicable = kept + outcome.kept, applicable + outcome.applicable
-    return {"transcript": path.name, "compactions": compactions, "accepted": accepted, "steps": steps,
-            "probes_kept": kept, "probes_applicable": applicable}
+        outcome = tracker.check(body, upcoming)
+        for kind, ok in outcome.results.items():
+            probes[f"{kind}:applicable"] += 1
+            probes[f"{kind}:kept"] += ok
+        misses += [f"{kind} ({what})" for kind, what in outcome.missing.items()]
+        if len(steps) == STEPS:
+            break
+    return {
+        "transcript": path.name,
+        "compactions": len(steps),
+        "accepted": accepted,
+        "steps": steps,
+        "probes": dict(probes),
+        "misses": misses,
+        "rejected": dict(rejected),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
 
 
-def run_real(summarizers: dict[str, object], *, limit: dict[str, int] | None = None) -> list[dict[str, object]]:
-    """Every arm × summarizer × transcript; ``summarizers`` maps a name to a factory of a fresh summarizer."""
+def run_real(
+    summarizers: dict[str, object], *, only: dict[str, tuple[str, ...]] | None = None, arms: tuple[str, ...] = ()
+) -> list[dict[str, object]]:
+    """Every arm × summarizer × transcript; ``summarizers`` maps a name to a factory of a fresh summarizer.
+
+    ``only`` limits a summarizer to the transcripts whose names start with one of its prefixes (a CPU
+    model takes minutes a summary); ``arms`` limits the arms of the summarizers ``only`` names.
+    """
     rows: list[dict[str, object]] = []
     for name, make in summarizers.items():
-        paths = TRANSCRIPTS[: (limit or {}).get(name, len(TRANSCRIPTS))]
+        prefixes = (only or {}).get(name, ())
+        paths = [p for p in TRANSCRIPTS if not prefixes or p.name.startswith(prefixes)]
         for arm, settings in ARMS.items():
-            runs = [run_transcript(p, make(), settings) for p in paths]  # type: ignore[operator]
+            if prefixes and arms and arm not in arms:
+                continue
+            runs = []
+            for p in paths:
+                runs.append(run_transcript(p, make(), settings))  # type: ignore[operator]
+                done = runs[-1]
+                print(
+                    f"  {name} / {arm} / {p.name}: {done['compactions']} compactions, {done['accepted']} accepted, "
+                    f"{done['seconds']}s",
+                    file=sys.stderr,
+                    flush=True,
+                )
             rows.append(summarize_runs(name, arm, runs))
     return rows
 
@@ -131,14 +188,29 @@ def summarize_runs(name: str, arm: str, runs: list[dict[str, object]]) -> dict[s
         per_step.append("/".join(str(sum(s[key] for s in at)) for key in ("constraints", "files", "errors")))
     compactions = sum(int(r["compactions"]) for r in runs)  # type: ignore[call-overload]
     accepted = sum(int(r["accepted"]) for r in runs)  # type: ignore[call-overload]
-    kept = sum(int(r["probes_kept"]) for r in runs)  # type: ignore[call-overload]
-    applicable = sum(int(r["probes_applicable"]) for r in runs)  # type: ignore[call-overload]
+    probes: Counter[str] = Counter()
+    rejected: Counter[str] = Counter()
+    for r in runs:
+        probes.update(r["probes"])  # type: ignore[arg-type]
+        rejected.update(r["rejected"])  # type: ignore[arg-type]
+    kept = sum(probes[f"{k}:kept"] for k in RETENTION_PROBES)
+    applicable = sum(probes[f"{k}:applicable"] for k in RETENTION_PROBES)
     checked = sum(s["known"] for r in runs for s in r["steps"])  # type: ignore[attr-defined, index]
-    return {"summarizer": name, "arm": arm, "transcripts": len(runs), "compactions": compactions,
-            "facts_checked": checked,
-            **{f"lost@{k + 1}": v for k, v in enumerate(per_step)},
-            "accepted": f"{accepted}/{compactions}", "probes": f"{kept}/{applicable}",
-            "runs": runs}
+    return {
+        "summarizer": name,
+        "arm": arm,
+        "transcripts": len(runs),
+        "compactions": compactions,
+        "per_transcript": " ".join(str(r["compactions"]) for r in runs),
+        "facts_checked": checked,
+        **{f"lost@{k + 1}": v for k, v in enumerate(per_step)},
+        "accepted": f"{accepted}/{compactions}",
+        "rejected": ", ".join(f"{k} {v}" for k, v in rejected.most_common()) or "-",
+        "probes": f"{kept}/{applicable}",
+        "next_action": f"{probes['next_action_evidence:kept']}/{probes['next_action_evidence:applicable']}",
+        "seconds": round(sum(float(r["seconds"]) for r in runs), 1),  # type: ignore[arg-type]
+        "runs": runs,
+    }
 
 
 def make_structured() -> StructuredSummarizer:

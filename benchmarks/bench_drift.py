@@ -29,7 +29,7 @@ and (with ``--local-url``) the local model under constrained JSON decoding; plus
 accepted summaries and the retention probes after each compaction with the library's defaults.
 
     .venv/bin/python benchmarks/bench_drift.py [--json out.json] [--drop 0.2] [--llm-url URL]
-        [--skip-cost] [--skip-real] [--local-url URL --local-transcripts 1]
+        [--skip-cost] [--skip-real] [--local-url URL --local-transcripts ctf__i_got_id --local-arms ARM,ARM]
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ import re
 import time
 from pathlib import Path
 
-from _real_drift import STEPS, local_factory, make_structured, run_real
+from _real_drift import STEPS, TRIGGER, local_factory, make_structured, run_real
 
 from contextwarden.assemble.manager import ContextManager, ContextPolicy
 from contextwarden.context import ToolDefinition
@@ -128,8 +128,13 @@ class Session:
             path = f"services/billing/module_{k}_{r}.py"
             body = "\n".join(f"def helper_{k}_{r}_{i}(amount):\n    return amount * {i}" for i in range(40))
             self.call("read_file", body, text=f"Reading {path} to port its calls.", path=path)
-            self.call("write_file", f"wrote {path}", text="Switching to the new client because the old one "
-                      "is deprecated.", path=path, content="...")
+            self.call(
+                "write_file",
+                f"wrote {path}",
+                text="Switching to the new client because the old one is deprecated.",
+                path=path,
+                content="...",
+            )
             self.changed.append(path)
             self.call("bash", "412 passed in 9.1s", command="pytest -q")
 
@@ -164,16 +169,27 @@ class LossyModel:
                     remembered.append(f"Changed {m.group(1)}")
         kept = [ln for ln in dict.fromkeys(remembered) if self._keep(ln)]
         goal = next((e.text for e in data.entries if e.label == "user"), "") or _section(data.previous_summary, "Goal")
-        text = "\n".join([
-            "## Goal", goal[:200] or "(port the billing service)",
-            "## Constraints & Preferences", *[f"- {ln}" for ln in kept if not ln.startswith("Changed ")],
-            "## Progress", "### Done", *[f"- {ln}" for ln in kept if ln.startswith("Changed ")],
-            "## Next Steps", "1. Continue porting the next module.",
-        ])
-        return SummaryResult(text=text, summarizer=self.name, model=self.name, calls=1,
-                             input_tokens=COUNTER.count(data.previous_summary) + sum(COUNTER.count(e.text)
-                                                                                     for e in data.entries),
-                             output_tokens=COUNTER.count(text))
+        text = "\n".join(
+            [
+                "## Goal",
+                goal[:200] or "(port the billing service)",
+                "## Constraints & Preferences",
+                *[f"- {ln}" for ln in kept if not ln.startswith("Changed ")],
+                "## Progress",
+                "### Done",
+                *[f"- {ln}" for ln in kept if ln.startswith("Changed ")],
+                "## Next Steps",
+                "1. Continue porting the next module.",
+            ]
+        )
+        return SummaryResult(
+            text=text,
+            summarizer=self.name,
+            model=self.name,
+            calls=1,
+            input_tokens=COUNTER.count(data.previous_summary) + sum(COUNTER.count(e.text) for e in data.entries),
+            output_tokens=COUNTER.count(text),
+        )
 
 
 def _section(text: str, title: str) -> str:
@@ -193,11 +209,21 @@ class RawLLM:
     def summarize(self, data: SummaryInput, *, options: SummaryOptions) -> SummaryResult:
         transcript = fit_transcript(data.entries, budget=self.window // 2, counter=COUNTER)
         prompt = build_prompt(transcript=transcript.text, purpose="history", previous_summary=data.previous_summary)
-        request = ChatRequest(messages=(ChatMessage("system", prompt.system), ChatMessage("user", prompt.user)),
-                              model=self.model, max_tokens=200, temperature=0.0)
+        request = ChatRequest(
+            messages=(ChatMessage("system", prompt.system), ChatMessage("user", prompt.user)),
+            model=self.model,
+            max_tokens=200,
+            temperature=0.0,
+        )
         response = self.provider.complete(request)
-        return SummaryResult(text=response.text, summarizer=self.name, model=self.model, calls=1,
-                             input_tokens=response.usage.input_tokens, output_tokens=response.usage.output_tokens)
+        return SummaryResult(
+            text=response.text,
+            summarizer=self.name,
+            model=self.model,
+            calls=1,
+            input_tokens=response.usage.input_tokens,
+            output_tokens=response.usage.output_tokens,
+        )
 
 
 # ----------------------------------------------------------------------------- drift arms
@@ -239,9 +265,14 @@ def arm_summary_on_summary(make_model: object, keep: int) -> dict[str, object]:
     tail = "\n".join(e.text for e in entries_from_events(store.read("drift")[seen:]))
     changed_before_tail = [f for f in session.changed if f not in tail]
     lost_c, lost_f = count_lost(summary + "\n" + tail, changed_before_tail)
-    return {"arm": "summary-on-summary", "constraints_lost": lost_c, "files_lost": lost_f,
-            "files_checked": len(changed_before_tail), "summarizer_calls": PHASES,
-            "summarizer_tokens": used[0] + used[1]}
+    return {
+        "arm": "summary-on-summary",
+        "constraints_lost": lost_c,
+        "files_lost": lost_f,
+        "files_checked": len(changed_before_tail),
+        "summarizer_calls": PHASES,
+        "summarizer_tokens": used[0] + used[1],
+    }
 
 
 def _empty_state():  # type: ignore[no-untyped-def]
@@ -254,8 +285,9 @@ def arm_contextwarden(name: str, make_model: object, keep: int, *, verify: bool,
     store = MemoryStore()
     session = Session(store)
     session.start()
-    settings = CompactionSettings(keep_recent_tokens=keep, verify=verify, reground_every=2 if reground else 0,
-                                  reground_after_repair=reground)
+    settings = CompactionSettings(
+        keep_recent_tokens=keep, verify=verify, reground_every=2 if reground else 0, reground_after_repair=reground
+    )
     compactor = WindowCompactor(store, summarizer=make_model(), counter=COUNTER, settings=settings)  # type: ignore[operator]
     manager = ContextManager(store, counter=COUNTER, compactor=compactor)
     model = profile(200_000)
@@ -267,17 +299,25 @@ def arm_contextwarden(name: str, make_model: object, keep: int, *, verify: bool,
         events.append(event)
     visible = visible_after(store, manager, model)
     last = events[-1]
-    tail = "\n".join(e.text for e in entries_from_events(
-        [e for e in store.read("drift") if e.seq >= last.first_kept_seq]))  # type: ignore[attr-defined]
+    tail = "\n".join(
+        e.text for e in entries_from_events([e for e in store.read("drift") if e.seq >= last.first_kept_seq])
+    )  # type: ignore[attr-defined]
     changed_before_tail = [f for f in session.changed if f not in tail]
     lost_c, lost_f = count_lost(visible, changed_before_tail)
-    return {"arm": name, "constraints_lost": lost_c, "files_lost": lost_f, "files_checked": len(changed_before_tail),
-            "summarizer_calls": sum(int(e.details.get("summarizer_calls", 0)) for e in events),  # type: ignore[attr-defined]
-            "summarizer_tokens": sum(e.summarizer_input_tokens + e.summarizer_output_tokens  # type: ignore[attr-defined]
-                                     for e in events),
-            "repairs": sum(1 for e in events if e.verification.get("repaired")),  # type: ignore[attr-defined]
-            "missing_at_last": sum(len(v) for v in last.verification.get("missing", {}).values()),  # type: ignore[attr-defined]
-            "regrounds": sum(1 for e in events if e.details.get("reground"))}  # type: ignore[attr-defined]
+    return {
+        "arm": name,
+        "constraints_lost": lost_c,
+        "files_lost": lost_f,
+        "files_checked": len(changed_before_tail),
+        "summarizer_calls": sum(int(e.details.get("summarizer_calls", 0)) for e in events),  # type: ignore[attr-defined]
+        "summarizer_tokens": sum(
+            e.summarizer_input_tokens + e.summarizer_output_tokens  # type: ignore[attr-defined]
+            for e in events
+        ),
+        "repairs": sum(1 for e in events if e.verification.get("repaired")),  # type: ignore[attr-defined]
+        "missing_at_last": sum(len(v) for v in last.verification.get("missing", {}).values()),  # type: ignore[attr-defined]
+        "regrounds": sum(1 for e in events if e.details.get("reground")),
+    }  # type: ignore[attr-defined]
 
 
 def run_drift(args: argparse.Namespace) -> list[dict[str, object]]:
@@ -290,9 +330,11 @@ def run_drift(args: argparse.Namespace) -> list[dict[str, object]]:
             return RawLLM(args.llm_url, args.llm_model, window)
 
         def make() -> object:
-            return LLMSummarizer(OpenAICompatProvider(args.llm_url, timeout=600, max_retries=1), model=llm_profile,
-                                 counter=COUNTER)
+            return LLMSummarizer(
+                OpenAICompatProvider(args.llm_url, timeout=600, max_retries=1), model=llm_profile, counter=COUNTER
+            )
     else:
+
         def raw() -> object:
             return LossyModel(args.drop)
 
@@ -307,16 +349,31 @@ def run_drift(args: argparse.Namespace) -> list[dict[str, object]]:
 # ----------------------------------------------------------------------------- cost
 
 
-SUMMARY_BODY = "\n".join(["## Goal", TASK, "## Constraints & Preferences", *[f"- {c}" for c in CONSTRAINTS],
-                          "## Progress", "### Done", *[f"- [x] ported services/billing/module_{i}.py"
-                                                      for i in range(60)],
-                          "### In Progress", "- [ ] the refunds module", "## Next Steps", "1. port refunds"])
+SUMMARY_BODY = "\n".join(
+    [
+        "## Goal",
+        TASK,
+        "## Constraints & Preferences",
+        *[f"- {c}" for c in CONSTRAINTS],
+        "## Progress",
+        "### Done",
+        *[f"- [x] ported services/billing/module_{i}.py" for i in range(60)],
+        "### In Progress",
+        "- [ ] the refunds module",
+        "## Next Steps",
+        "1. port refunds",
+    ]
+)
 
 
 def summarizer_answer(request: ChatRequest) -> ChatResponse:
-    return ChatResponse(text=SUMMARY_BODY, tool_calls=(), stop_reason="end_turn", model="summarizer",
-                        usage=Usage(input_tokens=estimate_request_tokens(request),
-                                    output_tokens=COUNTER.count(SUMMARY_BODY)))
+    return ChatResponse(
+        text=SUMMARY_BODY,
+        tool_calls=(),
+        stop_reason="end_turn",
+        model="summarizer",
+        usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=COUNTER.count(SUMMARY_BODY)),
+    )
 
 
 def agent_script(turns: int) -> list[object]:
@@ -326,12 +383,24 @@ def agent_script(turns: int) -> list[object]:
         call = ToolCall(id=f"t{i}", name=name, arguments={"path": f"services/billing/m{i // 3}.py"})
 
         def respond(request: ChatRequest, call: ToolCall = call) -> ChatResponse:
-            return ChatResponse(text="Next step.", tool_calls=(call,), stop_reason="tool_use", model="agent",
-                                usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=60))
+            return ChatResponse(
+                text="Next step.",
+                tool_calls=(call,),
+                stop_reason="tool_use",
+                model="agent",
+                usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=60),
+            )
+
         script.append(respond)
-    script.append(lambda request: ChatResponse(text="Done.", tool_calls=(), stop_reason="end_turn", model="agent",
-                                               usage=Usage(input_tokens=estimate_request_tokens(request),
-                                                           output_tokens=5)))
+    script.append(
+        lambda request: ChatResponse(
+            text="Done.",
+            tool_calls=(),
+            stop_reason="end_turn",
+            model="agent",
+            usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=5),
+        )
+    )
     return script
 
 
@@ -339,12 +408,18 @@ def cost_tools() -> list[AgentTool]:
     code = "\n".join(f"def f{i}(amount):\n    return Decimal(amount) * {i}  # billing rule {i}" for i in range(120))
     schema = {"type": "object", "properties": {"path": {"type": "string"}}}
     return [
-        AgentTool(definition=ToolDefinition(name="read_file", description="Read a file.", parameters=schema),
-                  run=lambda args: code),
-        AgentTool(definition=ToolDefinition(name="write_file", description="Write a file.", parameters=schema),
-                  run=lambda args: f"wrote {args.get('path')}"),
-        AgentTool(definition=ToolDefinition(name="run", description="Run the tests.", parameters=schema),
-                  run=lambda args: "\n".join(f"tests/test_m{i}.py ........ [{i}%]" for i in range(40))),
+        AgentTool(
+            definition=ToolDefinition(name="read_file", description="Read a file.", parameters=schema),
+            run=lambda args: code,
+        ),
+        AgentTool(
+            definition=ToolDefinition(name="write_file", description="Write a file.", parameters=schema),
+            run=lambda args: f"wrote {args.get('path')}",
+        ),
+        AgentTool(
+            definition=ToolDefinition(name="run", description="Run the tests.", parameters=schema),
+            run=lambda args: "\n".join(f"tests/test_m{i}.py ........ [{i}%]" for i in range(40)),
+        ),
     ]
 
 
@@ -360,16 +435,24 @@ def run_cost(window: int, turns: int, *, mask: bool, reground: bool) -> dict[str
     compactor = WindowCompactor(store, summarizer=summarizer, counter=COUNTER, settings=settings)
     manager = ContextManager(store, counter=COUNTER, policy=policy, compactor=compactor)
     started = time.perf_counter()
-    result = run_agent_loop(ScriptedProvider(agent_script(turns)), cost_tools(), manager, "cost", model=model,
-                            max_turns=turns + 1)
+    result = run_agent_loop(
+        ScriptedProvider(agent_script(turns)), cost_tools(), manager, "cost", model=model, max_turns=turns + 1
+    )
     seconds = time.perf_counter() - started
     summ = sum(c.summarizer_input_tokens + c.summarizer_output_tokens for c in result.compactions)
     agent = result.input_tokens + result.output_tokens
-    return {"window": window, "masking": "on" if mask else "off", "reground": "on" if reground else "off",
-            "turns": result.turns, "compactions": len(result.compactions),
-            "regrounds": sum(1 for c in result.compactions if c.details.get("reground")),
-            "agent_tokens": agent, "summarizer_tokens": summ, "summarizer_share": summ / (agent + summ),
-            "seconds": round(seconds, 2)}
+    return {
+        "window": window,
+        "masking": "on" if mask else "off",
+        "reground": "on" if reground else "off",
+        "turns": result.turns,
+        "compactions": len(result.compactions),
+        "regrounds": sum(1 for c in result.compactions if c.details.get("reground")),
+        "agent_tokens": agent,
+        "summarizer_tokens": summ,
+        "summarizer_share": summ / (agent + summ),
+        "seconds": round(seconds, 2),
+    }
 
 
 # ----------------------------------------------------------------------------- main
@@ -395,44 +478,127 @@ def main() -> int:
     parser.add_argument("--llm-window", type=int, default=2_048)
     parser.add_argument("--skip-cost", action="store_true")
     parser.add_argument("--skip-real", action="store_true", help="skip the bundled real transcripts")
-    parser.add_argument("--local-url", default="", help="also run the real transcripts with the local model server "
-                        "(constrained JSON decoding) at this OpenAI-compatible URL")
+    parser.add_argument(
+        "--local-url",
+        default="",
+        help="also run the real transcripts with the local model server "
+        "(constrained JSON decoding) at this OpenAI-compatible URL",
+    )
     parser.add_argument("--local-model", default="local")
     parser.add_argument("--local-window", type=int, default=2_048)
-    parser.add_argument("--local-transcripts", type=int, default=1, help="how many real transcripts the local model "
-                        "summarizes (a CPU model takes about half a minute a summary)")
+    parser.add_argument(
+        "--local-transcripts",
+        default="ctf__i_got_id",
+        help="comma-separated name prefixes of the real transcripts the local model summarizes (a CPU model "
+        "takes one to five minutes a summary on a shared machine)",
+    )
+    parser.add_argument(
+        "--local-arms",
+        default="",
+        help="comma-separated arms the local model runs (default: all of them)",
+    )
     args = parser.parse_args()
     drift = run_drift(args)
-    print(f"Summary drift: {PHASES} compactions, {len(CONSTRAINTS)} constraints planted at the start, "
-          f"summarizer: {'real model at ' + args.llm_url if args.llm_url else f'simulated, drop {args.drop}'}")
-    print(table(drift, ["arm", "constraints_lost", "files_lost", "files_checked", "repairs", "missing_at_last",
-                        "regrounds",
-                        "summarizer_calls", "summarizer_tokens"]))
+    print(
+        f"Summary drift: {PHASES} compactions, {len(CONSTRAINTS)} constraints planted at the start, "
+        f"summarizer: {'real model at ' + args.llm_url if args.llm_url else f'simulated, drop {args.drop}'}"
+    )
+    print(
+        table(
+            drift,
+            [
+                "arm",
+                "constraints_lost",
+                "files_lost",
+                "files_checked",
+                "repairs",
+                "missing_at_last",
+                "regrounds",
+                "summarizer_calls",
+                "summarizer_tokens",
+            ],
+        )
+    )
     cost: list[dict[str, object]] = []
     if not args.skip_cost:
-        cost = [run_cost(w, t, mask=m, reground=r) for w, t in ((32_000, 300), (128_000, 900))
-                for m in (True, False) for r in (True, False)]
+        cost = [
+            run_cost(w, t, mask=m, reground=r)
+            for w, t in ((32_000, 300), (128_000, 900))
+            for m in (True, False)
+            for r in (True, False)
+        ]
         print("\nCompaction cost: summarizer tokens as a share of all tokens of the session")
-        print(table(cost, ["window", "masking", "reground", "turns", "compactions", "regrounds", "agent_tokens",
-                           "summarizer_tokens", "summarizer_share", "seconds"]))
+        print(
+            table(
+                cost,
+                [
+                    "window",
+                    "masking",
+                    "reground",
+                    "turns",
+                    "compactions",
+                    "regrounds",
+                    "agent_tokens",
+                    "summarizer_tokens",
+                    "summarizer_share",
+                    "seconds",
+                ],
+            )
+        )
     real: list[dict[str, object]] = []
     if not args.skip_real:
         summarizers: dict[str, object] = {"structured": make_structured}
-        limit = {}
+        only: dict[str, tuple[str, ...]] = {}
         if args.local_url:
-            summarizers["local model (JSON schema)"] = local_factory(args.local_url, args.local_model,
-                                                                     args.local_window)
-            limit["local model (JSON schema)"] = args.local_transcripts
-        real = run_real(summarizers, limit=limit)
-        print(f"\nReal transcripts: {STEPS} successive compactions of each bundled long transcript; lost@k = "
-              "constraints/modified files/unresolved errors known at the cut that the next request no longer "
-              "shows, summed over the transcripts; accepted = summaries not replaced by the fallback; probes = "
-              "retention probes kept right after each compaction")
-        print(table(real, ["summarizer", "arm", "transcripts", "compactions", "facts_checked",
-                           *[f"lost@{k + 1}" for k in range(STEPS)], "accepted", "probes"]))
+            summarizers["local model (JSON schema)"] = local_factory(
+                args.local_url, args.local_model, args.local_window
+            )
+            only["local model (JSON schema)"] = tuple(args.local_transcripts.split(","))
+        arms = tuple(a for a in args.local_arms.split(",") if a)
+        real = run_real(summarizers, only=only, arms=arms)
+        print(
+            f"\nReal transcripts: up to {STEPS} successive compactions of each bundled transcript (before a request "
+            f"whose window passed {TRIGGER} tokens); lost@k = constraints/modified files/unresolved errors known at "
+            "the cut that the next request no longer shows, summed over the transcripts; accepted = summaries not "
+            "replaced by the structured fallback (rejected: why); probes = retention probes kept in the request "
+            "right after each compaction; next_action = next_action_evidence for the turn that follows"
+        )
+        print(
+            table(
+                real,
+                [
+                    "summarizer",
+                    "arm",
+                    "transcripts",
+                    "per_transcript",
+                    "facts_checked",
+                    *[f"lost@{k + 1}" for k in range(STEPS)],
+                    "accepted",
+                    "rejected",
+                    "probes",
+                    "next_action",
+                    "seconds",
+                ],
+            )
+        )
+        for row in real:
+            for run in row["runs"]:  # type: ignore[attr-defined]
+                for miss in run["misses"]:
+                    print(f"  miss: {row['summarizer']} / {row['arm']} / {run['transcript']}: {miss}")
     if args.json:
-        args.json.write_text(json.dumps({"drift": drift, "cost": cost, "real": real, "drop": args.drop,
-                                         "llm_url": args.llm_url, "local_url": args.local_url}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "drift": drift,
+                    "cost": cost,
+                    "real": real,
+                    "drop": args.drop,
+                    "llm_url": args.llm_url,
+                    "local_url": args.local_url,
+                },
+                indent=2,
+            )
+        )
     return 0
 
 

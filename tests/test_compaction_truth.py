@@ -151,3 +151,23 @@ def test_finished_steps_leave_out_the_step_still_running() -> None:
         Entry(seq=5, label="tool call", text="{}", name="bash"),
     ]
     assert finished_steps(running) == ["Read the config file first."]
+
+
+def test_a_summary_repeating_the_start_of_the_pinned_goal_refers_to_it_instead() -> None:
+    from contextwarden.plan.compaction import verify_summary
+    from contextwarden.window.state import TaskState
+
+    goal = "We're currently solving the following issue within our repository. " * 40
+    anchors = TaskState(goal=goal)
+    summary = "\n".join([
+        "## Goal", "(the original task, pinned verbatim above)", "## Progress", "### Done", "- [x] ran it",
+        "## Next Steps", f"1. Serve the latest request: {goal[:300]}…", "2. Open src/a.py",
+        "## Latest User Intent", f"{goal[:2000]}",
+    ])
+    text, check = verify_summary(summary, state=anchors, anchors=anchors, kept_text="")
+    assert "repeated_anchors" in check.repaired
+    assert goal[:60] not in text, "neither cut copy of the goal stays"
+    assert "1. Serve the latest request: (the original task, pinned verbatim above)" in text
+    assert "2. Open src/a.py" in text
+    short = "\n".join(["## Goal", "(pinned)", "## Next Steps", "1. We're currently"])
+    assert verify_summary(short, state=anchors, anchors=anchors, kept_text="")[0] == short, "a short prefix is no copy"

@@ -18,7 +18,7 @@ from contextwarden.plan.compaction import (
     SummaryInput,
     SummaryOptions,
 )
-from contextwarden.plan.compaction.prompts import REQUIRED_SECTIONS, SECTIONS
+from contextwarden.plan.compaction.sections import REQUIRED_SECTIONS, SECTIONS
 from contextwarden.plan.compaction.serialize import Entry, cap_text, chunk_entries, fit_transcript
 from contextwarden.plan.compaction.validate import SummaryCheck, validate_summary
 from contextwarden.testing import ScriptedProvider, estimate_request_tokens
@@ -90,6 +90,27 @@ def test_structured_turn_prefix_and_focus() -> None:
     assert "read_file src/f0.py" in prefix
     focused = s.summarize(data(focus="the sign handling"), options=OPTS).text
     assert "the sign handling" in focused
+
+
+def test_every_writer_and_the_prompt_follow_the_one_section_layout() -> None:
+
+    from contextwarden.plan.compaction.prompts import build_prompt
+    from contextwarden.plan.compaction.schema import render_answer
+    from contextwarden.plan.compaction.sections import TURN_SECTIONS
+    from contextwarden.plan.compaction.validate import headings
+
+    def lines_of(text: str, layout: tuple[str, ...]) -> list[str]:
+        return [ln for ln in text.splitlines() if ln in layout]
+
+    s = StructuredSummarizer()
+    assert lines_of(s.summarize(data(), options=OPTS).text, SECTIONS) == list(SECTIONS), "every heading, in order"
+    prefix = s.summarize(data(purpose="turn_prefix"), options=OPTS).text
+    assert lines_of(prefix, TURN_SECTIONS) == list(TURN_SECTIONS)
+    prompt = build_prompt(transcript="x", purpose="history").user
+    assert lines_of(prompt, SECTIONS) == list(SECTIONS), "the model is asked for the same headings"
+    assert lines_of(build_prompt(transcript="x", purpose="turn_prefix").user, TURN_SECTIONS) == list(TURN_SECTIONS)
+    titles = headings(render_answer({"next_steps": ["go on"]}))
+    assert titles == [h.lstrip("#").strip() for h in SECTIONS if h.lstrip("#").strip() in titles], "a subsequence"
 
 
 def test_structured_carries_done_items_of_the_previous_summary() -> None:
@@ -314,12 +335,11 @@ def _json_summarizer(provider: ScriptedProvider) -> LLMSummarizer:
                          settings=LLMSummarizerSettings(structured_output=True))
 
 
-def test_structured_output_sends_a_schema_and_renders_the_json_into_headings() -> None:
+def test_structured_output_asks_the_model_for_judgment_only_and_derives_the_facts() -> None:
     import json
 
     from contextwarden.log.store.memory import MemoryStore
     from contextwarden.plan.compaction import SummaryInput, SummaryOptions
-    from contextwarden.plan.compaction.prompts import REQUIRED_SECTIONS
     from contextwarden.plan.compaction.serialize import entries_from_events
     from contextwarden.plan.compaction.validate import missing_sections
     from contextwarden.window.state import derive_state
@@ -327,9 +347,10 @@ def test_structured_output_sends_a_schema_and_renders_the_json_into_headings() -
     store = MemoryStore()
     Agent(store).start().work(3)
     events = store.read("s")
-    body = {"done": ["read src/mod0.py", "\x1b[1mran pytest\x1b[0m"], "in_progress": [], "blocked": [],
-            "decisions": [], "next_steps": ["port src/mod1.py"], "critical_context": [], "test_status": ["3 passed"],
-            "failed_attempts": []}
+    # what SmolLM2-135M wrote under a schema that asked it for facts too: wrong ones
+    body = {"done": [], "in_progress": ["finished", "blocked"], "test_status": ["failed"],
+            "decisions": ["\x1b[1mkeep the signature\x1b[0m", ""], "next_steps": ["port src/mod1.py", "-"],
+            "critical_context": [], "open_questions": []}
     provider = ScriptedProvider([answer(json.dumps(body))])
     data = SummaryInput(entries=tuple(entries_from_events(events)), state=derive_state(events), anchors_pinned=True,
                         replaced_tokens=5_000)
@@ -337,11 +358,28 @@ def test_structured_output_sends_a_schema_and_renders_the_json_into_headings() -
     request = provider.requests[0]
     assert request.response_format is not None and request.response_format["type"] == "json_object"
     schema = request.response_format["schema"]
-    assert isinstance(schema, dict) and "goal" not in schema["properties"], "the pinned goal is not asked for"
+    assert isinstance(schema, dict)
+    assert set(schema["properties"]) == {"decisions", "next_steps", "critical_context", "open_questions"}  # type: ignore[arg-type]
     assert "JSON object" in request.messages[1].content
-    assert missing_sections(result.text, REQUIRED_SECTIONS) == []
-    assert "1. port src/mod1.py" in result.text and "- ran pytest" in result.text and "\x1b" not in result.text
-    assert "pinned verbatim above" in result.text
+    text = result.text
+    assert missing_sections(text, REQUIRED_SECTIONS) == []
+    assert "1. port src/mod1.py" in text and "2. -" not in text, "the model's next steps, empty items dropped"
+    assert "- keep the signature" in text and "\x1b" not in text
+    assert "finished\n- blocked" not in text and "- failed" not in text, "facts are not the model's to write"
+    assert "src/mod0.py" in text, "the changed files come from the events"
+    assert "pinned verbatim above" in text and result.summarizer.startswith("llm:")
+
+
+def test_the_schema_never_allows_a_longer_answer_than_the_output_budget() -> None:
+    from contextwarden.plan.compaction.schema import LIST_SHAPES, list_shape, longest_answer_tokens, summary_schema
+
+    assert list_shape(None) == LIST_SHAPES[0] and list_shape(100_000) == LIST_SHAPES[0]
+    shapes = [list_shape(budget) for budget in (1_000, 600, 400, 256, 160)]
+    assert shapes == sorted(shapes, reverse=True) and len(set(shapes)) > 2, "smaller budgets, smaller lists"
+    for budget in (600, 400, 256, 160):
+        assert longest_answer_tokens(*list_shape(budget)) <= budget
+    items = summary_schema(256)["properties"]["next_steps"]  # type: ignore[index, call-overload]
+    assert (items["maxItems"], items["items"]["maxLength"]) == list_shape(256)  # type: ignore[index]
 
 
 def test_structured_output_off_sends_no_schema_and_a_non_json_answer_is_rejected() -> None:

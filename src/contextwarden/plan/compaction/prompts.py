@@ -1,42 +1,16 @@
-"""The texts sent to a summarizer model, and the section layout a summary must follow.
+"""The texts sent to a summarizer model.
 
 A summary is a handover note: the agent keeps working from it plus the newest messages, so it
 must carry the task, the rules, what is done and what comes next, with exact paths, names and
-error text. The headings are fixed so :mod:`~contextwarden.plan.compaction.validate` can check them
-and :mod:`~contextwarden.plan.compaction.verify` can repair a summary by appending to it.
+error text. The headings come from :mod:`~contextwarden.plan.compaction.sections`, the one layout
+the structured summarizer writes, validation checks and verification repairs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-SECTIONS: tuple[str, ...] = (
-    "## Goal",
-    "## Constraints & Preferences",
-    "## Progress",
-    "### Done",
-    "### In Progress",
-    "### Blocked",
-    "## Key Decisions",
-    "## Next Steps",
-    "## Critical Context",
-    "## Working Set",
-    "## Changes",
-    "## Test Status",
-    "## Failed Attempts",
-    "## Open Questions",
-    "## Latest User Intent",
-)
-"""Every heading of a history summary, in order."""
-
-REQUIRED_SECTIONS: tuple[str, ...] = ("Goal", "Constraints", "Progress", "Next Steps")
-"""Headings a history summary must have to be accepted (matched case-insensitively, by prefix)."""
-
-TURN_SECTIONS: tuple[str, ...] = ("## Turn Request", "## Turn Progress", "## Turn Context")
-"""Headings of a turn-prefix summary."""
-
-TURN_REQUIRED_SECTIONS: tuple[str, ...] = ("Turn Request", "Turn Progress")
-"""Headings a turn-prefix summary must have."""
+from .sections import HISTORY, TURN, guide
 
 SYSTEM_PROMPT = """\
 You write handover notes for an AI agent that is in the middle of a task. The agent's working \
@@ -54,38 +28,8 @@ messages character for character."""
 _MARKDOWN_RULE = "Write the notes in Markdown under exactly the headings you are given, in the given order."
 _JSON_RULE = "Write the notes as the JSON object you are asked for, with every key it names."
 
-_SECTION_GUIDE = """\
-## Goal
-What the user wants achieved, in their terms. Several goals become several bullets.
-## Constraints & Preferences
-- Every rule, limit or preference the user stated, worded as closely to the original as you can.
-- Write "(none)" if there were none.
-## Progress
-### Done
-- [x] Work that is finished, with the files it touched.
-### In Progress
-- [ ] Work that was started and is not finished.
-### Blocked
-- What stands in the way, if anything.
-## Key Decisions
-- **Decision**: the reason it was taken.
-## Next Steps
-1. The next actions, in order. The first one should be doable right away.
-## Critical Context
-- Facts the agent will need: exact paths, function and class names, commands, error messages, \
-values. Write "(none)" if nothing qualifies.
-## Working Set
-- Files and symbols being worked on now.
-## Changes
-- Each file changed and what changed in it.
-## Test Status
-- The latest result of each test command; name the failing tests.
-## Failed Attempts
-- Approaches that were tried and did not work, and why, so they are not repeated.
-## Open Questions
-- Things still undecided or unknown.
-## Latest User Intent
-The most recent thing the user asked for or corrected, as close to verbatim as possible."""
+_SECTION_GUIDE = guide(HISTORY)
+"""The history headings and what goes under each (from :mod:`.sections`)."""
 
 INITIAL_PROMPT = f"""\
 The record above, inside <conversation>, is the older part of a working session. It is about to \
@@ -114,23 +58,19 @@ Use these headings, in this order:
 
 {_SECTION_GUIDE}"""
 
-TURN_PREFIX_PROMPT = """\
+TURN_PREFIX_PROMPT = f"""\
 The record above, inside <conversation>, is the beginning of the turn the agent is still working \
 on: the user's request and the first steps taken for it. The rest of this turn stays visible to \
 the agent, so describe only this beginning, so that what follows makes sense.
 
 Use exactly these headings:
-## Turn Request
-What the user asked for in this turn, as close to verbatim as possible.
-## Turn Progress
-- What was done so far in this turn: files read or changed, commands run, results.
-## Turn Context
-- Exact details the rest of the turn relies on: paths, names, values, error messages."""
+{guide(TURN)}"""
 
 JSON_PROMPT = """\
 The record above, inside <conversation>, is the older part of a working session (with \
 <previous-summary>, the notes so far: keep what is still true, update the rest). It is about to \
-be removed from the agent's view.
+be removed from the agent's view. What was done, the files changed, the test results and the \
+errors are recorded separately: write only what needs judgment.
 
 Reply with one JSON object with exactly these keys, each a list of short strings copied from the \
 record where you can (paths, commands and error lines character for character):

@@ -77,13 +77,39 @@ class Transcript:
 _PATH_KEYS = ("path", "file", "file_path", "filename", "target", "command", "cmd", "pattern", "query", "url")
 
 
-def call_label(entry: Entry) -> str:
-    """``read_file src/a.py`` from a tool-call entry (its most telling argument, when there is one)."""
-    text = entry.text
-    for key in _PATH_KEYS:
+_SHELL_WRAPPER = (("bash", "-lc"), ("bash", "-c"), ("sh", "-c"), ("zsh", "-lc"))
+"""An argv that only wraps the real command in a shell (Codex sends ``["bash", "-lc", "make test"]``)."""
+
+
+def _argument(text: str, key: str) -> str | None:
+    """The ``key`` argument of a tool call's JSON arguments as one string (an argv joined), or None."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError:
         m = re.search(rf'"{key}"\s*:\s*"((?:[^"\\]|\\.)*)"', text)
-        if m:
-            return f"{entry.name} {m.group(1)[:160]}"
+        return m.group(1) if m else None
+    value = raw.get(key) if isinstance(raw, dict) else None
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        argv = list(value)
+        if tuple(argv[:2]) in _SHELL_WRAPPER and len(argv) == 3:
+            argv = argv[2:]
+        return " ".join(argv)
+    return value if isinstance(value, str) else None
+
+
+def call_label(entry: Entry) -> str:
+    """``read_file src/a.py`` from a tool-call entry (its most telling argument, when there is one).
+
+    The argument is decoded (no JSON escapes) and cut to its first line (an edit's body is not a
+    label); a command that already starts with the tool's name (``curl curl ...``) is not prefixed.
+    """
+    for key in _PATH_KEYS:
+        value = _argument(entry.text, key)
+        if value is None or not value.strip():
+            continue
+        lines = value.strip().splitlines()
+        first = lines[0][:160] + (" …" if len(lines) > 1 or len(lines[0]) > 160 else "")
+        return first if first.split(" ", 1)[0] == entry.name else f"{entry.name} {first}"
     return entry.name
 
 

@@ -1,20 +1,23 @@
 """The structured summarizer: a summary built from the derived task state, without a model.
 
-It is the embedded default and the fallback for every rejected model summary, so it must always
-work: offline, deterministic (the same input gives the same bytes), bounded (every section has a
-line cap and every line a character cap) and complete with respect to what verification checks
-(goal, constraints, modified files, unresolved errors, failing tests, a next step).
+It is the embedded default, the fallback for every rejected model summary, and the writer of every
+fact section when a small model under constrained decoding writes only the judgment sections
+(``written`` in :func:`history_summary`), so it must always work: offline, deterministic (the same
+input gives the same bytes), bounded (every section has a line cap and every line a character cap)
+and complete with respect to what verification checks (goal, constraints, modified files,
+unresolved errors, failing tests, a next step).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ...tokens import TokenCounter
 from ...window.state import MAX_CONSTRAINTS, TaskState
 from ._base import SummaryInput, SummaryOptions, SummaryResult
+from .sections import HISTORY, TURN, section
 from .serialize import Entry, call_label
 from .truth import (
     PINNED_CONSTRAINTS,
@@ -28,6 +31,7 @@ from .truth import (
     is_banner,
     last_step,
     refer_to_anchors,
+    repeats,
 )
 
 MAX_LINE_CHARS = 300
@@ -111,7 +115,7 @@ def _actions(entries: Sequence[Entry]) -> tuple[list[str], list[str]]:
 def _carried_failures(previous: str) -> list[str]:
     """Failed attempts of an earlier summary, without banner-only quotes or escapes."""
     out = []
-    for line in _section(previous, "Failed Attempts"):
+    for line in _section(previous, section("failed_attempts").title):
         text = clean_text(line.removeprefix("- ").strip())
         head, sep, quote = text.partition(": ")
         if sep and is_banner(quote.split(" | ")[0]):
@@ -136,14 +140,15 @@ def _in_progress(step: Step | None) -> str:
         return clean_text(step.text)
     calls = ", ".join(f"`{c}`" for c in step.calls) or "its reply"
     outcome = "with a failure" if step.failed else "successfully"
-    return f"(nothing: the last step, {calls}, finished {outcome} at #{step.seq})"
+    return f"(nothing: the last step, {calls}, finished {outcome} at #{step.ended_seq or step.seq})"
 
 
 def _intent(state: TaskState, pinned: bool) -> str:
-    """The latest request, unless it is the goal or the steering the window already pins."""
-    if pinned and state.latest_user_intent.strip() == state.goal.strip():
+    """The latest request, unless it is the goal (whole or cut), or steering or a constraint the window pins."""
+    intent = state.latest_user_intent
+    if repeats(intent, state.goal, min_chars=1):
         return ""
-    if pinned and state.latest_user_intent.strip() == state.latest_steering.strip():
+    if pinned and any(repeats(intent, fact, min_chars=1) for fact in (state.latest_steering, *state.constraints)):
         return ""
     return clean_text(state.latest_user_intent)
 
@@ -176,11 +181,19 @@ def _tests(state: TaskState) -> list[str]:
     return out
 
 
-def history_summary(data: SummaryInput, shape: _Shape = _Shape()) -> str:
-    """The history summary for ``data``, every section filled, true as of its last entry."""
+def history_summary(
+    data: SummaryInput, shape: _Shape = _Shape(), *, written: Mapping[str, Sequence[str]] | None = None
+) -> str:
+    """The history summary for ``data``, every section filled, true as of its last entry.
+
+    ``written`` maps section keys to bullets a model wrote for them (constrained decoding): those
+    sections take the model's bullets (bounded like the others) instead of the derived ones.
+    """
     s = data.state
     pinned = data.anchors_pinned
-    done_before = [clean_text(ln.removeprefix("- ").strip()) for ln in _section(data.previous_summary, "Done")]
+    done_before = [
+        clean_text(ln.removeprefix("- ").strip()) for ln in _section(data.previous_summary, section("done").title)
+    ]
     done, failed = _actions(data.entries)
     step = last_step(data.entries)
     changed = [f"[x] Changed `{f}`" for f in s.files_modified]
@@ -193,38 +206,32 @@ def history_summary(data: SummaryInput, shape: _Shape = _Shape()) -> str:
     goal = PINNED_GOAL if pinned and s.goal else shape.line(s.goal, min(MAX_GOAL_CHARS, shape.chars * 6))
     constraints = [PINNED_CONSTRAINTS.format(n=len(s.constraints))] if pinned and s.constraints else s.constraints
     b = shape.bullets
-    lines = [
-        "## Goal",
-        goal or "(no goal recorded)",
-        "## Constraints & Preferences",
-        *b(constraints, empty="(none)", limit=MAX_CONSTRAINTS),
-        "## Progress",
-        "### Done",
-        *b([*changed, *done_before, *done], empty="(nothing finished yet)", newest=True),
-        "### In Progress",
-        *b([_in_progress(step)], empty="(none recorded)"),
-        "### Blocked",
-        *b(blocked, empty="(nothing known)", limit=MAX_FILES),
-        "## Key Decisions",
-        *b(decisions, empty="(none recorded)", newest=True),
-        "## Next Steps",
-        *_next_steps(s, step, shape, pinned=pinned),
-        "## Critical Context",
-        *b(context, empty="(none)"),
-        "## Working Set",
-        *b([f"`{f}`" for f in s.working_set], empty="(empty)"),
-        "## Changes",
-        *b([f"`{f}`" for f in s.files_modified], empty="(no files changed)", limit=MAX_FILES),
-        "## Test Status",
-        *b(_tests(s), empty="(no tests run)"),
-        "## Failed Attempts",
-        *b([*_carried_failures(data.previous_summary), *failed], empty="(none)", newest=True),
-        "## Open Questions",
-        *b(questions, empty="(none recorded)", newest=True),
-        "## Latest User Intent",
-        shape.line(_intent(s, pinned), shape.chars * 3)
-        or ("(see the pinned block above)" if pinned else "(none recorded)"),
-    ]
+    body: dict[str, list[str]] = {
+        "goal": [goal or "(no goal recorded)"],
+        "constraints": b(constraints, empty="(none)", limit=MAX_CONSTRAINTS),
+        "progress": [],
+        "done": b([*changed, *done_before, *done], empty="(nothing finished yet)", newest=True),
+        "in_progress": b([_in_progress(step)], empty="(none recorded)"),
+        "blocked": b(blocked, empty="(nothing known)", limit=MAX_FILES),
+        "decisions": b(decisions, empty="(none recorded)", newest=True),
+        "next_steps": _next_steps(s, step, shape, pinned=pinned),
+        "critical_context": b(context, empty="(none)"),
+        "working_set": b([f"`{f}`" for f in s.working_set], empty="(empty)"),
+        "changes": b([f"`{f}`" for f in s.files_modified], empty="(no files changed)", limit=MAX_FILES),
+        "test_status": b(_tests(s), empty="(no tests run)"),
+        "failed_attempts": b([*_carried_failures(data.previous_summary), *failed], empty="(none)", newest=True),
+        "open_questions": b(questions, empty="(none recorded)", newest=True),
+        "latest_user_intent": [
+            shape.line(_intent(s, pinned), shape.chars * 3)
+            or ("(see the pinned block above)" if pinned else "(the goal above)" if s.goal else "(none recorded)")
+        ],
+    }
+    for key, items in (written or {}).items():
+        if key == "next_steps":
+            body[key] = [f"{n}. {shape.line(i)}" for n, i in enumerate(list(dict.fromkeys(items))[:4], 1)]
+        else:
+            body[key] = b(items, empty="(none)")
+    lines = [line for sec in HISTORY for line in (sec.heading, *body[sec.key])]
     if data.focus:
         lines[0:0] = [f"_Focus requested: {shape.line(data.focus)}_", ""]
     text = "\n".join(lines)
@@ -236,14 +243,14 @@ def turn_prefix_summary(data: SummaryInput, shape: _Shape = _Shape()) -> str:
     request = clean_text(next((e.text for e in data.entries if e.label in ("user", "steering")), ""))
     done, failed = _actions(data.entries)
     touched = [clean_text(call_label(e)) for e in data.entries if e.label == "tool call"]
-    lines = [
-        "## Turn Request",
-        shape.line(request or data.state.latest_user_intent, shape.chars * 3) or "(started before this window)",
-        "## Turn Progress",
-        *shape.bullets([*done, *failed], empty="(no tool calls yet)", newest=True),
-        "## Turn Context",
-        *shape.bullets(touched, empty="(none)", newest=True),
-    ]
+    body = {
+        "turn_request": [
+            shape.line(request or data.state.latest_user_intent, shape.chars * 3) or "(started before this window)"
+        ],
+        "turn_progress": shape.bullets([*done, *failed], empty="(no tool calls yet)", newest=True),
+        "turn_context": shape.bullets(touched, empty="(none)", newest=True),
+    }
+    lines = [line for sec in TURN for line in (sec.heading, *body[sec.key])]
     return "\n".join(lines)
 
 
@@ -265,10 +272,18 @@ class StructuredSummarizer:
     def summarize(self, data: SummaryInput, *, options: SummaryOptions) -> SummaryResult:
         """Build the summary from the task state and the entries; never calls a model."""
         options.check_cancelled("before the structured summary")
-        write = turn_prefix_summary if data.purpose == "turn_prefix" else history_summary
+        return SummaryResult(text=self.write(data), summarizer=self.name)
+
+    def write(self, data: SummaryInput, written: Mapping[str, Sequence[str]] | None = None) -> str:
+        """The summary text, shrunk until it fits ``data.max_tokens``; ``written`` as for :func:`history_summary`."""
         text = ""
         for lines, chars in SHAPES:
-            text = write(data, _Shape(lines, chars))
+            shape = _Shape(lines, chars)
+            text = (
+                turn_prefix_summary(data, shape)
+                if data.purpose == "turn_prefix"
+                else history_summary(data, shape, written=written)
+            )
             if data.max_tokens is None or self._size(text) <= data.max_tokens:
                 break
-        return SummaryResult(text=text, summarizer=self.name)
+        return text

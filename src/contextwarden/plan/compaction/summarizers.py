@@ -28,8 +28,9 @@ from ...errors import CompactionError, ContextOverflowError
 from ...models import ModelProfile, get_profile
 from ...tokens import TokenCounter, best_counter
 from ._base import Purpose, Summarizer, SummaryInput, SummaryOptions, SummaryResult
-from .prompts import REQUIRED_SECTIONS, TURN_REQUIRED_SECTIONS, build_prompt
-from .schema import keys_guide, render_summary, response_format
+from .prompts import build_prompt
+from .schema import keys_guide, parse_answer, render_answer, response_format
+from .sections import REQUIRED_SECTIONS, TURN_REQUIRED_SECTIONS, section
 from .serialize import Entry, chunk_entries, fit_transcript, render_entries
 from .structured import StructuredSummarizer
 from .validate import InvalidSummary, SummaryCheck, validate_summary
@@ -71,10 +72,12 @@ class LLMSummarizerSettings:
     check_language: bool = True
     """Reject summaries written in another script than the user's."""
     structured_output: bool = False
-    """Ask for the history summary as JSON under the server's constrained decoding (a JSON schema
-    in ``response_format``) and render it into the headings in code, so a small model's answer
-    always has the required shape. The server must support schema-constrained ``json_object``
-    (llama-cpp-python's server does)."""
+    """For small models: ask only for the sections that need judgment (decisions, next steps,
+    critical context, open questions) as JSON under the server's constrained decoding (a JSON
+    schema in ``response_format``), and derive every other section from the events as the
+    structured summarizer does, so the answer always has the required shape and the facts
+    (progress, changes, test status, failed attempts) are right whatever the model writes. The
+    server must support schema-constrained ``json_object`` (llama-cpp-python's server does)."""
 
 
 def clean_answer(text: str) -> str:
@@ -208,26 +211,29 @@ class LLMSummarizer:
             reground=data.reground,
             json_keys=keys,
         )
+        max_tokens = min(self.output_budget(), data.max_tokens or self.output_budget())
         request = ChatRequest(
             messages=(ChatMessage("system", prompt.system), ChatMessage("user", prompt.user)),
             model=self.profile.name,
-            max_tokens=min(self.output_budget(), data.max_tokens or self.output_budget()),
+            max_tokens=max_tokens,
             temperature=self.settings.temperature,
             thinking=self.settings.thinking,
-            response_format=response_format(anchors_pinned=data.anchors_pinned) if keys else None,
+            response_format=response_format(max_tokens) if keys else None,
         )
         responses = self._call_with_retries(request, options, notes)
         last = responses[-1]
         text = clean_answer(last.text)
+        written: dict[str, list[str]] | None = None
         try:
             if keys and last.stop_reason != "max_tokens":
-                text = render_summary(text, anchors_pinned=data.anchors_pinned, constraints=len(data.state.constraints))
+                written = parse_answer(text)
+                text = render_answer(written)
         except InvalidSummary as exc:
             exc.input_tokens = sum(r.usage.input_tokens for r in responses)
             exc.output_tokens = sum(r.usage.output_tokens for r in responses)
             raise
         check = SummaryCheck(
-            required_sections=_required(data.purpose),
+            required_sections=_required(data.purpose) if written is None else (section("next_steps").title,),
             source_text=transcript.text,
             source_tokens=data.replaced_tokens,
             previous_summary=previous,
@@ -241,6 +247,11 @@ class LLMSummarizer:
             exc.input_tokens = sum(r.usage.input_tokens for r in responses)
             exc.output_tokens = sum(r.usage.output_tokens for r in responses)
             raise
+        if written is not None:
+            # The model's sections, judged above on their own, join the ones derived from the events.
+            own = replace(data, entries=entries, previous_summary=previous)
+            text = StructuredSummarizer(counter=self.counter).write(own, written)
+            notes.append(f"model wrote {', '.join(written) or 'no section'}; the other sections are derived")
         return SummaryResult(
             text=text,
             summarizer=self.name,
@@ -255,7 +266,7 @@ class LLMSummarizer:
         """The JSON keys to ask for under constrained decoding, or "" for Markdown notes."""
         if not self.settings.structured_output or data.purpose != "history":
             return ""
-        return keys_guide(anchors_pinned=data.anchors_pinned)
+        return keys_guide()
 
     def _call_with_retries(self, request: ChatRequest, options: SummaryOptions, notes: list[str]) -> list[ChatResponse]:
         call = CallOptions(cancel=options.cancel, timeout=options.timeout)

@@ -16,6 +16,7 @@ and verification (which checks any summary against them), so the two cannot disa
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,13 +51,25 @@ def is_banner(line: str) -> bool:
     return bool(_BANNER.match(line))
 
 
+def _unwrapped(output: str) -> str:
+    """The text of a tool output that came wrapped in JSON (``{"output": "...", "metadata": ...}``)."""
+    if not output.lstrip().startswith("{"):
+        return output
+    try:
+        raw = json.loads(output)
+    except json.JSONDecodeError:
+        return output
+    inner = raw.get("output") if isinstance(raw, dict) else None
+    return inner if isinstance(inner, str) else output
+
+
 def failure_lines(output: str, limit: int = MAX_FAILURE_LINES) -> list[str]:
     """The lines that say why a tool failed: assertion and error lines first, never banners.
 
     Falls back to the runner's tally (``1 failed, 3 passed in 0.2s``, its frame removed), then to
-    the last line with content.
+    the last line with content. An output wrapped in JSON is read inside its ``output`` string.
     """
-    text = clean_text(output)
+    text = clean_text(_unwrapped(output))
     found = [text[e.start : e.end].strip() for e in find_error_lines(text)]
     lines = [ln for ln in dict.fromkeys(found) if ln and not is_banner(ln)]
     # Assertion detail (pytest's ``E   ...``) says more than the ``FAILED test_x`` lines before it.
@@ -85,6 +98,8 @@ class Step:
     """Every tool call it made has returned (a step with no calls is finished once anything follows)."""
     failed: bool = False
     """One of its calls failed."""
+    ended_seq: int = 0
+    """Seq of the result that finished it (0 while it runs, or for a step with no calls)."""
 
 
 def last_step(entries: Sequence[Entry]) -> Step | None:
@@ -95,15 +110,22 @@ def last_step(entries: Sequence[Entry]) -> Step | None:
     said = entries[index]
     calls = [e for e in entries[index:] if e.label == "tool call" and e.seq == said.seq]
     pending = [c.name for c in calls]
-    failed = False
+    failed, ended = False, 0
     for e in entries[index + 1 :]:
         if e.label == "tool result" and e.name in pending:
             pending.remove(e.name)
-            failed = failed or e.error
+            failed, ended = failed or e.error, e.seq
     later = any(e.seq > said.seq for e in entries[index + 1 :])
     finished = not pending and (bool(calls) or later)
     labels = tuple(call_label(c) for c in calls)
-    return Step(text=said.text.strip(), seq=said.seq, calls=labels, finished=finished, failed=failed)
+    return Step(
+        text=said.text.strip(),
+        seq=said.seq,
+        calls=labels,
+        finished=finished,
+        failed=failed,
+        ended_seq=ended if finished else 0,
+    )
 
 
 def finished_steps(entries: Sequence[Entry], *, min_chars: int = 12) -> list[str]:
@@ -168,10 +190,24 @@ def current_failing(state: TaskState) -> tuple[str, ...]:
     return tuple(out)
 
 
+_JSON_OUTPUT = re.compile(r'^\{\s*"output"\s*:\s*"((?:[^"\\]|\\.)*)')
+"""The start of a JSON-wrapped tool output, possibly cut before its end (the state caps error lines)."""
+
+
 def error_quote(error: str) -> str:
-    """The quoted line of a state error (``[bash pytest:all] E  assert 1 == 2``), "" when it is only a banner."""
+    """The quoted line of a state error (``[bash pytest:all] E  assert 1 == 2``), "" when it is only a banner.
+
+    An error line that is a JSON-wrapped output (Codex's ``{"output": "..."}``) is quoted by its failure line.
+    """
     m = _ERROR_KEY.match(error)
     quote = clean_text(error[m.end() :] if m else error).strip()
+    wrapped = _JSON_OUTPUT.match(quote)
+    if wrapped:
+        try:
+            inner = str(json.loads(f'"{wrapped.group(1)}"'))
+        except json.JSONDecodeError:
+            inner = wrapped.group(1).replace("\\n", "\n")
+        quote = (failure_lines(inner, limit=1) or [quote])[0]
     return "" if is_banner(quote) else quote
 
 
@@ -204,10 +240,29 @@ def _words(text: str) -> re.Pattern[str]:
     return re.compile(r"\s+".join(re.escape(w) for w in text.split()))
 
 
-def refer_to_anchors(text: str, anchors: TaskState) -> tuple[str, list[str]]:
-    """``text`` with verbatim repeats of the pinned goal and constraints replaced by a reference.
+MIN_REPEAT_CHARS = 60
+"""A line that is the first this many characters of the goal (or more) repeats it, cut or not."""
+_LEAD = re.compile(r"^(\s*(?:[-*]|\d+\.)?\s*(?:\[[ x]\]\s*)?(?:[A-Z][\w ]{0,40}:\s+)?)(.*)$")
+"""A bullet, its checkbox and a short label (``1. Serve the latest request: ``), then the content."""
 
-    Returns the text and the facts that were repeated (cut to 120 characters).
+
+def repeats(text: str, fact: str, *, min_chars: int = MIN_REPEAT_CHARS) -> bool:
+    """Whether ``text`` is ``fact``, or a cut start of it at least ``min_chars`` long.
+
+    The task state caps the latest request at 2,000 characters and summaries cut lines, so the
+    goal often comes back as its own first part rather than whole.
+    """
+    flat = " ".join(text.split()).rstrip("…").rstrip()
+    whole = " ".join(fact.split())
+    return bool(flat) and (flat == whole or (len(flat) >= min_chars and whole.startswith(flat)))
+
+
+def refer_to_anchors(text: str, anchors: TaskState) -> tuple[str, list[str]]:
+    """``text`` with repeats of the pinned goal and constraints replaced by a reference.
+
+    A repeat is a verbatim copy anywhere in the text, or a line whose content is the goal's first
+    part (see :func:`repeats`). Returns the text and the facts that were repeated (cut to 120
+    characters).
     """
     constraints = PINNED_CONSTRAINTS.format(n=len(anchors.constraints))
     repeated: list[str] = []
@@ -220,6 +275,11 @@ def refer_to_anchors(text: str, anchors: TaskState) -> tuple[str, list[str]]:
             repeated.append(fact[:120])
     lines: list[str] = []
     for line in text.splitlines():
+        m = _LEAD.match(line)
+        if anchors.goal and m and not line.lstrip().startswith("#") and repeats(m.group(2), anchors.goal):
+            line = m.group(1) + PINNED_GOAL
+            if anchors.goal[:120] not in repeated:
+                repeated.append(anchors.goal[:120])
         if not (lines and line == lines[-1] and line.strip("- ") in (PINNED_GOAL, constraints)):
             lines.append(line)
     return "\n".join(lines), repeated

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from ...log.events import Compaction, Event, JSONValue
 from ...window.items import ContextItem
 from ...window.state import TaskState, derive_state
+from .sections import section
 from .serialize import Entry
 from .truth import (
     clean_text,
@@ -103,7 +104,7 @@ def anchor_state(
 def _has_next_step(summary: str) -> bool:
     lines = summary.splitlines()
     for n, line in enumerate(lines):
-        if line.lstrip().startswith("#") and line.strip().lstrip("#").strip().lower().startswith("next step"):
+        if line.lstrip().startswith("#") and line.strip().lstrip("#").strip().lower().startswith(_titles("next_steps")):
             for following in lines[n + 1 :]:
                 if following.lstrip().startswith("#"):
                     break
@@ -187,6 +188,10 @@ _SECTION_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*$")
 _BANNER_RUN = re.compile(r"[=_*~+-]{4,}[^=_*~+\n]*?(?:[=_*~+-]{4,}|$)")
 
 
+def _titles(*keys: str) -> tuple[str, ...]:
+    return tuple(section(k).title.lower() for k in keys)
+
+
 def _sections(summary: str) -> list[tuple[str, list[str]]]:
     """(heading, lines) pairs in order; text before the first heading has the heading ``""``."""
     out: list[tuple[str, list[str]]] = [("", [])]
@@ -216,11 +221,11 @@ def correct_summary(
     out: list[str] = []
     for heading, lines in _sections(cleaned):
         body = lines
-        if heading.startswith(("in progress", "next step")):
+        if heading.startswith(_titles("in_progress", "next_steps")):
             body = _drop_finished(lines, finished, corrected)
-        elif heading.startswith(("blocked", "test status", "critical context")):
+        elif heading.startswith(_titles("blocked", "test_status", "critical_context")):
             body = _drop_closed(lines, closed, corrected)
-        elif heading.startswith("failed attempt"):
+        elif heading.startswith(_titles("failed_attempts")):
             body = _cut_banners(lines, corrected)
         out += body
     text = "\n".join(out)
@@ -284,7 +289,7 @@ def _repair_block(missing: dict[str, list[str]]) -> str:
             lines.append(title)
             lines += [f"- {v}" for v in missing[key]]
     if "next_step" in missing:
-        lines += ["## Next Steps", f"1. {missing['next_step'][0]}"]
+        lines += [section("next_steps").heading, f"1. {missing['next_step'][0]}"]
     return "\n".join(lines)
 
 
