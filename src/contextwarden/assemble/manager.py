@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..context import SECTIONS, Decision, ModelContext, ToolDefinition
 from ..errors import BudgetExceededError
-from ..log.events import ContextEditBatch, ToolCall, ToolResult, UsageReport
+from ..log.events import ContextEditBatch, SettingChange, ToolCall, ToolResult, UsageReport
 from ..log.store._protocol import SessionStore
 from ..models import ModelProfile, resolve_profile
 from ..plan.compaction.compactor import CompactionSettings, WindowCompactor
@@ -159,6 +159,7 @@ class ContextManager:
             window = self._window(session_id, resolved)
             self._record_settings(session_id, window, settings)
             context = self._plan_and_assemble(session_id, window, settings)
+            self._cache.save(session_id, resolved, window)  # the same window: a compaction re-opens it in place
             return context, window.projection.last_seq
 
     def _record_settings(self, session_id: str, window: Window, settings: BuildSettings) -> None:
@@ -167,6 +168,7 @@ class ContextManager:
         stored = self.store.append(session_id, [record_event(settings)], expected_last_seq=window.projection.last_seq)
         window.projection.add(stored[0])
         window.recorded = settings
+        window.recorded_event = stored[0] if isinstance(stored[0], SettingChange) else None
 
     def _plan_and_assemble(self, session_id: str, window: Window, settings: BuildSettings) -> ModelContext:
         policy, profile = settings.policy, settings.profile

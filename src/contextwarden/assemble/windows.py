@@ -20,6 +20,7 @@ from ..tokens import TokenCounter
 from ..window.opening import compaction_blocks, latest_compaction
 from ..window.projection import Projection, ProjectionConfig
 from .buildrecord import BUILD_KEY, BuildSettings, build_settings_of
+from .checkpoints import CHECKPOINT_EVERY, checkpoint_key, load_checkpoint, save_checkpoint
 
 __all__ = ["Window", "WindowCache", "project"]
 
@@ -31,6 +32,10 @@ class Window:
     projection: Projection
     recorded: BuildSettings | None = None
     """The build settings last recorded in the log (a build records only a change)."""
+    recorded_event: SettingChange | None = None
+    """The event that recorded them (a checkpoint keeps it)."""
+    checkpoint_seq: int = 0
+    """The last seq the stored checkpoint of this window covers (0: none known)."""
     reported: set[Decision] = field(default_factory=set)
     """Decisions already returned by a build, so each build returns only its own."""
     retrieval_shown: bool | None = None
@@ -85,20 +90,43 @@ class WindowCache:
         with self._guard:
             window = self._windows.get(key)
         if window is None:
-            events = self.store.read_window(session_id)
-            window = Window(projection=project(events, projection_config(policy, self.counter)))
-            note_settings(window, events)
+            window = self._open(session_id, policy)
             with self._guard:
                 self._windows[key] = window
             return window
         new = self.store.read(session_id, since_seq=window.projection.last_seq)
         if any(isinstance(e, Compaction) for e in new):
             window.projection = project(self.store.read_window(session_id), projection_config(policy, self.counter))
+            window.checkpoint_seq = 0
         else:
             for event in new:
                 window.projection.add(event)
         note_settings(window, new)
         return window
+
+    def _open(self, session_id: str, policy: ContextPolicy) -> Window:
+        """The session's window, resumed from its checkpoint when one is usable, else projected from the log."""
+        config = projection_config(policy, self.counter)
+        resumed = load_checkpoint(self.store, session_id, checkpoint_key(policy, self.counter), config)
+        if resumed is not None:
+            projection, settings, newer = resumed
+            window = Window(projection=projection, checkpoint_seq=projection.last_seq - len(newer))
+            if settings is not None:
+                note_settings(window, [settings])
+            note_settings(window, newer)
+            return window
+        events = self.store.read_window(session_id)
+        window = Window(projection=project(events, config))
+        note_settings(window, events)
+        return window
+
+    def save(self, session_id: str, policy: ContextPolicy, window: Window) -> None:
+        """Save the window's checkpoint when it moved on by :data:`CHECKPOINT_EVERY` events since the last one."""
+        if window.projection.last_seq - window.checkpoint_seq < CHECKPOINT_EVERY:
+            return
+        key = checkpoint_key(policy, self.counter)
+        if save_checkpoint(self.store, session_id, key, window.projection, window.recorded_event):
+            window.checkpoint_seq = window.projection.last_seq
 
     def forget(self, session_id: str) -> None:
         """Drop the session's cached windows (the next build reloads them from the store)."""
@@ -111,6 +139,7 @@ def note_settings(window: Window, events: Sequence[Event]) -> None:
     """Remember the newest build settings ``events`` record (a malformed record is recorded again)."""
     for event in reversed(events):
         if isinstance(event, SettingChange) and BUILD_KEY in event.settings:
+            window.recorded_event = event
             try:
                 window.recorded = build_settings_of(event)
             except CodecError:
