@@ -18,13 +18,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
 
 from ..context import Decision, Message
-from ..log.codec import event_from_dict, event_to_dict, loads_json
+from ..log.codec import EVENT_SCHEMA_VERSION, event_from_dict, event_to_dict, loads_json
 from ..log.events import (
     BinaryPart,
     Compaction,
@@ -213,26 +213,23 @@ def _restore_queue(queue: EditQueue, raw: Mapping[str, Any], config: ProjectionC
     policies = [_policy(encoded, known) for encoded in raw["policies"]]
     queue.candidates = {edit.target_id: edit for edit in (_edit(e) for e in raw["candidates"])}
     for item_id, stub, call, lines, policy, sources in raw["records"]:
-        event = event_from_dict(stub)
-        if not isinstance(event, ToolResult):
-            raise CheckpointError(f"the record of {item_id!r} is not a tool result")
-        queue._records[str(item_id)] = ToolRecord(
-            stub=event,
+        queue._records[item_id] = ToolRecord(
+            stub=_stub(stub),
             call=None if call is None else _tool_call(call),
-            lines=_int(lines),
+            lines=lines,
             policy=policies[policy],
-            sources=tuple(str(s) for s in sources),
+            sources=tuple(sources),
         )
     queue._tool_ids = [str(i) for i in raw["tool_ids"]]
     queue._tool_floor = _int(raw["tool_floor"])
     queue._by_policy = _id_lists(raw["by_policy"])
-    queue._rank_in_policy = {str(k): _int(v) for k, v in raw["rank_in_policy"].items()}
+    queue._rank_in_policy = dict(raw["rank_in_policy"])
     queue._thinking_ids = [str(i) for i in raw["thinking_ids"]]
     queue._thinking_floor = _int(raw["thinking_floor"])
     queue._last_user_pos = _int(raw["last_user_pos"])
     queue._mask_cache = {str(i): None if e is None else _edit(e) for i, e in raw["mask_cache"]}
-    queue._savings = {(str(i), str(action)): _int(saved) for i, action, saved in raw["savings"]}
-    queue._shrinkable = {str(k): bool(v) for k, v in raw["shrinkable"].items()}
+    queue._savings = {(i, action): saved for i, action, saved in raw["savings"]}
+    queue._shrinkable = dict(raw["shrinkable"])
 
 
 def _restore_state(builder: StateBuilder, raw: Mapping[str, Any], calls: Mapping[str, ToolCall]) -> None:
@@ -263,45 +260,37 @@ def _policy(encoded: object, known: Sequence[ToolPolicy]) -> ToolPolicy:
     return next((k for k in known if k == policy), policy)
 
 
-def _item(raw: Mapping[str, Any]) -> ContextItem:
-    return ContextItem(
-        id=str(raw["id"]),
-        kind=str(raw["kind"]),
-        message=_message(raw["message"]),
-        tokens=_int(raw["tokens"]),
-        tier=Tier(raw["tier"]),
-        evictable=bool(raw["evictable"]),
-        source_ids=tuple(str(s) for s in raw["source_ids"]),
-        resources=tuple(Resource(**r) for r in raw["resources"]),
-        state=Lifecycle(raw["state"]),
-        recency=_int(raw["recency"]),
-        original_tokens=_int(raw["original_tokens"]),
-        truncated=bool(raw["truncated"]),
-    )
+def _item(raw: dict[str, Any]) -> ContextItem:
+    # The hot path of a resume (one call per item): only what JSON cannot say is converted (tuples,
+    # enums, nested parts); a field of the wrong shape fails here or in the consistency checks.
+    raw["message"] = _message(raw["message"])
+    raw["tier"] = _TIERS[raw["tier"]]
+    raw["state"] = _STATES[raw["state"]]
+    raw["source_ids"] = tuple(raw["source_ids"])
+    resources = raw["resources"]
+    raw["resources"] = tuple(Resource(**r) for r in resources) if resources else ()
+    return ContextItem(**raw)
 
 
-def _message(raw: Mapping[str, Any]) -> Message:
-    return Message(
-        role=raw["role"],
-        text=str(raw["text"]),
-        thinking=tuple(ThinkingBlock(**t) for t in raw["thinking"]),
-        tool_calls=tuple(_tool_call(c) for c in raw["tool_calls"]),
-        tool_call_id=str(raw["tool_call_id"]),
-        tool_name=str(raw["tool_name"]),
-        is_error=bool(raw["is_error"]),
-        parts=tuple(_binary(part) for part in raw["parts"]),
-        opaque=tuple(OpaquePart(**o) for o in raw["opaque"]),
-        section=raw["section"],
-        source_ids=tuple(str(s) for s in raw["source_ids"]),
-        tokens=_int(raw["tokens"]),
-    )
+def _message(raw: dict[str, Any]) -> Message:
+    for name, make in _MESSAGE_PARTS:
+        value = raw[name]
+        raw[name] = tuple(make(v) for v in value) if value else ()
+    raw["source_ids"] = tuple(raw["source_ids"])
+    return Message(**raw)
 
 
-def _tool_call(raw: Mapping[str, Any]) -> ToolCall:
-    arguments = raw["arguments"]
-    if not isinstance(arguments, dict):
-        raise CheckpointError("tool-call arguments must be an object")
-    return ToolCall(id=str(raw["id"]), name=str(raw["name"]), arguments=arguments)
+def _stub(raw: dict[str, Any]) -> ToolResult:
+    """A tool result without its output, as :func:`~contextwarden.log.codec.event_to_dict` wrote it."""
+    if raw.pop("kind") != ToolResult.kind or raw.pop("schema") != EVENT_SCHEMA_VERSION:
+        raise CheckpointError("a tool record is not a tool result of this schema")
+    parts = raw.get("parts")
+    raw["parts"] = tuple(_binary(p) for p in parts) if parts else ()
+    return ToolResult(**raw)
+
+
+def _tool_call(raw: dict[str, Any]) -> ToolCall:
+    return ToolCall(**raw)
 
 
 def _binary(raw: Mapping[str, Any]) -> BinaryPart:
@@ -314,6 +303,16 @@ def _binary(raw: Mapping[str, Any]) -> BinaryPart:
 
 def _edit(raw: Mapping[str, Any]) -> ContextEdit:
     return ContextEdit(**raw)
+
+
+_TIERS = {tier.value: tier for tier in Tier}
+_STATES = {state.value: state for state in Lifecycle}
+_MESSAGE_PARTS: tuple[tuple[str, Callable[[Any], object]], ...] = (
+    ("thinking", lambda t: ThinkingBlock(**t)),
+    ("tool_calls", _tool_call),
+    ("parts", _binary),
+    ("opaque", lambda o: OpaquePart(**o)),
+)
 
 
 def _id_lists(raw: Mapping[str, Any]) -> dict[str, list[str]]:
