@@ -8,7 +8,8 @@ projection (:mod:`contextwarden.window.checkpoint`) to a store that can keep che
 
 A checkpoint is used only when all of these hold, else the window is rebuilt from the log:
 
-- its key matches: the policy in force (by value), the token counter, this package's version, the
+- its key matches: the policy in force (by value), the token counter, this package's version (with
+  a digest of the code that projects, so an edited checkout counts as another version), the
   checkpoint format and the event schema, all hashed into the key;
 - its data matches its SHA-256 digest and decodes;
 - the event it says it covers last is still in the log, at that seq, with that id;
@@ -21,6 +22,7 @@ import functools
 import hashlib
 import json
 from importlib import metadata
+from pathlib import Path
 
 from ..errors import CodecError
 from ..log.codec import EVENT_SCHEMA_VERSION, event_from_dict, event_to_dict
@@ -39,12 +41,25 @@ CHECKPOINT_EVERY = 64
 about this many, and a session's builds write a checkpoint once per this many events, not per call."""
 
 
+_PROJECTING_CODE = ("window", "log", "tokens", "context.py", "fragments.py", "pairing.py")
+"""The parts of the package a projection is computed by (relative to the package root)."""
+
+
 @functools.cache
 def _package_version() -> str:
+    """The release, and a digest of the code that projects: an edited checkout is another version too."""
     try:
-        return metadata.version("contextwarden")
+        release = metadata.version("contextwarden")
     except metadata.PackageNotFoundError:
-        return "unknown"
+        release = "unknown"
+    root = Path(__file__).resolve().parent.parent
+    code = hashlib.sha256()
+    for name in _PROJECTING_CODE:
+        path = root / name
+        for source in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            code.update(str(source.relative_to(root)).encode())
+            code.update(source.read_bytes())
+    return f"{release}+{code.hexdigest()[:16]}"
 
 
 def checkpoint_key(policy: ContextPolicy, counter: TokenCounter, *, version: str | None = None) -> str:

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -46,6 +47,8 @@ from .projection import Projection
 from .state import StateBuilder, TaskState, WorkingSetInputs
 
 __all__ = ["CHECKPOINT_FORMAT", "CheckpointError", "dumps_projection", "loads_projection"]
+
+_T = TypeVar("_T")
 
 CHECKPOINT_FORMAT = 1
 """Version of the layout below; a checkpoint of another format is not read (the window is rebuilt)."""
@@ -269,7 +272,7 @@ def _item(raw: dict[str, Any]) -> ContextItem:
     raw["source_ids"] = tuple(raw["source_ids"])
     resources = raw["resources"]
     raw["resources"] = tuple(Resource(**r) for r in resources) if resources else ()
-    return ContextItem(**raw)
+    return _instance(ContextItem, raw)
 
 
 def _message(raw: dict[str, Any]) -> Message:
@@ -277,7 +280,29 @@ def _message(raw: dict[str, Any]) -> Message:
         value = raw[name]
         raw[name] = tuple(make(v) for v in value) if value else ()
     raw["source_ids"] = tuple(raw["source_ids"])
-    return Message(**raw)
+    return _instance(Message, raw)
+
+
+def _instance(cls: type[_T], fields: dict[str, Any]) -> _T:
+    """``cls(**fields)`` for a plain frozen dataclass given every field, without running ``__init__``.
+
+    Like :func:`~contextwarden.log.events.with_position`: items and messages have no ``__slots__``
+    and no ``__post_init__``, so setting the fields is all ``__init__`` does, at a fraction of the
+    cost (a resume makes two per item).
+    """
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+    if fields.keys() != names:
+        raise CheckpointError(f"{cls.__name__}: fields {sorted(fields.keys() ^ names)} do not match")
+    made = _new_object(cls)
+    _set_attribute(made, "__dict__", fields)  # the decoded dict becomes the instance's: no copy
+    return made
+
+
+_new_object = object.__new__
+_set_attribute = object.__setattr__
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
 
 
 def _stub(raw: dict[str, Any]) -> ToolResult:
@@ -286,11 +311,11 @@ def _stub(raw: dict[str, Any]) -> ToolResult:
         raise CheckpointError("a tool record is not a tool result of this schema")
     parts = raw.get("parts")
     raw["parts"] = tuple(_binary(p) for p in parts) if parts else ()
-    return ToolResult(**raw)
+    return _instance(ToolResult, raw)
 
 
 def _tool_call(raw: dict[str, Any]) -> ToolCall:
-    return ToolCall(**raw)
+    return _instance(ToolCall, raw)
 
 
 def _binary(raw: Mapping[str, Any]) -> BinaryPart:
