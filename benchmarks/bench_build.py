@@ -16,9 +16,12 @@ The session is pre-built with a build every 20 turns, so compactions happen as t
 ``--cold`` measures what a stateless worker (or a proxy behind a load balancer) pays on every
 request instead: a SQLite session of N turns already exists, and a *new* store handle and a *new*
 ``ContextManager`` (nothing cached; the token counter is loaded once per worker, as a worker would)
-build its next request. It runs at a 1M-token window (gpt-4.1: masking alone keeps the session in
-one window, so the window holds every turn) and at a 32K window (compactions bound the window: the
-cost should stay flat beyond it).
+build its next request: with the session's projection checkpoint (the projection resumes from it),
+and without it (deleted first: the whole window is folded, then a checkpoint saved), side by side
+with a warm build (the writer's manager, one more turn). Each figure is the median wall time and,
+in brackets, CPU time (on a shared machine the wall time includes waiting for a core). It runs at
+a 1M-token window (gpt-4.1: masking alone keeps the session in one window, so the window holds
+every turn) and at a 32K window (compactions bound the window: the cost should stay flat beyond it).
 
     .venv/bin/python benchmarks/bench_build.py [--sizes 1000,10000,100000] [--calls 30] [--json OUT]
     .venv/bin/python benchmarks/bench_build.py --cold [--turns 100,300,1000,3000] [--calls 5] [--json OUT]
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import statistics
@@ -212,10 +216,26 @@ def _cold_profiles() -> dict[str, Any]:
     return {MODEL: get_profile(MODEL), SMALL_WINDOW: small}
 
 
-def bench_cold(turns: int, model: str, calls: int, directory: str) -> dict[str, Any]:
-    """Median time of a build by a fresh store handle and manager, over a stored session of ``turns``."""
-    import os
+def _timed_build(build: Callable[[], Any]) -> tuple[float, float]:
+    """Wall and CPU milliseconds of ``build()`` (CPU time too: the machine may be shared)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    build()
+    return (time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000
 
+
+def _medians(samples: list[tuple[float, float]]) -> dict[str, float]:
+    return {"median_ms": statistics.median(w for w, _ in samples),
+            "median_cpu_ms": statistics.median(c for _, c in samples), "max_ms": max(w for w, _ in samples)}
+
+
+def bench_cold(turns: int, model: str, calls: int, directory: str) -> dict[str, Any]:
+    """Build times over a stored session of ``turns``: cold with and without its checkpoint, and warm.
+
+    Cold: a fresh store handle and manager build the next request. With a checkpoint they resume
+    the projection from it; without one (deleted before each build) they fold the whole window,
+    and then save a checkpoint, as the first build of a new worker does. Warm: the manager that
+    wrote the session builds after one more turn (its projection is cached).
+    """
     from contextwarden.log.store import SQLiteStore
 
     profile = _cold_profiles()[model]
@@ -233,16 +253,32 @@ def bench_cold(turns: int, model: str, calls: int, directory: str) -> dict[str, 
     writer.build("s", model=profile, tools=TOOLS)
     window = len(store.read_window("s"))
     events = store.get_session("s").last_seq
+
+    def cold(*, keep_checkpoint: bool) -> tuple[float, float]:
+        if not keep_checkpoint:
+            with SQLiteStore(path) as other:
+                other.delete_checkpoints("s")
+        opened: list[SQLiteStore] = []
+
+        def build() -> None:
+            opened.append(SQLiteStore(path))
+            ContextManager(opened[0], counter=counter).build("s", model=profile, tools=TOOLS)
+
+        try:
+            return _timed_build(build)
+        finally:
+            opened[0].close()
+
+    without = [cold(keep_checkpoint=False) for _ in range(calls)]
+    with_checkpoint = [cold(keep_checkpoint=True) for _ in range(calls)]
+    warm = []
+    for n in range(turns + 1, turns + 1 + calls):
+        store.append("s", turn_events(rng, n), expected_last_seq=store.get_session("s").last_seq)
+        warm.append(_timed_build(lambda: writer.build("s", model=profile, tools=TOOLS)))
     store.close()
-    times = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        fresh = SQLiteStore(path)
-        ContextManager(fresh, counter=counter).build("s", model=profile, tools=TOOLS)
-        times.append((time.perf_counter() - t0) * 1000)
-        fresh.close()
     return {"system": f"contextwarden cold ({model})", "turns": turns, "events": events, "window_events": window,
-            "median_ms": statistics.median(times), "max_ms": max(times)}
+            "cold_no_checkpoint": _medians(without), "cold_checkpoint": _medians(with_checkpoint),
+            "warm": _medians(warm)}
 
 
 def main_cold(args: argparse.Namespace) -> None:
@@ -256,11 +292,15 @@ def main_cold(args: argparse.Namespace) -> None:
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     print()
-    print(f"{'model':<10} {'turns':>6} {'events':>7} {'in window':>10} {'median ms':>10} {'max ms':>8}")
+    print("median ms per build, wall (CPU); cold = a new store handle and manager")
+    print(f"{'model':<10} {'turns':>6} {'events':>7} {'in window':>10} {'cold, no checkpoint':>20}"
+          f" {'cold, checkpoint':>17} {'warm':>15}")
     for r in rows:
         model = r["system"].split("(")[1].rstrip(")")
-        print(f"{model:<10} {r['turns']:>6} {r['events']:>7} {r['window_events']:>10} {r['median_ms']:>10.1f}"
-              f" {r['max_ms']:>8.1f}")
+        cells = [f"{r[k]['median_ms']:.1f} ({r[k]['median_cpu_ms']:.1f})" for k in
+                 ("cold_no_checkpoint", "cold_checkpoint", "warm")]
+        print(f"{model:<10} {r['turns']:>6} {r['events']:>7} {r['window_events']:>10} {cells[0]:>20} {cells[1]:>17}"
+              f" {cells[2]:>15}")
     if args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as fh:
             json.dump({"machine": platform.platform(), "python": platform.python_version(), "rows": rows}, fh,

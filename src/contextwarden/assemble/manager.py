@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from ..context import SECTIONS, Decision, Message, ModelContext, ToolDefinition
-from ..errors import BudgetExceededError, CodecError
-from ..log.events import Compaction, ContextEditBatch, Event, SettingChange, ToolCall, ToolResult, UsageReport
+from ..context import SECTIONS, Decision, ModelContext, ToolDefinition
+from ..errors import BudgetExceededError
+from ..log.events import ContextEditBatch, SettingChange, ToolCall, ToolResult, UsageReport
 from ..log.store._protocol import SessionStore
 from ..models import ModelProfile, resolve_profile
 from ..plan.compaction.compactor import CompactionSettings, WindowCompactor
@@ -33,30 +32,18 @@ from ..plan.seams import Compactor, PolicyLike
 from ..plan.taskpolicies import get_task_policy
 from ..tokens import TokenCounter, best_counter
 from ..tools import READ_RANGE
-from ..window.opening import compaction_blocks, latest_compaction
-from ..window.projection import Projection, ProjectionConfig
-from .buildrecord import BUILD_KEY, BuildSettings, build_settings_of, record_event
+from ..window.projection import Projection
+from .breakpoints import breakpoints
+from .buildrecord import BuildSettings, record_event
 from .retrieval import answer_retrieval
 from .session import Session
 from .subagents import SubtaskContext, project_for_subtask
+from .windows import Window, WindowCache
 
 if TYPE_CHECKING:
     from ..plan.treebudget import TreeBudget
 
 __all__ = ["Compactor", "ContextManager", "ContextPolicy", "ToolLike"]
-
-
-@dataclass
-class _Window:
-    """The cached projection of one session under one policy, and what its builds recorded."""
-
-    projection: Projection
-    recorded: BuildSettings | None = None
-    """The build settings last recorded in the log (a build records only a change)."""
-    reported: set[Decision] = field(default_factory=set)
-    """Decisions already returned by a build, so each build returns only its own."""
-    retrieval_shown: bool | None = None
-    """Whether the last request built offered the retrieval tools (None: none built in this process)."""
 
 
 def _policy(policy: PolicyLike) -> ContextPolicy:
@@ -94,9 +81,7 @@ class ContextManager:
             )
         self.compactor: Compactor | None = compactor
         self.tree_budget = tree_budget
-        self._windows: dict[tuple[str, ContextPolicy], _Window] = {}
-        self._locks: dict[str, threading.RLock] = {}  # re-entrant: a compactor may ask for the projection
-        self._guard = threading.Lock()  # held only to read or change the two dicts above
+        self._cache = WindowCache(store, self.counter)
 
     # ------------------------------------------------------------------ sessions
 
@@ -128,52 +113,10 @@ class ContextManager:
         return self.policy if policy is None else _policy(policy)
 
     def _session_lock(self, session_id: str) -> threading.RLock:
-        with self._guard:
-            lock = self._locks.get(session_id)
-            if lock is None:
-                lock = self._locks[session_id] = threading.RLock()
-            return lock
+        return self._cache.lock(session_id)
 
-    def _window(self, session_id: str, policy: ContextPolicy) -> _Window:
-        """The session's cached window under ``policy``, caught up (the caller holds the session lock)."""
-        key = (session_id, policy)
-        with self._guard:
-            window = self._windows.get(key)
-        if window is None:
-            events = self.store.read_window(session_id)
-            window = _Window(projection=self._project(events, policy))
-            _note_settings(window, events)
-            with self._guard:
-                self._windows[key] = window
-            return window
-        new = self.store.read(session_id, since_seq=window.projection.last_seq)
-        if any(isinstance(e, Compaction) for e in new):
-            window.projection = self._project(self.store.read_window(session_id), policy)
-        else:
-            for event in new:
-                window.projection.add(event)
-        _note_settings(window, new)
-        return window
-
-    def _config(self, policy: ContextPolicy) -> ProjectionConfig:
-        return ProjectionConfig(
-            counter=self.counter,
-            tool_policies=policy.tool_policies,
-            max_item_tokens=policy.max_item_tokens,
-            retrieval=policy.retrieval_tools,
-        )
-
-    def _project(self, events: Sequence[Event], policy: ContextPolicy) -> Projection:
-        compaction = latest_compaction(events)
-        projection = Projection(self._config(policy), compaction=compaction)
-        if compaction is not None:
-            projection.add_blocks(compaction_blocks(compaction, self.counter))
-        for event in events:
-            if isinstance(event, Compaction):
-                projection.last_seq = max(projection.last_seq, event.seq)
-                continue
-            projection.add(event)
-        return projection
+    def _window(self, session_id: str, policy: ContextPolicy) -> Window:
+        return self._cache.window(session_id, policy)
 
     # ------------------------------------------------------------------ build
 
@@ -216,16 +159,18 @@ class ContextManager:
             window = self._window(session_id, resolved)
             self._record_settings(session_id, window, settings)
             context = self._plan_and_assemble(session_id, window, settings)
+            self._cache.save(session_id, resolved, window)  # the same window: a compaction re-opens it in place
             return context, window.projection.last_seq
 
-    def _record_settings(self, session_id: str, window: _Window, settings: BuildSettings) -> None:
+    def _record_settings(self, session_id: str, window: Window, settings: BuildSettings) -> None:
         if window.recorded == settings:
             return
         stored = self.store.append(session_id, [record_event(settings)], expected_last_seq=window.projection.last_seq)
         window.projection.add(stored[0])
         window.recorded = settings
+        window.recorded_event = stored[0] if isinstance(stored[0], SettingChange) else None
 
-    def _plan_and_assemble(self, session_id: str, window: _Window, settings: BuildSettings) -> ModelContext:
+    def _plan_and_assemble(self, session_id: str, window: Window, settings: BuildSettings) -> ModelContext:
         policy, profile = settings.policy, settings.profile
         projection = window.projection
         exposed = self.exposed_tools(settings.tools, projection, policy=policy)
@@ -310,7 +255,7 @@ class ContextManager:
 
     def _assemble(
         self,
-        window: _Window,
+        window: Window,
         profile: ModelProfile,
         tools: tuple[ToolDefinition, ...],
         fixed: int,
@@ -351,7 +296,7 @@ class ContextManager:
             budget=budget,
             window=profile.context_window,
             counter=self.counter.name,
-            cache_breakpoints=_breakpoints(messages, projection, fixed=fixed, profile=profile, policy=policy),
+            cache_breakpoints=breakpoints(messages, projection, fixed=fixed, profile=profile, policy=policy),
             decisions=decisions,
             window_event_ids=window_ids,
         )
@@ -391,73 +336,9 @@ class ContextManager:
 
     def forget(self, session_id: str) -> None:
         """Drop the session's cached projections (the next build reloads the window from the store)."""
-        with self._guard:
-            for key in [k for k in self._windows if k[0] == session_id]:
-                del self._windows[key]
+        self._cache.forget(session_id)
 
 
 def plan_of(decision: Plan) -> Decision:
     """The decision-log entry of the planner's verdict (why it reduced now, or did not)."""
     return Decision(action="plan", target="", reason=decision.reason)
-
-
-def _note_settings(window: _Window, events: Sequence[Event]) -> None:
-    """Remember the newest build settings ``events`` record (a malformed record is recorded again)."""
-    for event in reversed(events):
-        if isinstance(event, SettingChange) and BUILD_KEY in event.settings:
-            try:
-                window.recorded = build_settings_of(event)
-            except CodecError:
-                window.recorded = None
-            return
-
-
-def _breakpoints(
-    messages: Sequence[Message], projection: Projection, *, fixed: int, profile: ModelProfile, policy: ContextPolicy
-) -> tuple[int, ...]:
-    """Stable boundaries of the request, as message indices.
-
-    After system and tools; after a compacted window's opening; just before the frontier (the first
-    item any pending or possible edit can change, so a batch re-writes only from there) and just
-    before where it stood until the latest batch (so the request after a batch reads the prefix
-    cached up to there: the frontier moves further than the provider looks back); at the end.
-    Every stable one lies at or before the frontier, so its prefix holds until the next compaction.
-    A stable boundary whose prefix (measured: system, tools and the items before it) is below the
-    model's minimum cacheable length would cache nothing, so it is left out.
-    """
-    thinking = policy.planner.mask and policy.planner.drop_old_thinking
-    frontier = projection.frontier(thinking=thinking)
-    minimum = profile.min_cacheable_tokens if profile.cache_style != "none" else 0
-    stable: list[tuple[int, int]] = [(-1, fixed)]  # (message index, prefix tokens)
-    opening = 0  # a compacted window opens with its pinned block and summary
-    while opening < len(messages) and messages[opening].section in ("pinned", "summary"):
-        opening += 1
-    if opening:
-        stable.append((opening - 1, fixed + sum(m.tokens for m in messages[:opening])))
-    held = projection.held_frontier.get(thinking)
-    held_at = projection.list.find(held) if held is not None else None
-    for position in (held_at, frontier):
-        if position is None or (frontier is not None and position > frontier):
-            continue
-        found = _message_index(messages, projection.items[position].id, position)
-        if found:
-            stable.append((found - 1, fixed + projection.total - projection.tail_tokens(position)))
-    points = {index for index, prefix in stable if prefix >= minimum and (frontier is None or index < len(messages))}
-    if messages:
-        points.add(len(messages) - 1)
-    return tuple(sorted(points))
-
-
-def _message_index(messages: Sequence[Message], item_id: str, guess: int) -> int | None:
-    """Index of the message rendering ``item_id``, searched outwards from ``guess``.
-
-    Pairing normalization drops orphans and adds aborted results, so the item's message sits a few
-    places from its item position; the search is exact, and short in practice.
-    """
-    count = len(messages)
-    start = min(max(guess, 0), count - 1) if count else 0
-    for step in range(count + 1):
-        for n in (start - step, start + step) if step else (start,):
-            if 0 <= n < count and item_id in messages[n].source_ids:
-                return n
-    return None

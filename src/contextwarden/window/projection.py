@@ -7,13 +7,14 @@ or a compaction) says so. That is what keeps request t+1 a byte-for-byte extensi
 The pieces, each in its own module: the item list (:mod:`~contextwarden.window.items`), the lifecycle
 that detects superseded and stale results (:mod:`~contextwarden.window.lifecycle`), token accounting
 (:mod:`~contextwarden.window.accounting`) and the edit queue the planner draws from
-(:mod:`~contextwarden.window.editqueue`). This module only feeds events to them.
+(:mod:`~contextwarden.window.editqueue`), and ingestion, which bounds and counts each event's item
+(:mod:`~contextwarden.window.ingest`). This module only feeds events to them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..context import Decision, Message
 from ..fragments import DEFAULT_REGISTRY
@@ -24,7 +25,6 @@ from ..log.events import (
     ContextEditBatch,
     Event,
     Instruction,
-    JSONValue,
     Pin,
     Steering,
     ToolCall,
@@ -33,49 +33,17 @@ from ..log.events import (
     UsageReport,
     UserMessage,
 )
-from ..tokens import TokenCounter
 from .accounting import Estimate, NormalizedPrefix, anchored_estimate, message_tokens
 from .editqueue import EditQueue, ToolRecord
+from .ingest import MAX_ARGUMENT_CHARS, ProjectionConfig, bound_arguments, bounded_text, message_item
 from .items import REDUCED, ContextItem, ItemList, Tier
 from .lifecycle import ResourceLedger
 from .policies.placeholders import extract_sources
-from .policies.presets import ToolPolicy, apply_policy, policy_for
+from .policies.presets import apply_policy, policy_for
 from .policies.resources import resources_of
-from .policies.truncate import truncate_output
 from .state import StateBuilder, TaskState
 
 __all__ = ["MAX_ARGUMENT_CHARS", "Projection", "ProjectionConfig", "message_tokens"]
-
-MAX_ARGUMENT_CHARS = 8_000
-"""A string tool-call argument longer than this is cut in the middle with a marker."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ProjectionConfig:
-    """How events are projected."""
-
-    counter: TokenCounter
-    """Counts every item once, at ingestion."""
-    tool_policies: Sequence[ToolPolicy]
-    """Per-tool normalize/truncate/retain rules (also what derived state classifies calls by)."""
-    max_item_tokens: int = 10_000
-    """Hard cap of every item (seed 003 rule 4)."""
-    retrieval: bool = True
-    """The model is given ``read_range``: markers and placeholders may tell it to call it."""
-
-
-def _bound_arguments(call: ToolCall) -> tuple[ToolCall, bool]:
-    """Cut oversized string arguments in the middle so no assistant item is unbounded."""
-    changed = False
-    bounded: dict[str, JSONValue] = {}
-    for key, value in call.arguments.items():
-        if isinstance(value, str) and len(value) > MAX_ARGUMENT_CHARS:
-            half = MAX_ARGUMENT_CHARS // 2
-            cut = len(value) - 2 * half
-            value = f"{value[:half]}\n[... {cut} characters of this argument omitted ...]\n{value[-half:]}"
-            changed = True
-        bounded[key] = value
-    return (replace(call, arguments=bounded) if changed else call), changed
 
 
 class Projection:
@@ -269,43 +237,15 @@ class Projection:
             self.queue.add_user(position)
 
     def _bounded_text(self, text: str, artifact_id: str) -> tuple[str, bool, int]:
-        limit = self.config.max_item_tokens
-        cut = truncate_output(
-            text,
-            max_tokens=limit,
-            counter=self.config.counter,
-            artifact_id=artifact_id,
-            retrievable=self.config.retrieval,
-        )
-        if cut.truncated:
-            self.decisions.append(
-                Decision(
-                    action="truncate",
-                    target=artifact_id,
-                    reason=f"output of {cut.original_tokens} tokens cut to {limit} at ingestion",
-                    tokens_saved=cut.original_tokens - limit,
-                )
-            )
-        return cut.text, cut.truncated, cut.original_tokens
+        text, truncated, original, decision = bounded_text(text, artifact_id, self.config)
+        if decision is not None:
+            self.decisions.append(decision)
+        return text, truncated, original
 
     def _message_item(
         self, event: Event, message: Message, *, text_tokens: int | None = None, **fields: object
     ) -> ContextItem:
-        """The item of ``message``; ``text_tokens`` is the count of its text when ingestion already has it."""
-        tokens = message_tokens(message, self.config.counter, text_tokens=text_tokens)
-        message = replace(message, tokens=tokens)
-        base: dict[str, object] = {
-            "id": event.id,
-            "kind": event.kind,
-            "message": message,
-            "tokens": tokens,
-            "tier": Tier.HISTORY,
-            "source_ids": (event.id,),
-            "recency": event.seq,
-            "original_tokens": tokens,
-        }
-        base.update(fields)
-        return ContextItem(**base)  # type: ignore[arg-type]
+        return message_item(event, message, self.config.counter, text_tokens=text_tokens, **fields)
 
     def _add_instruction(self, event: Instruction) -> None:
         text, truncated, original = self._bounded_text(event.text, event.id)
@@ -345,7 +285,7 @@ class Projection:
     def _add_assistant(self, event: AssistantMessage) -> None:
         calls: list[ToolCall] = []
         for call in event.tool_calls:
-            bounded, changed = _bound_arguments(call)
+            bounded, changed = bound_arguments(call)
             if changed:
                 self.decisions.append(
                     Decision(

@@ -133,7 +133,7 @@ def _action_key(tool_name: str, call: ToolCall, resources: tuple[Resource, ...])
     return f"[{tool_name} {target}] "
 
 
-class _WorkingSetInputs(NamedTuple):
+class WorkingSetInputs(NamedTuple):
     """What a tool result leaves for ranking the working set (see :meth:`StateBuilder._working_set`)."""
 
     touch: Mapping[str, int]
@@ -163,7 +163,7 @@ class StateBuilder:
         # The working set is ranked when someone reads it, not after every tool result: only the
         # latest result's ranking survives, and re-projecting a long session would otherwise rank
         # every file at every result. These are the latest result's inputs, frozen when it arrived.
-        self._pending: _WorkingSetInputs | None = None
+        self._pending: WorkingSetInputs | None = None
 
     @property
     def state(self) -> TaskState:
@@ -266,7 +266,7 @@ class StateBuilder:
             + " "
             + " ".join(f for t in tests if not t.passed for f in (t.target, *t.failing))
         )
-        self._pending = _WorkingSetInputs(touch, refs, read, modified, unresolved, result.seq, self._task_paths())
+        self._pending = WorkingSetInputs(touch, refs, read, modified, unresolved, result.seq, self._task_paths())
         self._state = replace(
             s,
             references=refs,

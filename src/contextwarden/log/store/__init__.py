@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from ...errors import UsageError
-from ._protocol import SessionInfo, SessionStore
+from ._protocol import CheckpointStore, SessionInfo, SessionStore, StoredCheckpoint
 from ._shared import count_kinds
 from .jsonl import export_jsonl, import_jsonl
 from .memory import MemoryStore
@@ -44,11 +44,13 @@ def open_store(url: str | None = None) -> SessionStore:
 
 __all__ = [
     "DEFAULT_SQLITE_PATH",
+    "CheckpointStore",
     "MemoryStore",
     "PostgresStore",
     "SQLiteStore",
     "SessionInfo",
     "SessionStore",
+    "StoredCheckpoint",
     "count_kinds",
     "export_jsonl",
     "import_jsonl",

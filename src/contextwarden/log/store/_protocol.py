@@ -82,3 +82,40 @@ class SessionStore(Protocol):
     def close(self) -> None:
         """Release connections and file handles."""
         ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredCheckpoint:
+    """A projection checkpoint as a store keeps it (see :mod:`contextwarden.window.checkpoint`).
+
+    Derived data: a store may lose it at any time, and a reader trusts it only when ``seq`` and
+    ``event_id`` still name an event of the session and ``digest`` matches ``data``.
+    """
+
+    key: str
+    """What it was made under (policy, counter, versions), as a digest; one checkpoint per session and key."""
+    seq: int
+    """The seq of the last event it covers."""
+    event_id: str
+    """The id of that event."""
+    digest: str
+    """SHA-256 of ``data``, hex."""
+    data: str
+    """The checkpoint's JSON."""
+
+
+@runtime_checkable
+class CheckpointStore(Protocol):
+    """A store that can also keep projection checkpoints next to the logs (an optional extra)."""
+
+    def save_checkpoint(self, session_id: str, checkpoint: StoredCheckpoint) -> None:
+        """Store ``checkpoint``, replacing the session's one of the same key; ``SessionNotFound`` if absent."""
+        ...
+
+    def load_checkpoint(self, session_id: str, key: str) -> StoredCheckpoint | None:
+        """The session's checkpoint of ``key``, if one is stored."""
+        ...
+
+    def delete_checkpoints(self, session_id: str) -> None:
+        """Drop every checkpoint of the session (builds get slower, never different)."""
+        ...

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ...errors import ConflictError, SessionExists, SessionNotFound, UsageError
 from ..events import Event, JSONValue
 from . import _shared as sh
-from ._protocol import SessionInfo
+from ._protocol import SessionInfo, StoredCheckpoint
 
 
 @dataclass
@@ -38,6 +38,7 @@ class MemoryStore:
         self._lock = threading.RLock()
         self._sessions: dict[str, _Session] = {}
         self._ids: set[str] = set()
+        self._checkpoints: dict[tuple[str, str], StoredCheckpoint] = {}
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -88,6 +89,7 @@ class MemoryStore:
                 raise UsageError(f"session {session_id!r} has forks that share its events: {forks}; delete them first")
             del self._sessions[session_id]
             self._ids.difference_update(row[0] for row in session.rows)
+            self.delete_checkpoints(session_id)
 
     # ------------------------------------------------------------------ events
 
@@ -160,6 +162,25 @@ class MemoryStore:
 
     def close(self) -> None:
         """Nothing to release; the data lives as long as the object."""
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def save_checkpoint(self, session_id: str, checkpoint: StoredCheckpoint) -> None:
+        """Store ``checkpoint``, replacing the session's one of the same key; ``SessionNotFound`` if absent."""
+        with self._lock:
+            self._get(session_id)
+            self._checkpoints[(session_id, checkpoint.key)] = checkpoint
+
+    def load_checkpoint(self, session_id: str, key: str) -> StoredCheckpoint | None:
+        """The session's checkpoint of ``key``, if one is stored."""
+        with self._lock:
+            return self._checkpoints.get((session_id, key))
+
+    def delete_checkpoints(self, session_id: str) -> None:
+        """Drop every checkpoint of the session (builds get slower, never different)."""
+        with self._lock:
+            for key in [k for k in self._checkpoints if k[0] == session_id]:
+                del self._checkpoints[key]
 
     # ------------------------------------------------------------------ extras
 

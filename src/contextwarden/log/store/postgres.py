@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 _SESSIONS = "contextwarden_sessions"
 _EVENTS = "contextwarden_events"
+_CHECKPOINTS = "contextwarden_checkpoints"
 _SESSION_KEY = "contextwarden_sessions_pkey"
 _SEQ_KEY = "contextwarden_events_pkey"
 _ID_KEY = "contextwarden_events_id_key"
@@ -36,6 +37,7 @@ POSTGRES = Dialect(
     param="%s",
     sessions=_SESSIONS,
     events=_EVENTS,
+    checkpoints=_CHECKPOINTS,
     migrations_table="contextwarden_schema_migrations",
     creation_order="ord",
     rows_per_insert=1,  # psycopg pipelines executemany; multi-row statements measured ~5% slower
@@ -71,6 +73,20 @@ POSTGRES = Dialect(
                     BEGIN RAISE EXCEPTION 'contextwarden events are append-only'; END $$""",
                 f"""CREATE TRIGGER {_EVENTS}_append_only BEFORE UPDATE ON {_EVENTS}
                     FOR EACH ROW EXECUTE FUNCTION {_EVENTS}_append_only()""",
+            ),
+        ),
+        (
+            2,
+            (
+                f"""CREATE TABLE {_CHECKPOINTS} (
+                    session_id TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    seq BIGINT NOT NULL,
+                    event_id TEXT NOT NULL,
+                    digest TEXT NOT NULL,
+                    data TEXT NOT NULL,
+                    PRIMARY KEY (session_id, key)
+                )""",
             ),
         ),
     ),

@@ -24,6 +24,7 @@ SQLITE = Dialect(
     param="?",
     sessions="sessions",
     events="events",
+    checkpoints="checkpoints",
     migrations_table="schema_migrations",
     creation_order="rowid",
     # one statement of many rows costs SQLite about a quarter less CPU per row than one per row;
@@ -54,6 +55,20 @@ SQLITE = Dialect(
                 "CREATE INDEX events_compaction ON events (session_id, seq) WHERE kind = 'compaction'",
                 """CREATE TRIGGER events_append_only BEFORE UPDATE ON events
                 BEGIN SELECT RAISE(ABORT, 'contextwarden events are append-only'); END""",
+            ),
+        ),
+        (
+            2,
+            (
+                """CREATE TABLE checkpoints (
+                    session_id TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    event_id TEXT NOT NULL,
+                    digest TEXT NOT NULL,
+                    data TEXT NOT NULL,
+                    PRIMARY KEY (session_id, key)
+                )""",
             ),
         ),
     ),

@@ -1,0 +1,147 @@
+"""The manager's cache of windows: one up-to-date projection per session and policy value.
+
+A window is projected from the store once, then caught up with only the events appended since
+(a compaction among them re-opens it). Builds of one session take the session's lock, so they run
+one at a time; builds of different sessions never wait for each other.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..context import Decision
+from ..errors import CodecError
+from ..log.events import Compaction, Event, SettingChange
+from ..log.store._protocol import SessionStore
+from ..plan.policy import ContextPolicy
+from ..tokens import TokenCounter
+from ..window.opening import compaction_blocks, latest_compaction
+from ..window.projection import Projection, ProjectionConfig
+from .buildrecord import BUILD_KEY, BuildSettings, build_settings_of
+from .checkpoints import CHECKPOINT_EVERY, checkpoint_key, load_checkpoint, save_checkpoint
+
+__all__ = ["Window", "WindowCache", "project"]
+
+
+@dataclass
+class Window:
+    """The cached projection of one session under one policy, and what its builds recorded."""
+
+    projection: Projection
+    recorded: BuildSettings | None = None
+    """The build settings last recorded in the log (a build records only a change)."""
+    recorded_event: SettingChange | None = None
+    """The event that recorded them (a checkpoint keeps it)."""
+    checkpoint_seq: int = 0
+    """The last seq the stored checkpoint of this window covers (0: none known)."""
+    reported: set[Decision] = field(default_factory=set)
+    """Decisions already returned by a build, so each build returns only its own."""
+    retrieval_shown: bool | None = None
+    """Whether the last request built offered the retrieval tools (None: none built in this process)."""
+
+
+def projection_config(policy: ContextPolicy, counter: TokenCounter) -> ProjectionConfig:
+    """How ``policy`` projects events."""
+    return ProjectionConfig(
+        counter=counter,
+        tool_policies=policy.tool_policies,
+        max_item_tokens=policy.max_item_tokens,
+        retrieval=policy.retrieval_tools,
+    )
+
+
+def project(events: Sequence[Event], config: ProjectionConfig) -> Projection:
+    """The projection of a window's events (they start at its compaction, if any)."""
+    compaction = latest_compaction(events)
+    projection = Projection(config, compaction=compaction)
+    if compaction is not None:
+        projection.add_blocks(compaction_blocks(compaction, config.counter))
+    for event in events:
+        if isinstance(event, Compaction):
+            projection.last_seq = max(projection.last_seq, event.seq)
+            continue
+        projection.add(event)
+    return projection
+
+
+class WindowCache:
+    """Windows by session and policy value, with one lock per session."""
+
+    def __init__(self, store: SessionStore, counter: TokenCounter) -> None:
+        self.store = store
+        self.counter = counter
+        self._windows: dict[tuple[str, ContextPolicy], Window] = {}
+        self._locks: dict[str, threading.RLock] = {}  # re-entrant: a compactor may ask for the projection
+        self._guard = threading.Lock()  # held only to read or change the two dicts above
+
+    def lock(self, session_id: str) -> threading.RLock:
+        """The session's lock: hold it while building or reading the session's window."""
+        with self._guard:
+            lock = self._locks.get(session_id)
+            if lock is None:
+                lock = self._locks[session_id] = threading.RLock()
+            return lock
+
+    def window(self, session_id: str, policy: ContextPolicy) -> Window:
+        """The session's cached window under ``policy``, caught up (the caller holds the session lock)."""
+        key = (session_id, policy)
+        with self._guard:
+            window = self._windows.get(key)
+        if window is None:
+            window = self._open(session_id, policy)
+            with self._guard:
+                self._windows[key] = window
+            return window
+        new = self.store.read(session_id, since_seq=window.projection.last_seq)
+        if any(isinstance(e, Compaction) for e in new):
+            window.projection = project(self.store.read_window(session_id), projection_config(policy, self.counter))
+            window.checkpoint_seq = 0
+        else:
+            for event in new:
+                window.projection.add(event)
+        note_settings(window, new)
+        return window
+
+    def _open(self, session_id: str, policy: ContextPolicy) -> Window:
+        """The session's window, resumed from its checkpoint when one is usable, else projected from the log."""
+        config = projection_config(policy, self.counter)
+        resumed = load_checkpoint(self.store, session_id, checkpoint_key(policy, self.counter), config)
+        if resumed is not None:
+            projection, settings, newer = resumed
+            window = Window(projection=projection, checkpoint_seq=projection.last_seq - len(newer))
+            if settings is not None:
+                note_settings(window, [settings])
+            note_settings(window, newer)
+            return window
+        events = self.store.read_window(session_id)
+        window = Window(projection=project(events, config))
+        note_settings(window, events)
+        return window
+
+    def save(self, session_id: str, policy: ContextPolicy, window: Window) -> None:
+        """Save the window's checkpoint when it moved on by :data:`CHECKPOINT_EVERY` events since the last one."""
+        if window.projection.last_seq - window.checkpoint_seq < CHECKPOINT_EVERY:
+            return
+        key = checkpoint_key(policy, self.counter)
+        if save_checkpoint(self.store, session_id, key, window.projection, window.recorded_event):
+            window.checkpoint_seq = window.projection.last_seq
+
+    def forget(self, session_id: str) -> None:
+        """Drop the session's cached windows (the next build reloads them from the store)."""
+        with self._guard:
+            for key in [k for k in self._windows if k[0] == session_id]:
+                del self._windows[key]
+
+
+def note_settings(window: Window, events: Sequence[Event]) -> None:
+    """Remember the newest build settings ``events`` record (a malformed record is recorded again)."""
+    for event in reversed(events):
+        if isinstance(event, SettingChange) and BUILD_KEY in event.settings:
+            window.recorded_event = event
+            try:
+                window.recorded = build_settings_of(event)
+            except CodecError:
+                window.recorded = None
+            return

@@ -1,0 +1,268 @@
+"""Persisted projection checkpoints: a cold build resumes from one and equals a build from scratch.
+
+Every way a checkpoint can be wrong (another policy, another release, an event it names that is not
+in the log, a corrupted blob, a compaction after it) must fall back to a full rebuild: the request
+is always the one the log alone gives.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from contextwarden import render
+from contextwarden.assemble import checkpoints, windows
+from contextwarden.assemble.manager import ContextManager
+from contextwarden.context import ModelContext, ToolDefinition
+from contextwarden.log.events import AssistantMessage, ContextEditBatch, Event, ToolCall, ToolResult, UserMessage
+from contextwarden.log.store import MemoryStore, PostgresStore, SQLiteStore, StoredCheckpoint
+from contextwarden.log.store._protocol import SessionStore
+from contextwarden.models import get_profile
+from contextwarden.plan.policy import ContextPolicy
+from contextwarden.tokens import HeuristicCounter
+from contextwarden.window.checkpoint import CheckpointError, dumps_projection, loads_projection
+
+COUNTER = HeuristicCounter()
+PROFILE = dataclasses.replace(get_profile("gpt-4o"), name="test-20k", context_window=20_000, max_output_tokens=1_000)
+TOOLS = (
+    ToolDefinition(name="read_file", description="Read a file", parameters={"type": "object"}),
+    ToolDefinition(name="write_file", description="Write a file", parameters={"type": "object"}),
+    ToolDefinition(name="bash", description="Run a shell command", parameters={"type": "object"}),
+)
+WORDS = ["def", "return", "self", "value", "error", "test", "file", "path", "import", "class", "None"]
+
+Opener = Callable[[], SessionStore]
+
+
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    """Opens store handles over one backing store (the same object for memory)."""
+    opened: list[SessionStore] = []
+    shared = MemoryStore()
+    dsn = request.getfixturevalue("pg_schema_dsn") if request.param == "postgres" else ""
+
+    def open_one() -> SessionStore:
+        store: SessionStore
+        if request.param == "memory":
+            return shared
+        store = SQLiteStore(tmp_path / "s.db") if request.param == "sqlite" else PostgresStore(dsn)
+        opened.append(store)
+        return store
+
+    yield open_one
+    for store in opened:
+        store.close()
+
+
+def turn(rng: random.Random, n: int) -> list[Event]:
+    """One agent turn: re-reads of a few files, writes to them, test runs; a user message now and then."""
+    out: list[Event] = []
+    if n % 15 == 0:
+        out.append(UserMessage(text=f"Step {n}: keep going, and don't touch the public API."))
+    cid = f"call-{n}"
+    kind = rng.random()
+    path = f"src/mod{rng.randrange(5)}.py"
+    if kind < 0.5:
+        call = ToolCall(id=cid, name="read_file", arguments={"path": path})
+    elif kind < 0.65:
+        call = ToolCall(id=cid, name="write_file", arguments={"path": path, "content": "x = 1\n"})
+    else:
+        call = ToolCall(id=cid, name="bash", arguments={"command": f"pytest tests/test_{rng.randrange(3)}.py"})
+    body = "\n".join(" ".join(rng.choice(WORDS) for _ in range(12)) for _ in range(rng.randrange(5, 120)))
+    out.append(AssistantMessage(text=f"Turn {n}.", tool_calls=(call,)))
+    out.append(ToolResult(call_id=cid, tool_name=call.name, output=body if call.name != "write_file" else "ok"))
+    return out
+
+
+def append(store: SessionStore, events: list[Event]) -> None:
+    store.append("s", events, expected_last_seq=store.get_session("s").last_seq)
+
+
+def write_session(store: SessionStore, turns: int = 160, *, policy: ContextPolicy | None = None) -> None:
+    """A long session built as an agent would (a build every 4 turns): masks, supersessions, compactions."""
+    store.create_session("s")
+    writer = ContextManager(store, counter=COUNTER, policy=policy)
+    rng = random.Random(11)
+    append(store, [UserMessage(text="Fix the failing tests in src/mod1.py. Never edit migrations/.")])
+    for n in range(1, turns + 1):
+        append(store, turn(rng, n))
+        if n % 4 == 0:
+            writer.build("s", model=PROFILE, tools=TOOLS)
+    writer.build("s", model=PROFILE, tools=TOOLS)
+
+
+def cold_build(store: SessionStore, *, policy: ContextPolicy | None = None) -> ModelContext:
+    return ContextManager(store, counter=COUNTER, policy=policy).build("s", model=PROFILE, tools=TOOLS)
+
+
+def request_bytes(ctx: ModelContext) -> bytes:
+    """The rendered requests, in two wire formats, as bytes."""
+    bodies = [render(ctx, fmt) for fmt in ("anthropic", "openai_chat")]
+    return json.dumps(bodies, sort_keys=True).encode()
+
+
+class Spy:
+    """Counts full projections of a window (a resumed one makes none)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.full = 0
+        real = windows.project
+
+        def counting(*args: object, **kwargs: object) -> object:
+            self.full += 1
+            return real(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(windows, "project", counting)
+
+
+def key(policy: ContextPolicy | None = None) -> str:
+    return checkpoints.checkpoint_key(policy or ContextPolicy(), COUNTER)
+
+
+def scratch(store: SessionStore, *, policy: ContextPolicy | None = None) -> bytes:
+    """The request a build gives without any checkpoint (which it then saves again)."""
+    store.delete_checkpoints("s")  # type: ignore[attr-defined]
+    return request_bytes(cold_build(store, policy=policy))
+
+
+def test_a_build_from_the_checkpoint_equals_one_from_scratch(opener: Opener, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = opener()
+    write_session(store)
+    rng = random.Random(99)
+    for n in range(500, 503):  # events the checkpoint does not cover, too few for a window event
+        append(store, turn(rng, n))
+    actions = {e.action for ev in store.read("s") if isinstance(ev, ContextEditBatch) for e in ev.edits}
+    assert {"mask", "supersede"} <= actions
+    assert any(ev.kind == "compaction" for ev in store.read("s"))
+    assert store.load_checkpoint("s", key()) is not None  # type: ignore[attr-defined]
+    last = store.get_session("s").last_seq
+
+    spy = Spy(monkeypatch)
+    resumed = cold_build(opener())
+    assert spy.full == 0  # resumed from the checkpoint, folding only the newer events
+    assert resumed.window_event_ids == ()
+    assert store.get_session("s").last_seq == last  # the build wrote nothing the scratch build would not see
+
+    rebuilt = scratch(opener())
+    assert spy.full == 1
+    assert request_bytes(resumed) == rebuilt
+    assert resumed.decisions == cold_build(opener()).decisions
+
+
+def test_a_checkpoint_round_trips_exactly() -> None:
+    store = MemoryStore()
+    write_session(store, turns=80)
+    manager = ContextManager(store, counter=COUNTER)
+    projection = manager.projection("s")
+    text = dumps_projection(projection, annex={"note": 1})
+    restored, annex = loads_projection(text, projection.config)
+    assert annex == {"note": 1}
+    assert dumps_projection(restored, annex={"note": 1}) == text
+    assert restored.items == projection.items and restored.state == projection.state
+    assert restored.normalized() == projection.normalized()
+
+
+def test_another_policy_rebuilds(opener: Opener, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = opener()
+    write_session(store, turns=100)
+    other = dataclasses.replace(ContextPolicy(), max_item_tokens=3_000)
+    assert key(other) != key()
+    spy = Spy(monkeypatch)
+    built = request_bytes(cold_build(opener(), policy=other))
+    assert spy.full == 1
+    assert built == scratch(opener(), policy=other)
+
+
+def test_another_release_rebuilds(opener: Opener, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = opener()
+    write_session(store, turns=100)
+    assert checkpoints.checkpoint_key(ContextPolicy(), COUNTER, version="0.0.1") != key()
+    monkeypatch.setattr(checkpoints, "_package_version", lambda: "99.0")
+    spy = Spy(monkeypatch)
+    built = request_bytes(cold_build(opener()))
+    assert spy.full == 1
+    assert built == scratch(opener())
+
+
+def _tamper(store: SessionStore, **changes: object) -> None:
+    stored = store.load_checkpoint("s", key())  # type: ignore[attr-defined]
+    assert stored is not None
+    store.save_checkpoint("s", dataclasses.replace(stored, **changes))  # type: ignore[attr-defined]
+
+
+def _digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "corrupt",
+    [
+        pytest.param(lambda c: {"event_id": "not-the-event"}, id="event id differs"),
+        pytest.param(lambda c: {"seq": c.seq + 10_000}, id="seq past the log"),
+        pytest.param(lambda c: {"data": c.data.replace('"tokens":', '"tokenz":', 1)}, id="digest mismatch"),
+        pytest.param(lambda c: {"data": c.data[:-9], "digest": _digest(c.data[:-9])}, id="truncated json"),
+        pytest.param(
+            lambda c: {"data": (d := c.data.replace('"tokens":', '"tokenz":', 1)), "digest": _digest(d)},
+            id="malformed part",
+        ),
+        pytest.param(
+            lambda c: {"data": (d := c.data.replace('"format":1', '"format":0', 1)), "digest": _digest(d)},
+            id="other format",
+        ),
+    ],
+)
+def test_a_wrong_checkpoint_rebuilds(
+    opener: Opener, monkeypatch: pytest.MonkeyPatch, corrupt: Callable[[StoredCheckpoint], dict[str, object]]
+) -> None:
+    store = opener()
+    write_session(store, turns=100)
+    stored = store.load_checkpoint("s", key())  # type: ignore[attr-defined]
+    _tamper(store, **corrupt(stored))
+    spy = Spy(monkeypatch)
+    built = request_bytes(cold_build(opener()))
+    assert spy.full == 1
+    assert built == scratch(opener())
+
+
+def test_a_compaction_after_the_checkpoint_rebuilds(opener: Opener, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = opener()
+    write_session(store, turns=100)
+    stored = store.load_checkpoint("s", key())  # type: ignore[attr-defined]
+    writer = ContextManager(store, counter=COUNTER)
+    rng = random.Random(5)
+    n = 1_000
+    while not any(e.kind == "compaction" for e in store.read("s", since_seq=stored.seq)):
+        n += 1
+        append(store, turn(rng, n))
+        writer.build("s", model=PROFILE, tools=TOOLS)
+        _tamper(store, seq=stored.seq, event_id=stored.event_id, data=stored.data, digest=stored.digest)
+    spy = Spy(monkeypatch)
+    built = request_bytes(cold_build(opener()))
+    assert spy.full == 1
+    assert built == scratch(opener())
+
+
+def test_a_deleted_session_keeps_no_checkpoint(opener: Opener) -> None:
+    store = opener()
+    write_session(store, turns=80)
+    assert store.load_checkpoint("s", key()) is not None  # type: ignore[attr-defined]
+    store.delete_session("s")
+    assert store.load_checkpoint("s", key()) is None  # type: ignore[attr-defined]
+
+
+def test_a_part_the_checkpoint_does_not_know_is_refused() -> None:
+    store = MemoryStore()
+    write_session(store, turns=20)
+    projection = ContextManager(store, counter=COUNTER).projection("s")
+    projection.queue.new_field = 1  # type: ignore[attr-defined]
+    with pytest.raises(CheckpointError, match="new_field"):
+        dumps_projection(projection)
+    saved = checkpoints.save_checkpoint(store, "s", key(), projection, None)
+    assert saved is False
