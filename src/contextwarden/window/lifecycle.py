@@ -13,13 +13,13 @@ records the edit in a batch. That keeps the state honest: it always says what th
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from ..log.events import ToolCall, ToolResult
 from .accounting import args_json
-from .items import ItemList
+from .items import REDUCED, ItemList
 from .policies.presets import ToolPolicy
 from .policies.resources import Resource, covers
 
@@ -48,11 +48,23 @@ class ResourceLedger:
         self._writers: dict[str, list[str]] = {}
         self._runs: dict[str, list[str]] = {}
         self._fingerprints: dict[str, str] = {}
+        self._observed = 0
+        self._read_at: dict[str, int] = {}
+        """File → the number of results observed when its latest read arrived."""
 
     def latest_read(self, key: str) -> str | None:
         """The id of the latest read of file ``key`` that no later write made stale, if any."""
         readers = self._readers.get(key)
         return readers[-1] if readers else None
+
+    def recent_reads(self, results: int) -> list[str]:
+        """The ids of the latest current reads made within the last ``results`` tool results."""
+        found: list[str] = []
+        for key in reversed(self._readers):  # ordered by latest read: a re-read moves its file to the end
+            if self._read_at[key] <= self._observed - results:
+                break
+            found.append(self._readers[key][-1])
+        return found
 
     def observe(
         self,
@@ -61,14 +73,20 @@ class ResourceLedger:
         resources: Sequence[Resource],
         policy: ToolPolicy,
         items: ItemList,
+        replaceable: Callable[[str], bool] = lambda _: True,
     ) -> tuple[list[Proposal], str]:
         """Record ``event`` and return what it supersedes or makes stale.
 
         Also returns a note for the result's own text when it makes an earlier read stale, so no
-        request presents the old content as current even before the planner replaces it.
+        request presents the old content as current even before the planner replaces it. The note
+        stands in for the stale placeholder a later batch puts there, so it flags only the reads
+        still shown verbatim that such a placeholder would shrink (``replaceable``): a read too small
+        for that is shown next to the edit that changed it, and a note would cost a good part of it
+        on every later request.
         """
         proposals: list[Proposal] = []
         notes: list[str] = []
+        self._observed += 1
         failed = event.is_error or event.exit_code not in (None, 0)
         for r in resources:
             if r.kind == "file" and r.access == "write" and not failed:
@@ -76,7 +94,8 @@ class ResourceLedger:
                 older = reads + self._writers.get(r.key, [])
                 self._writers[r.key] = [event.id]
                 proposals += [Proposal(target_id=o, action="stale", by=event, what=r.key) for o in older]
-                seqs = [str(item.recency) for o in reads if (item := items.get(o)) is not None]
+                flagged = (item for o in reads if (item := items.get(o)) is not None and replaceable(o))
+                seqs = [str(item.recency) for item in flagged if item.state not in REDUCED]
                 if seqs:
                     # The note rides on every later request: name the file only when the output does not.
                     changed = "" if r.key in event.output else f"{r.key} changed; "
@@ -90,7 +109,9 @@ class ResourceLedger:
                         proposals.append(Proposal(target_id=old, action="supersede", by=event, what=r.key))
                     else:
                         remaining.append(old)  # a read of other lines stays current
+                self._readers.pop(r.key, None)
                 self._readers[r.key] = [*remaining, event.id]
+                self._read_at[r.key] = self._observed
             elif r.kind in ("test", "page"):
                 if policy.supersedable:
                     older_runs = self._runs.get(r.key, [])
