@@ -172,7 +172,7 @@ def test_under_pressure_a_working_set_read_outlives_a_newer_read_outside_it() ->
 
 def test_horizon_share_is_how_much_longer_a_session_is_expected_to_run() -> None:
     p = projection(*[("bash", body(80, f"log{i}"), {"command": f"make {i}"}) for i in range(8)])
-    settings = PlannerSettings(keep_recent_tool_results=3, min_batch_share=0.0, min_batch_tokens=0)
+    settings = PlannerSettings(keep_recent_tool_results=3, min_batch_share=0.0, min_batch_tokens=0, horizon_share=0.5)
     explicit = get_profile("claude-sonnet-4-5")  # a write premium: the batch pays back in a few turns, not at once
     half = plan(p, total=p.total, trigger=10**6, profile=explicit, turns_so_far=20, settings=settings)
     assert half.edits and "(<= 10)" in half.reason

@@ -144,10 +144,14 @@ def test_short_sessions_never_pay_for_contextwarden() -> None:
     own = [i for i in inputs if i not in codex]
     runs = [replay(own, ["raw", "contextwarden"], settings=FAST, counter=default_counter())]
     runs.append(replay(codex, ["raw", "contextwarden"], settings=ReplaySettings(model="gpt-5", optimum=False)))
+    # The real trajectories under both cache models too: a batch that does not pay back shows under one of them.
+    real = [i for i in inputs if i.source in {str(p) for p in REAL}]
+    for model in ("gpt-5", "claude-sonnet-4-5"):
+        runs.append(replay(real, ["raw", "contextwarden"], settings=ReplaySettings(model=model, optimum=False)))
     pairs = []
     for r in runs:
         pairs += list(zip(r.strategy("raw").per_file, r.strategy("contextwarden").per_file, strict=True))
-    assert len(pairs) == len(inputs) and codex
+    assert len(pairs) == len(inputs) + 2 * len(REAL) and codex
     for a, b in pairs:
         raw_cost, cost = sum(r.cost_usd for r in a.requests), sum(r.cost_usd for r in b.requests)
         assert cost <= raw_cost, (a.name, cost / raw_cost)
