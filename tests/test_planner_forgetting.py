@@ -78,14 +78,3 @@ def test_every_edit_of_a_batch_saves_and_the_batch_counts_its_net_saving() -> No
     total = p.total
     p.apply_edits(decided.edits)
     assert decided.saved_tokens == total - p.total > 0
-
-
-def test_recent_reads_keeps_the_latest_current_reads_of_the_last_results() -> None:
-    calls = [("read_file", code(30, f"r{i}"), {"path": f"r{i}.py"}) for i in range(4)]
-    calls += [("bash", code(30, f"log{i}"), {"command": f"make {i}"}) for i in range(2)]
-    p = project(*calls, edit("r3.py"))
-    reads = [i.id for i in p.items if i.message.role == "tool"][:4]
-    assert p.protected_ids(0, recent_reads=0) == frozenset()
-    # The last 5 results hold the reads of r2.py and r3.py; r3.py was edited since, so its read is not current.
-    assert p.protected_ids(0, recent_reads=5) == {reads[2]}
-    assert p.protected_ids(0, recent_reads=7) == {reads[0], reads[1], reads[2]}

@@ -241,7 +241,7 @@ class ContextManager:
             profile=profile,
             turns_so_far=projection.assistant_turns,
             settings=policy.planner,
-            evidence=projection.protected_ids(policy.planner.working_set_files, policy.planner.recent_reads),
+            evidence=projection.protected_ids(policy.planner.working_set_files),
             conversation_tokens=projection.total,
         )
         if decision.edits:

@@ -90,9 +90,6 @@ class PlannerSettings:
     current read of this many most relevant working-set files is never masked while no later write made
     it stale (0: none). Protecting every working-set file costs about 5% more on the generated replay
     sessions (docs/benchmarks.md), so the default protects one."""
-    recent_reads: int = 0
-    """The latest current read of each of this many files read most recently is never masked while no later
-    write made it stale (0: none): an agent exploring a repository goes back to what it just read."""
     pressure_target: float = 0.6
     """Under pressure, mask down towards this share of the trigger."""
 

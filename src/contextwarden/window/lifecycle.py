@@ -48,23 +48,11 @@ class ResourceLedger:
         self._writers: dict[str, list[str]] = {}
         self._runs: dict[str, list[str]] = {}
         self._fingerprints: dict[str, str] = {}
-        self._observed = 0
-        self._read_at: dict[str, int] = {}
-        """File → the number of results observed when its latest read arrived."""
 
     def latest_read(self, key: str) -> str | None:
         """The id of the latest read of file ``key`` that no later write made stale, if any."""
         readers = self._readers.get(key)
         return readers[-1] if readers else None
-
-    def recent_reads(self, results: int) -> list[str]:
-        """The ids of the latest current reads made within the last ``results`` tool results."""
-        found: list[str] = []
-        for key in reversed(self._readers):  # ordered by latest read: a re-read moves its file to the end
-            if self._read_at[key] <= self._observed - results:
-                break
-            found.append(self._readers[key][-1])
-        return found
 
     def observe(
         self,
@@ -86,7 +74,6 @@ class ResourceLedger:
         """
         proposals: list[Proposal] = []
         notes: list[str] = []
-        self._observed += 1
         failed = event.is_error or event.exit_code not in (None, 0)
         for r in resources:
             if r.kind == "file" and r.access == "write" and not failed:
@@ -109,9 +96,7 @@ class ResourceLedger:
                         proposals.append(Proposal(target_id=old, action="supersede", by=event, what=r.key))
                     else:
                         remaining.append(old)  # a read of other lines stays current
-                self._readers.pop(r.key, None)
                 self._readers[r.key] = [*remaining, event.id]
-                self._read_at[r.key] = self._observed
             elif r.kind in ("test", "page"):
                 if policy.supersedable:
                     older_runs = self._runs.get(r.key, [])

@@ -202,20 +202,18 @@ class Projection:
         """Position of the first item a pending or possible edit can change (see :mod:`.editqueue`)."""
         return self.queue.frontier(thinking=thinking)
 
-    def protected_ids(self, working_set_files: int, recent_reads: int = 0) -> frozenset[str]:
+    def protected_ids(self, working_set_files: int) -> frozenset[str]:
         """Tool results never masked (superseding or a later change still replaces them).
 
         The task's evidence (failing tests, unresolved errors) and the latest *current* read of every
         working-set file the task names or an unresolved failure involves, and of the
         ``working_set_files`` most relevant others: a read a later write made stale is no longer
-        current, so it is not protected. ``recent_reads``: also the latest current reads of that many
-        files read most recently (:meth:`~contextwarden.window.lifecycle.ResourceLedger.recent_reads`).
+        current, so it is not protected.
         """
         state = self.state
         files = dict.fromkeys((*self.state_builder.task_files, *state.working_set[: max(working_set_files, 0)]))
         latest = (self._ledger.latest_read(key) for key in files)
-        recent = self._ledger.recent_reads(recent_reads)
-        return state.evidence_ids | frozenset(i for i in latest if i is not None) | frozenset(recent)
+        return state.evidence_ids | frozenset(i for i in latest if i is not None)
 
     # ------------------------------------------------------------------ events
 
