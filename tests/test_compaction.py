@@ -93,7 +93,7 @@ def test_build_compacts_when_over_the_trigger_and_anchors_stay_verbatim() -> Non
     agent.steer("Never touch setup.cfg.")
     mgr = manager(store)
     window = profile(40_000)
-    for r in range(30):
+    for r in range(40):  # placeholders are short: masking alone holds the window under the trigger for ~30 rounds
         agent.work(1, prefix=f"src/r{r}_")
         ctx = mgr.build("s", model=window)
         assert ctx.total_tokens <= ctx.budget

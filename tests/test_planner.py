@@ -149,3 +149,33 @@ def test_the_goal_file_read_stays_visible_while_current_in_a_30_turn_128k_sessio
     # a build reports only its own decisions; the masks in effect are the log's window events
     masked = [e for b in store.read("s") if b.kind == "context_edit" for e in b.edits if e.action == "mask"]  # type: ignore[attr-defined]
     assert masked and all(e.target_id != current for e in masked)
+
+
+def test_under_pressure_a_working_set_read_outlives_a_newer_read_outside_it() -> None:
+    """Within a tier the order of loss is working-set relevance before age (issue 16.1)."""
+    p = projection(
+        ("read_file", body(60, "a head"), {"path": "a.py", "view_range": [1, 60]}),
+        ("read_file", body(60, "a tail"), {"path": "a.py", "view_range": [200, 260]}),
+        ("read_file", body(60, "b"), {"path": "b.py"}),
+        ("read_file", body(60, "c"), {"path": "c.py"}),
+        *[("bash", body(10, f"r{i}"), {"command": f"ls {i}"}) for i in range(3)],
+    )
+    assert p.state.working_set[:2] == ("c.py", "a.py")  # c.py read last, a.py read twice; b.py once, long ago
+    ids = {i.message.text.split(" line")[0]: i.id for i in p.items if i.message.role == "tool"}
+    settings = PlannerSettings(keep_recent_tool_results=3, pressure_target=1.0, working_set_files=0)
+    one = p.savings(p.mask_edits(3, frozenset())[0])
+    first = plan(p, total=p.total, trigger=p.total - one // 2, profile=PROFILE, turns_so_far=7, settings=settings)
+    assert [e.target_id for e in first.edits] == [ids["b"]]  # newer than both reads of a.py, but outside the set
+    more = plan(p, total=p.total, trigger=p.total - 2 * one, profile=PROFILE, turns_so_far=7, settings=settings)
+    assert [e.target_id for e in more.edits][:2] == [ids["b"], ids["a head"]]
+
+
+def test_horizon_share_is_how_much_longer_a_session_is_expected_to_run() -> None:
+    p = projection(*[("bash", body(80, f"log{i}"), {"command": f"make {i}"}) for i in range(8)])
+    settings = PlannerSettings(keep_recent_tool_results=3, min_batch_share=0.0, min_batch_tokens=0, horizon_share=0.5)
+    explicit = get_profile("claude-sonnet-4-5")  # a write premium: the batch pays back in a few turns, not at once
+    half = plan(p, total=p.total, trigger=10**6, profile=explicit, turns_so_far=20, settings=settings)
+    assert half.edits and "(<= 10)" in half.reason
+    short = dataclasses.replace(settings, horizon_share=0.0)  # expected to end now: only the floor of 4 turns
+    waiting = plan(p, total=p.total, trigger=10**6, profile=explicit, turns_so_far=20, settings=short)
+    assert not waiting.edits and "> 4" in waiting.reason

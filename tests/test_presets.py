@@ -185,9 +185,9 @@ def test_render_call_puts_identity_first_and_caps() -> None:
 def test_masked_placeholder_is_one_deterministic_line() -> None:
     call = _call("Bash", command="pytest -q\ntests/")
     result = _result(call, exit_code=1)
-    text = masked_placeholder(call, result, tokens=4_321, lines=250, reason="older than the last 10\nresults")
+    text = masked_placeholder(call, result, tokens=4_321, lines=250)
     assert "\n" not in text
-    assert text == masked_placeholder(call, result, tokens=4_321, lines=250, reason="older than the last 10\nresults")
+    assert text == masked_placeholder(call, result, tokens=4_321, lines=250)
     assert text.startswith('[output of Bash(command="pytest -q\\ntests/") (failed) masked')
     assert "4,321 tokens, 250 lines" in text
     assert 'read_range(artifact_id="evt_123", start_line=1, end_line=250)' in text
@@ -195,7 +195,7 @@ def test_masked_placeholder_is_one_deterministic_line() -> None:
 
 def test_masked_placeholder_keeps_sources() -> None:
     call = _call("WebSearch", query="bm25")
-    text = masked_placeholder(call, _result(call), tokens=900, lines=40, reason="old", sources=("https://a.org/x",))
+    text = masked_placeholder(call, _result(call), tokens=900, lines=40, sources=("https://a.org/x",))
     assert "Sources: https://a.org/x." in text
 
 
@@ -212,10 +212,10 @@ def test_superseded_and_stale_placeholders_say_by_what_and_when() -> None:
 
 def test_placeholder_with_unknown_call_and_undecodable_arguments() -> None:
     orphan = ToolResult(id="evt_9", call_id="missing", tool_name="Bash", output="")
-    text = masked_placeholder(None, orphan, tokens=0, lines=0, reason="old")
+    text = masked_placeholder(None, orphan, tokens=0, lines=0)
     assert text.startswith("[output of Bash(…) masked") and "end_line=1" in text
     weird = _call("Read", file_path="bad\udcffname")
-    rendered = masked_placeholder(weird, _result(weird), tokens=1, lines=1, reason="old")
+    rendered = masked_placeholder(weird, _result(weird), tokens=1, lines=1)
     rendered.encode("utf-8")
 
 

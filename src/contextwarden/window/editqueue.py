@@ -28,8 +28,8 @@ from .tiers import Tier
 __all__ = ["EditQueue", "ToolRecord"]
 
 _SHRINK_MARGIN = 16
-"""An item is editable only when its mask saves more than this many tokens: placeholders differ by
-their reason text, so the margin keeps every kind of placeholder a saving, not only the mask."""
+"""An item is editable only when its mask saves more than this many tokens: a stale or superseded
+placeholder is a little longer than the mask, so the margin keeps every kind of placeholder a saving."""
 _CANONICAL_REASON = "older than the last 10 tool results"
 _STATE_OF = {"supersede": Lifecycle.SUPERSEDED, "stale": Lifecycle.STALE}
 
@@ -102,12 +102,10 @@ class EditQueue:
             return
         if not self.shrinkable(target):
             return
-        by_call = proposal.by.call_id in self._calls
-        by_text = (
-            f"a later {proposal.by.tool_name} call ({proposal.what})"
-            if by_call
-            else (f"{proposal.by.tool_name} ({proposal.what})")
-        )
+        # The subject already names the call and its file or target, and the seq names the later result: say
+        # why only when the resource does not (an identical output). Placeholders ride on every later request.
+        what = f" ({proposal.what})" if proposal.what == "identical output" else ""
+        by_text = f"a later call{what}" if proposal.by.call_id in self._calls else f"{proposal.by.tool_name}{what}"
         make = superseded_placeholder if proposal.action == "supersede" else stale_placeholder
         text = make(record.call, record.stub, tokens=item.original_tokens, lines=record.lines, by=by_text,
                     at_seq=proposal.by.seq, retrievable=self.retrievable)  # fmt: skip
@@ -195,7 +193,6 @@ class EditQueue:
             record.stub,
             tokens=item.original_tokens,
             lines=record.lines,
-            reason=reason,
             sources=record.sources,
             retrievable=self.retrievable,
         )

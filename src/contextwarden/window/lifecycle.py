@@ -13,13 +13,13 @@ records the edit in a batch. That keeps the state honest: it always says what th
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from ..log.events import ToolCall, ToolResult
 from .accounting import args_json
-from .items import ItemList
+from .items import REDUCED, ItemList
 from .policies.presets import ToolPolicy
 from .policies.resources import Resource, covers
 
@@ -61,11 +61,16 @@ class ResourceLedger:
         resources: Sequence[Resource],
         policy: ToolPolicy,
         items: ItemList,
+        replaceable: Callable[[str], bool] = lambda _: True,
     ) -> tuple[list[Proposal], str]:
         """Record ``event`` and return what it supersedes or makes stale.
 
         Also returns a note for the result's own text when it makes an earlier read stale, so no
-        request presents the old content as current even before the planner replaces it.
+        request presents the old content as current even before the planner replaces it. The note
+        stands in for the stale placeholder a later batch puts there, so it flags only the reads
+        still shown verbatim that such a placeholder would shrink (``replaceable``): a read too small
+        for that is shown next to the edit that changed it, and a note would cost a good part of it
+        on every later request.
         """
         proposals: list[Proposal] = []
         notes: list[str] = []
@@ -76,7 +81,8 @@ class ResourceLedger:
                 older = reads + self._writers.get(r.key, [])
                 self._writers[r.key] = [event.id]
                 proposals += [Proposal(target_id=o, action="stale", by=event, what=r.key) for o in older]
-                seqs = [str(item.recency) for o in reads if (item := items.get(o)) is not None]
+                flagged = (item for o in reads if (item := items.get(o)) is not None and replaceable(o))
+                seqs = [str(item.recency) for item in flagged if item.state not in REDUCED]
                 if seqs:
                     # The note rides on every later request: name the file only when the output does not.
                     changed = "" if r.key in event.output else f"{r.key} changed; "

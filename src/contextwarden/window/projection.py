@@ -330,7 +330,7 @@ class Projection:
             )
         text = cut.text
         resources = resources_of(call, policy.category) if call is not None else ()
-        proposals, notes = self._ledger.observe(event, call, resources, policy, self.list)
+        proposals, notes = self._ledger.observe(event, call, resources, policy, self.list, self.queue.shrinkable)
         if notes:
             text = f"{text}\n{notes}"
         message = Message(

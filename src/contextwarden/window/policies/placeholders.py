@@ -131,18 +131,19 @@ def masked_placeholder(
     *,
     tokens: int,
     lines: int,
-    reason: str,
     sources: tuple[str, ...] = (),
     retrievable: bool = True,
 ) -> str:
     """Render the line that replaces a result masked for age or space (``sources``: URLs to keep).
 
-    ``retrievable``: the model has ``read_range``, so the placeholder may tell it to call it.
+    ``retrievable``: the model has ``read_range``, so the placeholder may tell it to call it. Why it was
+    masked is the edit's reason in the log, not here: the line rides on every later request, and the
+    model needs what it was and how to get it back, not the planner's rule.
     """
     cited = f" Sources: {_cap(_one_line(', '.join(sources)), 400)}." if sources else ""
     got = _get_back(result, lines, retrievable)
     back = f" Get it back with {got}" if retrievable else f" ({got})"
-    return f"[{_subject(call, result)} masked ({_one_line(reason)}): {_size(tokens, lines)}.{cited}{back}]"
+    return f"[{_subject(call, result)} masked: {_size(tokens, lines)}.{cited}{back}]"
 
 
 def superseded_placeholder(
@@ -157,8 +158,8 @@ def superseded_placeholder(
 ) -> str:
     """Render the line that replaces a result made redundant by a newer one (``by`` at ``at_seq``)."""
     return (
-        f"[{_subject(call, result)} superseded by {_one_line(by)} at seq {at_seq}: {_size(tokens, lines)};"
-        f" the newer output is the current one. The old one: {_get_back(result, lines, retrievable)}]"
+        f"[{_subject(call, result)} superseded by {_one_line(by)} at seq {at_seq}: {_size(tokens, lines)}."
+        f" The old one: {_get_back(result, lines, retrievable)}]"
     )
 
 
@@ -174,6 +175,6 @@ def stale_placeholder(
 ) -> str:
     """Render the line that replaces a result a later change made out of date (``by`` at ``at_seq``)."""
     return (
-        f"[{_subject(call, result)} is stale: {_one_line(by)} at seq {at_seq} changed it afterwards, so do not rely on"
-        f" it; read the current version. Old output ({_size(tokens, lines)}): {_get_back(result, lines, retrievable)}]"
+        f"[{_subject(call, result)} is stale: {_one_line(by)} at seq {at_seq} changed it; read the current version."
+        f" Old output ({_size(tokens, lines)}): {_get_back(result, lines, retrievable)}]"
     )
