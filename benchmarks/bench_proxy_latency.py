@@ -207,15 +207,18 @@ def _row(arms: dict[str, str], times: dict[str, list[tuple[float, float]]], adde
         ttfb = [f for _, f in times[arm]]
         row[arm] = {
             "p50_ms": _pct(total, 0.5),
+            "p95_ms": _pct(total, 0.95),
             "p99_ms": _pct(total, 0.99),
             "ttfb_p50_ms": _pct(ttfb, 0.5),
             "ttfb_p99_ms": _pct(ttfb, 0.99),
         }
     over = [a - b for (a, _), (b, _) in zip(times["contextwarden"], times["direct"], strict=True)]
     over_plain = [a - b for (a, _), (b, _) in zip(times["contextwarden"], times["plain"], strict=True)]
-    row["overhead_vs_direct"] = {"p50_ms": _pct(over, 0.5), "p99_ms": _pct(over, 0.99)}
+    row["overhead_vs_direct"] = {"p50_ms": _pct(over, 0.5), "p95_ms": _pct(over, 0.95), "p99_ms": _pct(over, 0.99)}
     row["overhead_vs_plain"] = {"p50_ms": _pct(over_plain, 0.5), "p99_ms": _pct(over_plain, 0.99)}
-    row["pipeline_ms"] = {"p50_ms": _pct(added, 0.5), "p99_ms": _pct(added, 0.99)} if added else {}
+    row["pipeline_ms"] = (
+        {"p50_ms": _pct(added, 0.5), "p95_ms": _pct(added, 0.95), "p99_ms": _pct(added, 0.99)} if added else {}
+    )
     row["ratio_vs_plain_p50"] = row["contextwarden"]["p50_ms"] / row["plain"]["p50_ms"]
     row["messages_at_end"] = len(history)
     return row
@@ -231,9 +234,9 @@ def _print(size: str, row: dict[str, Any]) -> None:
         )
     o, p, q = row["overhead_vs_direct"], row["overhead_vs_plain"], row["pipeline_ms"]
     print(
-        f"   overhead vs direct p50 {o['p50_ms']:.1f} ms p99 {o['p99_ms']:.1f} ms;"
+        f"   overhead vs direct p50 {o['p50_ms']:.1f} ms p95 {o['p95_ms']:.1f} ms p99 {o['p99_ms']:.1f} ms;"
         f" vs plain proxy p50 {p['p50_ms']:.1f} ms p99 {p['p99_ms']:.1f} ms;"
-        f" pipeline alone p50 {q.get('p50_ms', 0):.1f} p99 {q.get('p99_ms', 0):.1f} ms;"
+        f" pipeline alone p50 {q.get('p50_ms', 0):.1f} p95 {q.get('p95_ms', 0):.1f} p99 {q.get('p99_ms', 0):.1f} ms;"
         f" {row['ratio_vs_plain_p50']:.2f}x plain",
         flush=True,
     )
