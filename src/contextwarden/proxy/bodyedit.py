@@ -17,7 +17,7 @@ The tool-result addressing (by call id, per wire format) belongs next to the cod
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +64,9 @@ class Edit:
     """The body's list of messages (``input`` for OpenAI Responses)."""
     replaced: dict[int, tuple[Any, Any]] = field(default_factory=dict)
     """Index -> ``(the client's message, the edited message)`` for each message that changed."""
+    breakpoints: int | None = None
+    """The body's ``cache_control`` marks when the caller counted them (kept up to date by each mark);
+    ``None``: counted over the body when a mark is placed."""
 
     def write(self, raw: bytes, original: Mapping[str, Any]) -> bytes | None:
         """The edited body as bytes: spliced into ``raw``, else re-serialized in the client's style, else ``None``."""
@@ -134,12 +137,24 @@ def _list(value: object) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def count_breakpoints(body: Mapping[str, Any]) -> int:
-    """How many ``cache_control`` marks an Anthropic body carries (tools, system and messages)."""
+def count_breakpoints(body: Mapping[str, Any], *, message_marks: int | None = None) -> int:
+    """How many ``cache_control`` marks an Anthropic body carries (tools, system and messages).
+
+    ``message_marks`` is the messages' share when the caller already knows it (the suffix reader
+    carries it from request to request, so a long history is not walked again).
+    """
     found = 0
     for part in [*_list(body.get("tools")), *_list(body.get("system"))]:
         found += isinstance(part, dict) and bool(part.get("cache_control"))
-    for message in _list(body.get("messages")):
+    if message_marks is None:
+        message_marks = count_message_marks(_list(body.get("messages")))
+    return found + message_marks
+
+
+def count_message_marks(messages: Sequence[Any]) -> int:
+    """How many content blocks of ``messages`` (Anthropic) carry a ``cache_control`` mark."""
+    found = 0
+    for message in messages:
         for block in _list(message.get("content") if isinstance(message, dict) else None):
             found += isinstance(block, dict) and bool(block.get("cache_control"))
     return found
@@ -175,7 +190,8 @@ def mark_tail(edit: Edit, *, ttl: str = "5m") -> bool:
 
 def _mark(edit: Edit, index: int, ttl: str) -> bool:
     messages = _list(edit.body.get("messages"))
-    if not isinstance(messages[index], dict) or count_breakpoints(edit.body) >= MAX_BREAKPOINTS:
+    used = count_breakpoints(edit.body) if edit.breakpoints is None else edit.breakpoints
+    if not isinstance(messages[index], dict) or used >= MAX_BREAKPOINTS:
         return False
     last = messages[index]
     content = last.get("content")
@@ -188,4 +204,5 @@ def _mark(edit: Edit, index: int, ttl: str) -> bool:
         return False
     mark = {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": ttl}
     edit.set_message(index, {**last, "content": [*content[:-1], {**tail, "cache_control": mark}]})
+    edit.breakpoints = used + 1
     return True
