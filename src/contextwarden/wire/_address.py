@@ -59,7 +59,7 @@ def address_body(raw: bytes, key: str) -> AddressedBody | None:
         if not text.startswith("{", i):
             return None
         i = reader.members(_ws(text, i + 1), first=True)
-        if _ws(text, i) != len(text) or reader.items is None:
+        if _ws(text, i) != len(text) or reader.items is None or reader.repeated:
             return None
     except ValueError:  # malformed: json.loads raises the error the caller reports
         return None
@@ -86,11 +86,9 @@ def extend_body(raw: bytes, base: AddressedBody, through: int) -> AddressedBody 
         i = reader.more_items(0)
         reader.pairs = [*base.lead, (base.key, reader.items)]
         i = reader.more_members(i)
-        if _ws(text, i) != len(text):
+        if _ws(text, i) != len(text) or reader.repeated:
             return None
     except ValueError:
-        return None
-    if reader.repeated:
         return None
     starts, ends = _byte_offsets(text, len(raw) - cut, reader.starts, reader.ends)
     return AddressedBody(
