@@ -22,7 +22,7 @@ from ..mirror import MIRROR_SUMMARIZER, content_digest, mirror_history
 from ..models import get_profile
 from ..plan.planner import PlannerSettings
 from ..tokens import TokenCounter
-from ..wire import ParsedRequest, get_codec
+from ..wire import AddressedBody, ParsedRequest, get_codec
 from . import bodyedit
 from ._db import ProxyDB
 from .accounting import Accountant, Job
@@ -135,7 +135,7 @@ class Pipeline:
         prepared.logged_seq = mirrored.last_seq
         profile = get_profile(prepared.model)
         ctx = self.manager.build(identity.session_id, model=profile, tools=parsed.tools)
-        edited = self._forwarded(identity.session_id, read, raw, body, ctx)
+        edited = self._forwarded(identity.session_id, read, raw, body, ctx, addressed=loaded.addressed)
         prepared.client_body = body
         prepared.projected_body = edited[0] if edited is not None else body
         if self.settings.mode == "observe":
@@ -181,11 +181,20 @@ class Pipeline:
         if compaction is not None and compaction.summarizer != MIRROR_SUMMARIZER:
             return raw
         messages, _, _ = projection.normalized()
-        edited = self._edited("anthropic", raw, body, messages, projection.decisions, marks=read.marks)
+        edited = self._edited(
+            "anthropic", raw, body, messages, projection.decisions, read=read, addressed=loaded.addressed
+        )
         return edited[1] if edited is not None else raw
 
     def _forwarded(
-        self, session_id: str, read: Read, raw: bytes, body: dict[str, Any], ctx: ModelContext
+        self,
+        session_id: str,
+        read: Read,
+        raw: bytes,
+        body: dict[str, Any],
+        ctx: ModelContext,
+        *,
+        addressed: AddressedBody | None = None,
     ) -> tuple[dict[str, Any], bytes] | None:
         """The body to forward for ``ctx``, or ``None`` when the client's own bytes are the answer."""
         parsed = read.parsed
@@ -196,7 +205,7 @@ class Pipeline:
             # standing change of the window applies, not only the ones this build made
             standing = projection.decisions
             return self._edited(
-                parsed.format, raw, body, ctx.messages, standing, ctx.cache_breakpoints, marks=read.marks
+                parsed.format, raw, body, ctx.messages, standing, ctx.cache_breakpoints, read=read, addressed=addressed
             )
         return self._rendered(parsed, raw, body, ctx)
 
@@ -248,12 +257,15 @@ class Pipeline:
         decisions: Sequence[Any],
         breakpoints: Sequence[int] = (),
         *,
-        marks: int | None = None,
+        read: Read | None = None,
+        addressed: AddressedBody | None = None,
     ) -> tuple[dict[str, Any], bytes] | None:
         """The client's body with the projection's changes applied, or ``None`` when nothing changes.
 
-        ``marks``: the ``cache_control`` marks on the body's messages, when the reader counted them.
+        ``read`` (its counts over the messages) and ``addressed`` (where each message lies in ``raw``)
+        spare the edit a walk of the whole history.
         """
+        marks, holders = (read.marks, read.holders) if read is not None else (None, None)
         targets = {d.target for d in decisions if d.action in CHANGING_ACTIONS}
         replacements = (
             {
@@ -264,12 +276,13 @@ class Pipeline:
             if targets
             else {}
         )
-        edit = bodyedit.replace_tool_outputs(fmt, body, replacements)
+        edit = bodyedit.replace_tool_outputs(fmt, body, replacements, holders=holders)
+        edit.addressed = addressed
         if fmt == "anthropic":
             edit.breakpoints = bodyedit.count_breakpoints(body, message_marks=marks)
             bodyedit.mark_tail(edit)
             for call_id in _frontier_calls(messages, breakpoints):
-                bodyedit.mark_before_result(edit, call_id)
+                bodyedit.mark_before_result(edit, call_id, holders=holders)
         if not edit.replaced:
             return None
         written = edit.write(raw, body)

@@ -37,7 +37,7 @@ from typing import Any
 from ..log.events import AssistantMessage, Event, ToolResult
 from ..mirror import content_digest
 from ..wire import AddressedBody, ParsedRequest, RawSpan, address_body, extend_body, get_codec
-from .bodyedit import count_message_marks
+from .bodyedit import count_message_marks, result_holders
 from .identity import continued, history_chain
 
 SUFFIX_FORMATS = frozenset({"anthropic"})
@@ -64,6 +64,8 @@ class Read:
     """How many leading events came from the cache (0 when the body was parsed whole)."""
     marks: int | None = None
     """How many blocks of the messages carry ``cache_control`` (Anthropic; ``None`` for other formats)."""
+    holders: Mapping[str, tuple[int, ...]] | None = None
+    """Call id -> the messages holding its tool result (:func:`~.bodyedit.result_holders`; Anthropic)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,8 @@ class _Entry:
     """Tool name by call id, of the tool calls before the anchor."""
     marks: int
     """Blocks with ``cache_control`` in the messages before the anchor."""
+    holders: dict[str, tuple[int, ...]]
+    """:func:`~.bodyedit.result_holders` of the messages before the anchor."""
     addressed: AddressedBody | None
     """The body's bytes with each message's place, when it was read from bytes."""
 
@@ -133,7 +137,15 @@ class SuffixCache:
         found = loaded.base if loaded is not None and loaded.base is not None else _longest_match(entries, messages)
         read = _whole(fmt, body) if found is None else _from_anchor(fmt, body, messages, found)
         entry = _entry(messages, read, found, loaded.addressed if loaded is not None else None)
-        read = replace(read, marks=_marks(messages, entry))
+        if entry is None:
+            read = replace(read, marks=count_message_marks(messages), holders=result_holders(messages))
+        else:
+            rest = messages[entry.anchor :]
+            read = replace(
+                read,
+                marks=entry.marks + count_message_marks(rest),
+                holders=result_holders(rest, offset=entry.anchor, into=dict(entry.holders)),
+            )
         if entry is not None:
             with self._lock:
                 kept = [e for e in self._callers.pop(key, []) if e is not found][: MAX_ENTRIES - 1]
@@ -228,7 +240,9 @@ def _entry(messages: list[Any], read: Read, found: _Entry | None, addressed: Add
     for event in events[start_event:anchor_event]:
         if isinstance(event, AssistantMessage):
             names.update((c.id, c.name) for c in event.tool_calls)
-    marks = (found.marks if found is not None else 0) + count_message_marks(messages[start:anchor])
+    before = messages[start:anchor]
+    marks = (found.marks if found is not None else 0) + count_message_marks(before)
+    holders = result_holders(before, offset=start, into=dict(found.holders) if found is not None else None)
     return _Entry(
         messages=messages,
         anchor=anchor,
@@ -236,15 +250,9 @@ def _entry(messages: list[Any], read: Read, found: _Entry | None, addressed: Add
         read=read,
         names=names,
         marks=marks,
+        holders=holders,
         addressed=addressed,
     )
-
-
-def _marks(messages: list[Any], entry: _Entry | None) -> int:
-    """Blocks with ``cache_control`` in ``messages``: the entry's count before its anchor, and the rest counted."""
-    if entry is None:
-        return count_message_marks(messages)
-    return entry.marks + count_message_marks(messages[entry.anchor :])
 
 
 def _is_assistant(message: object) -> bool:
