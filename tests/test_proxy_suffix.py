@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from contextwarden.importers import load_transcript
 from contextwarden.log.events import Instruction
 from contextwarden.mirror import content_digest
+from contextwarden.proxy.bodyedit import count_message_marks
 from contextwarden.proxy.suffix import SuffixCache, _whole
 from contextwarden.wire import ParsedRequest, get_codec
 
@@ -131,3 +133,54 @@ def test_a_lanes_cut_reuses_its_shared_messages_and_equals_a_fresh_cut() -> None
     # between turns only the new messages (and the one whose breakpoint moved) are cut again
     assert all(per_turn[i] < blocks[i] for i in range(2, len(ends) - 1))
     assert per_turn[-1] == blocks[-1]  # after an edit at the front, everything is
+
+
+def _raw(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def test_bodies_read_from_their_bytes_turn_by_turn_match_json_loads_and_the_whole_parse() -> None:
+    body = _real_body()
+    messages = body["messages"]
+    ends = _turn_ends(messages)
+    cache = SuffixCache()
+    based = []
+    for k in ends:
+        request = {**body, "messages": copy.deepcopy(messages[:k])}
+        request["messages"][0]["content"][-1]["cache_control"] = {"type": "ephemeral"}  # counted before the anchor
+        if k == ends[-1]:
+            request["messages"][-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+        raw = _raw(request)
+        loaded = cache.load("anthropic", raw, "caller")
+        assert loaded.body == json.loads(raw)
+        read = cache.read("anthropic", loaded.body, "caller", loaded=loaded)
+        _same(read, _whole("anthropic", json.loads(raw)))
+        assert read.marks == count_message_marks(json.loads(raw)["messages"])
+        based.append(loaded.base is not None)
+    assert not based[0] and all(based[2:])  # after the first turns, only the bytes after the anchor are parsed
+
+
+def test_a_body_whose_bytes_differ_before_the_anchor_is_parsed_whole() -> None:
+    body = _real_body()
+    messages = body["messages"]
+    ends = _turn_ends(messages)
+    cache = SuffixCache()
+    first = _raw({**body, "messages": messages[: ends[3]]})
+    loaded = cache.load("anthropic", first, "caller")
+    cache.read("anthropic", loaded.body, "caller", loaded=loaded)
+    edited = copy.deepcopy({**body, "messages": messages[: ends[4]]})
+    edited["messages"][0] = {"role": "user", "content": "a different opening"}
+    loaded = cache.load("anthropic", _raw(edited), "caller")
+    assert loaded.base is None and loaded.body == edited
+    assert cache.load("anthropic", _raw({**body, "messages": messages[: ends[4]]}), "other").base is None
+
+
+def test_a_body_that_is_not_json_raises_as_json_loads_does() -> None:
+    cache = SuffixCache()
+    raw = _raw({**_real_body()})
+    loaded = cache.load("anthropic", raw, "caller")
+    cache.read("anthropic", loaded.body, "caller", loaded=loaded)
+    for bad in (raw[:-1], raw[: len(raw) // 2], b"not json", raw + b"}"):
+        with pytest.raises(ValueError):
+            cache.load("anthropic", bad, "caller")
+    assert cache.load("openai_chat", b'{"messages":[]}', "caller").body == {"messages": []}

@@ -17,9 +17,11 @@ The tool-result addressing (by call id, per wire format) belongs next to the cod
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..wire import AddressedBody
 
 Serializer = Callable[[Any], bytes]
 
@@ -64,9 +66,19 @@ class Edit:
     """The body's list of messages (``input`` for OpenAI Responses)."""
     replaced: dict[int, tuple[Any, Any]] = field(default_factory=dict)
     """Index -> ``(the client's message, the edited message)`` for each message that changed."""
+    breakpoints: int | None = None
+    """The body's ``cache_control`` marks when the caller counted them (kept up to date by each mark);
+    ``None``: counted over the body when a mark is placed."""
+
+    addressed: AddressedBody | None = None
+    """Where each of the client's messages lies in its bytes, when the caller read them so: each
+    changed message is then spliced at its own place, with no search of the body."""
 
     def write(self, raw: bytes, original: Mapping[str, Any]) -> bytes | None:
         """The edited body as bytes: spliced into ``raw``, else re-serialized in the client's style, else ``None``."""
+        placed = self._placed(raw)
+        if placed is not None:
+            return placed
         out = raw
         for old, new in self.replaced.values():
             for dump in _SERIALIZERS:
@@ -79,6 +91,25 @@ class Edit:
                 return dump_all(self.body) if dump_all is not None else None
         return out
 
+    def _placed(self, raw: bytes) -> bytes | None:
+        """Each changed message written over its own bytes, or ``None`` when a place is unknown or not in a style."""
+        at = self.addressed
+        if at is None or at.raw is not raw or at.key != self.key:
+            return None
+        pieces, pos = [], 0
+        for index in sorted(self.replaced):
+            old, new = self.replaced[index]
+            if index >= len(at.starts):
+                return None
+            span = at.item_bytes(index)
+            dump = next((d for d in _SERIALIZERS if d(old) == span), None)
+            if dump is None:
+                return None
+            pieces += [raw[pos : at.starts[index]], dump(new)]
+            pos = at.ends[index]
+        pieces.append(raw[pos:])
+        return b"".join(pieces)
+
     def set_message(self, index: int, new: Any) -> None:
         """Replace message ``index`` (copying the list once; the client's version is remembered)."""
         items = self.body[self.key]
@@ -90,13 +121,28 @@ class Edit:
         self.replaced[index] = (original, new)
 
 
-def replace_tool_outputs(fmt: str, body: dict[str, Any], replacements: Mapping[str, str]) -> Edit:
-    """An edit giving each tool result whose call id is in ``replacements`` that text as its content."""
+def replace_tool_outputs(
+    fmt: str,
+    body: dict[str, Any],
+    replacements: Mapping[str, str],
+    *,
+    holders: Mapping[str, Sequence[int]] | None = None,
+) -> Edit:
+    """An edit giving each tool result whose call id is in ``replacements`` that text as its content.
+
+    ``holders`` (Anthropic: :func:`result_holders` of the body's messages) lets only the messages that
+    hold those results be visited, not the whole history.
+    """
     edit = Edit(body=body, key="input" if fmt == "openai_responses" else "messages")
     if not replacements:
         return edit
     items = body.get(edit.key)
-    for index, item in enumerate(items if isinstance(items, list) else []):
+    items = items if isinstance(items, list) else []
+    visit: Iterable[int] = range(len(items))
+    if holders is not None and fmt == "anthropic":
+        visit = sorted({i for call_id in replacements for i in holders.get(call_id, ()) if i < len(items)})
+    for index in visit:
+        item = items[index]
         new = _replaced(fmt, item, replacements)
         if new is not item:
             edit.set_message(index, new)
@@ -134,27 +180,63 @@ def _list(value: object) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def count_breakpoints(body: Mapping[str, Any]) -> int:
-    """How many ``cache_control`` marks an Anthropic body carries (tools, system and messages)."""
+def count_breakpoints(body: Mapping[str, Any], *, message_marks: int | None = None) -> int:
+    """How many ``cache_control`` marks an Anthropic body carries (tools, system and messages).
+
+    ``message_marks`` is the messages' share when the caller already knows it (the suffix reader
+    carries it from request to request, so a long history is not walked again).
+    """
     found = 0
     for part in [*_list(body.get("tools")), *_list(body.get("system"))]:
         found += isinstance(part, dict) and bool(part.get("cache_control"))
-    for message in _list(body.get("messages")):
+    if message_marks is None:
+        message_marks = count_message_marks(_list(body.get("messages")))
+    return found + message_marks
+
+
+def count_message_marks(messages: Sequence[Any]) -> int:
+    """How many content blocks of ``messages`` (Anthropic) carry a ``cache_control`` mark."""
+    found = 0
+    for message in messages:
         for block in _list(message.get("content") if isinstance(message, dict) else None):
             found += isinstance(block, dict) and bool(block.get("cache_control"))
     return found
 
 
-def mark_before_result(edit: Edit, call_id: str, *, ttl: str = "5m") -> bool:
+def result_holders(
+    messages: Sequence[Any], *, offset: int = 0, into: dict[str, tuple[int, ...]] | None = None
+) -> dict[str, tuple[int, ...]]:
+    """Call id -> indices (counted from ``offset``) of the Anthropic messages holding its ``tool_result``.
+
+    Added to ``into`` when given (a count carried from an earlier request, extended by new messages).
+    """
+    holders = into if into is not None else {}
+    for index, message in enumerate(messages, start=offset):
+        for block in _list(message.get("content") if isinstance(message, dict) else None):
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                call_id = str(block.get("tool_use_id", ""))
+                known = holders.get(call_id, ())
+                if index not in known:
+                    holders[call_id] = (*known, index)
+    return holders
+
+
+def mark_before_result(
+    edit: Edit, call_id: str, *, ttl: str = "5m", holders: Mapping[str, Sequence[int]] | None = None
+) -> bool:
     """Add a breakpoint at the end of the message before the one holding ``call_id``'s tool result.
 
     That is the planner's frontier: the oldest result a later batch may change. A prefix cached up to
     there stays readable after the batch, so only what follows is written again. Same limits as
-    :func:`mark_tail`; returns whether a breakpoint was added.
+    :func:`mark_tail`; returns whether a breakpoint was added. ``holders`` (:func:`result_holders`
+    of the messages) finds the message without walking the history.
     """
     messages = _list(edit.body.get("messages"))
-    for index, message in enumerate(messages):
-        blocks = _list(message.get("content") if isinstance(message, dict) else None)
+    candidates: Iterable[int] = range(len(messages))
+    if holders is not None:
+        candidates = sorted(i for i in holders.get(call_id, ()) if i < len(messages))
+    for index in candidates:
+        blocks = _list(messages[index].get("content") if isinstance(messages[index], dict) else None)
         if any(
             isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") == call_id for b in blocks
         ):
@@ -175,7 +257,8 @@ def mark_tail(edit: Edit, *, ttl: str = "5m") -> bool:
 
 def _mark(edit: Edit, index: int, ttl: str) -> bool:
     messages = _list(edit.body.get("messages"))
-    if not isinstance(messages[index], dict) or count_breakpoints(edit.body) >= MAX_BREAKPOINTS:
+    used = count_breakpoints(edit.body) if edit.breakpoints is None else edit.breakpoints
+    if not isinstance(messages[index], dict) or used >= MAX_BREAKPOINTS:
         return False
     last = messages[index]
     content = last.get("content")
@@ -188,4 +271,5 @@ def _mark(edit: Edit, index: int, ttl: str) -> bool:
         return False
     mark = {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": ttl}
     edit.set_message(index, {**last, "content": [*content[:-1], {**tail, "cache_control": mark}]})
+    edit.breakpoints = used + 1
     return True

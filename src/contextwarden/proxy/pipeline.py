@@ -8,7 +8,6 @@ came back. Any exception inside ``prepare`` is the caller's cue to forward the o
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -23,14 +22,14 @@ from ..mirror import MIRROR_SUMMARIZER, content_digest, mirror_history
 from ..models import get_profile
 from ..plan.planner import PlannerSettings
 from ..tokens import TokenCounter
-from ..wire import ParsedRequest, get_codec
+from ..wire import AddressedBody, ParsedRequest, get_codec
 from . import bodyedit
 from ._db import ProxyDB
 from .accounting import Accountant, Job
 from .identity import Identity, SessionIndex, continued, namespace
 from .ledger import Ledger
 from .settings import ProxySettings
-from .suffix import SuffixCache
+from .suffix import Read, SuffixCache
 from .turns import PendingTurns
 
 
@@ -105,10 +104,12 @@ class Pipeline:
         ``identity`` skips the session lookup (a retry of a request already identified).
         """
         started = time.perf_counter()
+        caller = namespace(credential, self.settings.salt)
         try:
-            body = json.loads(raw)
+            loaded = self.reader.load(fmt, raw, caller)
         except ValueError:
             return Prepared(fmt=fmt, body=raw, note="body is not JSON; the upstream answers it")
+        body = loaded.body
         if not isinstance(body, dict):
             return Prepared(fmt=fmt, body=raw, note="body is not a JSON object; the upstream answers it")
         prepared = Prepared(fmt=fmt, body=raw, model=str(body.get("model", "")), stream=bool(body.get("stream")))
@@ -116,7 +117,7 @@ class Pipeline:
             prepared.note = "server-side state (previous_response_id) the proxy cannot see"
             return prepared
         # one parse and one digest pass, of the new suffix only, serve identity and the mirror alike
-        read = self.reader.read(fmt, body, namespace(credential, self.settings.salt))
+        read = self.reader.read(fmt, body, caller, loaded=loaded)
         parsed, root, prepared.chain = read.parsed, read.root, read.chain
         prepared.root = root
         reach = next(
@@ -134,7 +135,7 @@ class Pipeline:
         prepared.logged_seq = mirrored.last_seq
         profile = get_profile(prepared.model)
         ctx = self.manager.build(identity.session_id, model=profile, tools=parsed.tools)
-        edited = self._forwarded(identity.session_id, parsed, raw, body, ctx)
+        edited = self._forwarded(identity.session_id, read, raw, body, ctx, addressed=loaded.addressed)
         prepared.client_body = body
         prepared.projected_body = edited[0] if edited is not None else body
         if self.settings.mode == "observe":
@@ -156,10 +157,12 @@ class Pipeline:
         known session, or of a window compacted by the planner (rendered, not edited), is counted as
         the client sent it.
         """
-        body = json.loads(raw)
+        caller = namespace(credential, self.settings.salt)
+        loaded = self.reader.load("anthropic", raw, caller)
+        body = loaded.body
         if not isinstance(body, dict):
             return raw
-        read = self.reader.read("anthropic", body, namespace(credential, self.settings.salt))
+        read = self.reader.read("anthropic", body, caller, loaded=loaded)
         identity = self.index.find(
             credential=credential,
             headers=headers,
@@ -178,20 +181,32 @@ class Pipeline:
         if compaction is not None and compaction.summarizer != MIRROR_SUMMARIZER:
             return raw
         messages, _, _ = projection.normalized()
-        edited = self._edited("anthropic", raw, body, messages, projection.decisions)
+        edited = self._edited(
+            "anthropic", raw, body, messages, projection.decisions, read=read, addressed=loaded.addressed
+        )
         return edited[1] if edited is not None else raw
 
     def _forwarded(
-        self, session_id: str, parsed: ParsedRequest, raw: bytes, body: dict[str, Any], ctx: ModelContext
+        self,
+        session_id: str,
+        read: Read,
+        raw: bytes,
+        body: dict[str, Any],
+        ctx: ModelContext,
+        *,
+        addressed: AddressedBody | None = None,
     ) -> tuple[dict[str, Any], bytes] | None:
         """The body to forward for ``ctx``, or ``None`` when the client's own bytes are the answer."""
+        parsed = read.parsed
         projection = self.manager.projection(session_id)
         compaction = projection.compaction
         if compaction is None or compaction.summarizer == MIRROR_SUMMARIZER:
             # the client's own history (a trim or reset by the client is already in its body); every
             # standing change of the window applies, not only the ones this build made
             standing = projection.decisions
-            return self._edited(parsed.format, raw, body, ctx.messages, standing, ctx.cache_breakpoints)
+            return self._edited(
+                parsed.format, raw, body, ctx.messages, standing, ctx.cache_breakpoints, read=read, addressed=addressed
+            )
         return self._rendered(parsed, raw, body, ctx)
 
     def _rendered(
@@ -241,19 +256,33 @@ class Pipeline:
         messages: Sequence[Any],
         decisions: Sequence[Any],
         breakpoints: Sequence[int] = (),
+        *,
+        read: Read | None = None,
+        addressed: AddressedBody | None = None,
     ) -> tuple[dict[str, Any], bytes] | None:
-        """The client's body with the projection's changes applied, or ``None`` when nothing changes."""
+        """The client's body with the projection's changes applied, or ``None`` when nothing changes.
+
+        ``read`` (its counts over the messages) and ``addressed`` (where each message lies in ``raw``)
+        spare the edit a walk of the whole history.
+        """
+        marks, holders = (read.marks, read.holders) if read is not None else (None, None)
         targets = {d.target for d in decisions if d.action in CHANGING_ACTIONS}
-        replacements = {
-            m.tool_call_id: m.text
-            for m in messages
-            if m.role == "tool" and m.tool_call_id and targets.intersection(m.source_ids)
-        }
-        edit = bodyedit.replace_tool_outputs(fmt, body, replacements)
+        replacements = (
+            {
+                m.tool_call_id: m.text
+                for m in messages
+                if m.role == "tool" and m.tool_call_id and targets.intersection(m.source_ids)
+            }
+            if targets
+            else {}
+        )
+        edit = bodyedit.replace_tool_outputs(fmt, body, replacements, holders=holders)
+        edit.addressed = addressed
         if fmt == "anthropic":
+            edit.breakpoints = bodyedit.count_breakpoints(body, message_marks=marks)
             bodyedit.mark_tail(edit)
             for call_id in _frontier_calls(messages, breakpoints):
-                bodyedit.mark_before_result(edit, call_id)
+                bodyedit.mark_before_result(edit, call_id, holders=holders)
         if not edit.replaced:
             return None
         written = edit.write(raw, body)

@@ -16,10 +16,17 @@ name from the reused events, as the whole-body parse would have given it.
 Only the Anthropic format takes the short cut (its system prompt is a body field, never a
 message); the others, and any request that matches nothing, are parsed whole. The cache holds
 parsed text, so it is bounded (:data:`MAX_ENTRIES` lists per caller, :data:`MAX_CALLERS` callers).
+
+The bytes are read the same way (:meth:`SuffixCache.load`): a body that starts with a remembered
+body's bytes up to its anchor is parsed from there on only (:func:`contextwarden.wire.extend_body`),
+so neither the JSON parse nor the match against the remembered list walks the history. What is
+counted over the messages (assistant messages, ``cache_control`` marks, tool names by call id) is
+carried from entry to entry and extended by the suffix, for the same reason.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections import OrderedDict
@@ -29,7 +36,8 @@ from typing import Any
 
 from ..log.events import AssistantMessage, Event, ToolResult
 from ..mirror import content_digest
-from ..wire import ParsedRequest, RawSpan, get_codec
+from ..wire import AddressedBody, ParsedRequest, RawSpan, address_body, extend_body, get_codec
+from .bodyedit import count_message_marks, result_holders
 from .identity import continued, history_chain
 
 SUFFIX_FORMATS = frozenset({"anthropic"})
@@ -54,6 +62,10 @@ class Read:
     chain: list[str]
     reused: int = 0
     """How many leading events came from the cache (0 when the body was parsed whole)."""
+    marks: int | None = None
+    """How many blocks of the messages carry ``cache_control`` (Anthropic; ``None`` for other formats)."""
+    holders: Mapping[str, tuple[int, ...]] | None = None
+    """Call id -> the messages holding its tool result (:func:`~.bodyedit.result_holders`; Anthropic)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,26 @@ class _Entry:
     anchor_event: int
     """Index of that message's event in ``read.parsed.events``."""
     read: Read
+    names: dict[str, str]
+    """Tool name by call id, of the tool calls before the anchor."""
+    marks: int
+    """Blocks with ``cache_control`` in the messages before the anchor."""
+    holders: dict[str, tuple[int, ...]]
+    """:func:`~.bodyedit.result_holders` of the messages before the anchor."""
+    addressed: AddressedBody | None
+    """The body's bytes with each message's place, when it was read from bytes."""
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A request body as :func:`json.loads` reads it, and the remembered request whose bytes it extends."""
+
+    body: Any
+    """The parsed body (read-only: it shares messages with the remembered body it extends)."""
+    addressed: AddressedBody | None = None
+    """Where each message lies in the bytes (``None`` when the body was parsed with ``json.loads``)."""
+    base: _Entry | None = None
+    """The remembered request whose bytes this body starts with up to its anchor, if one was found."""
 
 
 class SuffixCache:
@@ -75,17 +107,45 @@ class SuffixCache:
         self._callers: OrderedDict[tuple[str, str], list[_Entry]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def read(self, fmt: str, body: Mapping[str, Any], caller: str) -> Read:
-        """``body`` (a request of format ``fmt`` from ``caller``) parsed, digested and chained."""
+    def load(self, fmt: str, raw: bytes, caller: str) -> Loaded:
+        """``raw`` parsed, from a remembered request's anchor on when it extends one (``ValueError`` if not JSON)."""
+        if fmt in SUFFIX_FORMATS:
+            with self._lock:
+                entries = sorted(self._callers.get((caller, fmt), ()), key=lambda e: -e.anchor)
+            for entry in entries:
+                if entry.addressed is not None:
+                    extended = extend_body(raw, entry.addressed, entry.anchor)
+                    if extended is not None:
+                        return Loaded(body=extended.body, addressed=extended, base=entry)
+            addressed = address_body(raw, "messages")
+            if addressed is not None:
+                return Loaded(body=addressed.body, addressed=addressed)
+        return Loaded(body=json.loads(raw))
+
+    def read(self, fmt: str, body: Mapping[str, Any], caller: str, *, loaded: Loaded | None = None) -> Read:
+        """``body`` (a request of format ``fmt`` from ``caller``) parsed, digested and chained.
+
+        ``loaded`` is what :meth:`load` returned for ``body``: its match against a remembered request
+        is then taken as it is, and the new entry remembers its bytes.
+        """
         messages = body.get("messages")
         if fmt not in SUFFIX_FORMATS or not isinstance(messages, list):
             return _whole(fmt, body)
         key = (caller, fmt)
         with self._lock:
             entries = list(self._callers.get(key, ()))
-        found = _longest_match(entries, messages)
+        found = loaded.base if loaded is not None and loaded.base is not None else _longest_match(entries, messages)
         read = _whole(fmt, body) if found is None else _from_anchor(fmt, body, messages, found)
-        entry = _entry(messages, read)
+        entry = _entry(messages, read, found, loaded.addressed if loaded is not None else None)
+        if entry is None:
+            read = replace(read, marks=count_message_marks(messages), holders=result_holders(messages))
+        else:
+            rest = messages[entry.anchor :]
+            read = replace(
+                read,
+                marks=entry.marks + count_message_marks(rest),
+                holders=result_holders(rest, offset=entry.anchor, into=dict(entry.holders)),
+            )
         if entry is not None:
             with self._lock:
                 kept = [e for e in self._callers.pop(key, []) if e is not found][: MAX_ENTRIES - 1]
@@ -129,8 +189,7 @@ def _from_anchor(fmt: str, body: Mapping[str, Any], messages: list[Any], entry: 
     tail = get_codec(fmt).parse_request({**body, "messages": messages[entry.anchor :]})
     cached = entry.read
     cut = entry.anchor_event
-    names = {c.id: c.name for e in cached.parsed.events[:cut] if isinstance(e, AssistantMessage) for c in e.tool_calls}
-    tail_events = [_named(e, names) for e in tail.events]
+    tail_events = [_named(e, entry.names) for e in tail.events]
     events: tuple[Event, ...] = (*cached.parsed.events[:cut], *tail_events)
     root = _root(fmt, tail)
     digests = [*cached.digests[:cut], *(content_digest(e) for e in tail_events)]
@@ -161,16 +220,39 @@ def _named(event: Event, names: Mapping[str, str]) -> Event:
     return event
 
 
-def _entry(messages: list[Any], read: Read) -> _Entry | None:
-    """What to remember of a read, or ``None`` when its list has no usable anchor."""
-    anchor = next((i for i in range(len(messages) - 1, -1, -1) if _is_assistant(messages[i])), None)
+def _entry(messages: list[Any], read: Read, found: _Entry | None, addressed: AddressedBody | None) -> _Entry | None:
+    """What to remember of a read, or ``None`` when its list has no usable anchor.
+
+    Only the part after ``found``'s anchor (the part the read parsed) is looked at: what comes
+    before it is ``found``'s and was checked when ``found`` was remembered.
+    """
+    start, start_event = (found.anchor, found.anchor_event) if found is not None else (0, 0)
+    anchor = next((i for i in range(len(messages) - 1, start - 1, -1) if _is_assistant(messages[i])), None)
     events = read.parsed.events
-    anchor_event = next((i for i in range(len(events) - 1, -1, -1) if isinstance(events[i], AssistantMessage)), None)
+    anchor_event = next(
+        (i for i in range(len(events) - 1, start_event - 1, -1) if isinstance(events[i], AssistantMessage)), None
+    )
     if anchor is None or anchor_event is None:
         return None
-    if sum(map(_is_assistant, messages)) != sum(isinstance(e, AssistantMessage) for e in events):
+    if sum(map(_is_assistant, messages[start:])) != sum(isinstance(e, AssistantMessage) for e in events[start_event:]):
         return None  # messages and events do not pair one to one: no anchor to trust
-    return _Entry(messages=messages, anchor=anchor, anchor_event=anchor_event, read=read)
+    names = dict(found.names) if found is not None else {}
+    for event in events[start_event:anchor_event]:
+        if isinstance(event, AssistantMessage):
+            names.update((c.id, c.name) for c in event.tool_calls)
+    before = messages[start:anchor]
+    marks = (found.marks if found is not None else 0) + count_message_marks(before)
+    holders = result_holders(before, offset=start, into=dict(found.holders) if found is not None else None)
+    return _Entry(
+        messages=messages,
+        anchor=anchor,
+        anchor_event=anchor_event,
+        read=read,
+        names=names,
+        marks=marks,
+        holders=holders,
+        addressed=addressed,
+    )
 
 
 def _is_assistant(message: object) -> bool:

@@ -16,6 +16,8 @@ The whole API::
     for event_type, data in sse_events:  # the SSE ``event:`` name ("" when none) and its JSON data
         acc.feed(event_type, data)
     message, usage = acc.result()
+    addressed = address_body(raw, "messages")          # the body's bytes read once, each message's place kept;
+    later = extend_body(next_raw, addressed, through)  #   a body extending them parsed from there on only
 
 What holds for every codec:
 
@@ -44,6 +46,7 @@ from typing import get_args
 
 from ..errors import UsageError
 from ..pairing import ABORTED_TEXT, normalize_pairing
+from ._address import AddressedBody, address_body, extend_body
 from ._detect import detect_format
 from ._response_common import map_stop_reason
 from ._types import FORMATS, Codec, ParsedRequest, ParsedResponse, RawSpan, StreamAccumulator, WireFormat
@@ -55,13 +58,16 @@ from .openai_responses import OpenAIResponsesCodec, render_openai_responses
 __all__ = [
     "ABORTED_TEXT",
     "FORMATS",
+    "AddressedBody",
     "Codec",
     "ParsedRequest",
     "ParsedResponse",
     "RawSpan",
     "StreamAccumulator",
     "WireFormat",
+    "address_body",
     "detect_format",
+    "extend_body",
     "get_codec",
     "map_stop_reason",
     "normalize_pairing",
