@@ -169,14 +169,31 @@ def main() -> None:
                     for fmt in MODELS:
                         system, messages = _history(fmt, events)
                         direct = _arm(fmt, up.url, f"direct-{name}-{fmt}", system, messages, upstream, counter.count)
+                        seen = len(proxy.pipeline.ledger.rows())
                         via = _arm(fmt, px.url, f"proxy-{name}-{fmt}", system, messages, upstream, counter.count)
+                        proxy.settle()
+                        rows = proxy.pipeline.ledger.rows()[seen:]
+                        # the ledger's own account of this arm: billed, and its estimate of going direct
+                        ledger = {
+                            "billed_usd": sum(r.cost_usd for r in rows),
+                            "direct_estimate_usd": sum(r.client_cost_usd for r in rows),
+                        }
                         ratio = via["cost_usd"] / direct["cost_usd"] if direct["cost_usd"] else 1.0
+                        estimate = ledger["direct_estimate_usd"] / direct["cost_usd"] if direct["cost_usd"] else 1.0
                         results.append(
-                            {"transcript": name, "cache_rules": fmt, "direct": direct, "proxy": via, "ratio": ratio}
+                            {
+                                "transcript": name,
+                                "cache_rules": fmt,
+                                "direct": direct,
+                                "proxy": via,
+                                "ratio": ratio,
+                                "ledger": ledger,
+                            }
                         )
                         print(
                             f"{name:<38}{fmt:<12}{direct['requests']:>4} req  direct ${direct['cost_usd']:.4f}"
-                            f"  proxy ${via['cost_usd']:.4f}  {ratio:.3f}x",
+                            f"  proxy ${via['cost_usd']:.4f}  {ratio:.3f}x"
+                            f"  ledger: direct estimated at {estimate:.3f}x measured",
                             flush=True,
                         )
             fallbacks = sum(1 for row in proxy.pipeline.ledger.rows() if row.outcome == "fallback")
@@ -189,10 +206,12 @@ def main() -> None:
         p = sum(r["proxy"]["cost_usd"] for r in rows)
         worst = max(r["ratio"] for r in rows)
         total_ok, each_ok = p <= 0.80 * d, worst <= 1.01
+        estimated = sum(r["ledger"]["direct_estimate_usd"] for r in rows)
         print(
             f"{fmt:<12} total direct ${d:.4f}  proxy ${p:.4f}  {p / d:.3f}x"
             f"  [{'PASS' if total_ok else 'FAIL'} <= 0.80x]"
             f"  worst transcript {worst:.3f}x  [{'PASS' if each_ok else 'FAIL'} <= 1.01x]"
+            f"  ledger's direct estimate {estimated / d:.3f}x measured direct"
         )
     print(f"fall-backs: {fallbacks}; {time.perf_counter() - started:.0f} s")
     if args.json:

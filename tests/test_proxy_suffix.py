@@ -110,15 +110,15 @@ def test_other_formats_are_read_whole() -> None:
 
 
 def test_a_lanes_cut_reuses_its_shared_messages_and_equals_a_fresh_cut() -> None:
-    from contextwarden.proxy.blocks import BlockCutter
     from contextwarden.tokens import HeuristicCounter
+    from contextwarden.wire.blocks import BlockMeter
 
     body = _real_body()
     messages = body["messages"]
-    lane, fresh = BlockCutter(HeuristicCounter()), BlockCutter(HeuristicCounter())
+    lane, fresh = BlockMeter(HeuristicCounter()), BlockMeter(HeuristicCounter())
     serialized = []
     cut_one = lane._block
-    lane._block = lambda value: (serialized.append(1), cut_one(value))[1]  # type: ignore[method-assign]
+    lane._block = lambda value, tokens_of: (serialized.append(1), cut_one(value, tokens_of))[1]  # type: ignore[method-assign]
     ends = _turn_ends(messages)
     per_turn = []
     for k in ends:

@@ -20,7 +20,7 @@ from ..log.events import UsageReport
 from ..models import ModelProfile, get_profile
 from ..replay.costmodel import CacheSimulator
 from ..tokens import TokenCounter
-from .blocks import BlockCutter
+from ..wire.blocks import BlockMeter
 from .ledger import Ledger, LedgerRow
 
 log = logging.getLogger("contextwarden.proxy")
@@ -54,7 +54,7 @@ class Accountant:
     ) -> None:
         """Write rows to ``ledger``, counting with ``counter``; ``on_row`` sees each row written."""
         self.ledger = ledger
-        self.cutter = BlockCutter(counter)
+        self.meter = BlockMeter(counter)
         self.on_row = on_row
         self._simulators: dict[tuple[str, str], CacheSimulator] = {}
         self._jobs: queue.Queue[Job | None] = queue.Queue()
@@ -140,7 +140,7 @@ class Accountant:
 
     def _price(self, job: Job, arm: str, body: Mapping[str, Any], profile: ModelProfile) -> tuple[int, float]:
         key = (job.session_id, arm)
-        blocks, points = self.cutter.cut(job.fmt, body, lane=key)
+        blocks, points = self.meter.cut(job.fmt, body, lane=key)
         sim = self._simulators.get(key)
         if sim is None or sim.profile.name != profile.name:
             sim = self._simulators[key] = CacheSimulator(profile)

@@ -30,9 +30,9 @@ from starlette.routing import Route
 from ..models import get_profile
 from ..replay.costmodel import CacheSimulator, RequestCost
 from ..tokens import TokenCounter, best_counter
+from ..wire.blocks import BlockMeter
 from . import _sse
 from ._reply import Reply
-from .blocks import BlockCutter
 
 
 @dataclass
@@ -72,7 +72,7 @@ class ScriptedUpstream:
         max_input_tokens: int | None = None,
     ) -> None:
         """Answer from :meth:`push`-ed replies; refuse prompts over ``max_input_tokens`` as a provider would."""
-        self.cutter = BlockCutter(counter or best_counter())
+        self.meter = BlockMeter(counter or best_counter())
         self.max_input_tokens = max_input_tokens
         self.replies: deque[Reply] = deque()
         self.received: list[Received] = []
@@ -112,7 +112,7 @@ class ScriptedUpstream:
         raw = await request.body()
         self.received.append(Received(path=request.url.path, headers=dict(request.headers), body=raw))
         body = json.loads(raw)
-        blocks, _ = self.cutter.cut("anthropic", body)
+        blocks, _ = self.meter.cut("anthropic", body)
         return JSONResponse({"input_tokens": sum(b.tokens for b in blocks)})
 
     async def _answer(self, request: Request, fmt: str) -> Response:
@@ -127,7 +127,7 @@ class ScriptedUpstream:
         reply = self.replies.popleft() if self.replies else Reply()
         if reply.status != 200:
             return Response(reply.error_body, status_code=reply.status, media_type="application/json")
-        blocks, points = self.cutter.cut(fmt, body)
+        blocks, points = self.meter.cut(fmt, body)
         total = sum(b.tokens for b in blocks)
         if self.max_input_tokens is not None and total > self.max_input_tokens:
             family = "anthropic" if fmt == "anthropic" else "openai"

@@ -24,14 +24,15 @@ Two cache mechanics, chosen by the profile's ``cache_style``:
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from ..models import ModelProfile
-from ..tokens import IMAGE_TOKENS, MESSAGE_OVERHEAD, TOOL_CALL_OVERHEAD, TokenCounter
+
+# the one measure of a request body, shared with the proxy (it cuts every wire format)
+from ..wire.blocks import Block as Block
+from ..wire.blocks import BlockMeter as BlockMeter
 
 CacheTTL = Literal["5m", "1h"]
 CacheMechanics = Literal["automatic", "breakpoints", "none"]
@@ -41,16 +42,6 @@ MAX_BREAKPOINTS = 4
 LOOKBACK_BLOCKS = 20
 """Anthropic looks for an earlier cache entry at most this many blocks before a breakpoint."""
 _TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
-
-
-@dataclass(frozen=True, kw_only=True)
-class Block:
-    """One rendered message (or the tool definitions) of a request, as the cache sees it."""
-
-    key: str
-    """A digest of the rendered message: equal keys mean byte-equal messages."""
-    tokens: int
-    """Its tokens by the replay's counter."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,71 +74,6 @@ def mechanics_of(profile: ModelProfile) -> CacheMechanics:
     if profile.cache_style in ("openai-auto", "gemini-implicit") and profile.cache_read_price is not None:
         return "automatic"
     return "none"
-
-
-# --------------------------------------------------------------------------- measuring
-
-
-def _content_tokens(content: Any, counter: TokenCounter) -> int:
-    if isinstance(content, str):
-        return counter.count(content)
-    total = 0
-    if isinstance(content, list):
-        for part in content:
-            if not isinstance(part, Mapping):
-                continue
-            if part.get("type") == "text":
-                total += counter.count(str(part.get("text", "")))
-            elif part.get("type") in ("image_url", "image"):
-                total += IMAGE_TOKENS
-            else:
-                total += 16
-    return total
-
-
-def message_block_tokens(message: Mapping[str, Any], counter: TokenCounter) -> int:
-    """Tokens of one rendered OpenAI Chat message: content, tool calls and framing."""
-    tokens = MESSAGE_OVERHEAD + _content_tokens(message.get("content"), counter)
-    calls = message.get("tool_calls")
-    if isinstance(calls, list):
-        for call in calls:
-            function = call.get("function", {}) if isinstance(call, Mapping) else {}
-            tokens += TOOL_CALL_OVERHEAD + counter.count(str(function.get("name", "")))
-            tokens += counter.count(str(function.get("arguments", "")))
-    return tokens
-
-
-def _digest(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-class BlockMeter:
-    """Turns rendered requests into blocks, counting each distinct message once."""
-
-    def __init__(self, counter: TokenCounter) -> None:
-        self.counter = counter
-        self._tokens: dict[str, int] = {}
-
-    def blocks(self, body: Mapping[str, Any]) -> list[Block]:
-        """The blocks of an OpenAI Chat request body: the tools (if any), then each message."""
-        out: list[Block] = []
-        tools = body.get("tools")
-        if tools:
-            key = _digest(tools)
-            tokens = self._tokens.get(key)
-            if tokens is None:
-                tokens = self.counter.count(json.dumps(tools, ensure_ascii=False, separators=(",", ":")))
-                self._tokens[key] = tokens
-            out.append(Block(key=key, tokens=tokens))
-        for message in body.get("messages", ()):
-            key = _digest(message)
-            tokens = self._tokens.get(key)
-            if tokens is None:
-                tokens = message_block_tokens(message, self.counter)
-                self._tokens[key] = tokens
-            out.append(Block(key=key, tokens=tokens))
-        return out
 
 
 # --------------------------------------------------------------------------- the cache
