@@ -132,6 +132,18 @@ def test_a_forty_turn_run_through_the_filter_and_the_session(tmp_path: Path) -> 
     assert counts["user"] == 2 and counts["tool_result"] == TURNS + 2
 
 
+def test_an_agent_without_the_retrieval_tools_reads_no_placeholder_naming_them(tmp_path: Path) -> None:
+    # the retrieval tools go on the agent by hand; an agent built without them must not be told to call them
+    session = ContextWardenSession("oa", SQLiteStore(tmp_path / "s.db"), model=get_profile("gpt-4o"))
+    model = ScriptedModel(0, TURNS)
+    asyncio.run(
+        Runner.run(agent_with(model, []), GOAL, session=session, run_config=session.run_config(), max_turns=100)
+    )
+    last = str(model.received[-1])
+    assert "read_range(" not in last and "recall(" not in last
+    assert "not retrievable in this session" in last  # masking still happened, naming the output instead
+
+
 def test_pop_item_is_a_window_event_and_the_log_keeps_the_item(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s.db")
     session = ContextWardenSession("oa", store)
