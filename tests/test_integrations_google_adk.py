@@ -31,6 +31,7 @@ from _integration_script import (
     tool_output,
 )
 from contextwarden.integrations.google_adk import ContextWardenCallbacks
+from contextwarden.log.events import ToolResult
 from contextwarden.log.store import SQLiteStore
 from contextwarden.models import get_profile
 from contextwarden.wire import get_codec
@@ -115,6 +116,17 @@ def test_a_forty_turn_run_sees_the_projection_and_adk_keeps_its_events(tmp_path:
     counts = mirrored_counts(store, "adk-1")  # the session id is ADK's own
     assert counts == {"instruction": 1, "user": 1, "assistant": TURNS + 1, "tool_result": TURNS}
     assert_inspect_shows(store, "adk-1", "gemini", {"contents": llm.received[-1]}, tools=["read_log", "run_tests"])
+
+
+def test_a_text_tool_output_is_stored_and_sent_as_its_lines(tmp_path: Path) -> None:
+    # ADK hands the model {"result": text}; stored as that JSON it would be one unmaskable line
+    store = SQLiteStore(tmp_path / "s.db")
+    llm = ScriptedLlm(model="scripted", first=0, last=1)
+    run(InMemoryRunner(agent=agent_for(llm, ContextWardenCallbacks(store)), app_name="b"), "adk-4", GOAL)
+    outputs = [e.output for e in store.read("adk-4") if isinstance(e, ToolResult)]
+    assert outputs == [tool_output(0)] and "\n" in outputs[0]
+    sent = llm.received[-1][-1]["parts"][0]["functionResponse"]["response"]
+    assert sent == {"output": tool_output(0)}
 
 
 def test_removing_the_callbacks_mid_run_and_resuming_elsewhere(tmp_path: Path) -> None:

@@ -14,7 +14,12 @@ pytest.importorskip("agents", reason="needs the OpenAI Agents SDK: pip install '
 
 from agents import Agent, Model, ModelResponse, RunConfig, Runner, function_tool
 from agents.usage import Usage
-from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+    ResponseReasoningItem,
+)
 
 from _integration_script import (
     GOAL,
@@ -130,6 +135,45 @@ def test_a_forty_turn_run_through_the_filter_and_the_session(tmp_path: Path) -> 
     assert len(str(more.received[0])) < len(str(full)) / 3  # the projection, not the whole history
     counts = mirrored_counts(store, "oa")
     assert counts["user"] == 2 and counts["tool_result"] == TURNS + 2
+
+
+def test_an_agent_without_the_retrieval_tools_reads_no_placeholder_naming_them(tmp_path: Path) -> None:
+    # the retrieval tools go on the agent by hand; an agent built without them must not be told to call them
+    session = ContextWardenSession("oa", SQLiteStore(tmp_path / "s.db"), model=get_profile("gpt-4o"))
+    model = ScriptedModel(0, TURNS)
+    asyncio.run(
+        Runner.run(agent_with(model, []), GOAL, session=session, run_config=session.run_config(), max_turns=100)
+    )
+    last = str(model.received[-1])
+    assert "read_range(" not in last and "recall(" not in last
+    assert "not retrievable in this session" in last  # masking still happened, naming the output instead
+
+
+class ReasoningModel(ScriptedModel):
+    """Answers its first call with an encrypted reasoning item before the tool call, as o-series models do."""
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        response = await super().get_response(*args, **kwargs)
+        if len(self.received) == 1:
+            reasoning = ResponseReasoningItem(
+                id="rs_1", type="reasoning", summary=[], encrypted_content="gAAAAB-opaque-\u00e9-1"
+            )
+            response.output.insert(0, reasoning)
+        return response
+
+
+def test_an_encrypted_reasoning_item_reaches_the_next_call_byte_for_byte(tmp_path: Path) -> None:
+    session = ContextWardenSession("oa", SQLiteStore(tmp_path / "s.db"), model=get_profile("gpt-4o"))
+    model = ReasoningModel(0, 2)
+    asyncio.run(Runner.run(agent_with(model, session.tools), GOAL, session=session, run_config=session.run_config()))
+    sent = [_plain(item) for item in model.received[1]]
+    reasoning = [item for item in sent if item.get("type") == "reasoning"]
+    assert [r["encrypted_content"] for r in reasoning] == ["gAAAAB-opaque-\u00e9-1"]
+    assert sent.index(reasoning[0]) < next(n for n, item in enumerate(sent) if item.get("type") == "function_call")
+
+
+def _plain(item: Any) -> dict[str, Any]:
+    return item if isinstance(item, dict) else item.model_dump(exclude_none=True)
 
 
 def test_pop_item_is_a_window_event_and_the_log_keeps_the_item(tmp_path: Path) -> None:

@@ -17,12 +17,12 @@ Any error inside contextwarden is the adapter's cue to send the framework's own 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..assemble.manager import ContextManager, ContextPolicy
-from ..context import ModelContext
+from ..context import ModelContext, ToolDefinition
 from ..log.events import Instruction, UsageReport
 from ..log.store import SessionStore, open_store
 from ..mirror import MirrorResult, mirror_history
@@ -116,9 +116,20 @@ class Warden:
         mirrored = mirror_history(self.store, session_id, [*parsed.instructions, *parsed.events])
         profile = self.profile(model or parsed.model, context_window=context_window)
         tools = tuple(t for t in parsed.tools if t.name not in RETRIEVAL_NAMES)
-        ctx = self.manager.build(session_id, model=profile, tools=tools, policy=self.policy)
+        ctx = self.manager.build(session_id, model=profile, tools=tools, policy=self._policy_for(parsed.tools))
         rendered = codec.render_request(ctx, model=model or parsed.model or profile.name)
         return Projected(body=rendered, context=ctx, mirrored=mirrored, mirrored_instructions=parsed.instructions)
+
+    def _policy_for(self, offered: Sequence[ToolDefinition]) -> ContextPolicy:
+        """The policy for a call offering ``offered``: placeholders name retrieval tools only if the model has them.
+
+        Where the user adds the retrieval tools to the agent by hand (Agents SDK, ADK), an agent
+        built without them must not read ``read_range(...)`` in a placeholder.
+        """
+        names = {t.name for t in offered}
+        if self.retrieval and not all(name in names for name in RETRIEVAL_NAMES):
+            return replace(self.policy, retrieval_tools=False)
+        return self.policy
 
 
 def fallback_warning(framework: str, exc: BaseException) -> None:

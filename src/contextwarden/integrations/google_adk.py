@@ -108,7 +108,9 @@ class ContextWardenCallbacks:
 def _body(request: LlmRequest) -> dict[str, Any]:
     """The request as a Gemini ``generateContent`` body."""
     body: dict[str, Any] = {
-        "contents": [c.model_dump(mode="json", exclude_none=True, by_alias=True) for c in request.contents]
+        "contents": [
+            _text_results(c.model_dump(mode="json", exclude_none=True, by_alias=True)) for c in request.contents
+        ]
     }
     system = request.config.system_instruction
     if isinstance(system, str):
@@ -124,6 +126,20 @@ def _body(request: LlmRequest) -> dict[str, Any]:
     if declarations:
         body["tools"] = [{"functionDeclarations": declarations}]
     return body
+
+
+def _text_results(content: dict[str, Any]) -> dict[str, Any]:
+    """The content with ADK's ``{"result": text}`` tool answers as Gemini's ``{"output": text}``.
+
+    ADK wraps a tool's plain return value as ``{"result": value}``; read as a generic object it would
+    be stored as one line of JSON, so a long text output could not be bounded, masked or read back
+    by line. The model then sees ``output`` as the key, the name the Gemini API documents.
+    """
+    for part in content.get("parts") or ():
+        response = (part.get("functionResponse") or {}).get("response")
+        if isinstance(response, dict) and set(response) == {"result"} and isinstance(response["result"], str):
+            part["functionResponse"]["response"] = {"output": response["result"]}
+    return content
 
 
 def _tools(server: RetrievalServer) -> list[FunctionTool]:

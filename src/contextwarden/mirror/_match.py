@@ -1,0 +1,104 @@
+"""Match the client's list against the log's chain and do what the outcome asks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import ConflictError, UsageError
+from ..log.events import Event, Instruction
+from ..log.store._protocol import SessionStore
+from ._chain import Chain, chains, fresh
+from ._digest import MIRRORED_KINDS, content_digest
+from ._divergence import record_reset, record_trim
+from ._result import MirrorResult
+
+_MAX_ATTEMPTS = 16
+
+
+def mirror_history(
+    store: SessionStore,
+    session_id: str,
+    history: Sequence[Event],
+    *,
+    exact: bool = False,
+    digests: Sequence[str] | None = None,
+) -> MirrorResult:
+    """Make the session's log follow ``history``, the client's full list of events, in order.
+
+    ``exact`` says the list is the authority even when it is shorter than the log: a strict prefix
+    is then a rewind (a reset), not an older copy (``behind``), and an empty list empties the
+    window. Session backends that pop items use it; clients that may resend stale copies do not.
+    ``digests``, when given, are the :func:`content_digest` of each event of ``history`` (a caller
+    that already computed them, as the proxy does for session identity, saves the second pass).
+
+    Creates the session when it does not exist. An empty ``history`` changes nothing (unless
+    ``exact``). Events of
+    other kinds than :data:`MIRRORED_KINDS` in ``history`` are refused with a ``UsageError``.
+    Appended events get fresh ids, so a caller may pass the same objects on every call.
+    """
+    for event in history:
+        if event.kind not in MIRRORED_KINDS:
+            raise UsageError(
+                f"mirror_history takes message events ({', '.join(sorted(MIRRORED_KINDS))}), got {event.kind!r}"
+            )
+    if digests is None:
+        digests = [content_digest(e) for e in history]
+    elif len(digests) != len(history):
+        raise UsageError(f"mirror_history got {len(digests)} digests for {len(history)} events")
+    chain = chains.get(store, session_id)
+    with chain.lock:
+        for _ in range(_MAX_ATTEMPTS):
+            chain.refresh(store)
+            try:
+                return _sync(store, chain, history, digests, exact=exact)
+            except ConflictError:
+                continue  # another writer appended first: read its tail and match again
+    raise ConflictError(session_id, chain.last_seq, store.get_session(session_id).last_seq)
+
+
+def _sync(
+    store: SessionStore, chain: Chain, history: Sequence[Event], digests: Sequence[str], *, exact: bool
+) -> MirrorResult:
+    log = chain.digests
+    if not history and not (exact and log):
+        return MirrorResult(outcome="unchanged", last_seq=chain.last_seq)
+    common = _common_prefix(log, digests)
+    if common == len(log):
+        new = history[common:]
+        appended = chain.append(store, [fresh(e) for e in new]) if new else []
+        return MirrorResult(
+            outcome="extend" if new else "unchanged",
+            appended=tuple(appended),
+            matched=common,
+            last_seq=chain.last_seq,
+        )
+    if common == len(digests) and not exact:
+        return MirrorResult(outcome="behind", matched=common, last_seq=chain.last_seq)
+    start = _trim_start(chain, digests, common)
+    if start is not None:
+        return record_trim(store, chain, history, lead=common, start=start)
+    return record_reset(store, chain, history, common)
+
+
+def _common_prefix(log: Sequence[str], client: Sequence[str]) -> int:
+    n = min(len(log), len(client))
+    if log[:n] == client[:n]:  # the usual case, one C-level comparison
+        return n
+    return next(i for i in range(n) if log[i] != client[i])
+
+
+def _trim_start(chain: Chain, client: Sequence[str], lead: int) -> int | None:
+    """Where the log continues unchanged in the client's list after its first ``lead`` messages.
+
+    A trim keeps at most the leading system instructions (they live in the window's task-state
+    snapshot) and then a contiguous tail of the log; anything else is an edit.
+    """
+    if lead >= len(client) or any(k != Instruction.kind for k in chain.kinds[:lead]):
+        return None
+    log, first = chain.digests, client[lead]
+    for start in range(lead + 1, len(log)):
+        if log[start] == first:
+            kept = len(log) - start
+            if kept <= len(client) - lead and log[start:] == client[lead : lead + kept]:
+                return start
+    return None
