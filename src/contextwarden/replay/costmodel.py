@@ -117,9 +117,16 @@ def message_block_tokens(message: Mapping[str, Any], counter: TokenCounter) -> i
     return tokens
 
 
+_DIGEST_SLICE = 1 << 20
+"""Characters hashed at a time (UTF-8 encodes code point by code point, so the digest is the same)."""
+
+
 def _digest(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+    digest = hashlib.sha1()
+    for start in range(0, len(text), _DIGEST_SLICE):  # a slice at a time: no second copy of a huge message
+        digest.update(text[start : start + _DIGEST_SLICE].encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
 
 
 class BlockMeter:
