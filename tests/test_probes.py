@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from contextwarden.log.events import AssistantMessage, Event, Steering, ToolCall, ToolResult, UserMessage, with_position
 from contextwarden.replay.probes import ProbeTracker, request_texts
 
@@ -188,3 +190,19 @@ def test_whitespace_collapse_of_a_large_request_matches_split_join_across_chunks
         edited = text[:cut] + "XY" + text[cut:]  # a word that may straddle a chunk boundary
         assert _ws(edited) == " ".join(edited.split())
     assert _ws("  \n" * _CHUNK) == ""
+
+
+def test_needles_are_found_across_pieces_as_in_the_whole_collapsed_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    import random
+
+    from contextwarden.replay import probes
+
+    monkeypatch.setattr(probes, "_CHUNK", 7)  # pieces of a few characters: every needle straddles some
+    rng = random.Random(15)
+    alphabet = "ab \n\t"
+    for _ in range(300):
+        parts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30))) for _ in range(rng.randint(0, 5))]
+        whole = probes._ws("\n".join(parts))
+        needles = [whole[i : i + rng.randint(0, 12)] for i in (rng.randint(0, len(whole)) for _ in range(3))]
+        needles += ["".join(rng.choice("ab ") for _ in range(rng.randint(1, 9))), "a b"]
+        assert probes._found_in(parts, needles) == {n for n in needles if n in whole}

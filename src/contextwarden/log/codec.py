@@ -247,12 +247,16 @@ def dumps_event(event: Event, *, ascii_only: bool = False) -> str:
     except RecursionError:
         raise CodecError(f"{event.kind} event {event.id!r}: nested too deeply") from None
     if not exotic:
+        # The record is the prefix, then the encoded event without its "{": written into one buffer
+        # that already holds the prefix, so a large event is not copied again to join them.
+        body = bytearray(layout.prefix)
         try:
-            body = _ENCODER.encode(event)
+            _ENCODER.encode_into(event, body, len(body) - 1)
         except (UnicodeEncodeError, TypeError):
             pass  # a lone surrogate (only json's \u escapes carry it) or a str subclass msgspec does not take
         else:
-            text = (layout.prefix + body[1:]).decode("utf-8")
+            body[len(layout.prefix) - 1] = layout.prefix[-1]
+            text = body.decode("utf-8")
             if not ascii_only or text.isascii():
                 return text
     record = {"kind": event.kind, "schema": EVENT_SCHEMA_VERSION, **_to_dict(event, layout)}

@@ -30,7 +30,7 @@ check yet (no tool result, no failure, no modified file) is not applicable and n
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,19 +67,48 @@ def _ws(text: str) -> str:
     """
     if len(text) <= _CHUNK:
         return " ".join(text.split())
-    pieces: list[str] = []
+    return "".join(_ws_pieces(text[start : start + _CHUNK] for start in range(0, len(text), _CHUNK)))
+
+
+def _ws_pieces(chunks: Iterable[str]) -> Iterator[str]:
+    """The pieces of ``_ws("".join(chunks))`` in order, one chunk at a time."""
+    started = False
     space = False  # whitespace seen since the last word written
-    for start in range(0, len(text), _CHUNK):
-        chunk = text[start : start + _CHUNK]
+    for chunk in chunks:
         words = " ".join(chunk.split())
         if not words:
             space = space or bool(chunk)
             continue
-        if pieces and (space or chunk[0].isspace()):
-            pieces.append(" ")
-        pieces.append(words)
+        if started and (space or chunk[0].isspace()):
+            yield " "
+        yield words
+        started = True
         space = chunk[-1].isspace()
-    return "".join(pieces)
+
+
+def _found_in(parts: Sequence[str], needles: Sequence[str]) -> set[str]:
+    """The ``needles`` that occur in the collapsed text of ``parts`` joined by newlines, without building it.
+
+    A request can hold hundreds of megabytes; its collapsed text would be two more copies. The text
+    is walked a piece at a time instead, keeping the last ``longest needle - 1`` characters before
+    each piece so that a needle across two pieces is found too.
+    """
+    wanted = {n for n in needles if n}
+    found = {n for n in needles if not n}
+    if not wanted:
+        return found
+    keep = max(map(len, wanted)) - 1
+    size = max(_CHUNK, keep)  # a piece at least as long as the tail: copying stays linear in the text
+    tail = ""
+    for piece in _ws_pieces(_slices(parts, size)):
+        window = tail + piece
+        hits = {n for n in wanted if n in window}
+        wanted -= hits
+        found |= hits
+        if not wanted:
+            break
+        tail = window[-keep:] if keep else ""
+    return found
 
 
 def _canon_output(text: str) -> str:
@@ -128,8 +157,23 @@ class ProbeOutcome:
         return len(self.results)
 
 
+def _slices(parts: Sequence[str], size: int) -> Iterator[str]:
+    """``parts`` joined by newlines, in slices of at most ``size`` characters."""
+    for n, part in enumerate(parts):
+        if n:
+            yield "\n"
+        for start in range(0, len(part), size):
+            yield part[start : start + size]
+
+
 def request_texts(body: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
     """All visible text of a request (whitespace collapsed) and the content of each tool message by call id."""
+    parts, tools = _request_parts(body)
+    return _ws("\n".join(parts)), tools
+
+
+def _request_parts(body: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
+    """The visible texts of a request in order (as rendered) and the content of each tool message by call id."""
     parts: list[str] = []
     tools: dict[str, str] = {}
     for message in body.get("messages", ()):
@@ -145,7 +189,7 @@ def request_texts(body: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
             parts.append(f"{function.get('name', '')} {function.get('arguments', '')}")
         if message.get("role") == "tool":
             tools[str(message.get("tool_call_id", ""))] = text
-    return _ws("\n".join(parts)), tools
+    return parts, tools
 
 
 class ProbeTracker:
@@ -197,7 +241,7 @@ class ProbeTracker:
         ``upcoming`` is the assistant turn the request is for; without it ``next_action_evidence``
         is not applicable.
         """
-        text, tools = request_texts(body)
+        parts, tools = _request_parts(body)
         state = self.state
         results: dict[str, bool] = {}
         missing: dict[str, str] = {}
@@ -207,11 +251,14 @@ class ProbeTracker:
             if not ok:
                 missing[kind] = what
 
+        goal = _ws(state.goal) if state.goal else ""
+        constraints = {c: _ws(c.rstrip("…")) for c in state.constraints}
+        names = {f: posixpath.basename(f.rstrip("/")) for f in state.files_modified}
+        seen = _found_in(parts, [goal, *constraints.values(), *names.values()])
         if state.goal:
-            goal = _ws(state.goal)
-            record("task", goal in text, goal[:80])
+            record("task", goal in seen, goal[:80])
         if state.constraints:
-            lost = [c for c in state.constraints if _ws(c.rstrip("…")) not in text]
+            lost = [c for c in state.constraints if constraints[c] not in seen]
             record("constraints", not lost, "; ".join(c[:60] for c in lost))
         if self._latest is not None:
             record(
@@ -225,7 +272,7 @@ class ProbeTracker:
                 "failing_evidence", self._visible(evidence, tools), f"{evidence.tool_name} result at seq {evidence.seq}"
             )
         if state.files_modified:
-            lost = [f for f in state.files_modified if posixpath.basename(f.rstrip("/")) not in text]
+            lost = [f for f in state.files_modified if names[f] not in seen]
             record("files_modified", not lost, ", ".join(lost))
         misses: list[EvidenceMiss] = []
         reads = rereads = 0

@@ -105,9 +105,11 @@ class ResourceLedger:
                 else:
                     self._runs.setdefault(r.key, []).append(event.id)
         if call is not None:
-            fingerprint = hashlib.sha1(
-                f"{call.name}\0{args_json(call.arguments)}\0{event.output}".encode("utf-8", "surrogatepass")
-            ).hexdigest()
+            digest = hashlib.sha1(f"{call.name}\0{args_json(call.arguments)}\0".encode("utf-8", "surrogatepass"))
+            output = event.output
+            for start in range(0, len(output), 1 << 20):  # a megabyte at a time: no copy of a huge output
+                digest.update(output[start : start + (1 << 20)].encode("utf-8", "surrogatepass"))
+            fingerprint = digest.hexdigest()
             previous = self._fingerprints.get(fingerprint)
             if previous is not None:
                 proposals.append(Proposal(target_id=previous, action="supersede", by=event, what="identical output"))

@@ -54,6 +54,10 @@ _UNKNOWN_PART_TOKENS = 16
 """An OpenAI Chat content part that is neither text nor an image (audio, a file reference)."""
 
 
+_DIGEST_SLICE = 1 << 20
+"""Characters hashed at a time (UTF-8 encodes code point by code point, so the digest is the same)."""
+
+
 def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
@@ -154,7 +158,10 @@ class BlockMeter:
         return cuts
 
     def _block(self, value: Any, tokens_of: Callable[[], int]) -> Block:
-        key = hashlib.sha1(_compact(value).encode("utf-8", "surrogatepass")).hexdigest()
+        text, digest = _compact(value), hashlib.sha1()
+        for start in range(0, len(text), _DIGEST_SLICE):  # a slice at a time: no second copy of a huge message
+            digest.update(text[start : start + _DIGEST_SLICE].encode("utf-8", "surrogatepass"))
+        key = digest.hexdigest()
         tokens = self._tokens.get(key)
         if tokens is None:
             tokens = self._tokens[key] = tokens_of()
