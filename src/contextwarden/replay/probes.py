@@ -94,7 +94,7 @@ def _found_in(parts: Sequence[str], needles: Sequence[str]) -> set[str]:
     each piece so that a needle across two pieces is found too.
     """
     wanted = {n for n in needles if n}
-    found = {n for n in needles if not n}
+    found: set[str] = {n for n in needles if not n}
     if not wanted:
         return found
     keep = max(map(len, wanted)) - 1
