@@ -103,8 +103,13 @@ def bench_contextwarden(n_events: int, calls: int, seed: int) -> dict[str, Any]:
 
     times = _timed(lambda: manager.build("s", model=MODEL, tools=TOOLS), calls, step)
     compactions = sum(1 for e in store.read("s") if e.kind == "compaction")
-    return {"system": "contextwarden", "events": n_events, "median_ms": statistics.median(times),
-            "p90_ms": sorted(times)[int(0.9 * (len(times) - 1))], "compactions": compactions}
+    return {
+        "system": "contextwarden",
+        "events": n_events,
+        "median_ms": statistics.median(times),
+        "p90_ms": sorted(times)[int(0.9 * (len(times) - 1))],
+        "compactions": compactions,
+    }
 
 
 def _lc_messages(events: list[Event]) -> list[Any]:
@@ -115,8 +120,12 @@ def _lc_messages(events: list[Event]) -> list[Any]:
         if isinstance(e, UserMessage):
             out.append(HumanMessage(content=e.text))
         elif isinstance(e, AssistantMessage):
-            out.append(AIMessage(content=e.text, tool_calls=[
-                {"id": c.id, "name": c.name, "args": dict(c.arguments)} for c in e.tool_calls]))
+            out.append(
+                AIMessage(
+                    content=e.text,
+                    tool_calls=[{"id": c.id, "name": c.name, "args": dict(c.arguments)} for c in e.tool_calls],
+                )
+            )
         elif isinstance(e, ToolResult):
             out.append(ToolMessage(content=e.output, tool_call_id=e.call_id))
     return out
@@ -142,12 +151,22 @@ def bench_langchain(n_events: int, calls: int, seed: int) -> dict[str, Any]:
         messages.extend(_lc_messages(turn_events(rng, turn))[1:])
 
     def call() -> Any:
-        return trim_messages(messages, max_tokens=900_000, token_counter=count_tokens_approximately,
-                             strategy="last", start_on="human", include_system=True)
+        return trim_messages(
+            messages,
+            max_tokens=900_000,
+            token_counter=count_tokens_approximately,
+            strategy="last",
+            start_on="human",
+            include_system=True,
+        )
 
     times = _timed(call, calls, step)
-    return {"system": "langchain trim_messages", "events": n_events, "median_ms": statistics.median(times),
-            "p90_ms": sorted(times)[int(0.9 * (len(times) - 1))]}
+    return {
+        "system": "langchain trim_messages",
+        "events": n_events,
+        "median_ms": statistics.median(times),
+        "p90_ms": sorted(times)[int(0.9 * (len(times) - 1))],
+    }
 
 
 def bench_openhands(n_events: int, calls: int, seed: int) -> dict[str, Any]:
@@ -172,20 +191,34 @@ def _openhands(n_events: int, calls: int, seed: int) -> dict[str, Any]:
     def convert(events: list[Event]) -> None:
         for e in events:
             if isinstance(e, UserMessage):
-                oh_events.append(MessageEvent(source="user", llm_message=Message(
-                    role="user", content=[TextContent(text=e.text)])))
+                oh_events.append(
+                    MessageEvent(source="user", llm_message=Message(role="user", content=[TextContent(text=e.text)]))
+                )
             elif isinstance(e, AssistantMessage):
                 for c in e.tool_calls:
-                    oh_events.append(ActionEvent(
-                        source="agent", thought=[TextContent(text=e.text)], action=FinishAction(message="x"),
-                        tool_name=c.name, tool_call_id=c.id,
-                        tool_call=MessageToolCall(id=c.id, name=c.name, arguments=json.dumps(c.arguments),
-                                                  origin="completion"),
-                        llm_response_id=f"r-{c.id}"))
+                    oh_events.append(
+                        ActionEvent(
+                            source="agent",
+                            thought=[TextContent(text=e.text)],
+                            action=FinishAction(message="x"),
+                            tool_name=c.name,
+                            tool_call_id=c.id,
+                            tool_call=MessageToolCall(
+                                id=c.id, name=c.name, arguments=json.dumps(c.arguments), origin="completion"
+                            ),
+                            llm_response_id=f"r-{c.id}",
+                        )
+                    )
             elif isinstance(e, ToolResult):
-                oh_events.append(ObservationEvent(
-                    source="environment", observation=Observation.from_text(e.output),
-                    action_id=oh_events[-1].id, tool_name=e.tool_name, tool_call_id=e.call_id))
+                oh_events.append(
+                    ObservationEvent(
+                        source="environment",
+                        observation=Observation.from_text(e.output),
+                        action_id=oh_events[-1].id,
+                        tool_name=e.tool_name,
+                        tool_call_id=e.call_id,
+                    )
+                )
 
     turn = 0
     convert([UserMessage(text="Fix the failing tests. Never edit migrations/.")])
@@ -199,8 +232,12 @@ def _openhands(n_events: int, calls: int, seed: int) -> dict[str, Any]:
         convert(turn_events(rng, turn))
 
     times = _timed(lambda: View.from_events(oh_events), calls, step)
-    return {"system": "openhands View.from_events", "events": n_events, "median_ms": statistics.median(times),
-            "p90_ms": sorted(times)[int(0.9 * (len(times) - 1))]}
+    return {
+        "system": "openhands View.from_events",
+        "events": n_events,
+        "median_ms": statistics.median(times),
+        "p90_ms": sorted(times)[int(0.9 * (len(times) - 1))],
+    }
 
 
 SMALL_WINDOW = "small-32k"
@@ -224,8 +261,11 @@ def _timed_build(build: Callable[[], Any]) -> tuple[float, float]:
 
 
 def _medians(samples: list[tuple[float, float]]) -> dict[str, float]:
-    return {"median_ms": statistics.median(w for w, _ in samples),
-            "median_cpu_ms": statistics.median(c for _, c in samples), "max_ms": max(w for w, _ in samples)}
+    return {
+        "median_ms": statistics.median(w for w, _ in samples),
+        "median_cpu_ms": statistics.median(c for _, c in samples),
+        "max_ms": max(w for w, _ in samples),
+    }
 
 
 def bench_cold(turns: int, model: str, calls: int, directory: str) -> dict[str, Any]:
@@ -276,9 +316,15 @@ def bench_cold(turns: int, model: str, calls: int, directory: str) -> dict[str, 
         store.append("s", turn_events(rng, n), expected_last_seq=store.get_session("s").last_seq)
         warm.append(_timed_build(lambda: writer.build("s", model=profile, tools=TOOLS)))
     store.close()
-    return {"system": f"contextwarden cold ({model})", "turns": turns, "events": events, "window_events": window,
-            "cold_no_checkpoint": _medians(without), "cold_checkpoint": _medians(with_checkpoint),
-            "warm": _medians(warm)}
+    return {
+        "system": f"contextwarden cold ({model})",
+        "turns": turns,
+        "events": events,
+        "window_events": window,
+        "cold_no_checkpoint": _medians(without),
+        "cold_checkpoint": _medians(with_checkpoint),
+        "warm": _medians(warm),
+    }
 
 
 def main_cold(args: argparse.Namespace) -> None:
@@ -293,18 +339,23 @@ def main_cold(args: argparse.Namespace) -> None:
                 print(json.dumps(row), flush=True)
     print()
     print("median ms per build, wall (CPU); cold = a new store handle and manager")
-    print(f"{'model':<10} {'turns':>6} {'events':>7} {'in window':>10} {'cold, no checkpoint':>20}"
-          f" {'cold, checkpoint':>17} {'warm':>15}")
+    print(
+        f"{'model':<10} {'turns':>6} {'events':>7} {'in window':>10} {'cold, no checkpoint':>20}"
+        f" {'cold, checkpoint':>17} {'warm':>15}"
+    )
     for r in rows:
         model = r["system"].split("(")[1].rstrip(")")
-        cells = [f"{r[k]['median_ms']:.1f} ({r[k]['median_cpu_ms']:.1f})" for k in
-                 ("cold_no_checkpoint", "cold_checkpoint", "warm")]
-        print(f"{model:<10} {r['turns']:>6} {r['events']:>7} {r['window_events']:>10} {cells[0]:>20} {cells[1]:>17}"
-              f" {cells[2]:>15}")
+        cells = [
+            f"{r[k]['median_ms']:.1f} ({r[k]['median_cpu_ms']:.1f})"
+            for k in ("cold_no_checkpoint", "cold_checkpoint", "warm")
+        ]
+        print(
+            f"{model:<10} {r['turns']:>6} {r['events']:>7} {r['window_events']:>10} {cells[0]:>20} {cells[1]:>17}"
+            f" {cells[2]:>15}"
+        )
     if args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as fh:
-            json.dump({"machine": platform.platform(), "python": platform.python_version(), "rows": rows}, fh,
-                      indent=2)
+            json.dump({"machine": platform.platform(), "python": platform.python_version(), "rows": rows}, fh, indent=2)
 
 
 def main() -> None:
@@ -339,8 +390,7 @@ def main() -> None:
             print(f"{n:>8}  {r['system']:<30} {r['median_ms']:>15.2f} {r['p90_ms']:>9.2f}  {ratio:>6.1f}x")
     if args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as fh:
-            json.dump({"machine": platform.platform(), "python": platform.python_version(), "rows": rows}, fh,
-                      indent=2)
+            json.dump({"machine": platform.platform(), "python": platform.python_version(), "rows": rows}, fh, indent=2)
 
 
 if __name__ == "__main__":

@@ -63,16 +63,20 @@ def _table(results: ReplayResults, title: str) -> None:
     ran = [s for s in results.strategies if not s.skipped]
     raw = next(s.figures() for s in ran if s.name == "raw")
     print(f"\n{title}")
-    print(f"{'strategy':<52}{'req':>5}{'mean in':>9}{'×raw':>6}{'cost $':>9}{'×raw':>6}{'×opt':>6}{'hit':>6}"
-          f"{'win':>5}{'ret':>7}{'nae':>7}{'reread':>7}{'ovf':>4}")
+    print(
+        f"{'strategy':<52}{'req':>5}{'mean in':>9}{'×raw':>6}{'cost $':>9}{'×raw':>6}{'×opt':>6}{'hit':>6}"
+        f"{'win':>5}{'ret':>7}{'nae':>7}{'reread':>7}{'ovf':>4}"
+    )
     for s in ran:
         f = s.figures()
         opt = f["optimum_ratio"]
-        print(f"{s.name:<52}{f['requests']:>5}{f['input_tokens_mean']:>9,.0f}"
-              f"{f['input_tokens_mean'] / raw['input_tokens_mean']:>6.2f}{f['cost_usd']:>9.3f}"
-              f"{f['cost_usd'] / raw['cost_usd']:>6.2f}{(opt or 0):>6.2f}{f['cache_hit_ratio']:>6.0%}"
-              f"{f['window_events']:>5}{f['retention']:>7.3f}"
-              f"{f['probe_retention'].get('next_action_evidence', 1.0):>7.3f}{f['reread_rate']:>7.1%}{f['overflows']:>4}")
+        print(
+            f"{s.name:<52}{f['requests']:>5}{f['input_tokens_mean']:>9,.0f}"
+            f"{f['input_tokens_mean'] / raw['input_tokens_mean']:>6.2f}{f['cost_usd']:>9.3f}"
+            f"{f['cost_usd'] / raw['cost_usd']:>6.2f}{(opt or 0):>6.2f}{f['cache_hit_ratio']:>6.0%}"
+            f"{f['window_events']:>5}{f['retention']:>7.3f}"
+            f"{f['probe_retention'].get('next_action_evidence', 1.0):>7.3f}{f['reread_rate']:>7.1%}{f['overflows']:>4}"
+        )
     for s in results.strategies:
         if s.skipped:
             print(f"{s.name:<52}skipped: {s.skipped}")
@@ -99,9 +103,11 @@ def targets(results: ReplayResults, strategy: str) -> list[dict[str, Any]]:
     long_files = [i for i, f in enumerate(raw.per_file) if len(f.requests) >= TARGET_MIN_REQUESTS]
     for i in long_files:
         others = [s.per_file[i].figures()["cost_usd"] for n, s in ran.items() if not n.startswith("contextwarden")]
-        rows.append({"file": raw.per_file[i].name,
-                     **_checks(target.per_file[i].figures(), raw.per_file[i].figures(), others)})
+        rows.append(
+            {"file": raw.per_file[i].name, **_checks(target.per_file[i].figures(), raw.per_file[i].figures(), others)}
+        )
     if long_files:
+
         def total(name: str) -> dict[str, Any]:
             files = [ran[name].per_file[i] for i in long_files]
             requests = [r for f in files for r in f.requests]
@@ -109,16 +115,23 @@ def targets(results: ReplayResults, strategy: str) -> list[dict[str, Any]]:
             pairs = sum(1 for r in requests for k in r.probes if k in RETENTION_PROBES)
             optimum = sum(f.optimum_cost_usd or 0.0 for f in files)
             cost = sum(r.cost_usd for r in requests)
-            return {"input_tokens_mean": sum(r.input_tokens for r in requests) / n, "cost_usd": cost,
-                    "retention": sum(1 for r in requests for k, v in r.probes.items() if v and k in RETENTION_PROBES)
-                    / pairs
-                    if pairs
-                    else 1.0,
-                    "optimum_ratio": cost / optimum if optimum else None}
+            return {
+                "input_tokens_mean": sum(r.input_tokens for r in requests) / n,
+                "cost_usd": cost,
+                "retention": sum(1 for r in requests for k, v in r.probes.items() if v and k in RETENTION_PROBES)
+                / pairs
+                if pairs
+                else 1.0,
+                "optimum_ratio": cost / optimum if optimum else None,
+            }
 
         others = [total(n)["cost_usd"] for n in ran if not n.startswith("contextwarden")]
-        rows.append({"file": f"all {len(long_files)} with >= {TARGET_MIN_REQUESTS} requests",
-                     **_checks(total(strategy), total("raw"), others)})
+        rows.append(
+            {
+                "file": f"all {len(long_files)} with >= {TARGET_MIN_REQUESTS} requests",
+                **_checks(total(strategy), total("raw"), others),
+            }
+        )
     return rows
 
 
@@ -127,8 +140,13 @@ def _print_targets(model: str, strategy: str, rows: list[dict[str, Any]]) -> Non
     print(f"{'file':<30}{'retention':>14}{'tokens≤0.55':>16}{'cost≤0.85':>14}{'lowest':>12}{'opt≤1.15':>14}")
     for row in rows:
         cells = []
-        for key, fmt in (("retention", "{:.3f}"), ("tokens_vs_raw", "{:.2f}"), ("cost_vs_raw", "{:.2f}"),
-                         ("lowest_cost", "${:.2f}"), ("vs_optimum", "{:.2f}")):
+        for key, fmt in (
+            ("retention", "{:.3f}"),
+            ("tokens_vs_raw", "{:.2f}"),
+            ("cost_vs_raw", "{:.2f}"),
+            ("lowest_cost", "${:.2f}"),
+            ("vs_optimum", "{:.2f}"),
+        ):
             value, ok = row[key]
             cells.append(f"{fmt.format(value if value is not None else float('nan'))} {'PASS' if ok else 'FAIL'}")
         print(f"{row['file']:<30}{cells[0]:>14}{cells[1]:>16}{cells[2]:>14}{cells[3]:>12}{cells[4]:>14}")
@@ -143,8 +161,10 @@ def main() -> None:
     parser.add_argument("--json", default=None, help="write every figure (per file, per request) here")
     args = parser.parse_args()
     counter = default_counter()
-    print(f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}; "
-          f"tokens counted with {counter.name} ({'exact' if getattr(counter, 'exact', False) else 'estimate'})")
+    print(
+        f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}; "
+        f"tokens counted with {counter.name} ({'exact' if getattr(counter, 'exact', False) else 'estimate'})"
+    )
     report: dict[str, Any] = {"command": " ".join(sys.argv), "counter": counter.name, "runs": [], "targets": []}
     with tempfile.TemporaryDirectory() as tmp:
         generated = []
@@ -161,16 +181,19 @@ def main() -> None:
                 started = time.perf_counter()
                 results = replay(inputs, args.strategies, settings=ReplaySettings(model=model), counter=counter)
                 seconds = time.perf_counter() - started
-                _table(results, f"{corpus} ({len(files)} transcripts, {sum(i.requests for i in inputs)} requests), "
-                                f"{model} ({results.cache_style}), {seconds:.0f} s")
-                report["runs"].append({"corpus": corpus, "model": model, "seconds": seconds,
-                                       "results": results.to_dict(per_request=True)})
+                _table(
+                    results,
+                    f"{corpus} ({len(files)} transcripts, {sum(i.requests for i in inputs)} requests), "
+                    f"{model} ({results.cache_style}), {seconds:.0f} s",
+                )
+                report["runs"].append(
+                    {"corpus": corpus, "model": model, "seconds": seconds, "results": results.to_dict(per_request=True)}
+                )
                 for strategy in (s for s in args.strategies if s.startswith("contextwarden")):
                     rows = targets(results, strategy)
                     if rows:
                         _print_targets(model, strategy, rows)
-                        report["targets"].append({"corpus": corpus, "model": model, "strategy": strategy,
-                                                  "rows": rows})
+                        report["targets"].append({"corpus": corpus, "model": model, "strategy": strategy, "rows": rows})
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")

@@ -69,19 +69,22 @@ def measure(corpus: Path, *, min_bytes: int, runs: int) -> list[dict[str, Any]]:
         exact = reference.count(text)
         for counter in counters:
             tokens = counter.count(text)
-            results.append({
-                "kind": kind,
-                "file": name,
-                "bytes": len(text.encode("utf-8", "surrogatepass")),
-                "counter": counter.name,
-                "exact": counter.exact,
-                "tokens": tokens,
-                "o200k_tokens": exact,
-                "error_pct": round((tokens - exact) / exact * 100, 1),
-                # len() is O(1): a rate for chars/4 would measure nothing
-                "mb_per_s": None if isinstance(counter, CharsOverFour)
-                else round(throughput(counter, text, min_bytes=min_bytes, runs=runs), 1),
-            })
+            results.append(
+                {
+                    "kind": kind,
+                    "file": name,
+                    "bytes": len(text.encode("utf-8", "surrogatepass")),
+                    "counter": counter.name,
+                    "exact": counter.exact,
+                    "tokens": tokens,
+                    "o200k_tokens": exact,
+                    "error_pct": round((tokens - exact) / exact * 100, 1),
+                    # len() is O(1): a rate for chars/4 would measure nothing
+                    "mb_per_s": None
+                    if isinstance(counter, CharsOverFour)
+                    else round(throughput(counter, text, min_bytes=min_bytes, runs=runs), 1),
+                }
+            )
     return results
 
 
@@ -92,8 +95,10 @@ def markdown(results: list[dict[str, Any]]) -> str:
     compared = [c for c in counters if c != "o200k_base"]
     timed = [c for c in counters if any(r["mb_per_s"] is not None for r in results if r["counter"] == c)]
     by = {(r["kind"], r["counter"]): r for r in results}
-    lines = ["| sample | bytes | o200k tokens | " + " | ".join(f"{c} error" for c in compared) + " |",
-             "|---|---:|---:|" + "---:|" * len(compared)]
+    lines = [
+        "| sample | bytes | o200k tokens | " + " | ".join(f"{c} error" for c in compared) + " |",
+        "|---|---:|---:|" + "---:|" * len(compared),
+    ]
     for kind in kinds:
         first = by[(kind, counters[0])]
         cells = [kind, f"{first['bytes']:,}", f"{first['o200k_tokens']:,}"]
@@ -118,14 +123,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: the o200k reference needs bpe-openai: {exc}", file=sys.stderr)
         return 1
     print(markdown(results))
-    misses = [r for r in results if r["counter"] == "heuristic" and r["kind"] != "all samples"
-              and not BAND[0] <= r["error_pct"] <= BAND[1]]
-    verdict = "holds" if not misses else "MISSED on " + ", ".join(f"{r['kind']} ({r['error_pct']:+.1f}%)"
-                                                                  for r in misses)
+    misses = [
+        r
+        for r in results
+        if r["counter"] == "heuristic" and r["kind"] != "all samples" and not BAND[0] <= r["error_pct"] <= BAND[1]
+    ]
+    verdict = (
+        "holds" if not misses else "MISSED on " + ", ".join(f"{r['kind']} ({r['error_pct']:+.1f}%)" for r in misses)
+    )
     print(f"\nheuristic target [{BAND[0]:+.0f}%, {BAND[1]:+.0f}%] against o200k: {verdict}")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    machine = {"python": platform.python_version(), "cpus": os.cpu_count(), "load_1min": round(load, 2),
-               "platform": platform.platform()}
+    machine = {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_1min": round(load, 2),
+        "platform": platform.platform(),
+    }
     print(f"machine: {machine['cpus']} CPUs, Python {machine['python']}, 1-minute load {load:.1f}")
     if args.json:
         args.json.write_text(json.dumps({"machine": machine, "results": results}, indent=2) + "\n")

@@ -36,11 +36,39 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-WORDS = ["config", "parser", "value", "token", "node", "item", "cache", "store", "index", "field", "schema",
-         "record", "entry", "loader", "writer", "buffer", "stream", "handler", "context", "result", "option",
-         "default", "format", "encode", "decode", "resolve", "merge"]
-SYSTEM = ("You are a software engineering agent working in a repository checked out at /testbed. Use the "
-          "bash tool to run commands and the str_replace_editor tool to view, create and edit files. ")
+WORDS = [
+    "config",
+    "parser",
+    "value",
+    "token",
+    "node",
+    "item",
+    "cache",
+    "store",
+    "index",
+    "field",
+    "schema",
+    "record",
+    "entry",
+    "loader",
+    "writer",
+    "buffer",
+    "stream",
+    "handler",
+    "context",
+    "result",
+    "option",
+    "default",
+    "format",
+    "encode",
+    "decode",
+    "resolve",
+    "merge",
+]
+SYSTEM = (
+    "You are a software engineering agent working in a repository checked out at /testbed. Use the "
+    "bash tool to run commands and the str_replace_editor tool to view, create and edit files. "
+)
 
 
 @dataclass
@@ -61,11 +89,17 @@ class _Repo:
             out.append(f'    """Return the {self.rng.choice(WORDS)} of {self.rng.choice(WORDS)}."""')
             for _ in range(self.rng.randint(2, 8)):
                 a, b, c = self.rng.sample(WORDS, 3)
-                out.append(self.rng.choice((f"    {a} = {b}.get({c!r}, {self.rng.randint(0, 99)})",
-                                            f"    if {a} is None or {b} > {self.rng.randint(1, 64)}:",
-                                            f"        raise ValueError(f'bad {a}: {{{b}!r}}')",
-                                            f"    {a}.{b}({c}, strict={self.rng.choice(('True', 'False'))})",
-                                            f"    return {a} + {b}")))
+                out.append(
+                    self.rng.choice(
+                        (
+                            f"    {a} = {b}.get({c!r}, {self.rng.randint(0, 99)})",
+                            f"    if {a} is None or {b} > {self.rng.randint(1, 64)}:",
+                            f"        raise ValueError(f'bad {a}: {{{b}!r}}')",
+                            f"    {a}.{b}({c}, strict={self.rng.choice(('True', 'False'))})",
+                            f"    return {a} + {b}",
+                        )
+                    )
+                )
             out.append("")
         return out[:n]
 
@@ -99,27 +133,39 @@ class _Session:
 
     def task(self) -> str:
         func = self.repo.ident()
-        body = " ".join(f"The {self.rng.choice(WORDS)} {self.rng.choice(WORDS)} is {self.rng.choice(WORDS)}ed "
-                        f"when {self.rng.choice(WORDS)} is empty." for _ in range(self.rng.randint(8, 20)))
-        return (f"<issue>\n`{func}` raises ValueError for valid input in {self.target}.\n\n{body}\n\n```python\n"
-                + "\n".join(self.repo.code(12)) + "\n```\n</issue>\n\nFix the issue so the reproduction works. "
-                "Do not modify the existing tests. Keep the public API of the package unchanged.")
+        body = " ".join(
+            f"The {self.rng.choice(WORDS)} {self.rng.choice(WORDS)} is {self.rng.choice(WORDS)}ed "
+            f"when {self.rng.choice(WORDS)} is empty."
+            for _ in range(self.rng.randint(8, 20))
+        )
+        return (
+            f"<issue>\n`{func}` raises ValueError for valid input in {self.target}.\n\n{body}\n\n```python\n"
+            + "\n".join(self.repo.code(12))
+            + "\n```\n</issue>\n\nFix the issue so the reproduction works. "
+            "Do not modify the existing tests. Keep the public API of the package unchanged."
+        )
 
     # ------------------------------------------------------------------ tool outputs
 
     def grep(self) -> tuple[dict[str, Any], str, bool]:
         word = self.rng.choice(WORDS)
-        lines = [f"{self.rng.choice(self.sources)}:{self.rng.randint(1, 500)}:    {self.rng.choice(WORDS)} = "
-                 f"{word}.get({self.rng.choice(WORDS)!r})" for _ in range(self.n(8, 40))]
-        return {"command": f"grep -rn \"{word}\" {self.repo.package}/"}, "\n".join(lines), False
+        lines = [
+            f"{self.rng.choice(self.sources)}:{self.rng.randint(1, 500)}:    {self.rng.choice(WORDS)} = "
+            f"{word}.get({self.rng.choice(WORDS)!r})"
+            for _ in range(self.n(8, 40))
+        ]
+        return {"command": f'grep -rn "{word}" {self.repo.package}/'}, "\n".join(lines), False
 
     def view(self, path: str, ranged: bool) -> tuple[dict[str, Any], str, bool]:
         lines = self.repo.file(path)
         if ranged:
             start = self.rng.randint(1, max(1, len(lines) - 60))
             shown = lines[start - 1 : start - 1 + self.n(30, 90)]
-            args: dict[str, Any] = {"command": "view", "path": f"/testbed/{path}",
-                                    "view_range": [start, start + len(shown) - 1]}
+            args: dict[str, Any] = {
+                "command": "view",
+                "path": f"/testbed/{path}",
+                "view_range": [start, start + len(shown) - 1],
+            }
             return args, _numbered(shown, start), False
         shown = lines[: self.n(60, 160)]
         return {"command": "view", "path": f"/testbed/{path}"}, _numbered(shown, 1), False
@@ -131,25 +177,38 @@ class _Session:
         new = old.replace("raise ValueError", "return None") + f"\n    # handle empty {self.rng.choice(WORDS)}"
         lines[at : at + 3] = new.split("\n")
         snippet = _numbered(lines[max(0, at - 4) : at + 8], max(1, at - 3))
-        text = (f"The file /testbed/{path} has been edited. Here's the result of running `cat -n` on a snippet:\n"
-                f"{snippet}\nReview the changes and make sure they are as expected.")
+        text = (
+            f"The file /testbed/{path} has been edited. Here's the result of running `cat -n` on a snippet:\n"
+            f"{snippet}\nReview the changes and make sure they are as expected."
+        )
         return {"command": "str_replace", "path": f"/testbed/{path}", "old_str": old, "new_str": new}, text, False
 
     def traceback(self, script: str) -> str:
-        frames = [f'  File "/testbed/{self.rng.choice(self.sources)}", line {self.rng.randint(1, 500)}, in '
-                  f"{self.repo.ident()}\n    {self.rng.choice(WORDS)} = {self.rng.choice(WORDS)}()"
-                  for _ in range(self.n(3, 9))]
+        frames = [
+            f'  File "/testbed/{self.rng.choice(self.sources)}", line {self.rng.randint(1, 500)}, in '
+            f"{self.repo.ident()}\n    {self.rng.choice(WORDS)} = {self.rng.choice(WORDS)}()"
+            for _ in range(self.n(3, 9))
+        ]
         return "Traceback (most recent call last):\n" + "\n".join(frames) + f"\nValueError: bad {script}"
 
     def run_tests(self, passing: bool) -> tuple[dict[str, Any], str, bool]:
         total = self.rng.randint(20, 60)
         failed = 0 if passing else self.rng.randint(1, 4)
-        out = ["============================= test session starts ==============================",
-               "platform linux -- Python 3.11.7, pytest-8.3.2", f"collected {total} items", "",
-               f"{self.test} " + "." * (total - failed) + "F" * failed]
+        out = [
+            "============================= test session starts ==============================",
+            "platform linux -- Python 3.11.7, pytest-8.3.2",
+            f"collected {total} items",
+            "",
+            f"{self.test} " + "." * (total - failed) + "F" * failed,
+        ]
         for k in range(failed):
-            out += ["", f"____________________ test_{self.repo.ident()}_{k} ____________________",
-                    self.traceback("test"), "", "E       AssertionError: assert None == 42"]
+            out += [
+                "",
+                f"____________________ test_{self.repo.ident()}_{k} ____________________",
+                self.traceback("test"),
+                "",
+                "E       AssertionError: assert None == 42",
+            ]
             out += [f"E         {self.rng.choice(WORDS)}: {self.rng.choice(WORDS)}" for _ in range(self.n(5, 20))]
         out += [f"FAILED {self.test}::test_case_{k} - AssertionError" for k in range(failed)]
         summary = f"{failed} failed, {total - failed} passed" if failed else f"{total} passed"
@@ -166,16 +225,22 @@ class _Session:
         if phase < 0.25:
             if roll < 0.35:
                 return ("Let me search for where this is used.", "bash", *self.grep())
-            return ("Let me look at the relevant file.", "str_replace_editor",
-                    *self.view(self.rng.choice(self.sources), ranged=roll < 0.6))
+            return (
+                "Let me look at the relevant file.",
+                "str_replace_editor",
+                *self.view(self.rng.choice(self.sources), ranged=roll < 0.6),
+            )
         if phase < 0.32:
             args = {"command": "python reproduce.py"}
             return ("Let me reproduce the error first.", "bash", args, self.traceback("reproduce"), True)
         if roll < 0.30:
             return ("I will change the failing branch.", "str_replace_editor", *self.edit(self.target))
         if roll < 0.55:
-            return ("Let me look at the code I changed again.", "str_replace_editor",
-                    *self.view(self.target, ranged=True))
+            return (
+                "Let me look at the code I changed again.",
+                "str_replace_editor",
+                *self.view(self.target, ranged=True),
+            )
         if roll < 0.80:
             return ("Let me run the tests.", "bash", *self.run_tests(passing=fixed))
         if roll < 0.92:
@@ -189,23 +254,46 @@ class _Session:
             thought, tool, args, output, is_error = self.step(turn)
             self.calls += 1
             call_id = f"toolu_{self.calls:04d}"
-            prose = " ".join(f"The {self.rng.choice(WORDS)} depends on {self.rng.choice(WORDS)}."
-                             for _ in range(self.rng.randint(3, 9)))
-            self.messages.append({"role": "assistant", "content": [
-                {"type": "text", "text": f"{thought} {prose}"},
-                {"type": "tool_use", "id": call_id, "name": tool, "input": args}]})
+            prose = " ".join(
+                f"The {self.rng.choice(WORDS)} depends on {self.rng.choice(WORDS)}."
+                for _ in range(self.rng.randint(3, 9))
+            )
+            self.messages.append(
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": f"{thought} {prose}"},
+                        {"type": "tool_use", "id": call_id, "name": tool, "input": args},
+                    ],
+                }
+            )
             result: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": output}
             if is_error:
                 result["is_error"] = True
             content: list[dict[str, Any]] = [result]
             if turn == self.steer_at:
-                content.append({"type": "text", "text": "Please don't add new dependencies, and keep the fix "
-                                                        "minimal: only change the function that fails."})
+                content.append(
+                    {
+                        "type": "text",
+                        "text": "Please don't add new dependencies, and keep the fix "
+                        "minimal: only change the function that fails.",
+                    }
+                )
             self.messages.append({"role": "user", "content": content})
-        self.messages.append({"role": "assistant", "content": [{"type": "text", "text":
-                              f"The fix is done: {self.target} now handles empty input and the tests pass."}]})
-        system = SYSTEM + " ".join(f"Rule {k}: prefer small, verified changes to {self.rng.choice(WORDS)} code."
-                                   for k in range(1, 60))
+        self.messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "text",
+                        "text": f"The fix is done: {self.target} now handles empty input and the tests pass.",
+                    }
+                ],
+            }
+        )
+        system = SYSTEM + " ".join(
+            f"Rule {k}: prefer small, verified changes to {self.rng.choice(WORDS)} code." for k in range(1, 60)
+        )
         return {"system": system, "messages": self.messages, "metadata": {"generator": "generate_sessions.py"}}
 
 
@@ -242,8 +330,12 @@ def calibration(doc: dict[str, Any], count: Any) -> dict[str, float]:
         if message["role"] == "assistant":
             prompts.append(history)
         history += tokens + 4
-    return {"turns": len(prompts), "observation_share": observed / max(observed + other, 1),
-            "mean_prompt_tokens": statistics.mean(prompts), "peak_prompt_tokens": max(prompts)}
+    return {
+        "turns": len(prompts),
+        "observation_share": observed / max(observed + other, 1),
+        "mean_prompt_tokens": statistics.mean(prompts),
+        "peak_prompt_tokens": max(prompts),
+    }
 
 
 def _counter() -> Any:
@@ -274,11 +366,15 @@ def main() -> None:
         path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
         c = calibration(doc, count)
         rows.append(c)
-        print(f"{path.stem:<14}{c['turns']:>6.0f}{c['observation_share']:>10.2f}{c['mean_prompt_tokens']:>13,.0f}"
-              f"{c['peak_prompt_tokens']:>9,.0f}")
-    print(f"{'mean':<14}{statistics.mean(r['turns'] for r in rows):>6.1f}"
-          f"{statistics.mean(r['observation_share'] for r in rows):>10.2f}"
-          f"{statistics.mean(r['mean_prompt_tokens'] for r in rows):>13,.0f}")
+        print(
+            f"{path.stem:<14}{c['turns']:>6.0f}{c['observation_share']:>10.2f}{c['mean_prompt_tokens']:>13,.0f}"
+            f"{c['peak_prompt_tokens']:>9,.0f}"
+        )
+    print(
+        f"{'mean':<14}{statistics.mean(r['turns'] for r in rows):>6.1f}"
+        f"{statistics.mean(r['observation_share'] for r in rows):>10.2f}"
+        f"{statistics.mean(r['mean_prompt_tokens'] for r in rows):>13,.0f}"
+    )
     print("targets: turns 50-70, observation share ~0.84, mean prompt tokens per call (raw) 10,000-25,000")
 
 

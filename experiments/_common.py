@@ -50,9 +50,18 @@ SYSTEM = "You are a careful coding agent working in a Python repository. Use the
 def code_file(path: str, lines: int) -> str:
     """A Python module of about ``lines`` lines: imports, a class, functions with bodies."""
     stem = Path(path).stem
-    out = [f'"""Module {stem} of the example project."""', "", "from __future__ import annotations", "",
-           "import json", "import logging", "from dataclasses import dataclass", "",
-           "log = logging.getLogger(__name__)", ""]
+    out = [
+        f'"""Module {stem} of the example project."""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "import json",
+        "import logging",
+        "from dataclasses import dataclass",
+        "",
+        "log = logging.getLogger(__name__)",
+        "",
+    ]
     n = 0
     while len(out) < lines:
         n += 1
@@ -72,12 +81,17 @@ def code_file(path: str, lines: int) -> str:
     return "\n".join(out[:lines])
 
 
-def pytest_output(*, tests: int, failing: Sequence[str] = (), module: str = "tests/test_core.py",
-                  verbose: bool = False) -> str:
+def pytest_output(
+    *, tests: int, failing: Sequence[str] = (), module: str = "tests/test_core.py", verbose: bool = False
+) -> str:
     """A pytest run: a header, progress dots (``-v``: a line per test), a traceback per failure, the summary."""
-    lines = ["============================= test session starts ==============================",
-             "platform linux -- Python 3.11.7, pytest-8.3.2, pluggy-1.5.0", "rootdir: /repo",
-             f"collected {tests} items", ""]
+    lines = [
+        "============================= test session starts ==============================",
+        "platform linux -- Python 3.11.7, pytest-8.3.2, pluggy-1.5.0",
+        "rootdir: /repo",
+        f"collected {tests} items",
+        "",
+    ]
     per_line = 60
     bad = {tests * (i + 1) // (len(failing) + 1) for i in range(len(failing))}
     if verbose:
@@ -93,13 +107,22 @@ def pytest_output(*, tests: int, failing: Sequence[str] = (), module: str = "tes
     if failing:
         lines += ["", "=================================== FAILURES ==================================="]
         for name in failing:
-            lines += [f"_________________________________ {name} _________________________________", "",
-                      f"    def {name}():", "        got = compute_total([2, 3])", ">       assert got == 5",
-                      "E       assert 23 == 5", "", f"{module}:42: AssertionError"]
+            lines += [
+                f"_________________________________ {name} _________________________________",
+                "",
+                f"    def {name}():",
+                "        got = compute_total([2, 3])",
+                ">       assert got == 5",
+                "E       assert 23 == 5",
+                "",
+                f"{module}:42: AssertionError",
+            ]
         lines += ["=========================== short test summary info ============================"]
         lines += [f"FAILED {module}::{name} - assert 23 == 5" for name in failing]
-        lines.append(f"========================= {len(failing)} failed, {tests - len(failing)} passed in 3.21s "
-                     "=========================")
+        lines.append(
+            f"========================= {len(failing)} failed, {tests - len(failing)} passed in 3.21s "
+            "========================="
+        )
     else:
         lines.append(f"============================== {tests} passed in 3.02s ===============================")
     return "\n".join(lines)
@@ -107,8 +130,9 @@ def pytest_output(*, tests: int, failing: Sequence[str] = (), module: str = "tes
 
 def grep_output(symbol: str, hits: int) -> str:
     """``grep -rn symbol`` over a project: one line per hit."""
-    return "\n".join(f"src/pkg/module_{i % 40}.py:{10 + (i * 37) % 900}:    total = {symbol}(values, scale={i})"
-                     for i in range(hits))
+    return "\n".join(
+        f"src/pkg/module_{i % 40}.py:{10 + (i * 37) % 900}:    total = {symbol}(values, scale={i})" for i in range(hits)
+    )
 
 
 def build_log(lines: int, *, error_at: int) -> str:
@@ -149,8 +173,16 @@ class Script:
         """An assistant message without tool calls."""
         self.events.append(AssistantMessage(text=text))
 
-    def call(self, name: str, output: str, arguments: dict[str, JSONValue], *, text: str = "",
-             exit_code: int | None = None, error: bool = False) -> None:
+    def call(
+        self,
+        name: str,
+        output: str,
+        arguments: dict[str, JSONValue],
+        *,
+        text: str = "",
+        exit_code: int | None = None,
+        error: bool = False,
+    ) -> None:
         """One tool call and its result."""
         cid = f"call_{next(self._ids)}"
         self.events.append(AssistantMessage(text=text, tool_calls=(ToolCall(id=cid, name=name, arguments=arguments),)))
@@ -162,8 +194,7 @@ class Script:
 
     def edit(self, path: str, old: str = "scaled = value * scale", new: str = "scaled = int(value) * scale") -> None:
         """``edit_file`` replacing one snippet."""
-        self.call("edit_file", f"Edited {path}: 1 replacement.",
-                  {"path": path, "old_string": old, "new_string": new})
+        self.call("edit_file", f"Edited {path}: 1 replacement.", {"path": path, "old_string": old, "new_string": new})
 
     def grep(self, symbol: str, hits: int = 60) -> None:
         """``grep`` for a symbol."""
@@ -171,12 +202,18 @@ class Script:
 
     def test(self, *, tests: int = 240, failing: Sequence[str] = ()) -> None:
         """``bash pytest`` with its real-looking output and exit code."""
-        self.call("bash", pytest_output(tests=tests, failing=failing), {"command": "python -m pytest -q tests"},
-                  exit_code=1 if failing else 0)
+        self.call(
+            "bash",
+            pytest_output(tests=tests, failing=failing),
+            {"command": "python -m pytest -q tests"},
+            exit_code=1 if failing else 0,
+        )
 
 
-GOAL = ("Fix compute_total in src/pkg/core.py: compute_total([2, 3]) returns 23 instead of 5. "
-        "Do not change the public API of src/pkg/core.py. Keep the fix under 20 changed lines.")
+GOAL = (
+    "Fix compute_total in src/pkg/core.py: compute_total([2, 3]) returns 23 instead of 5. "
+    "Do not change the public API of src/pkg/core.py. Keep the fix under 20 changed lines."
+)
 LATE_CONSTRAINTS = (
     "Never edit the files under vendor/.",
     "Always run the full test suite before you say you are done.",
@@ -268,8 +305,9 @@ def small_window(window: int, *, base: str = "gpt-4o", max_output: int = 4_096) 
     from contextwarden.models import get_profile, register_profile
 
     name = f"{base}@{window // 1000}k"
-    register_profile(replace(get_profile(base), name=name, aliases=(), context_window=window,
-                             max_output_tokens=max_output))
+    register_profile(
+        replace(get_profile(base), name=name, aliases=(), context_window=window, max_output_tokens=max_output)
+    )
     return name
 
 
@@ -293,6 +331,7 @@ class Table:
 
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], note: str = "") -> Table:
     """A table with every cell turned to text (ints with thousands separators)."""
+
     def cell(v: Any) -> str:
         if isinstance(v, bool):
             return "yes" if v else "no"
@@ -331,9 +370,17 @@ def _md_table(t: Table) -> str:
 def markdown(exp: Experiment, *, seconds: float, small: bool) -> str:
     """The experiment as a Markdown document."""
     size = " --small" if small else ""
-    lines = [f"# {exp.title}", "", f"Command: `.venv/bin/python experiments/{exp.name}.py{size}` "
-             f"({seconds:.1f} s on {platform.machine()}, 2 cores, no GPU; tokens: {counter().name}).", "",
-             f"**Setup.** {exp.setup}", "", f"**What it shows.** {exp.shows}", ""]
+    lines = [
+        f"# {exp.title}",
+        "",
+        f"Command: `.venv/bin/python experiments/{exp.name}.py{size}` "
+        f"({seconds:.1f} s on {platform.machine()}, 2 cores, no GPU; tokens: {counter().name}).",
+        "",
+        f"**Setup.** {exp.setup}",
+        "",
+        f"**What it shows.** {exp.shows}",
+        "",
+    ]
     for t in exp.tables:
         lines += [_md_table(t), ""]
     if exp.findings:

@@ -52,7 +52,7 @@ def _section(summary: str, heading: str) -> list[str]:
     if heading not in lines:
         return []
     out = []
-    for line in lines[lines.index(heading) + 1:]:
+    for line in lines[lines.index(heading) + 1 :]:
         if line.startswith("#"):
             break
         if line.strip():
@@ -68,8 +68,9 @@ def _compact_once(rounds: int) -> tuple[list[Table], Compaction, str]:
     profile = get_profile("gpt-4o")
     compactor = WindowCompactor(store, counter=tok, settings=CompactionSettings(keep_recent_tokens=KEEP))
     # Masking off: this experiment isolates compaction (the planner would otherwise shrink the window first).
-    manager = ContextManager(store, counter=tok, compactor=compactor,
-                             policy=ContextPolicy(planner=PlannerSettings(mask=False)))
+    manager = ContextManager(
+        store, counter=tok, compactor=compactor, policy=ContextPolicy(planner=PlannerSettings(mask=False))
+    )
     before = manager.build(sid, model=profile)
     event = compact(manager, sid, model=profile, reason="experiment: compact once")
     assert event is not None, "nothing old enough to compact"
@@ -79,15 +80,35 @@ def _compact_once(rounds: int) -> tuple[list[Table], Compaction, str]:
         lines = _section(event.summary, heading)
         excerpt = lines[0] if lines else ""
         rows.append([field, heading.lstrip("# "), len(lines), excerpt[:90] + ("…" if len(excerpt) > 90 else "")])
-    t1 = table("The summary's sections against the seed's schema", ["seed field", "summary heading", "lines",
-                                                                     "first line"], rows)
+    t1 = table(
+        "The summary's sections against the seed's schema",
+        ["seed field", "summary heading", "lines", "first line"],
+        rows,
+    )
     verification = event.verification
-    t2 = table("Sizes", ["request before", "request after", "summary tokens", "keep verbatim (target tokens)",
-                         "events summarized", "summarizer tokens", "verification"],
-               [[before.total_tokens, after.total_tokens, tok.count(event.summary),
-                 event.details.get("keep_recent_tokens", 0), event.covered_to_seq - event.covered_from_seq + 1,
-                 event.summarizer_input_tokens + event.summarizer_output_tokens,
-                 "ok" if verification.get("ok") else f"repaired {verification.get('repaired')}"]])
+    t2 = table(
+        "Sizes",
+        [
+            "request before",
+            "request after",
+            "summary tokens",
+            "keep verbatim (target tokens)",
+            "events summarized",
+            "summarizer tokens",
+            "verification",
+        ],
+        [
+            [
+                before.total_tokens,
+                after.total_tokens,
+                tok.count(event.summary),
+                event.details.get("keep_recent_tokens", 0),
+                event.covered_to_seq - event.covered_from_seq + 1,
+                event.summarizer_input_tokens + event.summarizer_output_tokens,
+                "ok" if verification.get("ok") else f"repaired {verification.get('repaired')}",
+            ]
+        ],
+    )
     state = derive_state(events)
     text = request_text(after)
     last_output = next(e.output for e in reversed(events) if isinstance(e, ToolResult))
@@ -109,10 +130,12 @@ def run(*, small: bool = False) -> Experiment:
     tables, event, _ = _compact_once(rounds)
     window = small_window(12_000, max_output=2_048)
     events = coding_session(rounds, file_lines=300)
-    results = replay([ReplayInput(name="session", source=f"scripted coding session, {rounds} rounds",
-                                  events=tuple(events))],
-                     ["raw", "mask-last-n:10", "contextwarden", "contextwarden:mask=false", "contextwarden:no-compact"],
-                     settings=ReplaySettings(model=window, optimum=False), counter=counter())
+    results = replay(
+        [ReplayInput(name="session", source=f"scripted coding session, {rounds} rounds", events=tuple(events))],
+        ["raw", "mask-last-n:10", "contextwarden", "contextwarden:mask=false", "contextwarden:no-compact"],
+        settings=ReplaySettings(model=window, optimum=False),
+        counter=counter(),
+    )
     rows = []
     examples: list[str] = []
     for s in results.strategies:
@@ -120,15 +143,42 @@ def run(*, small: bool = False) -> Experiment:
         f = s.figures()
         compactions = sum("compaction" in r.window_event_kinds for r in reqs)
         misses = ", ".join(f"{k} {v}" for k, v in f["probe_misses"].items() if v) or "–"
-        rows.append([s.name, f["requests"], round(f["input_tokens_mean"]), f["input_tokens_peak"], f["overflows"],
-                     compactions, f["window_events"], f["summarizer_tokens"], f"{f['retention']:.1%}", misses])
+        rows.append(
+            [
+                s.name,
+                f["requests"],
+                round(f["input_tokens_mean"]),
+                f["input_tokens_peak"],
+                f["overflows"],
+                compactions,
+                f["window_events"],
+                f["summarizer_tokens"],
+                f"{f['retention']:.1%}",
+                misses,
+            ]
+        )
         if misses != "–":
             examples.append(f"{s.name}: " + "; ".join(f"{k}: {v}" for k, v in s.per_file[0].miss_examples.items()))
-    tables.append(table(f"The {rounds}-round session replayed against a 12,000-token window ({window})",
-                        ["strategy", "requests", "input / request", "peak input", "over window", "compactions",
-                         "window events", "summarizer tokens", "retention", "probe misses"], rows,
-                        note="The structured summarizer needs no model, so summarizer tokens are 0; an LLM summarizer "
-                             "would add its input and output here."))
+    tables.append(
+        table(
+            f"The {rounds}-round session replayed against a 12,000-token window ({window})",
+            [
+                "strategy",
+                "requests",
+                "input / request",
+                "peak input",
+                "over window",
+                "compactions",
+                "window events",
+                "summarizer tokens",
+                "retention",
+                "probe misses",
+            ],
+            rows,
+            note="The structured summarizer needs no model, so summarizer tokens are 0; an LLM summarizer "
+            "would add its input and output here.",
+        )
+    )
     by = {r[0]: r for r in rows}
     findings = (
         f"One compaction replaced events {event.covered_from_seq}-{event.covered_to_seq} with a "
@@ -138,20 +188,27 @@ def run(*, small: bool = False) -> Experiment:
         f"In the 12K window contextwarden compacted {by['contextwarden'][5]} time(s), with {by['contextwarden'][4]} "
         f"request(s) over the window; without compaction {by['contextwarden:no-compact'][4]} were over.",
         *(f"First probe miss of {e}" for e in examples),
-        *(["When a compaction's cut falls after a failing test run, that run's output is summarized (the summary's "
-           "Test Status names the failing test) instead of staying verbatim, so the failing-evidence probe misses "
-           "until the next run: the compactor does not yet keep evidence items out of the summarized part."]
-          if "failing_evidence" in by["contextwarden"][9] else []),
+        *(
+            [
+                "When a compaction's cut falls after a failing test run, that run's output is summarized (the summary's "
+                "Test Status names the failing test) instead of staying verbatim, so the failing-evidence probe misses "
+                "until the next run: the compactor does not yet keep evidence items out of the summarized part."
+            ]
+            if "failing_evidence" in by["contextwarden"][9]
+            else []
+        ),
     )
     return Experiment(
-        name="compaction", title="Experiment 5: compaction with a structured summary",
+        name="compaction",
+        title="Experiment 5: compaction with a structured summary",
         setup=f"A scripted {rounds}-round coding session (grep, file reads, edits, pytest runs failing until the "
-              "last third, constraints added along the way) is compacted once with the default WindowCompactor "
-              f"and StructuredSummarizer, keeping the newest {KEEP:,} tokens verbatim; then the same session is "
-              "replayed against gpt-4o's profile cut to a 12,000-token window.",
+        "last third, constraints added along the way) is compacted once with the default WindowCompactor "
+        f"and StructuredSummarizer, keeping the newest {KEEP:,} tokens verbatim; then the same session is "
+        "replayed against gpt-4o's profile cut to a 12,000-token window.",
         shows="What a structured summary holds, how much it saves, which facts survive it, and that compaction "
-              "is what keeps a long session inside a small window.",
-        tables=tuple(tables), findings=findings,
+        "is what keeps a long session inside a small window.",
+        tables=tuple(tables),
+        findings=findings,
         extra="## The summary\n\n```text\n" + event.summary + "\n```",
     )
 

@@ -51,8 +51,13 @@ def _by_tier(items: list[ContextItem]) -> dict[Tier, list[ContextItem]]:
 
 
 def _checks(text: str, latest: str) -> list[bool]:
-    return [GOAL in text, all(c in text for c in LATE_CONSTRAINTS), STEERING in text, FAILING_LINE in text,
-            latest in text]
+    return [
+        GOAL in text,
+        all(c in text for c in LATE_CONSTRAINTS),
+        STEERING in text,
+        FAILING_LINE in text,
+        latest in text,
+    ]
 
 
 def _recency(script: Script, trigger: int, profile_name: str) -> tuple[int, list[bool]]:
@@ -96,23 +101,38 @@ def run(*, small: bool = False) -> Experiment:
     for tier, items in sorted(_by_tier(before).items()):
         now = [after[i.id] for i in items]
         states = Counter(i.state.value for i in now if i.state is not Lifecycle.FRESH)
-        rows.append([f"{tier.value} {tier.name.lower()}", len(items), sum(i.pinned for i in items),
-                     sum(i.evictable for i in items), sum(i.tokens for i in items), sum(i.tokens for i in now),
-                     ", ".join(f"{k} {v}" for k, v in sorted(states.items())) or "–"])
-    t1 = table(f"Tokens per tier: before, and after one build with the trigger at {trigger:,} "
-               f"(a third of {total_before:,})", ["tier", "items", "pinned", "evictable", "tokens before",
-                                                  "tokens after", "reduced to"], rows,
-               note="Tier 0 system, 1 goal and steering, 2 task state (failing evidence), 3 working set, "
-                    "4 recent tool results, 5 history, 6 metadata.")
+        rows.append(
+            [
+                f"{tier.value} {tier.name.lower()}",
+                len(items),
+                sum(i.pinned for i in items),
+                sum(i.evictable for i in items),
+                sum(i.tokens for i in items),
+                sum(i.tokens for i in now),
+                ", ".join(f"{k} {v}" for k, v in sorted(states.items())) or "–",
+            ]
+        )
+    t1 = table(
+        f"Tokens per tier: before, and after one build with the trigger at {trigger:,} (a third of {total_before:,})",
+        ["tier", "items", "pinned", "evictable", "tokens before", "tokens after", "reduced to"],
+        rows,
+        note="Tier 0 system, 1 goal and steering, 2 task state (failing evidence), 3 working set, "
+        "4 recent tool results, 5 history, 6 metadata.",
+    )
     latest = script.events[-1]
     latest_text = getattr(latest, "output", "")
     text = request_text(ctx)
     recency_tokens, recency = _recency(script, trigger, "gpt-4o")
     labels = ["goal verbatim", "every constraint", "latest steering", "failing test output", "latest tool result"]
     warden = _checks(text, latest_text)
-    t2 = table("What is still visible", ["rule", "request tokens", *labels],
-               [["contextwarden (tiers, pinned, evidence)", ctx.total_tokens, *warden],
-                ["keep the newest messages that fit", recency_tokens, *recency]])
+    t2 = table(
+        "What is still visible",
+        ["rule", "request tokens", *labels],
+        [
+            ["contextwarden (tiers, pinned, evidence)", ctx.total_tokens, *warden],
+            ["keep the newest messages that fit", recency_tokens, *recency],
+        ],
+    )
     tools_before = [i for i in before if i.evictable]
     masked = sum(after[i.id].state is not Lifecycle.FRESH for i in tools_before)
     findings = (
@@ -121,19 +141,23 @@ def run(*, small: bool = False) -> Experiment:
         f"(evidence: never masked while it still fails; {'kept' if warden[3] else 'LOST'}) stay verbatim; the "
         "system prompt, goal, steering and conversation kept every token.",
         f"Keeping only the newest messages kept {sum(recency)} of {len(labels)} facts: "
-        + ", ".join(label for label, ok in zip(labels, recency, strict=True) if not ok) + " fell out."
-        if not all(recency) else "Keeping only the newest messages happened to keep every fact here.",
+        + ", ".join(label for label, ok in zip(labels, recency, strict=True) if not ok)
+        + " fell out."
+        if not all(recency)
+        else "Keeping only the newest messages happened to keep every fact here.",
     )
     return Experiment(
-        name="priority_pruning", title="Experiment 2: priority pruning",
+        name="priority_pruning",
+        title="Experiment 2: priority pruning",
         setup=f"A scripted session: the goal with constraints, {rounds} rounds of grep and file reads, a failing "
-              "test run a third of the way in followed by a steering message, then a final command. It is built "
-              "once with contextwarden (compaction off, to see pruning alone) with the trigger set to a third of "
-              "the session's size, and compared with a recency rule that keeps the newest messages that fit.",
+        "test run a third of the way in followed by a steering message, then a final command. It is built "
+        "once with contextwarden (compaction off, to see pruning alone) with the trigger set to a third of "
+        "the session's size, and compared with a recency rule that keeps the newest messages that fit.",
         shows="Pruning by priority: evictable tool results are masked oldest first; the goal and the steering "
-              "(tier 1, pinned), the constraints (kept in the derived task state) and the failing test output "
-              "(evidence) are never removed.",
-        tables=(t1, t2), findings=findings,
+        "(tier 1, pinned), the constraints (kept in the derived task state) and the failing test output "
+        "(evidence) are never removed.",
+        tables=(t1, t2),
+        findings=findings,
     )
 
 

@@ -1,7 +1,7 @@
 """Run every seed experiment (seed 002 §41), print their tables and write docs/experiments/.
 
-    .venv/bin/python experiments/run_all.py            # full size, writes docs/experiments/*.md
-    .venv/bin/python experiments/run_all.py --small --out /tmp/exp --only budget stale_context
+.venv/bin/python experiments/run_all.py            # full size, writes docs/experiments/*.md
+.venv/bin/python experiments/run_all.py --small --out /tmp/exp --only budget stale_context
 """
 
 from __future__ import annotations
@@ -31,10 +31,15 @@ EXPERIMENTS: tuple[str, ...] = (
 def index(done: Sequence[tuple[Experiment, float]], *, small: bool) -> str:
     """docs/experiments/README.md: what each experiment shows, with its first finding."""
     size = " --small" if small else ""
-    lines = ["# The seed experiments", "",
-             "The eight experiments of seed 002 §41, each a script in `experiments/` that prints its tables and "
-             f"writes the page linked below. Regenerate all with `.venv/bin/python experiments/run_all.py{size}`.",
-             "", "| experiment | what it shows | seconds |", "|---|---|---|"]
+    lines = [
+        "# The seed experiments",
+        "",
+        "The eight experiments of seed 002 §41, each a script in `experiments/` that prints its tables and "
+        f"writes the page linked below. Regenerate all with `.venv/bin/python experiments/run_all.py{size}`.",
+        "",
+        "| experiment | what it shows | seconds |",
+        "|---|---|---|",
+    ]
     for exp, seconds in done:
         lines.append(f"| [{exp.title.split(': ', 1)[-1]}]({exp.name}.md) | {exp.shows} | {seconds:.1f} |")
     lines.append("")

@@ -31,8 +31,10 @@ STRATEGIES = ("raw", "mask-last-n:10", "contextwarden", WAITING)
 def session(after: int) -> tuple[Script, int, int]:
     """The session, the index of the edit's assistant message and of the re-read's, counted in requests."""
     s = Script()
-    s.user("Raise the request timeout in src/config.py to 60 seconds and make sure nothing else relies on 30. "
-           "Do not change any other setting.")
+    s.user(
+        "Raise the request timeout in src/config.py to 60 seconds and make sure nothing else relies on 30. "
+        "Do not change any other setting."
+    )
     body = f"{OLD_LINE}\n" + code_file(PATH, 300)
     s.read(PATH, body=body)
     s.grep("TIMEOUT", hits=12)
@@ -72,25 +74,47 @@ def run(*, small: bool = False) -> Experiment:
     script, edit_request, reread_request = session(after)
     old_body = next(e.output for e in script.events if isinstance(e, ToolResult) and e.tool_name == "read_file")
     recorders = {name: Recorder(parse_strategy(name)) for name in STRATEGIES}
-    replay([ReplayInput(name="stale", source="scripted stale-read session", events=tuple(script.events))],
-           list(recorders.values()), settings=ReplaySettings(model="gpt-4o", optimum=False), counter=counter())
+    replay(
+        [ReplayInput(name="stale", source="scripted stale-read session", events=tuple(script.events))],
+        list(recorders.values()),
+        settings=ReplaySettings(model="gpt-4o", optimum=False),
+        counter=counter(),
+    )
     views = {name: [classify(request_text(b.context), old_body) for b in r.built] for name, r in recorders.items()}
     rows = []
     for i in range(edit_request + 1, len(views["raw"])):
         what = "after the edit" if i == edit_request + 1 else ("after the re-read" if i == reread_request + 1 else "")
         rows.append([i + 1, what, *(views[name][i] for name in STRATEGIES)])
-    t1 = table("How each request after the edit shows the first read of src/config.py", ["request", "", *STRATEGIES],
-               rows)
+    t1 = table(
+        "How each request after the edit shows the first read of src/config.py", ["request", "", *STRATEGIES], rows
+    )
     summary = []
     for name in STRATEGIES:
-        later = views[name][edit_request + 1:]
-        summary.append([name, len(later), later.count("PRESENTED AS CURRENT"),
-                        later.count("verbatim + out-of-date note"), later.count("stale placeholder"),
-                        later.count("masked") + later.count("absent")])
-    t2 = table("Requests after the edit", ["strategy", "requests", "old read presented as current",
-                                           "verbatim + note", "stale placeholder", "masked or gone"], summary)
+        later = views[name][edit_request + 1 :]
+        summary.append(
+            [
+                name,
+                len(later),
+                later.count("PRESENTED AS CURRENT"),
+                later.count("verbatim + out-of-date note"),
+                later.count("stale placeholder"),
+                later.count("masked") + later.count("absent"),
+            ]
+        )
+    t2 = table(
+        "Requests after the edit",
+        [
+            "strategy",
+            "requests",
+            "old read presented as current",
+            "verbatim + note",
+            "stale placeholder",
+            "masked or gone",
+        ],
+        summary,
+    )
     by = {r[0]: r for r in summary}
-    later = views["contextwarden"][edit_request + 1:]
+    later = views["contextwarden"][edit_request + 1 :]
     first = later.index("stale placeholder") + 1 if "stale placeholder" in later else 0
     findings = (
         f"contextwarden presented the old read as current in {by['contextwarden'][2]} of {by['contextwarden'][1]} "
@@ -103,14 +127,16 @@ def run(*, small: bool = False) -> Experiment:
         f"{by['mask-last-n:10'][2]}, until it masked the old read for age, not because it was stale.",
     )
     return Experiment(
-        name="stale_context", title="Experiment 7: stale context",
+        name="stale_context",
+        title="Experiment 7: stale context",
         setup=f"A scripted session: read {PATH} ({OLD_LINE.split('#')[0].strip()}, 300 lines), grep, edit it to "
-              f"{NEW_LINE.split('#')[0].strip()}, then {after} other calls (greps, reads of other files, test "
-              "runs), then read the file again. Replayed with each strategy (gpt-4o); every request after the "
-              "edit is inspected.",
+        f"{NEW_LINE.split('#')[0].strip()}, then {after} other calls (greps, reads of other files, test "
+        "runs), then read the file again. Replayed with each strategy (gpt-4o); every request after the "
+        "edit is inspected.",
         shows="Whether the superseded content can reach the model looking current. Supersession and staleness are "
-              "detected when the edit arrives; the planner replaces the old read in a batch when that pays.",
-        tables=(t1, t2), findings=findings,
+        "detected when the edit arrives; the planner replaces the old read in a batch when that pays.",
+        tables=(t1, t2),
+        findings=findings,
     )
 
 

@@ -73,8 +73,9 @@ class LossySummarizer:
         unique = list(dict.fromkeys(facts))
         text = "## Facts\n" + "\n".join(f"- {f}" for f in unique) + "\n## Next Steps\n1. Continue the fix."
         tokens = sum(len(e.text) for e in data.entries) // 4
-        return SummaryResult(text=text, summarizer=self.name, input_tokens=tokens, output_tokens=len(text) // 4,
-                             calls=1)
+        return SummaryResult(
+            text=text, summarizer=self.name, input_tokens=tokens, output_tokens=len(text) // 4, calls=1
+        )
 
 
 def session_chunk(s: Script, chunk: int, rounds: int) -> None:
@@ -95,8 +96,9 @@ def drift(summarizer: Summarizer, settings: CompactionSettings, rounds: int) -> 
     sid = store.create_session("drift").id
     compactor = WindowCompactor(store, summarizer=summarizer, counter=tok, settings=settings)
     # Masking off: this experiment isolates compaction (the planner would otherwise shrink the window first).
-    manager = ContextManager(store, counter=tok, compactor=compactor,
-                             policy=ContextPolicy(planner=PlannerSettings(mask=False)))
+    manager = ContextManager(
+        store, counter=tok, compactor=compactor, policy=ContextPolicy(planner=PlannerSettings(mask=False))
+    )
     in_summary: list[str] = []
     in_request: list[str] = []
     reground: list[str] = []
@@ -128,8 +130,11 @@ CONFIGS: tuple[tuple[str, str, CompactionSettings], ...] = (
     ("re-ground every time", "lossy", CompactionSettings(reground_every=1, reground_after_repair=False, verify=False)),
     ("summary-on-summary + verify", "lossy", CompactionSettings(reground_every=0, reground_after_repair=False)),
     ("library defaults (every 4th, after repair, verify)", "lossy", CompactionSettings()),
-    ("summary-on-summary", "structured", CompactionSettings(reground_every=0, reground_after_repair=False,
-                                                            verify=False)),
+    (
+        "summary-on-summary",
+        "structured",
+        CompactionSettings(reground_every=0, reground_after_repair=False, verify=False),
+    ),
 )
 
 
@@ -144,11 +149,17 @@ def run(*, small: bool = False) -> Experiment:
         rows_summary.append([f"{label} ({kind})", *in_summary, marks])
         rows_request.append([f"{label} ({kind})", *in_request])
     numbers = [f"#{n + 1}" for n in range(COMPACTIONS)]
-    t1 = table("Constraints known so far that the summary states verbatim, after each compaction",
-               ["configuration (summarizer)", *numbers, "re-grounded at"], rows_summary,
-               note="Known constraints grow from 3 to 7 as the user adds one per stretch of work.")
-    t2 = table("Constraints the next request shows (pinned anchors + summary + kept messages)",
-               ["configuration (summarizer)", *numbers], rows_request)
+    t1 = table(
+        "Constraints known so far that the summary states verbatim, after each compaction",
+        ["configuration (summarizer)", *numbers, "re-grounded at"],
+        rows_summary,
+        note="Known constraints grow from 3 to 7 as the user adds one per stretch of work.",
+    )
+    t2 = table(
+        "Constraints the next request shows (pinned anchors + summary + kept messages)",
+        ["configuration (summarizer)", *numbers],
+        rows_request,
+    )
     final = {r[0]: r[COMPACTIONS] for r in rows_summary}
     regrounds = {r[0]: r[COMPACTIONS + 1] for r in rows_summary}
     defaults = "library defaults (every 4th, after repair, verify) (lossy)"
@@ -168,15 +179,17 @@ def run(*, small: bool = False) -> Experiment:
         f"({final['summary-on-summary (structured)']} without any re-grounding).",
     )
     return Experiment(
-        name="summary_drift", title="Experiment 6: summary drift over five compactions",
+        name="summary_drift",
+        title="Experiment 6: summary drift over five compactions",
         setup=f"A scripted session in five stretches of {rounds} rounds (grep, read, edit, test); the first "
-              "message states 2 constraints and each stretch adds one. After each stretch the session is compacted "
-              f"(WindowCompactor, keeping the last {keep:,} tokens verbatim). The summarizer is a seeded stand-in "
-              "for a model that drops about one in four earlier facts per pass (see the script's docstring), and the "
-              "library's structured summarizer for comparison.",
+        "message states 2 constraints and each stretch adds one. After each stretch the session is compacted "
+        f"(WindowCompactor, keeping the last {keep:,} tokens verbatim). The summarizer is a seeded stand-in "
+        "for a model that drops about one in four earlier facts per pass (see the script's docstring), and the "
+        "library's structured summarizer for comparison.",
         shows="How constraints drain out of a summary that is updated from itself, how re-grounding from the raw "
-              "log brings them back, and that the pinned anchors keep them in the request regardless.",
-        tables=(t1, t2), findings=findings,
+        "log brings them back, and that the pinned anchors keep them in the request regardless.",
+        tables=(t1, t2),
+        findings=findings,
     )
 
 

@@ -55,8 +55,9 @@ class _Run:
         before = store.get_session(sid).last_seq
         if self.spec.switch_at is not None and self.requests == self.spec.switch_at:
             registry = tool_registry()
-            change = registry.exposed_set_change([t.name for t in self.spec.tools], self.spec.then,
-                                                 reason="the task needs only these")
+            change = registry.exposed_set_change(
+                [t.name for t in self.spec.tools], self.spec.then, reason="the task needs only these"
+            )
             if change is not None:
                 store.append(sid, [change], expected_last_seq=before)
         self.requests += 1
@@ -74,23 +75,41 @@ def exposures(switch_at: int) -> list[Exposure]:
         Exposure(name="all 30 tools", tools=every),
         Exposure(name="the 5 needed", tools=needed),
         Exposure(name="5 + tool_catalog (lazy)", tools=(*needed, TOOL_CATALOG)),
-        Exposure(name=f"30, then 5 from request {switch_at + 1}", tools=every, switch_at=switch_at,
-                 then=tuple(t.name for t in needed)),
+        Exposure(
+            name=f"30, then 5 from request {switch_at + 1}",
+            tools=every,
+            switch_at=switch_at,
+            then=tuple(t.name for t in needed),
+        ),
     ]
 
 
 def _rows(model: str, strategies: Sequence[Exposure], events: Sequence[Event]) -> list[list[Any]]:
-    results = replay([ReplayInput(name="session", source="scripted coding session", events=tuple(events))],
-                     list(strategies), settings=ReplaySettings(model=model, optimum=False), counter=counter())
+    results = replay(
+        [ReplayInput(name="session", source="scripted coding session", events=tuple(events))],
+        list(strategies),
+        settings=ReplaySettings(model=model, optimum=False),
+        counter=counter(),
+    )
     base = next(s.figures() for s in results.strategies if s.name == "the 5 needed")
     rows: list[list[Any]] = []
     for s in results.strategies:
         f = s.figures()
         reqs = s.per_file[0].requests
         tools = sum(r.sections.get("tools", 0) for r in reqs) / len(reqs)
-        rows.append([model, s.name, round(tools), round(f["input_tokens_mean"]), f"{f['cache_hit_ratio']:.1%}",
-                     f["prefix_breaks"], f["cost_usd"], f"{f['cost_usd'] / base['cost_usd']:.3f}×",
-                     f"{f['input_tokens_mean'] / base['input_tokens_mean']:.3f}×"])
+        rows.append(
+            [
+                model,
+                s.name,
+                round(tools),
+                round(f["input_tokens_mean"]),
+                f"{f['cache_hit_ratio']:.1%}",
+                f["prefix_breaks"],
+                f["cost_usd"],
+                f"{f['cost_usd'] / base['cost_usd']:.3f}×",
+                f"{f['input_tokens_mean'] / base['input_tokens_mean']:.3f}×",
+            ]
+        )
     return rows
 
 
@@ -101,34 +120,52 @@ def run(*, small: bool = False) -> Experiment:
     requests = sum(1 for e in events if type(e).__name__ == "AssistantMessage")
     strategies = exposures(requests // 3)
     rows = [row for model in MODELS for row in _rows(model, strategies, events)]
-    t1 = table(f"The same {requests}-request session, four ways of offering tools",
-               ["model", "tools offered", "tool tokens / request", "input / request", "cache hit", "prefix breaks",
-                "cost (USD)", "cost vs 5", "tokens vs 5"], rows,
-               note="Tool schemas are counted as the rendered OpenAI tools JSON. Wrong-tool calls and success "
-                    "rates need a live model and are not measured by a replay.")
+    t1 = table(
+        f"The same {requests}-request session, four ways of offering tools",
+        [
+            "model",
+            "tools offered",
+            "tool tokens / request",
+            "input / request",
+            "cache hit",
+            "prefix breaks",
+            "cost (USD)",
+            "cost vs 5",
+            "tokens vs 5",
+        ],
+        rows,
+        note="Tool schemas are counted as the rendered OpenAI tools JSON. Wrong-tool calls and success "
+        "rates need a live model and are not measured by a replay.",
+    )
     by = {(r[0], r[1]): r for r in rows}
     switched = strategies[3].name
-    findings = tuple(
-        f"{model}: 30 tools cost {by[(model, 'all 30 tools')][2] - by[(model, 'the 5 needed')][2]:,} more tokens "
-        f"on every request ({by[(model, 'all 30 tools')][8]} the tokens of the 5), but "
-        f"{by[(model, 'all 30 tools')][7]} the cost: the schemas sit in the cached prefix, read at the cache price."
-        for model in MODELS
-    ) + tuple(
-        f"{model}: switching 30 → 5 at request {requests // 3 + 1} is one recorded tool-set change (one more prefix "
-        f"break); it cost {by[(model, switched)][6]:.4f} USD against {by[(model, 'all 30 tools')][6]:.4f} for keeping "
-        f"all 30: {'it paid' if by[(model, switched)][6] < by[(model, 'all 30 tools')][6] else 'it did not pay'} "
-        "over the rest of the session."
-        for model in MODELS
-    ) + ("The lazy catalog costs one small tool and keeps the other 25 reachable on demand.",)
+    findings = (
+        tuple(
+            f"{model}: 30 tools cost {by[(model, 'all 30 tools')][2] - by[(model, 'the 5 needed')][2]:,} more tokens "
+            f"on every request ({by[(model, 'all 30 tools')][8]} the tokens of the 5), but "
+            f"{by[(model, 'all 30 tools')][7]} the cost: the schemas sit in the cached prefix, read at the cache price."
+            for model in MODELS
+        )
+        + tuple(
+            f"{model}: switching 30 → 5 at request {requests // 3 + 1} is one recorded tool-set change (one more prefix "
+            f"break); it cost {by[(model, switched)][6]:.4f} USD against {by[(model, 'all 30 tools')][6]:.4f} for keeping "
+            f"all 30: {'it paid' if by[(model, switched)][6] < by[(model, 'all 30 tools')][6] else 'it did not pay'} "
+            "over the rest of the session."
+            for model in MODELS
+        )
+        + ("The lazy catalog costs one small tool and keeps the other 25 reachable on demand.",)
+    )
     return Experiment(
-        name="tool_exposure", title="Experiment 8: dynamic tool exposure (30 tools against 5)",
+        name="tool_exposure",
+        title="Experiment 8: dynamic tool exposure (30 tools against 5)",
         setup=f"A 30-tool registry in capability groups (explore, edit, execute, release, web, browser, data, "
-              f"comms, meta); a scripted {rounds}-round coding session that only calls read_file, grep, edit_file "
-              "and bash. Replayed with contextwarden's builder offering each tool set, priced for gpt-4o "
-              "(automatic prefix caching) and claude-sonnet-4-5 (explicit breakpoints).",
+        f"comms, meta); a scripted {rounds}-round coding session that only calls read_file, grep, edit_file "
+        "and bash. Replayed with contextwarden's builder offering each tool set, priced for gpt-4o "
+        "(automatic prefix caching) and claude-sonnet-4-5 (explicit breakpoints).",
         shows="What exposing tools the task does not need costs per request in tokens and in cache-adjusted "
-              "cost, and what a tool-set change does to the cache.",
-        tables=(t1,), findings=findings,
+        "cost, and what a tool-set change does to the cache.",
+        tables=(t1,),
+        findings=findings,
     )
 
 

@@ -43,18 +43,45 @@ def cases(scale: int) -> list[Case]:
     tests = pytest_output(tests=600 * scale, failing=("test_compute_total",), verbose=True)
     hits = "src/pkg/core.py:12:def compute_total(values):\n" + grep_output("compute_total", 400 * scale)
     return [
-        Case(tool="bash", arguments={"command": "make -j2"}, output=log,
-             facts={"the compiler error": "error: 'PyFloat_AS_DOUBLE' undeclared",
-                    "the exit status": "make: *** [Makefile:12: all] Error 2"}),
-        Case(tool="grep", arguments={"pattern": "compute_total", "path": "src"}, output=hits,
-             facts={"the definition": "src/pkg/core.py:12:def compute_total(values):",
-                    "the hit count": f"{400 * scale + 1} lines"}),
-        Case(tool="read_file", arguments={"path": "Lib/textwrap.py"}, output=source,
-             facts={"the imports": "import re", "the class": "class TextWrapper:",
-                    "the end of the file": 'if __name__ == "__main__":', "a way to read the rest": "read_range("}),
-        Case(tool="bash", arguments={"command": "python -m pytest -v tests"}, output=tests,
-             facts={"the failing test": "FAILED tests/test_core.py::test_compute_total",
-                    "the assertion": "E       assert 23 == 5", "the summary": f"1 failed, {600 * scale - 1} passed"}),
+        Case(
+            tool="bash",
+            arguments={"command": "make -j2"},
+            output=log,
+            facts={
+                "the compiler error": "error: 'PyFloat_AS_DOUBLE' undeclared",
+                "the exit status": "make: *** [Makefile:12: all] Error 2",
+            },
+        ),
+        Case(
+            tool="grep",
+            arguments={"pattern": "compute_total", "path": "src"},
+            output=hits,
+            facts={
+                "the definition": "src/pkg/core.py:12:def compute_total(values):",
+                "the hit count": f"{400 * scale + 1} lines",
+            },
+        ),
+        Case(
+            tool="read_file",
+            arguments={"path": "Lib/textwrap.py"},
+            output=source,
+            facts={
+                "the imports": "import re",
+                "the class": "class TextWrapper:",
+                "the end of the file": 'if __name__ == "__main__":',
+                "a way to read the rest": "read_range(",
+            },
+        ),
+        Case(
+            tool="bash",
+            arguments={"command": "python -m pytest -v tests"},
+            output=tests,
+            facts={
+                "the failing test": "FAILED tests/test_core.py::test_compute_total",
+                "the assertion": "E       assert 23 == 5",
+                "the summary": f"1 failed, {600 * scale - 1} passed",
+            },
+        ),
     ]
 
 
@@ -63,12 +90,15 @@ def _cuts(case: Case, budget: int) -> dict[str, str]:
     call = ToolCall(id="c", name=case.tool, arguments=case.arguments)
     policy = policy_for(case.tool, call, CODING_TOOL_POLICIES)
     return {
-        f"tool-specific ({policy.name} policy)": apply_policy(case.output, policy, counter=tok, artifact_id="ev_1",
-                                                              max_tokens=budget).text,
-        "uniform middle cut": truncate_output(case.output, max_tokens=budget, counter=tok, artifact_id="ev_1",
-                                              keep_error_lines=False).text,
-        "head only": truncate_output(case.output, max_tokens=budget, counter=tok, artifact_id="ev_1",
-                                     head_fraction=1.0, keep_error_lines=False).text,
+        f"tool-specific ({policy.name} policy)": apply_policy(
+            case.output, policy, counter=tok, artifact_id="ev_1", max_tokens=budget
+        ).text,
+        "uniform middle cut": truncate_output(
+            case.output, max_tokens=budget, counter=tok, artifact_id="ev_1", keep_error_lines=False
+        ).text,
+        "head only": truncate_output(
+            case.output, max_tokens=budget, counter=tok, artifact_id="ev_1", head_fraction=1.0, keep_error_lines=False
+        ).text,
     }
 
 
@@ -100,28 +130,65 @@ def run(*, small: bool = False) -> Experiment:
             score.setdefault(key, [0, 0])
             score[key][0] += len(kept)
             score[key][1] += len(case.facts)
-            rows.append([label, original, case.output.count("\n") + 1, strategy, tok.count(text),
-                         f"{len(kept)}/{len(case.facts)}", ", ".join(missing) or "–"])
-    t1 = table(f"One output per tool cut to {budget} tokens", ["tool", "original tokens", "lines", "cut",
-                                                               "kept tokens", "facts kept", "missing"], rows)
+            rows.append(
+                [
+                    label,
+                    original,
+                    case.output.count("\n") + 1,
+                    strategy,
+                    tok.count(text),
+                    f"{len(kept)}/{len(case.facts)}",
+                    ", ".join(missing) or "–",
+                ]
+            )
+    t1 = table(
+        f"One output per tool cut to {budget} tokens",
+        ["tool", "original tokens", "lines", "cut", "kept tokens", "facts kept", "missing"],
+        rows,
+    )
     rounds = 2 if small else 4
     events = _session(rounds, scale)
-    uniform = ContextWardenStrategy(name="contextwarden, one uniform policy",
-                                    policy=ContextPolicy(tool_policies=(DEFAULT_TOOL_POLICY,)))
-    results = replay([ReplayInput(name="tools", source="scripted build-and-test session", events=tuple(events))],
-                     ["raw", "contextwarden", uniform], settings=ReplaySettings(model="gpt-4o", optimum=False),
-                     counter=tok)
+    uniform = ContextWardenStrategy(
+        name="contextwarden, one uniform policy", policy=ContextPolicy(tool_policies=(DEFAULT_TOOL_POLICY,))
+    )
+    results = replay(
+        [ReplayInput(name="tools", source="scripted build-and-test session", events=tuple(events))],
+        ["raw", "contextwarden", uniform],
+        settings=ReplaySettings(model="gpt-4o", optimum=False),
+        counter=tok,
+    )
     rows2 = []
     for s in results.strategies:
         f = s.figures()
         misses = ", ".join(f"{k} {v}" for k, v in f["probe_misses"].items() if v) or "–"
-        rows2.append([s.name, f["requests"], round(f["input_tokens_mean"]), f["input_tokens_peak"], f["overflows"],
-                      f["cost_usd"], f"{f['retention']:.1%}", misses])
-    t2 = table(f"A {rounds}-round session of these outputs, replayed (gpt-4o prices)",
-               ["strategy", "requests", "input / request", "peak input", "over window", "cost (USD)", "retention",
-                "probe misses"],
-               rows2, note="Retention probes: task, constraints, latest tool result (up to its truncation marker), "
-                           "latest failing evidence, modified files.")
+        rows2.append(
+            [
+                s.name,
+                f["requests"],
+                round(f["input_tokens_mean"]),
+                f["input_tokens_peak"],
+                f["overflows"],
+                f["cost_usd"],
+                f"{f['retention']:.1%}",
+                misses,
+            ]
+        )
+    t2 = table(
+        f"A {rounds}-round session of these outputs, replayed (gpt-4o prices)",
+        [
+            "strategy",
+            "requests",
+            "input / request",
+            "peak input",
+            "over window",
+            "cost (USD)",
+            "retention",
+            "probe misses",
+        ],
+        rows2,
+        note="Retention probes: task, constraints, latest tool result (up to its truncation marker), "
+        "latest failing evidence, modified files.",
+    )
     per_tool, one = (results.strategies[1].figures(), results.strategies[2].figures())
     findings = (
         *(f"{name}: {kept}/{total} key facts kept at {budget} tokens." for name, (kept, total) in score.items()),
@@ -130,16 +197,18 @@ def run(*, small: bool = False) -> Experiment:
         "search output gets a lower cap, tests and logs keep their error lines instead of more head.",
     )
     return Experiment(
-        name="tool_truncation", title="Experiment 3: tool-specific truncation",
+        name="tool_truncation",
+        title="Experiment 3: tool-specific truncation",
         setup=f"Four outputs: a {900 * scale}-line build log with one compiler error in the middle (bash), "
-              f"{400 * scale + 1} grep hits with the definition first, CPython's Lib/textwrap.py (read_file) and a "
-              f"{600 * scale}-test `pytest -v` run with one failure in the middle (tests). Each is cut to {budget} "
-              "tokens by the tool's contextwarden policy, by a uniform middle cut and by a head-only cut. Then a "
-              f"scripted session that produces these outputs {rounds} times is replayed with the per-tool "
-              "policies and with one uniform policy for every tool.",
+        f"{400 * scale + 1} grep hits with the definition first, CPython's Lib/textwrap.py (read_file) and a "
+        f"{600 * scale}-test `pytest -v` run with one failure in the middle (tests). Each is cut to {budget} "
+        "tokens by the tool's contextwarden policy, by a uniform middle cut and by a head-only cut. Then a "
+        f"scripted session that produces these outputs {rounds} times is replayed with the per-tool "
+        "policies and with one uniform policy for every tool.",
         shows="Which facts an agent can still act on after truncation (the offline proxy for task success), and "
-              "what per-tool policies change in a whole session's tokens.",
-        tables=(t1, t2), findings=findings,
+        "what per-tool policies change in a whole session's tokens.",
+        tables=(t1, t2),
+        findings=findings,
     )
 
 

@@ -49,9 +49,15 @@ def _snapshots(script: Script, marks: list[int]) -> list[list[Any]]:
     rows: list[list[Any]] = []
     for label, mark in zip(("after exploring", "mid-fix", "end"), marks, strict=True):
         st = derive_state(events[:mark])
-        rows.append([label, ", ".join(st.working_set[:5]) + (" …" if len(st.working_set) > 5 else ""),
-                     ", ".join(st.files_modified) or "–", ", ".join(st.failing_tests) or "–",
-                     len(st.unresolved_errors)])
+        rows.append(
+            [
+                label,
+                ", ".join(st.working_set[:5]) + (" …" if len(st.working_set) > 5 else ""),
+                ", ".join(st.files_modified) or "–",
+                ", ".join(st.failing_tests) or "–",
+                len(st.unresolved_errors),
+            ]
+        )
     return rows
 
 
@@ -68,34 +74,53 @@ def _final(script: Script, spec: str, latest: dict[str, str], model: str = "gpt-
     """Replay with ``spec`` for ``model``; measure its final request."""
     tok = counter()
     recorder = Recorder(parse_strategy(spec))
-    results = replay([ReplayInput(name="ws", source="scripted session", events=tuple(script.events))], [recorder],
-                     settings=ReplaySettings(model=model, optimum=False), counter=tok)
+    results = replay(
+        [ReplayInput(name="ws", source="scripted session", events=tuple(script.events))],
+        [recorder],
+        settings=ReplaySettings(model=model, optimum=False),
+        counter=tok,
+    )
     text = request_text(recorder.built[-1].context)
     in_set = [p for p in FOCUS if latest[p] in text]
     others = [p for p in latest if p not in FOCUS and latest[p] in text]
     label = spec if model == "gpt-4o" else f"{spec} ({model})"
-    return [label, results.strategies[0].per_file[0].requests[-1].input_tokens, f"{len(in_set)}/{len(FOCUS)}",
-            sum(tok.count(latest[p]) for p in others), len(others)]
+    return [
+        label,
+        results.strategies[0].per_file[0].requests[-1].input_tokens,
+        f"{len(in_set)}/{len(FOCUS)}",
+        sum(tok.count(latest[p]) for p in others),
+        len(others),
+    ]
 
 
 def run(*, small: bool = False) -> Experiment:
     """Experiment 4: the derived working set, and how much of it each strategy keeps under pressure."""
     explore, cycles = (8, 4) if small else (16, 8)
     script, marks = session(explore, cycles)
-    t1 = table("The derived task state as the session moves on",
-               ["point", "working set (most recent first, top 5)", "files modified", "failing tests",
-                "unresolved errors"], _snapshots(script, marks),
-               note="The state tracks files, tests and errors; it does not track symbols (functions, classes).")
+    t1 = table(
+        "The derived task state as the session moves on",
+        ["point", "working set (most recent first, top 5)", "files modified", "failing tests", "unresolved errors"],
+        _snapshots(script, marks),
+        note="The state tracks files, tests and errors; it does not track symbols (functions, classes).",
+    )
     latest = _latest_reads(script)
     rows = [_final(script, spec, latest) for spec in ("raw", "mask-last-n:5", "contextwarden", "contextwarden:keep=3")]
     window = (int(str(rows[2][1])) // 1000 + 1) * 1000
     narrow = small_window(window)
     rows.append(_final(script, "contextwarden", latest, narrow))
-    t2 = table("The final request: current content of the working set, and tokens spent outside it",
-               ["strategy", "request tokens", "working-set files with current content visible",
-                "tokens of other files' reads", "other files still verbatim"], rows,
-               note=f"{narrow}: gpt-4o cut to a {window:,}-token window, just above the default's final request, so "
-                    "the budget (window − output reserve − margin) forces reductions.")
+    t2 = table(
+        "The final request: current content of the working set, and tokens spent outside it",
+        [
+            "strategy",
+            "request tokens",
+            "working-set files with current content visible",
+            "tokens of other files' reads",
+            "other files still verbatim",
+        ],
+        rows,
+        note=f"{narrow}: gpt-4o cut to a {window:,}-token window, just above the default's final request, so "
+        "the budget (window − output reserve − margin) forces reductions.",
+    )
     by = {r[0]: r for r in rows}
     pressured = by[f"contextwarden ({narrow})"]
     end = derive_state(script.events)
@@ -112,13 +137,15 @@ def run(*, small: bool = False) -> Experiment:
         "by working-set membership, so a working-set file read a few calls ago is masked like any other.",
     )
     return Experiment(
-        name="working_set", title="Experiment 4: working set",
+        name="working_set",
+        title="Experiment 4: working set",
         setup=f"A scripted session: the goal, {explore} file reads while exploring, then {cycles} cycles over "
-              f"three files (read, edit, re-read, then a test run that fails until the last cycle). Part 2 replays "
-              "it and inspects the final request of each strategy.",
+        f"three files (read, edit, re-read, then a test run that fails until the last cycle). Part 2 replays "
+        "it and inspects the final request of each strategy.",
         shows="That the derived state tracks the active files and recent failures, and how much of the working "
-              "set's current content each strategy keeps when the budget is tight.",
-        tables=(t1, t2), findings=findings,
+        "set's current content each strategy keeps when the budget is tight.",
+        tables=(t1, t2),
+        findings=findings,
     )
 
 

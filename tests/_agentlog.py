@@ -44,8 +44,16 @@ class Agent:
         self.add(UserMessage(text=f"{goal} {CONSTRAINT}"))
         return self
 
-    def call(self, name: str, output: str, *, error: bool = False, exit_code: int | None = None,
-             text: str = "", **args: object) -> str:
+    def call(
+        self,
+        name: str,
+        output: str,
+        *,
+        error: bool = False,
+        exit_code: int | None = None,
+        text: str = "",
+        **args: object,
+    ) -> str:
         self.n += 1
         cid = f"c{self.n}"
         self.add(AssistantMessage(text=text, tool_calls=(ToolCall(id=cid, name=name, arguments=dict(args)),)))  # type: ignore[arg-type]
@@ -61,8 +69,9 @@ class Agent:
 
     def test(self, *, failing: str = "") -> None:
         if failing:
-            self.call("bash", f"FAILED {failing} - AssertionError: assert 23 == 5\n1 failed", exit_code=1,
-                      command="pytest -q")
+            self.call(
+                "bash", f"FAILED {failing} - AssertionError: assert 23 == 5\n1 failed", exit_code=1, command="pytest -q"
+            )
         else:
             self.call("bash", "3 passed", exit_code=0, command="pytest -q")
 
@@ -80,10 +89,17 @@ class Agent:
             self.test()
 
 
-def manager(store: SessionStore, *, summarizer: Summarizer | None = None, window: int = 40_000,
-            settings: CompactionSettings | None = None, **policy: object) -> ContextManager:
-    compactor = WindowCompactor(store, summarizer=summarizer, counter=COUNTER,
-                                settings=settings or CompactionSettings(keep_recent_tokens=2_000))
+def manager(
+    store: SessionStore,
+    *,
+    summarizer: Summarizer | None = None,
+    window: int = 40_000,
+    settings: CompactionSettings | None = None,
+    **policy: object,
+) -> ContextManager:
+    compactor = WindowCompactor(
+        store, summarizer=summarizer, counter=COUNTER, settings=settings or CompactionSettings(keep_recent_tokens=2_000)
+    )
     pol = ContextPolicy(**policy) if policy else ContextPolicy()  # type: ignore[arg-type]
     return ContextManager(store, counter=COUNTER, policy=pol, compactor=compactor)
 
@@ -107,8 +123,12 @@ SECTIONED = """## Goal
 - (none)"""
 
 
-def sectioned(goal: str = "fix sum", constraint: str = "keep the interface", done: str = "read files",
-              next_step: str = "run the tests") -> str:
+def sectioned(
+    goal: str = "fix sum",
+    constraint: str = "keep the interface",
+    done: str = "read files",
+    next_step: str = "run the tests",
+) -> str:
     """A well-formed model summary."""
     return SECTIONED.format(goal=goal, constraint=constraint, done=done, next=next_step)
 
@@ -117,8 +137,13 @@ def answer(text: str, *, stop: str = "end_turn", calls: tuple[ToolCall, ...] = (
     """A scripted summarizer answer whose usage is the request's estimated size."""
 
     def respond(request: ChatRequest) -> ChatResponse:
-        return ChatResponse(text=text, tool_calls=calls, stop_reason=stop, model="summarizer-model",
-                            usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=len(text) // 4))
+        return ChatResponse(
+            text=text,
+            tool_calls=calls,
+            stop_reason=stop,
+            model="summarizer-model",
+            usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=len(text) // 4),
+        )
 
     return respond
 

@@ -17,8 +17,7 @@ import pytest
 from contextwarden.providers import OpenAICompatProvider
 
 HOW_TO_START = (
-    "build and start it with `bash scripts/llama_server.sh up` and export the "
-    "CONTEXTWARDEN_LLM_URL=... line it prints"
+    "build and start it with `bash scripts/llama_server.sh up` and export the CONTEXTWARDEN_LLM_URL=... line it prints"
 )
 
 LOCAL_N_CTX = int(os.environ.get("CONTEXTWARDEN_LLM_N_CTX", "2048"))

@@ -19,30 +19,38 @@ from contextwarden.models import ModelProfile, get_profile
 # --------------------------------------------------------------------------- trigger
 
 
-@pytest.mark.parametrize(("window", "trigger"), [
-    (200_000, 167_232),    # seed 000's table: window − reserve is smaller
-    (1_000_000, 850_000),  # seed 000's table: 85% is smaller
-    (128_000, 95_232),
-    (400_000, 340_000),
-])
+@pytest.mark.parametrize(
+    ("window", "trigger"),
+    [
+        (200_000, 167_232),  # seed 000's table: window − reserve is smaller
+        (1_000_000, 850_000),  # seed 000's table: 85% is smaller
+        (128_000, 95_232),
+        (400_000, 340_000),
+    ],
+)
 def test_trigger_takes_the_smaller_of_ratio_and_reserve(window: int, trigger: int) -> None:
     assert compaction_trigger(window) == trigger
 
 
 def test_trigger_boundaries_around_the_reserve() -> None:
     reserve = DEFAULT_RESERVE_TOKENS
-    assert compaction_trigger(reserve) == 27_852            # window == reserve: floor(0.85 · 32,768)
-    assert compaction_trigger(reserve + 1) == 1             # just above: window − reserve = 1 is smaller
+    assert compaction_trigger(reserve) == 27_852  # window == reserve: floor(0.85 · 32,768)
+    assert compaction_trigger(reserve + 1) == 1  # just above: window − reserve = 1 is smaller
     assert compaction_trigger(reserve + 10_000) == 10_000
-    assert compaction_trigger(8_192) == 6_963               # a small local model
-    assert compaction_trigger(2) == 1                       # floor(1.7) = 1
-    assert compaction_trigger(1) == 1                       # floor(0.85) = 0 → at least 1
+    assert compaction_trigger(8_192) == 6_963  # a small local model
+    assert compaction_trigger(2) == 1  # floor(1.7) = 1
+    assert compaction_trigger(1) == 1  # floor(0.85) = 0 → at least 1
 
 
 def test_trigger_unknown_window_and_invalid_arguments() -> None:
     assert compaction_trigger(None) is None
-    for bad in ({"window": 0}, {"window": -1}, {"window": 10, "reserve": -1}, {"window": 10, "ratio": 0.0},
-                {"window": 10, "ratio": 1.5}):
+    for bad in (
+        {"window": 0},
+        {"window": -1},
+        {"window": 10, "reserve": -1},
+        {"window": 10, "ratio": 0.0},
+        {"window": 10, "ratio": 1.5},
+    ):
         window = bad.pop("window")
         with pytest.raises(UsageError):
             compaction_trigger(window, **bad)  # type: ignore[arg-type]
@@ -56,11 +64,11 @@ def test_trigger_floor_is_exact_decimal_arithmetic() -> None:
 
 def test_should_compact_is_strictly_greater() -> None:
     trigger = compaction_trigger(200_000)
-    assert not should_compact(160_000, trigger)       # seed 000: before the test output
-    assert should_compact(180_000, trigger)           # seed 000: after 20K tokens of test output
-    assert not should_compact(167_232, trigger)       # exactly at the trigger: no
+    assert not should_compact(160_000, trigger)  # seed 000: before the test output
+    assert should_compact(180_000, trigger)  # seed 000: after 20K tokens of test output
+    assert not should_compact(167_232, trigger)  # exactly at the trigger: no
     assert should_compact(167_233, trigger)
-    assert not should_compact(10**9, None)            # no trigger, no compaction
+    assert not should_compact(10**9, None)  # no trigger, no compaction
 
 
 # --------------------------------------------------------------------------- usable input, summary
@@ -68,8 +76,10 @@ def test_should_compact_is_strictly_greater() -> None:
 
 def test_usable_input_budget() -> None:
     gpt4o = get_profile("gpt-4o")
-    assert usable_input_budget(gpt4o, reserved_output=16_384, tool_schema_tokens=1_000,
-                               safety_margin=500) == 128_000 - 16_384 - 1_000 - 500
+    assert (
+        usable_input_budget(gpt4o, reserved_output=16_384, tool_schema_tokens=1_000, safety_margin=500)
+        == 128_000 - 16_384 - 1_000 - 500
+    )
     assert default_safety_margin(128_000) == 2_048 and default_safety_margin(8_192) == 163
     assert usable_input_budget(gpt4o, reserved_output=0) == 128_000 - 2_048
     assert usable_input_budget(gpt4o, reserved_output=100_000, tool_schema_tokens=50_000) == 0
@@ -84,7 +94,7 @@ def test_usable_input_budget() -> None:
 
 def test_summary_max_tokens() -> None:
     assert summary_max_tokens(get_profile("claude-sonnet-4-5")) == 26_214  # floor(0.8 · 32,768)
-    assert summary_max_tokens(get_profile("claude-3-5-haiku")) == 8_192    # the model's max output wins
+    assert summary_max_tokens(get_profile("claude-3-5-haiku")) == 8_192  # the model's max output wins
     assert summary_max_tokens(get_profile("gpt-4o"), reserve=10_000) == 8_000
     assert summary_max_tokens(get_profile("gpt-4o"), reserve=0) == 1
 
@@ -95,8 +105,8 @@ def test_summary_max_tokens() -> None:
 def test_policy_defaults_follow_the_seed() -> None:
     policy = BudgetPolicy()
     assert policy.trigger_for(get_profile("claude-sonnet-4-5")) == 167_232
-    assert policy.trigger_for(get_profile("gemini-2.5-pro")) == 891_289        # floor(0.85 · 1,048,576)
-    assert policy.trigger_for(get_profile("gpt-5")) == 231_200                 # of the 272K input window
+    assert policy.trigger_for(get_profile("gemini-2.5-pro")) == 891_289  # floor(0.85 · 1,048,576)
+    assert policy.trigger_for(get_profile("gpt-5")) == 231_200  # of the 272K input window
     assert policy.trigger_for(get_profile("smollm2-135m")) == 6_963
     assert policy.trigger_for(get_profile("no-such-model")) == 128_000 - 32_768  # fallback − reserve
     assert policy.summary_max_tokens(get_profile("gpt-4o")) == 16_384
@@ -108,7 +118,7 @@ def test_policy_output_reserve_and_usable_input() -> None:
     policy = BudgetPolicy()
     sonnet = get_profile("claude-sonnet-4-5")
     assert policy.output_reserve(sonnet) == 8_192
-    assert policy.output_reserve(get_profile("smollm2-135m")) == 2_048   # capped by the model's max output
+    assert policy.output_reserve(get_profile("smollm2-135m")) == 2_048  # capped by the model's max output
     assert policy.usable_input(sonnet, tool_schema_tokens=3_000) == 200_000 - 8_192 - 3_000 - 2_048
     tight = dataclasses.replace(policy, reserved_output=20_000, safety_margin=0)
     assert tight.usable_input(sonnet) == 180_000
@@ -123,8 +133,13 @@ def test_policy_overrides_and_validation() -> None:
     small = ModelProfile(name="tiny", context_window=1_000, max_output_tokens=100)
     assert BudgetPolicy().trigger_for(small) == 850
     assert BudgetPolicy(fallback_window=10_000).trigger_for(get_profile("unknown-x")) == 1  # max(1, ...)
-    for bad in ({"reserve_tokens": -1}, {"trigger_ratio": 0.0}, {"trigger_ratio": 1.2},
-                {"fallback_window": 0}, {"trigger_tokens": 0}):
+    for bad in (
+        {"reserve_tokens": -1},
+        {"trigger_ratio": 0.0},
+        {"trigger_ratio": 1.2},
+        {"fallback_window": 0},
+        {"trigger_tokens": 0},
+    ):
         with pytest.raises(UsageError):
             BudgetPolicy(**bad)  # type: ignore[arg-type]
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -105,9 +105,7 @@ NOT_OVERFLOWS = [
 
 
 @pytest.mark.parametrize(("family", "status", "body"), REAL_OVERFLOWS)
-def test_real_overflow_messages_are_classified_as_overflow(
-    family: str, status: int | None, body: str
-) -> None:
+def test_real_overflow_messages_are_classified_as_overflow(family: str, status: int | None, body: str) -> None:
     assert classify_error(status, body) is ContextOverflowError
     assert classify_error(None, body) is ContextOverflowError
     assert is_context_overflow(status, body)

@@ -116,8 +116,11 @@ def test_update_path_includes_the_previous_windows_kept_tail() -> None:
     first = compact(mgr, "s", model=MODEL)
     assert first is not None
     tail = [e for e in store.read("s") if first.first_kept_seq <= e.seq < first.seq]
-    tail_paths = {e.tool_calls[0].arguments["path"] for e in tail
-                  if hasattr(e, "tool_calls") and e.tool_calls and "path" in e.tool_calls[0].arguments}
+    tail_paths = {
+        e.tool_calls[0].arguments["path"]
+        for e in tail
+        if hasattr(e, "tool_calls") and e.tool_calls and "path" in e.tool_calls[0].arguments
+    }
     assert tail_paths, "the first compaction kept some file work verbatim"
     agent.work(6, prefix="src/late")
     second = compact(mgr, "s", model=MODEL)
@@ -138,9 +141,12 @@ def test_a_single_turn_too_large_gets_a_separate_prefix_summary() -> None:
     agent.work(3, prefix="src/a")
     agent.user("Now port every module to the new API. Keep the old names as aliases.")
     agent.work(10, prefix="src/b")
-    provider = ScriptedProvider([answer(sectioned(goal="HISTORY")),
-                                 answer("## Turn Request\nport modules\n## Turn Progress\n- ported b0\n"
-                                        "## Turn Context\n- src/b0.py")])
+    provider = ScriptedProvider(
+        [
+            answer(sectioned(goal="HISTORY")),
+            answer("## Turn Request\nport modules\n## Turn Progress\n- ported b0\n## Turn Context\n- src/b0.py"),
+        ]
+    )
     mgr = manager(store, summarizer=llm(provider))
     event = compact(mgr, "s", model=MODEL)
     assert event is not None and event.details["split_turn"] is True
@@ -202,8 +208,9 @@ def test_reground_after_a_repair() -> None:
     agent.write("src/forgotten.py")
     agent.work(6)
     provider = ScriptedProvider([answer(sectioned()), answer(sectioned(goal="fresh"))])
-    mgr = manager(store, summarizer=llm(provider), settings=CompactionSettings(keep_recent_tokens=2_000,
-                                                                              reground_every=0))
+    mgr = manager(
+        store, summarizer=llm(provider), settings=CompactionSettings(keep_recent_tokens=2_000, reground_every=0)
+    )
     first = compact(mgr, "s", model=MODEL)
     assert first is not None and first.verification["repaired"]
     agent.work(6, prefix="src/more")
@@ -263,8 +270,12 @@ def test_failed_compaction_without_fallback_appends_nothing() -> None:
     store = MemoryStore()
     Agent(store).start().work(8)
     summarizer = llm(ScriptedProvider([ServerError("down", status=500)]))
-    compactor = WindowCompactor(store, summarizer=summarizer, counter=COUNTER,
-                                settings=CompactionSettings(keep_recent_tokens=2_000, fallback=False))
+    compactor = WindowCompactor(
+        store,
+        summarizer=summarizer,
+        counter=COUNTER,
+        settings=CompactionSettings(keep_recent_tokens=2_000, fallback=False),
+    )
     mgr = ContextManager(store, counter=COUNTER, compactor=compactor)
     before = store.read("s")
     with pytest.raises(ServerError):
@@ -306,8 +317,12 @@ def test_remote_compaction_keeps_summary_items_and_real_messages_only() -> None:
     result = filter_remote_items(REMOTE)
     roles = [(i.get("type"), i.get("role")) for i in result.kept]
     assert roles == [("message", "user"), ("message", "assistant"), ("compaction", None)]
-    assert result.dropped == {"developer message": 1, "system message": 1, "own fragment (re-rendered)": 1,
-                              "function_call": 1}
+    assert result.dropped == {
+        "developer message": 1,
+        "system message": 1,
+        "own fragment (re-rendered)": 1,
+        "function_call": 1,
+    }
 
 
 def test_adopted_remote_compaction_rerenders_our_anchors_from_current_state() -> None:
@@ -328,17 +343,25 @@ def test_adopted_remote_compaction_rerenders_our_anchors_from_current_state() ->
 
 # ----------------------------------------------------------------------------- bad answers over real HTTP
 
-CHINESE_SUMMARY = sectioned(goal="修复求和函数，保持公共接口不变，然后运行测试，确认所有用例都通过。" * 2,
-                            constraint="不要修改公共接口", done="已经读取并修改了文件", next_step="运行测试")
+CHINESE_SUMMARY = sectioned(
+    goal="修复求和函数，保持公共接口不变，然后运行测试，确认所有用例都通过。" * 2,
+    constraint="不要修改公共接口",
+    done="已经读取并修改了文件",
+    next_step="运行测试",
+)
 
 
 def _completion(content: str | None, tool_calls: list[dict[str, object]] | None = None) -> bytes:
     message: dict[str, object] = {"role": "assistant", "content": content}
     if tool_calls:
         message["tool_calls"] = tool_calls
-    body = {"id": "x", "object": "chat.completion", "model": "bad-server",
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
-            "usage": {"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940}}
+    body = {
+        "id": "x",
+        "object": "chat.completion",
+        "model": "bad-server",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
+        "usage": {"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940},
+    }
     return json.dumps(body).encode()
 
 
@@ -347,8 +370,12 @@ BAD_ANSWERS: dict[str, tuple[int, bytes]] = {
     "empty-body": (200, b""),
     "wrong-language": (200, _completion(CHINESE_SUMMARY)),
     "wrong-format": (200, _completion(json.dumps({"goal": "fix sum", "constraints": [], "next": "test"}))),
-    "tool-calls": (200, _completion(None, [{"id": "t1", "type": "function",
-                                            "function": {"name": "read_file", "arguments": "{\"path\": \"a\"}"}}])),
+    "tool-calls": (
+        200,
+        _completion(
+            None, [{"id": "t1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a"}'}}]
+        ),
+    ),
     "timeout": (200, _completion(sectioned())),
 }
 
@@ -398,9 +425,16 @@ def test_bad_summarizer_answers_over_http_fall_back_or_fail_cleanly(bad_server: 
     Agent(store).start().work(8)
     provider = OpenAICompatProvider(f"{bad_server}/{mode}/v1", timeout=0.5, max_retries=0)
     summarizer = LLMSummarizer(provider, model=profile(100_000, name="bad-server"), counter=COUNTER)
-    strict = ContextManager(store, counter=COUNTER, compactor=WindowCompactor(
-        store, summarizer=summarizer, counter=COUNTER,
-        settings=CompactionSettings(keep_recent_tokens=2_000, fallback=False)))
+    strict = ContextManager(
+        store,
+        counter=COUNTER,
+        compactor=WindowCompactor(
+            store,
+            summarizer=summarizer,
+            counter=COUNTER,
+            settings=CompactionSettings(keep_recent_tokens=2_000, fallback=False),
+        ),
+    )
     before = store.read("s")
     with pytest.raises((ProviderError, SummaryRejected)) as info:
         compact(strict, "s", model=MODEL)

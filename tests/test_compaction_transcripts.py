@@ -73,8 +73,9 @@ def compacted(path: Path) -> tuple[MemoryStore, list[Compaction]]:
     store = MemoryStore()
     sid = store.create_session("t").id
     settings = CompactionSettings(keep_recent_tokens=300, reground_every=0, reground_after_repair=False)
-    compactor = WindowCompactor(store, summarizer=StructuredSummarizer(counter=COUNTER), counter=COUNTER,
-                                settings=settings)
+    compactor = WindowCompactor(
+        store, summarizer=StructuredSummarizer(counter=COUNTER), counter=COUNTER, settings=settings
+    )
     manager = ContextManager(store, counter=COUNTER, compactor=compactor)
     out: list[Compaction] = []
     for e in events:
@@ -176,8 +177,9 @@ def test_a_rejected_model_summary_falls_back_and_is_never_persisted() -> None:
     summarizer = LLMSummarizer(provider, model=profile(100_000, name="cheap"), counter=COUNTER)
     store = MemoryStore()
     sid = store.create_session("t").id
-    compactor = WindowCompactor(store, summarizer=summarizer, counter=COUNTER,
-                                settings=CompactionSettings(keep_recent_tokens=300))
+    compactor = WindowCompactor(
+        store, summarizer=summarizer, counter=COUNTER, settings=CompactionSettings(keep_recent_tokens=300)
+    )
     manager = ContextManager(store, counter=COUNTER, compactor=compactor)
     made: list[Compaction] = []
     for e in events:

@@ -159,11 +159,20 @@ def test_a_summary_repeating_the_start_of_the_pinned_goal_refers_to_it_instead()
 
     goal = "We're currently solving the following issue within our repository. " * 40
     anchors = TaskState(goal=goal)
-    summary = "\n".join([
-        "## Goal", "(the original task, pinned verbatim above)", "## Progress", "### Done", "- [x] ran it",
-        "## Next Steps", f"1. Serve the latest request: {goal[:300]}…", "2. Open src/a.py",
-        "## Latest User Intent", f"{goal[:2000]}",
-    ])
+    summary = "\n".join(
+        [
+            "## Goal",
+            "(the original task, pinned verbatim above)",
+            "## Progress",
+            "### Done",
+            "- [x] ran it",
+            "## Next Steps",
+            f"1. Serve the latest request: {goal[:300]}…",
+            "2. Open src/a.py",
+            "## Latest User Intent",
+            f"{goal[:2000]}",
+        ]
+    )
     text, check = verify_summary(summary, state=anchors, anchors=anchors, kept_text="")
     assert "repeated_anchors" in check.repaired
     assert goal[:60] not in text, "neither cut copy of the goal stays"

@@ -16,12 +16,26 @@ from contextwarden.replay.costmodel import (
 from contextwarden.tokens import HeuristicCounter
 
 OPENAI = ModelProfile(
-    name="test-openai", provider="openai", input_price=2.0, output_price=8.0, cache_read_price=0.5,
-    cache_style="openai-auto", min_cacheable_tokens=1024, cache_granularity=128, cache_ttl_seconds=300,
+    name="test-openai",
+    provider="openai",
+    input_price=2.0,
+    output_price=8.0,
+    cache_read_price=0.5,
+    cache_style="openai-auto",
+    min_cacheable_tokens=1024,
+    cache_granularity=128,
+    cache_ttl_seconds=300,
 )
 ANTHROPIC = ModelProfile(
-    name="test-anthropic", provider="anthropic", input_price=3.0, output_price=15.0, cache_write_price=3.75,
-    cache_write_1h_price=6.0, cache_read_price=0.3, cache_style="anthropic-breakpoints", min_cacheable_tokens=1024,
+    name="test-anthropic",
+    provider="anthropic",
+    input_price=3.0,
+    output_price=15.0,
+    cache_write_price=3.75,
+    cache_write_1h_price=6.0,
+    cache_read_price=0.3,
+    cache_style="anthropic-breakpoints",
+    min_cacheable_tokens=1024,
 )
 
 

@@ -21,8 +21,9 @@ class Items:
 
     def _add(self, message: Message, tokens: int, kind: str) -> ContextItem:
         self.seq += 1
-        item = ContextItem(id=f"e{self.seq}", kind=kind, message=message, tokens=tokens, tier=Tier.HISTORY,
-                           recency=self.seq)
+        item = ContextItem(
+            id=f"e{self.seq}", kind=kind, message=message, tokens=tokens, tier=Tier.HISTORY, recency=self.seq
+        )
         self.items.append(item)
         return item
 
@@ -35,9 +36,12 @@ class Items:
         for _ in range(calls):
             self.calls += 1
             ids.append(f"c{self.calls}")
-        message = Message(role="assistant", text="ok",
-                          tool_calls=tuple(ToolCall(id=i, name="bash") for i in ids),
-                          thinking=(ThinkingBlock(text="hmm", signature="sig"),) if thinking else ())
+        message = Message(
+            role="assistant",
+            text="ok",
+            tool_calls=tuple(ToolCall(id=i, name="bash") for i in ids),
+            thinking=(ThinkingBlock(text="hmm", signature="sig"),) if thinking else (),
+        )
         self._add(message, tokens, "assistant")
         return ids
 
@@ -50,8 +54,17 @@ class Items:
         return self.result(cid, tokens)
 
     def block(self, kind: str, tokens: int = 50) -> Items:
-        self.items.insert(0, ContextItem(id=f"{kind}:x", kind=kind, message=Message(role="user", text=kind),
-                                         tokens=tokens, tier=Tier.GOAL, recency=0))
+        self.items.insert(
+            0,
+            ContextItem(
+                id=f"{kind}:x",
+                kind=kind,
+                message=Message(role="user", text=kind),
+                tokens=tokens,
+                tier=Tier.GOAL,
+                recency=0,
+            ),
+        )
         return self
 
 
@@ -79,7 +92,7 @@ def test_keeps_at_least_keep_recent_tokens_verbatim() -> None:
     cut = find_cut(b.items, keep_recent=1_000)
     assert cut is not None
     assert cut.kept_tokens >= 1_000
-    assert cut.kept == tuple(b.items[cut.first_kept_index:])
+    assert cut.kept == tuple(b.items[cut.first_kept_index :])
     assert cut.first_kept_seq == b.items[cut.first_kept_index].recency
     check_invariants(b.items, cut)
 
@@ -225,8 +238,7 @@ def test_reused_call_ids_pair_with_the_nearest_call_and_still_allow_a_cut() -> N
     b = Items().user()
     for _ in range(8):  # providers that number calls per turn reuse "call_0"
         b.user()
-        b._add(Message(role="assistant", text="ok", tool_calls=(ToolCall(id="call_0", name="bash"),)), 100,
-               "assistant")
+        b._add(Message(role="assistant", text="ok", tool_calls=(ToolCall(id="call_0", name="bash"),)), 100, "assistant")
         b.result("call_0")
     cut = find_cut(b.items, keep_recent=300)
     assert cut is not None and len(cut.kept) <= 6  # not pushed back to the first call_0

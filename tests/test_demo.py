@@ -60,8 +60,21 @@ def test_demo_imports_into_the_default_sqlite_store_replays_and_writes_the_repor
 
 def test_demo_json_with_explicit_store_and_out(in_tmp: Path) -> None:
     store = in_tmp / "elsewhere.db"
-    result = CliRunner().invoke(cli, ["demo", "--json", "--out", "reports", "--store", str(store),
-                                      "--trajectory", "gpt4__pydicom-1458", "--model", "gpt-4o"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "demo",
+            "--json",
+            "--out",
+            "reports",
+            "--store",
+            str(store),
+            "--trajectory",
+            "gpt4__pydicom-1458",
+            "--model",
+            "gpt-4o",
+        ],
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert [s["name"] for s in doc["strategies"]] == list(DEMO_STRATEGIES)
@@ -88,8 +101,9 @@ def test_demo_runs_as_the_installed_command(in_tmp: Path) -> None:
     if not exe.exists():
         pytest.skip(f"the console script is not installed next to {sys.executable}")
     env = {k: v for k, v in os.environ.items() if k != "CONTEXTWARDEN_STORE"}
-    done = subprocess.run([str(exe), "demo"], cwd=in_tmp, capture_output=True, text=True, timeout=300, env=env,
-                          check=False)
+    done = subprocess.run(
+        [str(exe), "demo"], cwd=in_tmp, capture_output=True, text=True, timeout=300, env=env, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert "report: contextwarden-report.html" in done.stdout
     assert "mask-last-n:10" in done.stdout and (in_tmp / REPORT_NAME).is_file()

@@ -18,16 +18,27 @@ from contextwarden.models import ModelProfile, register_profile
 
 
 def _coding_events(reads: int) -> list[Any]:
-    events: list[Any] = [Instruction(text="You are a careful coding agent."),
-                         UserMessage(text="Fix the parser bug in src/parse.py.")]
+    events: list[Any] = [
+        Instruction(text="You are a careful coding agent."),
+        UserMessage(text="Fix the parser bug in src/parse.py."),
+    ]
     for i in range(reads):
         path = "src/parse.py" if i % 4 == 0 else f"src/m{i}.py"
         body = "\n".join(f"line {j} of {path} version {i}" for j in range(300))
-        events += [AssistantMessage(tool_calls=(ToolCall(id=f"c{i}", name="read_file", arguments={"path": path}),)),
-                   ToolResult(call_id=f"c{i}", tool_name="read_file", output=body)]
-    events += [AssistantMessage(tool_calls=(ToolCall(id="e", name="edit_file", arguments={
-                   "path": "src/parse.py", "old_string": "a", "new_string": "b"}),)),
-               ToolResult(call_id="e", tool_name="edit_file", output="The file src/parse.py has been updated.")]
+        events += [
+            AssistantMessage(tool_calls=(ToolCall(id=f"c{i}", name="read_file", arguments={"path": path}),)),
+            ToolResult(call_id=f"c{i}", tool_name="read_file", output=body),
+        ]
+    events += [
+        AssistantMessage(
+            tool_calls=(
+                ToolCall(
+                    id="e", name="edit_file", arguments={"path": "src/parse.py", "old_string": "a", "new_string": "b"}
+                ),
+            )
+        ),
+        ToolResult(call_id="e", tool_name="edit_file", output="The file src/parse.py has been updated."),
+    ]
     return events
 
 
@@ -55,7 +66,8 @@ def test_next_request_shows_composition_prefix_and_decisions(db: str) -> None:
     assert sum(s["tokens"] for s in data["sections"].values()) == total
     assert sum(t["tokens"] for t in data["tiers"].values()) == total
     assert data["sections"]["tool_output"]["percent_of_window"] == pytest.approx(
-        100 * data["sections"]["tool_output"]["tokens"] / data["window"], abs=0.01)
+        100 * data["sections"]["tool_output"]["tokens"] / data["window"], abs=0.01
+    )
     actions = {d["action"] for d in data["decisions"]}
     assert {"supersede", "stale"} <= actions
     stale = next(d for d in data["decisions"] if d["action"] == "stale")
@@ -76,11 +88,17 @@ def test_turns_extend_each_other_between_window_events(db: str) -> None:
 
 
 def test_rich_output_names_each_part(db: str) -> None:
-    result = CliRunner().invoke(inspect_command, ["demo", "--store", db, "--model", "gpt-4o"],
-                                env={"COLUMNS": "160"})
+    result = CliRunner().invoke(inspect_command, ["demo", "--store", db, "--model", "gpt-4o"], env={"COLUMNS": "160"})
     assert result.exit_code == 0, result.output
-    for words in ("request 15 of 15 (the next one)", "section", "tier", "cached prefix", "decision log",
-                  "items", "staled by edit_file"):
+    for words in (
+        "request 15 of 15 (the next one)",
+        "section",
+        "tier",
+        "cached prefix",
+        "decision log",
+        "items",
+        "staled by edit_file",
+    ):
         assert words in result.output
 
 
@@ -97,16 +115,20 @@ def test_bad_turns_and_sessions_are_clear_errors(db: str, tmp_path: Path, monkey
 
 
 def test_compacted_session_shows_pinned_and_summary() -> None:
-    register_profile(ModelProfile(name="cw-inspect-tiny", context_window=16_384, max_output_tokens=2_048,
-                                  tokenizer="o200k_base"))
+    register_profile(
+        ModelProfile(name="cw-inspect-tiny", context_window=16_384, max_output_tokens=2_048, tokenizer="o200k_base")
+    )
     store = MemoryStore()
     sid = store.create_session().id
     events = [*_coding_events(0)[:2], Steering(text="Do not change the public API.")]
     for i in range(30):  # the agent's own long notes: masking cannot shrink them, only compaction can
         notes = "\n".join(f"note {i}.{j}: value {j * 3}" for j in range(150))
-        events += [AssistantMessage(text=notes, tool_calls=(ToolCall(id=f"b{i}", name="bash",
-                                                                         arguments={"command": f"ls {i}"}),)),
-                   ToolResult(call_id=f"b{i}", tool_name="bash", output=f"listing {i}")]
+        events += [
+            AssistantMessage(
+                text=notes, tool_calls=(ToolCall(id=f"b{i}", name="bash", arguments={"command": f"ls {i}"}),)
+            ),
+            ToolResult(call_id=f"b{i}", tool_name="bash", output=f"listing {i}"),
+        ]
     store.append(sid, events, expected_last_seq=0)
     view = inspect_session(store, sid, model="cw-inspect-tiny")
     assert view.sections["summary"] > 0 and view.sections["pinned"] > 0

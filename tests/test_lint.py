@@ -43,8 +43,15 @@ def chat_log(turns: int, *, system: Any = None, tools: Any = None, output: Any =
         sys_text = system(t) if system else SYSTEM
         messages = [{"role": "system", "content": sys_text}, *messages[1:]]
         messages.append({"role": "user", "content": f"step {t}"})
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"call_{t}", "type": "function", "function": {"name": "bash", "arguments": '{"cmd":"ls"}'}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"call_{t}", "type": "function", "function": {"name": "bash", "arguments": '{"cmd":"ls"}'}}
+                ],
+            }
+        )
         messages.append({"role": "tool", "tool_call_id": f"call_{t}", "content": output(t) if output else f"out {t}"})
         payloads.append({"model": "gpt-4o", "messages": list(messages), "tools": tools(t) if tools else TOOLS})
     return payloads
@@ -127,15 +134,22 @@ def test_anthropic_cache_breakpoints_moving_is_not_a_break(tmp_path: Path) -> No
         messages.append({"role": "user", "content": [{"type": "text", "text": f"q{t}"}]})
         messages.append({"role": "assistant", "content": [{"type": "text", "text": f"a{t}"}]})
         messages[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
-        payloads.append({"model": "claude-sonnet-4-5", "system": [{"type": "text", "text": SYSTEM,
-                         "cache_control": {"type": "ephemeral"}}], "messages": json.loads(json.dumps(messages))})
+        payloads.append(
+            {
+                "model": "claude-sonnet-4-5",
+                "system": [{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}],
+                "messages": json.loads(json.dumps(messages)),
+            }
+        )
     report = lint_file(write_jsonl(tmp_path / "a.jsonl", payloads))
     assert report.breaks == 0 and report.ok
 
 
 def test_stateful_responses_requests_are_counted_not_compared(tmp_path: Path) -> None:
-    payloads = [{"model": "gpt-5", "input": "hello"},
-                {"model": "gpt-5", "previous_response_id": "resp_1", "input": [{"role": "user", "content": "more"}]}]
+    payloads = [
+        {"model": "gpt-5", "input": "hello"},
+        {"model": "gpt-5", "previous_response_id": "resp_1", "input": [{"role": "user", "content": "more"}]},
+    ]
     report = lint_file(write_jsonl(tmp_path / "r.jsonl", payloads))
     assert report.unchecked_pairs == 1 and report.breaks == 0 and report.ok
 
@@ -170,8 +184,13 @@ def test_changing_fragment_like_blocks_are_reported_stable_ones_are_not(tmp_path
     payloads = []
     messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
     for t in range(5):
-        messages.append({"role": "user", "content": f"<env>\ncwd: /repo\ngit status: {t} changed\n</env>\n"
-                                                    f"<reminder>run the tests</reminder>\nstep {t}"})
+        messages.append(
+            {
+                "role": "user",
+                "content": f"<env>\ncwd: /repo\ngit status: {t} changed\n</env>\n"
+                f"<reminder>run the tests</reminder>\nstep {t}",
+            }
+        )
         messages.append({"role": "assistant", "content": "ok"})
         messages.append({"role": "tool", "tool_call_id": "x", "content": f"<result>{t}</result>"})
         payloads.append({"model": "gpt-4o", "messages": list(messages)})
@@ -187,18 +206,30 @@ def test_changing_fragment_like_blocks_are_reported_stable_ones_are_not(tmp_path
 def test_mixed_formats_are_detected_per_line(tmp_path: Path) -> None:
     payloads = [
         {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
-        {"model": "gpt-5", "instructions": SYSTEM, "input": [{"role": "user", "content": "hi"},
-                                                               {"type": "function_call", "call_id": "c",
-                                                                "name": "read", "arguments": "{}"},
-                                                               {"type": "function_call_output", "call_id": "c",
-                                                                "output": "text"}]},
-        {"model": "claude-sonnet-4-5", "system": SYSTEM, "messages": [
-            {"role": "user", "content": "hi"},
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "read", "input": {}}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "text"}]}]},
-        {"request": {"model": "gpt-4o", "messages": [{"role": "user", "content": "wrapped"}]},
-         "response": {"usage": {"prompt_tokens": 12, "completion_tokens": 3,
-                                "prompt_tokens_details": {"cached_tokens": 8}}}},
+        {
+            "model": "gpt-5",
+            "instructions": SYSTEM,
+            "input": [
+                {"role": "user", "content": "hi"},
+                {"type": "function_call", "call_id": "c", "name": "read", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c", "output": "text"},
+            ],
+        },
+        {
+            "model": "claude-sonnet-4-5",
+            "system": SYSTEM,
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "read", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "text"}]},
+            ],
+        },
+        {
+            "request": {"model": "gpt-4o", "messages": [{"role": "user", "content": "wrapped"}]},
+            "response": {
+                "usage": {"prompt_tokens": 12, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 8}}
+            },
+        },
     ]
     parsed = [r for r in read_requests(write_jsonl(tmp_path / "mixed.jsonl", payloads)) if isinstance(r, Request)]
     assert [r.format for r in parsed] == ["openai_chat", "openai_responses", "anthropic", "openai_chat"]
@@ -208,8 +239,11 @@ def test_mixed_formats_are_detected_per_line(tmp_path: Path) -> None:
 
 
 def test_truncated_and_foreign_lines_are_reported_not_fatal(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "log.jsonl", chat_log(3), raw_lines={
-        1: '{"model": "gpt-4o", "messages": [{"role": "us', 2: "[1, 2, 3]", 3: '{"event": "not a request"}'})
+    path = write_jsonl(
+        tmp_path / "log.jsonl",
+        chat_log(3),
+        raw_lines={1: '{"model": "gpt-4o", "messages": [{"role": "us', 2: "[1, 2, 3]", 3: '{"event": "not a request"}'},
+    )
     path.write_bytes(path.read_bytes() + b'{"model": "gpt-4o", "mess\xff')  # cut mid-write, invalid UTF-8
     report = lint_file(path)
     assert report.requests == 3 and report.ok
@@ -238,8 +272,10 @@ def test_one_hundred_thousand_requests_stream_in_bounded_memory(tmp_path: Path) 
     """)
     small = tmp_path / "small.jsonl"
     small.write_text("".join(lines[i % 3] % i + "\n" for i in range(300)))
-    runs = [subprocess.run([sys.executable, "-c", script, str(p)], capture_output=True, text=True, check=True)
-            for p in (small, big)]
+    runs = [
+        subprocess.run([sys.executable, "-c", script, str(p)], capture_output=True, text=True, check=True)
+        for p in (small, big)
+    ]
     (_, _, _, base_kb), (requests, r1, kept, big_kb) = ([int(x) for x in r.stdout.split()] for r in runs)
     assert requests == 100_000 and r1 == 99_999
     assert kept <= 2 * LintOptions().max_findings_per_rule
@@ -283,8 +319,7 @@ def test_session_lint_accepts_prefix_changes_made_by_window_events(tmp_path: Pat
     events: list[Any] = [Instruction(text=SYSTEM), UserMessage(text="Read the files.")]
     for i in range(24):
         path = f"src/f{i % 3}.py"
-        events.append(AssistantMessage(tool_calls=(ToolCall(id=f"c{i}", name="read_file",
-                                                            arguments={"path": path}),)))
+        events.append(AssistantMessage(tool_calls=(ToolCall(id=f"c{i}", name="read_file", arguments={"path": path}),)))
         events.append(ToolResult(call_id=f"c{i}", tool_name="read_file", output=f"# {path} v{i}\n" * 400))
     events.append(AssistantMessage(text="done"))
     store.append(info.id, events, expected_last_seq=0)
@@ -348,10 +383,17 @@ def test_hostile_lines_give_defined_results(tmp_path: Path) -> None:
     path = tmp_path / "hostile.jsonl"
     nested = "[" * 100_000 + "]" * 100_000
     huge_user = json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "word " * 60_000}]})
-    path.write_bytes(b"\x00\x01\x02binary\xfe\xff\n" + nested.encode() + b"\n\n   \n"
-                     + json.dumps({"messages": "not a list", "input": 5}).encode() + b"\n"
-                     + json.dumps({"model": "gpt-4o", "messages": [None, 3, {"role": 7, "content": {"x": 1}}]}).encode()
-                     + b"\n" + huge_user.encode() + b"\n")
+    path.write_bytes(
+        b"\x00\x01\x02binary\xfe\xff\n"
+        + nested.encode()
+        + b"\n\n   \n"
+        + json.dumps({"messages": "not a list", "input": 5}).encode()
+        + b"\n"
+        + json.dumps({"model": "gpt-4o", "messages": [None, 3, {"role": 7, "content": {"x": 1}}]}).encode()
+        + b"\n"
+        + huge_user.encode()
+        + b"\n"
+    )
     report = lint_file(path)
     assert [b.line for b in report.bad_lines] == [1, 2, 5]
     assert report.requests == 2  # malformed messages are read as far as they go, never a crash
@@ -374,15 +416,19 @@ def test_our_rendered_requests_break_only_at_window_events(tmp_path: Path, rende
     events: list[Any] = [Instruction(text=SYSTEM), UserMessage(text="Read the files.")]
     for i in range(16):
         path = f"src/f{i % 3}.py"
-        events += [AssistantMessage(tool_calls=(ToolCall(id=f"c{i}", name="read_file", arguments={"path": path}),)),
-                   ToolResult(call_id=f"c{i}", tool_name="read_file", output=f"# {path} v{i}\n" * 400)]
+        events += [
+            AssistantMessage(tool_calls=(ToolCall(id=f"c{i}", name="read_file", arguments={"path": path}),)),
+            ToolResult(call_id=f"c{i}", tool_name="read_file", output=f"# {path} v{i}\n" * 400),
+        ]
     events.append(AssistantMessage(text="done"))
     store.append(info.id, events, expected_last_seq=0)
     turns = list(replay_session(store, info.id, model="claude-sonnet-4-5"))
     planned = {t.turn for t in turns if t.window_events}
     assert planned, "supersession should have produced window events"
+
     def function(ctx: Any) -> Any:
         return render_request(ctx, render)
+
     path = write_jsonl(tmp_path / "rendered.jsonl", [function(t.context) for t in turns if t.context is not None])
     report = lint_file(path, options=LintOptions(max_breaks_per_10=10))
     assert {f.request for f in findings(report, "R1")} == planned

@@ -17,36 +17,69 @@ SYSTEM = "You are a careful coding agent."
 
 # One conversation (system, a user question, a call, its result, an answer) in every wire format.
 BODIES: dict[str, dict[str, Any]] = {
-    "openai_chat": {"model": "gpt-4o", "messages": [
-        {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": "read a.py"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "read", "arguments": '{"path":"a.py"}'}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "print(1)"},
-        {"role": "assistant", "content": "It prints 1."}],
-        "tools": [{"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}}]},
-    "openai_responses": {"model": "gpt-5", "instructions": SYSTEM, "input": [
-        {"role": "user", "content": "read a.py"},
-        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAAxyz"},
-        {"type": "function_call", "call_id": "c1", "name": "read", "arguments": '{"path":"a.py"}'},
-        {"type": "function_call_output", "call_id": "c1", "output": "print(1)"},
-        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "It prints 1."}]}],
-        "tools": [{"type": "function", "name": "read", "parameters": {"type": "object"}}]},
-    "anthropic": {"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": [{"type": "text", "text": SYSTEM}],
-                  "messages": [
-        {"role": "user", "content": "read a.py"},
-        {"role": "assistant", "content": [{"type": "thinking", "thinking": "Look.", "signature": "sig"},
-                                          {"type": "tool_use", "id": "c1", "name": "read", "input": {"path": "a.py"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "print(1)"},
-                                     {"type": "text", "text": "and?"}]},
-        {"role": "assistant", "content": [{"type": "text", "text": "It prints 1."}]}],
-        "tools": [{"name": "read", "input_schema": {"type": "object"}}]},
-    "gemini": {"systemInstruction": {"parts": [{"text": SYSTEM}]}, "contents": [
-        {"role": "user", "parts": [{"text": "read a.py"}]},
-        {"role": "model", "parts": [{"functionCall": {"name": "read", "args": {"path": "a.py"}}}]},
-        {"role": "user", "parts": [{"functionResponse": {"name": "read", "response": {"output": "print(1)"}}}]},
-        {"role": "model", "parts": [{"text": "It prints 1."}]}],
-        "tools": [{"functionDeclarations": [{"name": "read", "parameters": {"type": "object"}}]}]},
+    "openai_chat": {
+        "model": "gpt-4o",
+        "messages": [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": "read a.py"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "read", "arguments": '{"path":"a.py"}'}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "print(1)"},
+            {"role": "assistant", "content": "It prints 1."},
+        ],
+        "tools": [{"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}}],
+    },
+    "openai_responses": {
+        "model": "gpt-5",
+        "instructions": SYSTEM,
+        "input": [
+            {"role": "user", "content": "read a.py"},
+            {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAAxyz"},
+            {"type": "function_call", "call_id": "c1", "name": "read", "arguments": '{"path":"a.py"}'},
+            {"type": "function_call_output", "call_id": "c1", "output": "print(1)"},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "It prints 1."}]},
+        ],
+        "tools": [{"type": "function", "name": "read", "parameters": {"type": "object"}}],
+    },
+    "anthropic": {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 1024,
+        "system": [{"type": "text", "text": SYSTEM}],
+        "messages": [
+            {"role": "user", "content": "read a.py"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "Look.", "signature": "sig"},
+                    {"type": "tool_use", "id": "c1", "name": "read", "input": {"path": "a.py"}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "c1", "content": "print(1)"},
+                    {"type": "text", "text": "and?"},
+                ],
+            },
+            {"role": "assistant", "content": [{"type": "text", "text": "It prints 1."}]},
+        ],
+        "tools": [{"name": "read", "input_schema": {"type": "object"}}],
+    },
+    "gemini": {
+        "systemInstruction": {"parts": [{"text": SYSTEM}]},
+        "contents": [
+            {"role": "user", "parts": [{"text": "read a.py"}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "read", "args": {"path": "a.py"}}}]},
+            {"role": "user", "parts": [{"functionResponse": {"name": "read", "response": {"output": "print(1)"}}}]},
+            {"role": "model", "parts": [{"text": "It prints 1."}]},
+        ],
+        "tools": [{"functionDeclarations": [{"name": "read", "parameters": {"type": "object"}}]}],
+    },
 }
 
 
@@ -84,9 +117,13 @@ def test_every_format_is_linted_with_calls_results_and_labels(fmt: str) -> None:
 
 def test_anthropic_items_are_turns_and_result_blocks_with_their_paths() -> None:
     labels = [i.label for i in read_one(BODIES["anthropic"]).messages]
-    assert labels == ["messages[0] (user)", "messages[1] (assistant)",
-                      "messages[2].content[0] (tool result of read, c1)", "messages[2].content[1:2] (user)",
-                      "messages[3] (assistant)"]
+    assert labels == [
+        "messages[0] (user)",
+        "messages[1] (assistant)",
+        "messages[2].content[0] (tool result of read, c1)",
+        "messages[2].content[1:2] (user)",
+        "messages[3] (assistant)",
+    ]
 
 
 def test_responses_assistant_turn_is_one_item_over_its_run_of_input_items() -> None:
@@ -104,8 +141,9 @@ def gemini_log(turns: int, *, edit_at: int | None = None) -> list[dict[str, Any]
     for t in range(turns):
         contents.append({"role": "user", "parts": [{"text": f"step {t}"}]})
         contents.append({"role": "model", "parts": [{"functionCall": {"name": "bash", "args": {"cmd": "ls"}}}]})
-        contents.append({"role": "user", "parts": [{"functionResponse": {"name": "bash",
-                                                                         "response": {"output": f"out {t}"}}}]})
+        contents.append(
+            {"role": "user", "parts": [{"functionResponse": {"name": "bash", "response": {"output": f"out {t}"}}}]}
+        )
         body = {"systemInstruction": {"parts": [{"text": SYSTEM}]}, "contents": copy.deepcopy(contents)}
         if t == edit_at:
             body["contents"][2]["parts"][0]["functionResponse"]["response"]["output"] = "out 0 (edited)"
@@ -122,7 +160,10 @@ def test_gemini_logs_are_linted_and_an_edited_result_is_a_break(tmp_path: Path) 
     edited.write_text("".join(json.dumps(p) + "\n" for p in gemini_log(6, edit_at=3)))
     r1 = [f for f in lint_file(edited).findings if f.rule == "R1"]
     assert (r1[0].request, r1[0].details["cause"], r1[0].item) == (
-        4, "message_edited", "contents[2].parts[0] (tool result of bash, gemini-call-1-0)")
+        4,
+        "message_edited",
+        "contents[2].parts[0] (tool result of bash, gemini-call-1-0)",
+    )
 
 
 def test_a_payload_its_codec_rejects_is_counted_not_compared(tmp_path: Path) -> None:

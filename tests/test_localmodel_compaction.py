@@ -42,8 +42,12 @@ def local_profile(window: int = LOCAL_N_CTX) -> ModelProfile:
 
 
 def summarizer(provider: object) -> LLMSummarizer:
-    return LLMSummarizer(provider, model=local_profile(), counter=COUNTER,  # type: ignore[arg-type]
-                         settings=LLMSummarizerSettings(temperature=0.0, max_output_tokens=160))
+    return LLMSummarizer(
+        provider,
+        model=local_profile(),
+        counter=COUNTER,  # type: ignore[arg-type]
+        settings=LLMSummarizerSettings(temperature=0.0, max_output_tokens=160),
+    )
 
 
 def test_a_real_summary_over_http_is_validated_or_rejected() -> None:
@@ -51,15 +55,22 @@ def test_a_real_summary_over_http_is_validated_or_rejected() -> None:
     agent = Agent(store).start()
     agent.work(2)
     events = store.read("s")
-    data = SummaryInput(entries=tuple(entries_from_events(events)), state=derive_state(events),
-                        replaced_tokens=5_000)
+    data = SummaryInput(entries=tuple(entries_from_events(events)), state=derive_state(events), replaced_tokens=5_000)
     with local_provider(timeout=300) as provider:
         try:
             result = summarizer(provider).summarize(data, options=SummaryOptions())
         except InvalidSummary as rejected:
             # the path was real: the server read the request and wrote an answer we judged
-            assert rejected.reason in ("missing_sections", "truncated", "empty", "copy", "format", "language",
-                                       "tool_calls", "not_shorter")
+            assert rejected.reason in (
+                "missing_sections",
+                "truncated",
+                "empty",
+                "copy",
+                "format",
+                "language",
+                "tool_calls",
+                "not_shorter",
+            )
             assert rejected.input_tokens > 100 and rejected.output_tokens > 0
         else:
             assert result.text.strip() and result.calls >= 1
@@ -71,8 +82,9 @@ def test_a_real_compaction_is_recorded_with_the_servers_usage(tmp_path: object) 
     agent = Agent(store).start()
     agent.work(4)
     with local_provider(timeout=300) as provider:
-        compactor = WindowCompactor(store, summarizer=summarizer(provider), counter=COUNTER,
-                                    settings=CompactionSettings(keep_recent_tokens=600))
+        compactor = WindowCompactor(
+            store, summarizer=summarizer(provider), counter=COUNTER, settings=CompactionSettings(keep_recent_tokens=600)
+        )
         manager = ContextManager(store, counter=COUNTER, compactor=compactor)
         event = compact(manager, "s", model=local_profile(8_192))
     assert event is not None
@@ -98,8 +110,9 @@ def test_a_real_overflow_is_recovered_by_compaction_and_one_retry() -> None:
     with local_provider(timeout=300) as provider:
         # the structured summary keeps this test fast; the summary path over HTTP is tested above
         manager = ContextManager(store, counter=COUNTER, compactor=WindowCompactor(store, counter=COUNTER))
-        result = run_agent_loop(provider, [], manager, "s", model=claimed, max_turns=1, max_tokens=64,
-                                on_before_turn=lambda sid, turn: None)
+        result = run_agent_loop(
+            provider, [], manager, "s", model=claimed, max_turns=1, max_tokens=64, on_before_turn=lambda sid, turn: None
+        )
     assert result.overflow_recoveries == 1
     (event,) = [e for e in store.read("s") if isinstance(e, Compaction)]
     assert event.details["trigger"] == "overflow"
@@ -114,10 +127,14 @@ def test_the_reference_loop_runs_several_real_turns(tmp_path: object) -> None:
     store = SQLiteStore(Path(str(tmp_path)) / "sessions.db")
     store.create_session("s")
     store.append("s", [UserMessage(text="Hello! In one sentence, what is a unit test?")], expected_last_seq=0)
-    echo = AgentTool(definition=ToolDefinition(name="echo", description="Repeat the given text.",
-                                               parameters={"type": "object",
-                                                           "properties": {"text": {"type": "string"}}}),
-                     run=lambda args: str(args.get("text", "")))
+    echo = AgentTool(
+        definition=ToolDefinition(
+            name="echo",
+            description="Repeat the given text.",
+            parameters={"type": "object", "properties": {"text": {"type": "string"}}},
+        ),
+        run=lambda args: str(args.get("text", "")),
+    )
     questions = ["And in one sentence, what is an integration test?", "Name one Python test runner."]
     with local_provider(timeout=300) as provider:
         compactor = WindowCompactor(store, summarizer=summarizer(provider), counter=COUNTER)
@@ -127,8 +144,9 @@ def test_the_reference_loop_runs_several_real_turns(tmp_path: object) -> None:
             if question is not None:
                 last = store.get_session("s").last_seq
                 store.append("s", [UserMessage(text=question)], expected_last_seq=last)
-            result = run_agent_loop(provider, [echo], manager, "s", model=local_profile(), max_turns=3,
-                                    max_tokens=48, temperature=0.0)
+            result = run_agent_loop(
+                provider, [echo], manager, "s", model=local_profile(), max_turns=3, max_tokens=48, temperature=0.0
+            )
             turns += result.turns
     answers = [e for e in store.read("s") if isinstance(e, AssistantMessage)]
     reports = [e for e in store.read("s") if isinstance(e, UsageReport)]
@@ -147,8 +165,12 @@ def test_constrained_json_decoding_gives_the_small_model_the_summary_shape() -> 
     agent.work(2)
     agent.test(failing="tests/test_calc.py::test_sum")
     events = store.read("s")
-    data = SummaryInput(entries=tuple(entries_from_events(events)), state=derive_state(events),
-                        replaced_tokens=5_000, anchors_pinned=True)
+    data = SummaryInput(
+        entries=tuple(entries_from_events(events)),
+        state=derive_state(events),
+        replaced_tokens=5_000,
+        anchors_pinned=True,
+    )
     settings = LLMSummarizerSettings(temperature=0.0, max_output_tokens=256, structured_output=True)
     with local_provider(timeout=900) as provider:
         small = LLMSummarizer(provider, model=local_profile(), counter=COUNTER, settings=settings)

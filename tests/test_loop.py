@@ -27,25 +27,37 @@ def failing(args: dict[str, object]) -> str:
 
 
 TOOLS = [
-    AgentTool(definition=ToolDefinition(name="read_file", description="Read a file.",
-                                        parameters={"type": "object", "properties": {"path": {"type": "string"}}}),
-              run=read_file),
-    AgentTool(definition=ToolDefinition(name="run", description="Run a command.", parameters={"type": "object"}),
-              run=lambda args: ToolOutput(output="1 failed", is_error=True, exit_code=1)),
-    AgentTool(definition=ToolDefinition(name="explode", description="Fails.", parameters={"type": "object"}),
-              run=failing),
+    AgentTool(
+        definition=ToolDefinition(
+            name="read_file",
+            description="Read a file.",
+            parameters={"type": "object", "properties": {"path": {"type": "string"}}},
+        ),
+        run=read_file,
+    ),
+    AgentTool(
+        definition=ToolDefinition(name="run", description="Run a command.", parameters={"type": "object"}),
+        run=lambda args: ToolOutput(output="1 failed", is_error=True, exit_code=1),
+    ),
+    AgentTool(
+        definition=ToolDefinition(name="explode", description="Fails.", parameters={"type": "object"}), run=failing
+    ),
 ]
 
 
 def call(name: str, n: int, **args: object) -> ChatResponse:
-    return make_response(tool_calls=[ToolCall(id=f"k{n}", name=name, arguments=dict(args))],  # type: ignore[arg-type]
-                         usage=Usage(input_tokens=500, output_tokens=20))
+    return make_response(
+        tool_calls=[ToolCall(id=f"k{n}", name=name, arguments=dict(args))],  # type: ignore[arg-type]
+        usage=Usage(input_tokens=500, output_tokens=20),
+    )
 
 
 def sized(text: str = "", calls: tuple[ToolCall, ...] = ()) -> object:
     def respond(request: ChatRequest) -> ChatResponse:
-        return make_response(text, tool_calls=calls,
-                             usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=10))
+        return make_response(
+            text, tool_calls=calls, usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=10)
+        )
+
     return respond
 
 
@@ -53,8 +65,9 @@ def test_loop_records_answers_usage_and_tool_results() -> None:
     FILES["a.py"] = "print('a')"
     store = MemoryStore()
     Agent(store).start()
-    provider = ScriptedProvider([call("read_file", 1, path="a.py"), call("run", 2), call("explode", 3),
-                                 call("nope", 4), "All done."])
+    provider = ScriptedProvider(
+        [call("read_file", 1, path="a.py"), call("run", 2), call("explode", 3), call("nope", 4), "All done."]
+    )
     result = run_agent_loop(provider, TOOLS, manager(store), "s", model=profile(), max_turns=10)
     assert result.stop_reason == "end_turn" and result.text == "All done." and result.turns == 5
     events = [e for e in store.read("s") if not isinstance(e, SettingChange)]  # builds record their settings
@@ -84,8 +97,9 @@ def test_max_turns_stops_the_loop() -> None:
 def test_provider_overflow_is_compacted_and_retried_exactly_once() -> None:
     store = MemoryStore()
     Agent(store).start().work(20)  # enough verbatim history for a compaction to keep 2,000 tokens and cut the rest
-    provider = ScriptedProvider([ContextOverflowError("This model's maximum context length is 8192 tokens", status=400),
-                                 "fixed"])
+    provider = ScriptedProvider(
+        [ContextOverflowError("This model's maximum context length is 8192 tokens", status=400), "fixed"]
+    )
     result = run_agent_loop(provider, TOOLS, manager(store), "s", model=profile(), max_turns=2)
     assert result.text == "fixed" and result.overflow_recoveries == 1
     (event,) = [e for e in store.read("s") if isinstance(e, Compaction)]
@@ -138,8 +152,11 @@ def test_silent_overflow_is_recovered_without_recording_the_truncated_answer() -
     assert "garbage from a truncated prompt" not in texts
 
 
-@pytest.mark.parametrize("error", [RateLimitError("429 too many tokens per minute", status=429),
-                                   ServerError("503 overloaded", status=503)], ids=["429", "5xx"])
+@pytest.mark.parametrize(
+    "error",
+    [RateLimitError("429 too many tokens per minute", status=429), ServerError("503 overloaded", status=503)],
+    ids=["429", "5xx"],
+)
 def test_rate_limits_and_server_errors_are_never_answered_by_compaction(error: ProviderError) -> None:
     store = MemoryStore()
     Agent(store).start().work(20)  # enough verbatim history for a compaction to keep 2,000 tokens and cut the rest
@@ -154,8 +171,9 @@ def test_before_turn_hook_compacts_long_sessions() -> None:
     Agent(store).start()
     FILES.update({f"m{i}.py": f"# module {i}\n" + "x = compute()\n" * 120 for i in range(40)})
     notes = "I read the module and noted its helpers: " + "helper_function_name, " * 150
-    script = [sized(notes, calls=(ToolCall(id=f"r{i}", name="read_file", arguments={"path": f"m{i}.py"}),))
-              for i in range(40)]
+    script = [
+        sized(notes, calls=(ToolCall(id=f"r{i}", name="read_file", arguments={"path": f"m{i}.py"}),)) for i in range(40)
+    ]
     provider = ScriptedProvider([*script, sized("finished")])
     result = run_agent_loop(provider, TOOLS, manager(store), "s", model=profile(40_000), max_turns=50)
     assert result.text == "finished"
@@ -172,8 +190,9 @@ def test_cancellation_stops_the_loop() -> None:
     from contextwarden.providers import CallOptions
 
     with pytest.raises(Cancelled):
-        run_agent_loop(ScriptedProvider(["x"]), TOOLS, manager(store), "s", model=profile(),
-                       options=CallOptions(cancel=cancel))
+        run_agent_loop(
+            ScriptedProvider(["x"]), TOOLS, manager(store), "s", model=profile(), options=CallOptions(cancel=cancel)
+        )
 
 
 def test_to_chat_request_maps_roles() -> None:

@@ -37,8 +37,7 @@ TOOLS = (
 
 
 def small_profile(window: int = 40_000):
-    return dataclasses.replace(get_profile("gpt-4o"), name="test-small", context_window=window,
-                               max_output_tokens=2_000)
+    return dataclasses.replace(get_profile("gpt-4o"), name="test-small", context_window=window, max_output_tokens=2_000)
 
 
 class Session:
@@ -134,7 +133,7 @@ def test_manager_only_appends_window_events_and_its_build_record() -> None:
     ctx = manager.build("s", model=small_profile(), tools=TOOLS)
     after = store.read("s")
     assert after[: len(before)] == before
-    new = after[len(before):]
+    new = after[len(before) :]
     records = [e for e in new if not e.is_window_event]
     assert len(records) == 1 and isinstance(records[0], SettingChange) and records[0].model == "test-small"
     assert ctx.window_event_ids and set(ctx.window_event_ids) == {e.id for e in new if e.is_window_event}
@@ -180,10 +179,19 @@ def test_bad_input_orphans_duplicates_binary_empty() -> None:
     assert ctx.messages == ()
     s.add(UserMessage(text="go"))
     s.add(ToolResult(call_id="nope", tool_name="bash", output="orphan"))
-    s.add(AssistantMessage(tool_calls=(ToolCall(id="d", name="bash", arguments={}),
-                                       ToolCall(id="d", name="bash", arguments={}))))
-    s.add(ToolResult(call_id="d", tool_name="bash", output="\x00\udcff binary", parts=(
-        BinaryPart(media_type="image/png", data=b"\x89PNG\x00"),)))
+    s.add(
+        AssistantMessage(
+            tool_calls=(ToolCall(id="d", name="bash", arguments={}), ToolCall(id="d", name="bash", arguments={}))
+        )
+    )
+    s.add(
+        ToolResult(
+            call_id="d",
+            tool_name="bash",
+            output="\x00\udcff binary",
+            parts=(BinaryPart(media_type="image/png", data=b"\x89PNG\x00"),),
+        )
+    )
     s.add(ToolResult(call_id="d", tool_name="bash", output=""))
     s.add(AssistantMessage(tool_calls=(ToolCall(id="lost", name="bash", arguments={}),)))
     s.add(UserMessage(text="and?"))
@@ -214,8 +222,9 @@ def test_property_prefix_stable_between_window_events_and_always_within_budget(a
     s = Session(store)
     s.add(Instruction(text="You are a coding agent."), UserMessage(text="Fix the bug. Never touch prod.cfg."))
     profile = small_profile(window)
-    manager = ContextManager(store, counter=HeuristicCounter(),
-                             policy=ContextPolicy(planner=PlannerSettings(keep_recent_tool_results=4)))
+    manager = ContextManager(
+        store, counter=HeuristicCounter(), policy=ContextPolicy(planner=PlannerSettings(keep_recent_tool_results=4))
+    )
     previous: list[str] | None = None
     for kind, k, size in actions:
         if kind == "read":
@@ -223,8 +232,11 @@ def test_property_prefix_stable_between_window_events_and_always_within_budget(a
         elif kind == "edit":
             s.call("edit_file", f"edited f{k}" * size, path=f"src/f{k}.py")
         elif kind == "test":
-            s.call("bash", ("FAILED tests/test_a.py::t\n" if size % 2 else "ok\n") * (size // 10 + 1),
-                   command=f"pytest tests/test_{k}.py")
+            s.call(
+                "bash",
+                ("FAILED tests/test_a.py::t\n" if size % 2 else "ok\n") * (size // 10 + 1),
+                command=f"pytest tests/test_{k}.py",
+            )
         elif kind == "bash":
             s.call("bash", f"out {k} " * size, command=f"ls d{k}")
         elif kind == "user":
@@ -259,9 +271,12 @@ def test_retrieval_reads_back_masked_output_and_is_bounded() -> None:
     assert [t.name for t in ctx.tools][-2:] == ["read_range", "recall"]
     artifact = next(e.id for e in store.read("s") if isinstance(e, ToolResult))
     assert artifact in ctx.messages[-1].text
-    answer = manager.retrieve("s", ToolCall(id="r1", name="read_range",
-                                            arguments={"artifact_id": artifact, "start_line": 15_000,
-                                                       "end_line": 15_002}))
+    answer = manager.retrieve(
+        "s",
+        ToolCall(
+            id="r1", name="read_range", arguments={"artifact_id": artifact, "start_line": 15_000, "end_line": 15_002}
+        ),
+    )
     assert "row 15001" in answer.output and "row 14998" not in answer.output
     found = manager.retrieve("s", ToolCall(id="r2", name="recall", arguments={"query": "row 29999"}))
     assert artifact in found.output
@@ -280,8 +295,9 @@ def test_supersession_and_staleness_become_placeholders_that_say_by_what() -> No
     s.call("read_file", "v1 again " * 3_000, path="a.py")
     s.call("edit_file", "ok", path="a.py", old_str="x", new_str="y")
     s.call("bash", "1 passed", command="pytest tests/test_a.py")
-    policy = ContextPolicy(planner=PlannerSettings(cache_aware=False, min_batch_tokens=0, min_batch_share=0,
-                                                   mask=False))
+    policy = ContextPolicy(
+        planner=PlannerSettings(cache_aware=False, min_batch_tokens=0, min_batch_share=0, mask=False)
+    )
     ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS, policy=policy)
     tools = [m for m in ctx.messages if m.role == "tool"]
     first_read, b1, b2, failing, second_read = tools[:5]
@@ -296,12 +312,18 @@ def test_failing_test_output_is_never_masked_while_unresolved() -> None:
     store = MemoryStore()
     s = Session(store)
     s.add(UserMessage(text="make the tests pass"))
-    s.call("bash", "FAILED tests/test_core.py::test_sum - assert 23 == 5\n" + "trace\n" * 800,
-           command="pytest tests/test_core.py")
+    s.call(
+        "bash",
+        "FAILED tests/test_core.py::test_sum - assert 23 == 5\n" + "trace\n" * 800,
+        command="pytest tests/test_core.py",
+    )
     for i in range(12):
         s.call("read_file", f"module {i} " * 800, path=f"m{i}.py")
-    policy = ContextPolicy(planner=PlannerSettings(cache_aware=False, min_batch_tokens=0, min_batch_share=0,
-                                                   keep_recent_tool_results=2, working_set_files=0))
+    policy = ContextPolicy(
+        planner=PlannerSettings(
+            cache_aware=False, min_batch_tokens=0, min_batch_share=0, keep_recent_tool_results=2, working_set_files=0
+        )
+    )
     ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS, policy=policy)
     texts = [m.text for m in ctx.messages if m.role == "tool"]
     assert "assert 23 == 5" in texts[0]
@@ -316,9 +338,15 @@ def test_latest_read_of_working_set_files_stays_verbatim() -> None:
         s.call("read_file", "core v1 " * 800, path="core.py")
         for i in range(8):
             s.call("bash", f"listing {i} " * 800, command=f"ls dir{i}")
-        policy = ContextPolicy(planner=PlannerSettings(cache_aware=False, min_batch_tokens=0, min_batch_share=0,
-                                                       keep_recent_tool_results=2,
-                                                       working_set_files=working_set_files))
+        policy = ContextPolicy(
+            planner=PlannerSettings(
+                cache_aware=False,
+                min_batch_tokens=0,
+                min_batch_share=0,
+                keep_recent_tool_results=2,
+                working_set_files=working_set_files,
+            )
+        )
         ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS, policy=policy)
         return [m.text for m in ctx.messages if m.role == "tool"]
 

@@ -54,8 +54,9 @@ def test_reported_usage_wins_over_simulation() -> None:
 def test_re_read_of_masked_output_counts() -> None:
     store = MemoryStore()
     steps = [("read_file", "src/core.py" if i in (0, 6) else f"src/m{i}.py", "y = 2\n" * 600) for i in range(7)]
-    eager = replace(ContextPolicy(), planner=PlannerSettings(keep_recent_tool_results=2, cache_aware=False,
-                                                             min_batch_tokens=1))
+    eager = replace(
+        ContextPolicy(), planner=PlannerSettings(keep_recent_tool_results=2, cache_aware=False, min_batch_tokens=1)
+    )
     metrics = session_metrics(store, _session(store, steps), model="gpt-4o", policy=eager)
     assert metrics.evictions >= 3 and metrics.re_reads == 1
     assert metrics.re_read_rate == pytest.approx(1 / metrics.evictions)
@@ -63,8 +64,9 @@ def test_re_read_of_masked_output_counts() -> None:
 
 
 def test_compactions_and_their_cost_are_counted() -> None:
-    register_profile(ModelProfile(name="cw-metrics-tiny", context_window=16_384, max_output_tokens=2_048,
-                                  tokenizer="o200k_base"))
+    register_profile(
+        ModelProfile(name="cw-metrics-tiny", context_window=16_384, max_output_tokens=2_048, tokenizer="o200k_base")
+    )
     store = MemoryStore()
     steps = [("bash", f"step{i}", "\n".join(f"row {i}.{j} value {j * 7}" for j in range(150))) for i in range(30)]
     sid = _session(store, steps)
@@ -80,13 +82,25 @@ def test_request_log_metrics_use_logged_usage_else_simulate() -> None:
     reader = RequestReader()
     profile = get_profile("gpt-4o")
     base = [{"role": "system", "content": SYSTEM}]
-    payloads = [{"model": "gpt-4o", "messages": base + [{"role": "user", "content": f"q{j}"} for j in range(i + 1)]}
-                for i in range(3)]
+    payloads = [
+        {"model": "gpt-4o", "messages": base + [{"role": "user", "content": f"q{j}"} for j in range(i + 1)]}
+        for i in range(3)
+    ]
     simulated = request_metrics([reader.parse(p) for p in payloads])
     assert simulated.cache_source == "simulated" and 0.5 < simulated.cache_hit_ratio < 1
-    wrapped = [{"request": p, "response": {"usage": {"prompt_tokens": 1_000, "completion_tokens": 5,
-                                                     "prompt_tokens_details": {"cached_tokens": 250}}}}
-               for p in payloads]
+    wrapped = [
+        {
+            "request": p,
+            "response": {
+                "usage": {
+                    "prompt_tokens": 1_000,
+                    "completion_tokens": 5,
+                    "prompt_tokens_details": {"cached_tokens": 250},
+                }
+            },
+        }
+        for p in payloads
+    ]
     reported = request_metrics([RequestReader().parse(w) for w in wrapped])
     assert reported.cache_source == "usage" and reported.cache_hit_ratio == pytest.approx(0.25)
     assert cacheable(1_000, profile) == 0

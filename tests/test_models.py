@@ -67,7 +67,11 @@ def test_bundled_profiles_are_consistent() -> None:
         assert p.cache_read_price is not None and p.cache_read_price < p.input_price, p.name
         if p.provider == "openai":
             assert (p.tokenizer, p.cache_style, p.min_cacheable_tokens, p.cache_granularity) == (
-                "o200k_base", "openai-auto", 1_024, 128)
+                "o200k_base",
+                "openai-auto",
+                1_024,
+                128,
+            )
             assert p.supports_developer_role and p.cache_write_price == p.input_price
         if p.provider == "anthropic":
             # Anthropic's published multipliers: 5-minute write 1.25x, 1-hour write 2x, read 0.1x
@@ -92,22 +96,25 @@ def test_generic_and_local_profiles() -> None:
 # --------------------------------------------------------------------------- lookup
 
 
-@pytest.mark.parametrize(("requested", "resolved"), [
-    ("gpt-4o-2024-08-06", "gpt-4o"),
-    ("gpt-4o-mini-2024-07-18", "gpt-4o-mini"),
-    ("GPT-4.1", "gpt-4.1"),
-    ("openai/gpt-4.1-mini", "gpt-4.1-mini"),
-    ("chatgpt-4o-latest", "gpt-4o"),
-    ("gpt-5-mini-2025-08-07", "gpt-5-mini"),
-    ("claude-sonnet-4-5-20250929", "claude-sonnet-4-5"),
-    ("claude-sonnet-4-5@20250929", "claude-sonnet-4-5"),
-    ("anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5"),
-    ("us.anthropic.claude-haiku-4-5-20251001-v1:0", "claude-haiku-4-5"),
-    ("claude-3-5-haiku-latest", "claude-3-5-haiku"),
-    ("models/gemini-2.5-flash", "gemini-2.5-flash"),
-    ("gemini-2.5-flash-preview-05-20", "gemini-2.5-flash"),
-    (" o3 ", "o3"),
-])
+@pytest.mark.parametrize(
+    ("requested", "resolved"),
+    [
+        ("gpt-4o-2024-08-06", "gpt-4o"),
+        ("gpt-4o-mini-2024-07-18", "gpt-4o-mini"),
+        ("GPT-4.1", "gpt-4.1"),
+        ("openai/gpt-4.1-mini", "gpt-4.1-mini"),
+        ("chatgpt-4o-latest", "gpt-4o"),
+        ("gpt-5-mini-2025-08-07", "gpt-5-mini"),
+        ("claude-sonnet-4-5-20250929", "claude-sonnet-4-5"),
+        ("claude-sonnet-4-5@20250929", "claude-sonnet-4-5"),
+        ("anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5"),
+        ("us.anthropic.claude-haiku-4-5-20251001-v1:0", "claude-haiku-4-5"),
+        ("claude-3-5-haiku-latest", "claude-3-5-haiku"),
+        ("models/gemini-2.5-flash", "gemini-2.5-flash"),
+        ("gemini-2.5-flash-preview-05-20", "gemini-2.5-flash"),
+        (" o3 ", "o3"),
+    ],
+)
 def test_get_profile_resolves_aliases_prefixes_and_snapshots(requested: str, resolved: str) -> None:
     profile = get_profile(requested)
     assert profile.known and profile.name == resolved
@@ -134,7 +141,9 @@ def test_register_profile_overrides_and_moves_aliases(registry: None) -> None:
 
 
 def test_load_profiles_toml_adds_overrides_and_extends(tmp_path: Path, registry: None) -> None:
-    path = _toml(tmp_path, """
+    path = _toml(
+        tmp_path,
+        """
 [models.my-local]
 provider = "generic"
 context_window = 32_768
@@ -148,7 +157,8 @@ cache_read_price = "unknown"
 [models.my-gpt]
 extends = "gpt-4.1"
 aliases = ["team-default"]
-""")
+""",
+    )
     loaded = load_profiles_toml(path)
     assert [p.name for p in loaded] == ["my-local", "gpt-4o", "my-gpt"]
     local = get_profile("my-local")
@@ -161,22 +171,24 @@ aliases = ["team-default"]
     assert get_profile("gpt-4.1").known  # the base is unchanged
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("[models.x\ncontext_window = 1", "invalid TOML"),
-    ("[models.x]\nbogus = 1", "models.x.bogus: unknown key"),
-    ("[models.x]\ncontext_window = '128k'", "models.x.context_window: expected an integer"),
-    ("[models.x]\ncontext_window = true", "models.x.context_window: expected an integer"),
-    ("[models.x]\ninput_price = 'cheap'", "models.x.input_price: expected a number"),
-    ("[models.x]\naliases = 'y'", "models.x.aliases: expected a list of strings"),
-    ("[models.x]\nsupports_developer_role = 1", "models.x.supports_developer_role: expected true or false"),
-    ("[models.x]\nextends = 'nope'", "models.x.extends: unknown profile 'nope'"),
-    ("[models.x]\nprovider = 'acme'", "models.x: model profile 'x': provider must be one of"),
-    ("[models.x]\ncontext_window = -5", "context_window must be positive"),
-    ("[settings]\na = 1", "settings: unknown top-level key"),
-    ("models = 3", "models: expected tables"),
-])
-def test_invalid_profile_files_name_the_file_and_key(tmp_path: Path, registry: None, text: str,
-                                                      message: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[models.x\ncontext_window = 1", "invalid TOML"),
+        ("[models.x]\nbogus = 1", "models.x.bogus: unknown key"),
+        ("[models.x]\ncontext_window = '128k'", "models.x.context_window: expected an integer"),
+        ("[models.x]\ncontext_window = true", "models.x.context_window: expected an integer"),
+        ("[models.x]\ninput_price = 'cheap'", "models.x.input_price: expected a number"),
+        ("[models.x]\naliases = 'y'", "models.x.aliases: expected a list of strings"),
+        ("[models.x]\nsupports_developer_role = 1", "models.x.supports_developer_role: expected true or false"),
+        ("[models.x]\nextends = 'nope'", "models.x.extends: unknown profile 'nope'"),
+        ("[models.x]\nprovider = 'acme'", "models.x: model profile 'x': provider must be one of"),
+        ("[models.x]\ncontext_window = -5", "context_window must be positive"),
+        ("[settings]\na = 1", "settings: unknown top-level key"),
+        ("models = 3", "models: expected tables"),
+    ],
+)
+def test_invalid_profile_files_name_the_file_and_key(tmp_path: Path, registry: None, text: str, message: str) -> None:
     path = _toml(tmp_path, text)
     with pytest.raises(ConfigError) as exc:
         load_profiles_toml(path)
@@ -211,8 +223,9 @@ def test_profile_validation_and_input_window() -> None:
 def test_cost() -> None:
     sonnet = get_profile("claude-sonnet-4-5")
     # 1M input of which 800K read from cache and 100K written: 100K * 3 + 800K * 0.3 + 100K * 3.75
-    cost = sonnet.cost(input_tokens=1_000_000, output_tokens=10_000, cache_read_tokens=800_000,
-                       cache_write_tokens=100_000)
+    cost = sonnet.cost(
+        input_tokens=1_000_000, output_tokens=10_000, cache_read_tokens=800_000, cache_write_tokens=100_000
+    )
     assert cost == pytest.approx(0.3 + 0.24 + 0.375 + 0.15)
     assert get_profile("gpt-4o").cost(input_tokens=1_000_000) == pytest.approx(2.5)
     assert get_profile("generic").cost(input_tokens=10) is None
@@ -223,20 +236,17 @@ def test_cost() -> None:
 # --------------------------------------------------------------------------- CLI
 
 
-def test_cli_models_json_and_extra_profiles(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                            registry: None) -> None:
+def test_cli_models_json_and_extra_profiles(tmp_path: Path, capsys: pytest.CaptureFixture[str], registry: None) -> None:
     main(["models", "--json"])
     rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
-    assert set(REQUIRED["openai"]) <= set(rows) and rows["gpt-4o"]["aliases"] == ["gpt-4o-latest",
-                                                                                   "chatgpt-4o-latest"]
+    assert set(REQUIRED["openai"]) <= set(rows) and rows["gpt-4o"]["aliases"] == ["gpt-4o-latest", "chatgpt-4o-latest"]
     path = _toml(tmp_path, "[models.my-model]\ncontext_window = 9_000\n")
     main(["models", "--json", "--profiles", str(path)])
     rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
     assert rows["my-model"]["context_window"] == 9_000
 
 
-def test_cli_models_table_and_bad_file(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                       registry: None) -> None:
+def test_cli_models_table_and_bad_file(tmp_path: Path, capsys: pytest.CaptureFixture[str], registry: None) -> None:
     main(["models"])
     out = capsys.readouterr().out
     assert "claude-sonnet-4-5" in out and "gemini-2.5-pro" in out and "200,000" in out

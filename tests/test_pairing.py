@@ -14,15 +14,11 @@ CALL_IDS = ["a", "b", "c", "d"]
 
 
 def asst(*ids: str, text: str = "") -> Message:
-    return Message(
-        role="assistant", text=text, tool_calls=tuple(ToolCall(id=i, name=f"tool_{i}") for i in ids)
-    )
+    return Message(role="assistant", text=text, tool_calls=tuple(ToolCall(id=i, name=f"tool_{i}") for i in ids))
 
 
 def res(call_id: str, text: str = "") -> Message:
-    return Message(
-        role="tool", text=text or f"out {call_id}", tool_call_id=call_id, tool_name=f"tool_{call_id}"
-    )
+    return Message(role="tool", text=text or f"out {call_id}", tool_call_id=call_id, tool_name=f"tool_{call_id}")
 
 
 def user(text: str = "hi") -> Message:

@@ -19,8 +19,11 @@ def session(outputs: list[str], *, users: tuple[int, ...] = ()) -> list[Event]:
     for n, output in enumerate(outputs):
         if n in users:
             events.append(UserMessage(text=f"Also look at part {n}."))
-        events.append(AssistantMessage(text=f"step {n}", tool_calls=(ToolCall(id=f"c{n}", name="bash",
-                                                                              arguments={"command": f"cat f{n}"}),)))
+        events.append(
+            AssistantMessage(
+                text=f"step {n}", tool_calls=(ToolCall(id=f"c{n}", name="bash", arguments={"command": f"cat f{n}"}),)
+            )
+        )
         events.append(ToolResult(call_id=f"c{n}", tool_name="bash", output=output))
     return events
 
@@ -30,8 +33,9 @@ def build(name: str, events: list[Event]) -> list[str]:
     store = MemoryStore()
     sid = store.create_session("s").id
     try:
-        run = peer_strategy(name).start(RunEnv(store=store, session_id=sid, profile=get_profile("gpt-4o"),
-                                               counter=HeuristicCounter()))
+        run = peer_strategy(name).start(
+            RunEnv(store=store, session_id=sid, profile=get_profile("gpt-4o"), counter=HeuristicCounter())
+        )
     except PeerUnavailable as exc:
         pytest.skip(f"{name} cannot run here: {exc}")
     for seq, event in enumerate(events, start=1):
@@ -60,15 +64,22 @@ def test_openai_agents_trimmer_trims_outputs_older_than_the_last_two_user_turns(
 
 def test_missing_peer_is_skipped_with_a_reason_never_faked() -> None:
     events = tuple(with_position(e, session_id="s", seq=n) for n, e in enumerate(session(["out"]), start=1))
-    results = replay([ReplayInput(name="t", source="t", events=events)], ["raw", "openhands-condenser"],
-                     settings=ReplaySettings(model="gpt-4o", optimum=False), counter=HeuristicCounter())
+    results = replay(
+        [ReplayInput(name="t", source="t", events=events)],
+        ["raw", "openhands-condenser"],
+        settings=ReplaySettings(model="gpt-4o", optimum=False),
+        counter=HeuristicCounter(),
+    )
     peer = results.strategy("openhands-condenser")
     if importlib.util.find_spec("openhands") is None:
         assert "openhands-sdk is not installed" in peer.skipped
     assert peer.skipped and not peer.per_file
     assert any(note.startswith("openhands-condenser skipped") for note in results.notes)
-    assert results.to_dict()["strategies"][1] == {"name": "openhands-condenser", "skipped": peer.skipped,
-                                                   "per_file": []}
+    assert results.to_dict()["strategies"][1] == {
+        "name": "openhands-condenser",
+        "skipped": peer.skipped,
+        "per_file": [],
+    }
 
 
 def test_every_peer_has_a_name_in_the_peer_name_type_and_the_reverse() -> None:

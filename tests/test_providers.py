@@ -76,9 +76,7 @@ class ScriptedServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(length)
-                outer.received.append(
-                    Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-                )
+                outer.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
                 reply = outer.replies.popleft() if outer.replies else Reply(599, b"no reply scripted")
                 if reply.delay:
                     outer.release.wait(reply.delay)
@@ -127,9 +125,7 @@ def openai_ok(text: str = "hello", **extra: object) -> Reply:
         {
             "id": "chatcmpl-1",
             "model": "served-model",
-            "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-            ],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
             "usage": {
                 "prompt_tokens": 120,
                 "completion_tokens": 7,
@@ -164,9 +160,7 @@ def test_openai_success_parses_text_usage_and_sends_the_request(server: Scripted
     assert response.text == "hello there"
     assert response.stop_reason == "end_turn"
     assert response.model == "served-model"
-    assert response.usage == Usage(
-        input_tokens=120, output_tokens=7, cache_read_tokens=100, cache_write_tokens=0
-    )
+    assert response.usage == Usage(input_tokens=120, output_tokens=7, cache_read_tokens=100, cache_write_tokens=0)
     assert response.tool_calls == ()
     [sent] = server.received
     assert sent.path == "/v1/chat/completions"
@@ -181,9 +175,7 @@ def test_openai_success_parses_text_usage_and_sends_the_request(server: Scripted
 
 
 def test_rate_limit_honours_retry_after_then_succeeds(server: ScriptedServer) -> None:
-    server.add(
-        as_json({"error": {"message": "Rate limit reached"}}, 429, {"Retry-After": "0.3"}), openai_ok()
-    )
+    server.add(as_json({"error": {"message": "Rate limit reached"}}, 429, {"Retry-After": "0.3"}), openai_ok())
     started = time.monotonic()
     with openai(server, backoff_base=0.001) as provider:
         response = provider.complete(REQUEST)
@@ -195,9 +187,7 @@ def test_rate_limit_honours_retry_after_then_succeeds(server: ScriptedServer) ->
 
 
 def test_server_errors_are_retried_with_growing_backoff(server: ScriptedServer) -> None:
-    server.add(
-        Reply(500, b"boom"), Reply(502, b"bad gateway"), Reply(503, b"unavailable"), openai_ok("finally")
-    )
+    server.add(Reply(500, b"boom"), Reply(502, b"bad gateway"), Reply(503, b"unavailable"), openai_ok("finally"))
     started = time.monotonic()
     with openai(server, backoff_base=0.04) as provider:
         response = provider.complete(REQUEST)
@@ -219,9 +209,7 @@ def test_server_errors_give_up_after_max_retries(server: ScriptedServer) -> None
 
 
 def test_rate_limit_exhausted_raises_rate_limit_error(server: ScriptedServer) -> None:
-    server.add(
-        *[as_json({"error": {"message": "slow down"}}, 429, {"retry-after-ms": "1"}) for _ in range(3)]
-    )
+    server.add(*[as_json({"error": {"message": "slow down"}}, 429, {"retry-after-ms": "1"}) for _ in range(3)])
     with openai(server, max_retries=2) as provider, pytest.raises(RateLimitError):
         provider.complete(REQUEST)
     assert len(server.received) == 3
@@ -320,9 +308,7 @@ def test_other_4xx_is_a_plain_provider_error_not_retried(server: ScriptedServer)
 
 
 def test_error_object_inside_a_200_is_classified(server: ScriptedServer) -> None:
-    server.add(
-        as_json({"error": {"code": 400, "message": "prompt is too long: 300000 tokens > 200000 maximum"}})
-    )
+    server.add(as_json({"error": {"code": 400, "message": "prompt is too long: 300000 tokens > 200000 maximum"}}))
     with openai(server) as provider, pytest.raises(ContextOverflowError):
         provider.complete(REQUEST)
 
@@ -499,9 +485,7 @@ def test_anthropic_success_with_tools_thinking_and_cache_usage(server: ScriptedS
     assert response.stop_reason == "tool_use"
     assert response.tool_calls == (ToolCall(id="toolu_1", name="read", arguments={"path": "a.py"}),)
     assert response.thinking == (ThinkingBlock(text="plan", signature="sig1"),)
-    assert response.usage == Usage(
-        input_tokens=3210, output_tokens=40, cache_read_tokens=3000, cache_write_tokens=200
-    )
+    assert response.usage == Usage(input_tokens=3210, output_tokens=40, cache_read_tokens=3000, cache_write_tokens=200)
     assert response.model == "claude-test"
     [sent] = server.received
     assert sent.path == "/v1/messages"
@@ -640,9 +624,7 @@ def test_mock_transport_sees_the_same_payload() -> None:
 
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
-        return httpx.Response(
-            200, json={"choices": [{"message": {"content": "ok"}, "finish_reason": "length"}]}
-        )
+        return httpx.Response(200, json={"choices": [{"message": {"content": "ok"}, "finish_reason": "length"}]})
 
     with OpenAICompatProvider("http://model.test/v1", transport=httpx.MockTransport(handler)) as provider:
         response = provider.complete(REQUEST)
@@ -676,9 +658,7 @@ def test_mock_transport_unknown_finish_reason_passes_through() -> None:
 
 def test_scripted_provider_replays_and_records() -> None:
     canned = make_response("canned", usage=Usage(input_tokens=9, output_tokens=2))
-    provider = ScriptedProvider(
-        ["first", RateLimitError("slow down"), canned, lambda r: make_response(r.model)]
-    )
+    provider = ScriptedProvider(["first", RateLimitError("slow down"), canned, lambda r: make_response(r.model)])
     assert isinstance(provider, Provider)
     first = provider.complete(REQUEST)
     assert first.text == "first" and first.stop_reason == "end_turn"

@@ -65,8 +65,9 @@ def test_raw_replay_of_a_real_trajectory_only_grows_and_matches_its_usage_totals
 
 
 def test_dumped_requests_recompute_every_figure(tmp_path: Path) -> None:
-    results = replay(load_inputs([str(PYDICOM)]), ["raw", "mask-last-n:2"], settings=FAST, counter=COUNTER,
-                     dump_dir=tmp_path)
+    results = replay(
+        load_inputs([str(PYDICOM)]), ["raw", "mask-last-n:2"], settings=FAST, counter=COUNTER, dump_dir=tmp_path
+    )
     meter = BlockMeter(COUNTER)
     for strategy in results.strategies:
         lines = (tmp_path / strategy.name / "gpt4__pydicom-1458.jsonl").read_text().splitlines()
@@ -93,8 +94,7 @@ def test_mask_last_n_masks_every_result_but_the_last_n_at_every_request(tmp_path
 
 def test_contextwarden_makes_a_window_event_for_every_prefix_break() -> None:
     events = coding_session(turns=40, lines=220)
-    results = replay(one(events), ["raw", "contextwarden"], settings=ReplaySettings(model="gpt-4o"),
-                     counter=COUNTER)
+    results = replay(one(events), ["raw", "contextwarden"], settings=ReplaySettings(model="gpt-4o"), counter=COUNTER)
     raw, warden = (s.per_file[0] for s in results.strategies)
     assert any(r.window_event for r in warden.requests)
     for record in warden.requests:
@@ -107,10 +107,14 @@ def test_contextwarden_makes_a_window_event_for_every_prefix_break() -> None:
 
 def test_what_if_options_drive_the_builder_and_keep_every_probe() -> None:
     events = coding_session(turns=40, lines=220)
-    names = ["contextwarden:keep=3,min-batch-share=0", "contextwarden:keep=3,min-batch-share=0.4",
-             "contextwarden:keep=3,min-batch-share=0.4,frontier"]
-    results = replay(one(events), names, settings=ReplaySettings(model="claude-sonnet-4-5", optimum=False),
-                     counter=COUNTER)
+    names = [
+        "contextwarden:keep=3,min-batch-share=0",
+        "contextwarden:keep=3,min-batch-share=0.4",
+        "contextwarden:keep=3,min-batch-share=0.4,frontier",
+    ]
+    results = replay(
+        one(events), names, settings=ReplaySettings(model="claude-sonnet-4-5", optimum=False), counter=COUNTER
+    )
     plain, share, frontier = (s.figures() for s in results.strategies)
     assert share["window_events"] < plain["window_events"]  # fewer, bigger batches
     assert frontier["window_events"] == share["window_events"]  # same batches...
@@ -128,7 +132,8 @@ def test_offline_optimum_is_the_cheapest_schedule(model: str) -> None:
     assert best.requests == 8
     costs = {
         points: schedule_cost(events, points, profile=profile, meter=meter, settings=settings)
-        for k in range(8) for points in itertools.combinations(range(1, 8), k)
+        for k in range(8)
+        for points in itertools.combinations(range(1, 8), k)
     }
     assert best.cost_usd == pytest.approx(costs[best.batch_points], rel=1e-9)
     assert best.cost_usd <= min(costs.values()) * (1 + 1e-9)
@@ -187,16 +192,43 @@ def test_cli_replay_prints_the_table_and_writes_json_and_dumps(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out, dumps = tmp_path / "r.json", tmp_path / "dump"
-    main(["replay", str(PYDICOM), str(OPENHANDS), "--strategy", "raw", "--strategy", "mask-last-n:3",
-          "--model", "gpt-4o", "--output", str(out), "--per-request", "--dump-requests", str(dumps)])
+    main(
+        [
+            "replay",
+            str(PYDICOM),
+            str(OPENHANDS),
+            "--strategy",
+            "raw",
+            "--strategy",
+            "mask-last-n:3",
+            "--model",
+            "gpt-4o",
+            "--output",
+            str(out),
+            "--per-request",
+            "--dump-requests",
+            str(dumps),
+        ]
+    )
     printed = capsys.readouterr().out
     assert "mask-last-n:3" in printed and "retention" in printed
     doc = json.loads(out.read_text())
     assert doc["files"] == [str(PYDICOM), str(OPENHANDS)]
     assert doc["model"] == "gpt-4o" and doc["counter"]
     raw = doc["strategies"][0]
-    for key in ("requests", "input_tokens_total", "input_tokens_mean", "input_tokens_peak", "cost_usd",
-                "cache_hit_ratio", "prefix_breaks", "window_events", "summarizer_tokens", "retention", "overflows"):
+    for key in (
+        "requests",
+        "input_tokens_total",
+        "input_tokens_mean",
+        "input_tokens_peak",
+        "cost_usd",
+        "cache_hit_ratio",
+        "prefix_breaks",
+        "window_events",
+        "summarizer_tokens",
+        "retention",
+        "overflows",
+    ):
         assert key in raw and key in raw["per_file"][0]
     assert raw["requests"] == sum(f["requests"] for f in raw["per_file"])
     assert len(raw["per_file"][0]["per_request"]) == raw["per_file"][0]["requests"]

@@ -26,16 +26,33 @@ def records(n: int, *, cut_every: int = 0, pinned: bool = False) -> tuple[Reques
         event = bool(cut_every) and i > 0 and i % cut_every == 0
         if event:
             tool = 600
-        sections = {"system": 700, "tools": 900, "conversation": 200 + 90 * i, "tool_output": tool,
-                    "pinned": 150 if pinned else 0, "summary": 0}
+        sections = {
+            "system": 700,
+            "tools": 900,
+            "conversation": 200 + 90 * i,
+            "tool_output": tool,
+            "pinned": 150 if pinned else 0,
+            "summary": 0,
+        }
         total = sum(sections.values())
         cached = 0 if event or i == 0 else total - 500
-        out.append(RequestRecord(
-            index=i, at=30.0 * i, input_tokens=total, cache_read_tokens=cached, cache_write_tokens=0,
-            output_tokens=120, cost_usd=(total - cached) * 2.5e-6 + cached * 1.25e-6 + 120e-5, messages=2 * i + 2,
-            sections=sections, window_event=event, window_event_kinds=("context_edit",) if event else (),
-            prefix_break=event, probes={"task": True, "latest_tool_result": True},
-        ))
+        out.append(
+            RequestRecord(
+                index=i,
+                at=30.0 * i,
+                input_tokens=total,
+                cache_read_tokens=cached,
+                cache_write_tokens=0,
+                output_tokens=120,
+                cost_usd=(total - cached) * 2.5e-6 + cached * 1.25e-6 + 120e-5,
+                messages=2 * i + 2,
+                sections=sections,
+                window_event=event,
+                window_event_kinds=("context_edit",) if event else (),
+                prefix_break=event,
+                probes={"task": True, "latest_tool_result": True},
+            )
+        )
     return tuple(out)
 
 
@@ -46,21 +63,38 @@ def results(*, payload: str = "", n: int = 24) -> ReplayResults:
     for name, cut, pinned in (("raw", 0, False), (f"mask-last-n:10{payload}", 1, False), ("contextwarden", 7, True)):
         per_file = tuple(
             FileResult(
-                file=f, name=Path(f).stem, requests=records(n - 5 * k, cut_every=cut, pinned=pinned),
+                file=f,
+                name=Path(f).stem,
+                requests=records(n - 5 * k, cut_every=cut, pinned=pinned),
                 probe_misses={"latest_tool_result": 2} if cut == 1 else {},
                 miss_examples={"latest_tool_result": f"output was {payload}"} if cut == 1 else {},
-                usage=UsageCheck(requests=3, real_input_tokens=9000, predicted_input_tokens=9100,
-                                 real_cache_read_tokens=4000, predicted_cache_read_tokens=4096, real_cost_usd=0.02,
-                                 predicted_cost_usd=0.021) if name == "raw" else None,
+                usage=UsageCheck(
+                    requests=3,
+                    real_input_tokens=9000,
+                    predicted_input_tokens=9100,
+                    real_cache_read_tokens=4000,
+                    predicted_cache_read_tokens=4096,
+                    real_cost_usd=0.02,
+                    predicted_cost_usd=0.021,
+                )
+                if name == "raw"
+                else None,
                 note=f"note {payload}" if pinned else "",
             )
             for k, f in enumerate(files)
         )
         strategies.append(StrategyResult(name=name, per_file=per_file))
     strategies.append(StrategyResult(name=f"peer{payload}", skipped=f"not installed {payload}"))
-    return ReplayResults(files=files, strategies=tuple(strategies), counter="o200k_base", counter_exact=True,
-                         model=f"gpt-4o{payload}", cache_style="openai-auto", settings={"interval": payload or 30},
-                         notes=(f"a note {payload}",))
+    return ReplayResults(
+        files=files,
+        strategies=tuple(strategies),
+        counter="o200k_base",
+        counter_exact=True,
+        model=f"gpt-4o{payload}",
+        cache_style="openai-auto",
+        settings={"interval": payload or 30},
+        notes=(f"a note {payload}",),
+    )
 
 
 class _Checker(HTMLParser):
@@ -177,12 +211,18 @@ def test_report_tables_hold_the_figures() -> None:
 
 
 def test_report_handles_empty_and_single_request_results(tmp_path: Path) -> None:
-    empty = ReplayResults(files=(), strategies=(), counter="heuristic", counter_exact=False, model="m",
-                          cache_style="none")
+    empty = ReplayResults(
+        files=(), strategies=(), counter="heuristic", counter_exact=False, model="m", cache_style="none"
+    )
     parse(render_report(empty))
-    one = ReplayResults(files=("f",), strategies=(StrategyResult(name="raw", per_file=(
-        FileResult(file="f", name="f", requests=records(1)),)),), counter="heuristic", counter_exact=False,
-        model="m", cache_style="none")
+    one = ReplayResults(
+        files=("f",),
+        strategies=(StrategyResult(name="raw", per_file=(FileResult(file="f", name="f", requests=records(1)),)),),
+        counter="heuristic",
+        counter_exact=False,
+        model="m",
+        cache_style="none",
+    )
     doc = render_report(one)
     parse(doc)
     assert "1 requests" in doc and "estimate" in doc
@@ -197,12 +237,16 @@ def test_chart_scales_and_formats() -> None:
     assert ticks[0] == 0 and ticks[-1] >= 61_596 and len(ticks) <= 8
     assert fmt_tokens(61_596) == "61.6K" and fmt_tokens(2_000_000) == "2M" and fmt_tokens(850) == "850"
     assert fmt_usd(0.5) == "$0.50" and fmt_usd(0.0123456) == "$0.0123" and fmt_usd(1729.4) == "$1,729.40"
-    svg = line_chart([Series(label="a<b", values=(1.0, 5.0, 3.0), color="#000", markers=(1,))], title="t&t",
-                     y_label="y")
+    svg = line_chart(
+        [Series(label="a<b", values=(1.0, 5.0, 3.0), color="#000", markers=(1,))], title="t&t", y_label="y"
+    )
     assert "a&lt;b" in svg and "t&amp;t" in svg and svg.count('class="we"') == 1
-    stacked = stacked_area_chart([Series(label="x", values=(1.0, 2.0), color="#111"),
-                                  Series(label="y", values=(3.0, 0.0), color="#222")], title="s", y_label="tokens",
-                                 events=((1, "compaction"),))
+    stacked = stacked_area_chart(
+        [Series(label="x", values=(1.0, 2.0), color="#111"), Series(label="y", values=(3.0, 0.0), color="#222")],
+        title="s",
+        y_label="tokens",
+        events=((1, "compaction"),),
+    )
     assert stacked.count("<polygon") == 2 and stacked.count('class="ev"') == 1
 
 

@@ -99,7 +99,8 @@ def test_transcript_markup_renders_as_text_and_executes_nothing(driver: Any, tmp
     assert PAYLOAD in body  # the literal text is visible
     handlers = driver.execute_script(
         "return [...document.querySelectorAll('*')].flatMap(e => [...e.attributes].map(a => a.name))"
-        ".filter(n => n.startsWith('on')).length")
+        ".filter(n => n.startsWith('on')).length"
+    )
     assert handlers == 0
     driver.save_screenshot(str(tmp_path / "hostile.png"))
 
@@ -120,8 +121,17 @@ def test_a_hostile_transcript_replayed_end_to_end_stays_text(driver: Any, tmp_pa
     # output, the model's answer, a tool argument and the file name itself.
     messages = [
         {"role": "user", "content": f"Look at page.html and report. {PAYLOAD}"},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
-            "name": "bash", "arguments": json.dumps({"command": f"cat page.html # {PAYLOAD}"})}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": json.dumps({"command": f"cat page.html # {PAYLOAD}"})},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": PAYLOAD},
         {"role": "assistant", "content": f"The page holds {PAYLOAD}"},
     ]

@@ -35,13 +35,23 @@ def _parent(store: SQLiteStore) -> str:
     ]
     for i in range(12):
         path = ["src/parse.py", "src/lex.py", "docs/notes.md"][i % 3] if i < 9 else f"src/old{i}.py"
-        events += [AssistantMessage(text=f"step {i} {SECRET}",
-                                    tool_calls=(ToolCall(id=f"c{i}", name="read_file", arguments={"path": path}),)),
-                   ToolResult(call_id=f"c{i}", tool_name="read_file",
-                              output="\n".join(f"{path} line {j} (read {i})" for j in range(100)))]
-    events += [Steering(text="Keep the public API unchanged."),
-               AssistantMessage(text="Delegating.", tool_calls=(ToolCall(id="task1", name="task",
-                                                                        arguments={"prompt": "lexer"}),))]
+        events += [
+            AssistantMessage(
+                text=f"step {i} {SECRET}",
+                tool_calls=(ToolCall(id=f"c{i}", name="read_file", arguments={"path": path}),),
+            ),
+            ToolResult(
+                call_id=f"c{i}",
+                tool_name="read_file",
+                output="\n".join(f"{path} line {j} (read {i})" for j in range(100)),
+            ),
+        ]
+    events += [
+        Steering(text="Keep the public API unchanged."),
+        AssistantMessage(
+            text="Delegating.", tool_calls=(ToolCall(id="task1", name="task", arguments={"prompt": "lexer"}),)
+        ),
+    ]
     store.append(sid, events, expected_last_seq=0)
     return sid
 
@@ -70,11 +80,19 @@ def test_child_gets_task_constraints_and_working_set_not_the_history(env: Any) -
     # The latest reads of the working-set files come along as call/result pairs: files read more than
     # once recently, and the file touched last (src/old9.py and src/old10.py were read once and left).
     carried = [m for m in ctx.messages if m.role == "tool"]
-    assert [m.text.split(" line ")[0] for m in carried] == ["src/old11.py", "docs/notes.md", "src/lex.py",
-                                                           "src/parse.py"]
+    assert [m.text.split(" line ")[0] for m in carried] == [
+        "src/old11.py",
+        "docs/notes.md",
+        "src/lex.py",
+        "src/parse.py",
+    ]
     assert "(read 7)" in carried[2].text  # the newest read of src/lex.py, not the older ones
-    assert manager.projection(sub.session_id).state.files_read == ("src/old11.py", "docs/notes.md", "src/lex.py",
-                                                                   "src/parse.py")
+    assert manager.projection(sub.session_id).state.files_read == (
+        "src/old11.py",
+        "docs/notes.md",
+        "src/lex.py",
+        "src/parse.py",
+    )
     history = sum(manager.counter.count(e.output) for e in store.read(parent) if isinstance(e, ToolResult))
     assert sub.tokens <= 8_000 and ctx.total_tokens < history * 0.6
     assert len(sub.items) == 4 and sub.skipped == ()
@@ -84,9 +102,14 @@ def test_selection_by_id_and_path_with_bounds(env: Any) -> None:
     store, manager, parent = env
     items = manager.projection(parent).items
     first_parse_read = next(i for i in items if i.message.role == "tool" and "(read 0)" in i.message.text)
-    sub = project_for_subtask(manager, parent, "Review the lexer.", select=("src/lex.py", first_parse_read.id,
-                                                                            "no/such/file.py"),
-                              max_item_tokens=300, max_context_tokens=100_000)
+    sub = project_for_subtask(
+        manager,
+        parent,
+        "Review the lexer.",
+        select=("src/lex.py", first_parse_read.id, "no/such/file.py"),
+        max_item_tokens=300,
+        max_context_tokens=100_000,
+    )
     reasons = dict(sub.skipped)
     assert "not found" in reasons["no/such/file.py"]
     assert "superseded" in reasons[first_parse_read.id]  # a newer read of src/parse.py exists

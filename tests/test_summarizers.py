@@ -31,8 +31,9 @@ STATE = TaskState(
     latest_user_intent="also handle negative numbers",
     files_read=("src/calc.py", "tests/test_calc.py"),
     files_modified=("src/calc.py",),
-    tests=(cwstate.TestStatus(target="pytest -q", passed=False, failing=("tests/test_calc.py::test_negative",),
-                              seq=9),),
+    tests=(
+        cwstate.TestStatus(target="pytest -q", passed=False, failing=("tests/test_calc.py::test_negative",), seq=9),
+    ),
     unresolved_errors=("bash: AssertionError: assert -1 == 1",),
     working_set=("src/calc.py",),
     last_assistant_text="The negative case still fails; next I will look at the sign handling.",
@@ -76,8 +77,12 @@ def test_structured_summary_is_deterministic_and_has_every_section() -> None:
 
 
 def test_structured_summary_is_bounded() -> None:
-    huge = TaskState(goal="g" * 50_000, constraints=tuple(f"never do thing {i}" for i in range(40)),
-                     last_assistant_text="x" * 20_000, latest_user_intent="y" * 20_000)
+    huge = TaskState(
+        goal="g" * 50_000,
+        constraints=tuple(f"never do thing {i}" for i in range(40)),
+        last_assistant_text="x" * 20_000,
+        latest_user_intent="y" * 20_000,
+    )
     many = tuple(Entry(seq=i, label="assistant", text="We decided this because " + "z" * 5_000) for i in range(200))
     text = StructuredSummarizer().summarize(data(state=huge, entries=many), options=OPTS).text
     assert COUNTER.count(text) < 8_000
@@ -145,8 +150,9 @@ def test_summary_output_budget_formula() -> None:
 def test_summary_request_is_trimmed_to_fit_the_summarizer_window() -> None:
     provider = ScriptedProvider([answer(sectioned())], context_window=6_000)
     small = profile(6_000, max_output=1_000)
-    summarizer = LLMSummarizer(provider, model=small, counter=COUNTER,
-                               settings=LLMSummarizerSettings(reserve_tokens=1_200))
+    summarizer = LLMSummarizer(
+        provider, model=small, counter=COUNTER, settings=LLMSummarizerSettings(reserve_tokens=1_200)
+    )
     big = entries(n=200, size=400)  # far more than the window
     summarizer.summarize(data(entries=big), options=OPTS)
     request = provider.requests[0]
@@ -230,7 +236,8 @@ def test_cancellation_wins_even_over_a_completed_answer() -> None:
     provider = ScriptedProvider([cancel_then_answer])
     with pytest.raises(Cancelled):
         LLMSummarizer(provider, model=profile(), counter=COUNTER).summarize(
-            data(), options=SummaryOptions(cancel=cancel))
+            data(), options=SummaryOptions(cancel=cancel)
+        )
     before = ScriptedProvider([])
     with pytest.raises(Cancelled):
         LLMSummarizer(before, model=profile(), counter=COUNTER).summarize(data(), options=SummaryOptions(cancel=cancel))
@@ -248,7 +255,8 @@ def test_cancellation_during_a_max_tokens_retry_is_not_retried() -> None:
     settings = LLMSummarizerSettings(thinking="high", thinking_levels=("low", "high"))
     with pytest.raises(Cancelled):
         LLMSummarizer(provider, model=profile(), counter=COUNTER, settings=settings).summarize(
-            data(), options=SummaryOptions(cancel=cancel))
+            data(), options=SummaryOptions(cancel=cancel)
+        )
     assert len(provider.requests) == 1
 
 
@@ -262,11 +270,21 @@ def test_cancellation_during_a_max_tokens_retry_is_not_retried() -> None:
         ("## Goal\nfix\n## Progress\n- x\n## Next Steps\n1. y", "missing_sections", {}),
         ('{"goal": "fix", "constraints": []}', "format", {}),
         (sectioned(), "not_shorter", {"source_tokens": 20}),
-        (sectioned(goal="修复求和函数，保持公共接口不变，然后运行测试验证结果是否正确。" * 3,
-                   constraint="不要修改公共接口", done="读取了文件", next_step="运行测试"),
-         "language", {"language_sample": "Fix the sum function and keep the public interface unchanged please."}),
-        (sectioned(), "language",
-         {"language_sample": "修复求和函数：sum(2, 3) 返回了 23，预期结果是 5。保持公共接口不变，并运行测试验证。"}),
+        (
+            sectioned(
+                goal="修复求和函数，保持公共接口不变，然后运行测试验证结果是否正确。" * 3,
+                constraint="不要修改公共接口",
+                done="读取了文件",
+                next_step="运行测试",
+            ),
+            "language",
+            {"language_sample": "Fix the sum function and keep the public interface unchanged please."},
+        ),
+        (
+            sectioned(),
+            "language",
+            {"language_sample": "修复求和函数：sum(2, 3) 返回了 23，预期结果是 5。保持公共接口不变，并运行测试验证。"},
+        ),
         (sectioned() + '\n<tool_call>{"name": "bash", "arguments": {"command": "ls"}}</tool_call>', "tool_calls", {}),
     ],
 )
@@ -278,8 +296,9 @@ def test_bad_summaries_are_rejected(text: str, reason: str, kw: dict[str, object
 
 
 def test_copy_of_the_input_is_rejected_and_a_real_summary_passes() -> None:
-    source = "\n".join(f"[tool result #{i} bash]\nline {i}: the quick brown fox jumps over lazy dog {i}"
-                       for i in range(60))
+    source = "\n".join(
+        f"[tool result #{i} bash]\nline {i}: the quick brown fox jumps over lazy dog {i}" for i in range(60)
+    )
     copied = sectioned(done=source)
     check = SummaryCheck(required_sections=REQUIRED_SECTIONS, source_text=source)
     with pytest.raises(InvalidSummary, match="copy"):
@@ -315,8 +334,12 @@ def test_reasoning_tags_and_an_outer_fence_are_removed() -> None:
 
 def test_reground_that_does_not_fit_goes_chunk_by_chunk() -> None:
     provider = ScriptedProvider([answer(sectioned(done=f"chunk {i}")) for i in range(20)])
-    summarizer = LLMSummarizer(provider, model=profile(8_000, max_output=1_000), counter=COUNTER,
-                               settings=LLMSummarizerSettings(reserve_tokens=1_000))
+    summarizer = LLMSummarizer(
+        provider,
+        model=profile(8_000, max_output=1_000),
+        counter=COUNTER,
+        settings=LLMSummarizerSettings(reserve_tokens=1_000),
+    )
     result = summarizer.summarize(data(entries=entries(n=120, size=100), reground=True), options=OPTS)
     assert len(provider.requests) > 1
     assert previous_of(provider.requests[0]) == ""
@@ -331,8 +354,12 @@ def test_reground_that_does_not_fit_goes_chunk_by_chunk() -> None:
 def _json_summarizer(provider: ScriptedProvider) -> LLMSummarizer:
     from contextwarden.plan.compaction import LLMSummarizerSettings
 
-    return LLMSummarizer(provider, model=profile(100_000, name="small"), counter=COUNTER,
-                         settings=LLMSummarizerSettings(structured_output=True))
+    return LLMSummarizer(
+        provider,
+        model=profile(100_000, name="small"),
+        counter=COUNTER,
+        settings=LLMSummarizerSettings(structured_output=True),
+    )
 
 
 def test_structured_output_asks_the_model_for_judgment_only_and_derives_the_facts() -> None:
@@ -348,12 +375,22 @@ def test_structured_output_asks_the_model_for_judgment_only_and_derives_the_fact
     Agent(store).start().work(3)
     events = store.read("s")
     # what SmolLM2-135M wrote under a schema that asked it for facts too: wrong ones
-    body = {"done": [], "in_progress": ["finished", "blocked"], "test_status": ["failed"],
-            "decisions": ["\x1b[1mkeep the signature\x1b[0m", ""], "next_steps": ["port src/mod1.py", "-"],
-            "critical_context": [], "open_questions": []}
+    body = {
+        "done": [],
+        "in_progress": ["finished", "blocked"],
+        "test_status": ["failed"],
+        "decisions": ["\x1b[1mkeep the signature\x1b[0m", ""],
+        "next_steps": ["port src/mod1.py", "-"],
+        "critical_context": [],
+        "open_questions": [],
+    }
     provider = ScriptedProvider([answer(json.dumps(body))])
-    data = SummaryInput(entries=tuple(entries_from_events(events)), state=derive_state(events), anchors_pinned=True,
-                        replaced_tokens=5_000)
+    data = SummaryInput(
+        entries=tuple(entries_from_events(events)),
+        state=derive_state(events),
+        anchors_pinned=True,
+        replaced_tokens=5_000,
+    )
     result = _json_summarizer(provider).summarize(data, options=SummaryOptions())
     request = provider.requests[0]
     assert request.response_format is not None and request.response_format["type"] == "json_object"

@@ -43,28 +43,35 @@ def test_presets_are_selectable_by_name_and_alias() -> None:
         get_task_policy("spreadsheet")
 
 
-@pytest.mark.parametrize(("preset", "tool", "args", "expected"), [
-    ("coding", "pytest", {}, "coding:tests"),
-    ("coding", "bash", {"command": "pytest tests/test_a.py"}, "coding:tests"),
-    ("coding", "read_file", {"path": "a.py"}, "coding:working_set"),
-    ("coding", "edit_file", {"path": "a.py"}, "coding:diffs"),
-    ("coding", "get_diagnostics", {}, "coding:diagnostics"),
-    ("coding", "bash", {"command": "make build"}, "shell"),
-    ("research", "web_search", {"query": "q"}, "research:sources"),
-    ("research", "fetch_url", {"url": "https://example.org"}, "research:evidence"),
-    ("research", "save_note", {"text": "claim"}, "research:claims"),
-    ("browser", "browser_snapshot", {}, "browser:page_state"),
-    ("browser", "browser_click", {"ref": "e1"}, "browser:recent_actions"),
-    ("browser", "extract_table", {}, "browser:extracted_data"),
-    ("browser", "read_range", {}, "retrieval"),
-])
+@pytest.mark.parametrize(
+    ("preset", "tool", "args", "expected"),
+    [
+        ("coding", "pytest", {}, "coding:tests"),
+        ("coding", "bash", {"command": "pytest tests/test_a.py"}, "coding:tests"),
+        ("coding", "read_file", {"path": "a.py"}, "coding:working_set"),
+        ("coding", "edit_file", {"path": "a.py"}, "coding:diffs"),
+        ("coding", "get_diagnostics", {}, "coding:diagnostics"),
+        ("coding", "bash", {"command": "make build"}, "shell"),
+        ("research", "web_search", {"query": "q"}, "research:sources"),
+        ("research", "fetch_url", {"url": "https://example.org"}, "research:evidence"),
+        ("research", "save_note", {"text": "claim"}, "research:claims"),
+        ("browser", "browser_snapshot", {}, "browser:page_state"),
+        ("browser", "browser_click", {"ref": "e1"}, "browser:recent_actions"),
+        ("browser", "extract_table", {}, "browser:extracted_data"),
+        ("browser", "read_range", {}, "retrieval"),
+    ],
+)
 def test_each_preset_routes_its_tools(preset: str, tool: str, args: dict[str, Any], expected: str) -> None:
     assert _policy_name(preset, tool, args) == expected
 
 
 def test_tiers_and_focus_say_what_each_agent_keeps() -> None:
-    assert CODING.tiers == {"tests": Tier.TASK_STATE, "diagnostics": Tier.TASK_STATE, "diffs": Tier.WORKING_SET,
-                            "working_set": Tier.WORKING_SET}
+    assert CODING.tiers == {
+        "tests": Tier.TASK_STATE,
+        "diagnostics": Tier.TASK_STATE,
+        "diffs": Tier.WORKING_SET,
+        "working_set": Tier.WORKING_SET,
+    }
     assert set(RESEARCH.tiers) == {"claims", "evidence", "sources", "open_questions"}
     assert set(BROWSER.tiers) == {"target", "extracted_data", "page_state", "recent_actions"}
     assert BROWSER.tiers["target"] is Tier.GOAL
@@ -78,10 +85,14 @@ def test_tiers_and_focus_say_what_each_agent_keeps() -> None:
 
 def test_a_new_kind_of_agent_is_a_few_lines() -> None:
     sql = TaskPolicy(
-        name="sql-test-agent", description="Answers questions from a warehouse.",
-        keeps=(Keep(name="schema", tools=("describe_table",), category="file_read", tier=Tier.WORKING_SET,
-                    supersedable=True),
-               Keep(name="results", tools=("run_query",), category="search", max_tokens=1_000)),
+        name="sql-test-agent",
+        description="Answers questions from a warehouse.",
+        keeps=(
+            Keep(
+                name="schema", tools=("describe_table",), category="file_read", tier=Tier.WORKING_SET, supersedable=True
+            ),
+            Keep(name="results", tools=("run_query",), category="search", max_tokens=1_000),
+        ),
         planner=PlannerSettings(keep_recent_tool_results=4),
     )
     register_task_policy(sql)
@@ -102,8 +113,10 @@ def _run(policy: ContextPolicy, tool: str, outputs: list[str]) -> list[Any]:
     sid = store.create_session().id
     events: list[Any] = [Instruction(text="agent"), UserMessage(text="go")]
     for i, out in enumerate(outputs):
-        events += [AssistantMessage(tool_calls=(ToolCall(id=f"c{i}", name=tool, arguments={}),)),
-                   ToolResult(call_id=f"c{i}", tool_name=tool, output=out)]
+        events += [
+            AssistantMessage(tool_calls=(ToolCall(id=f"c{i}", name=tool, arguments={}),)),
+            ToolResult(call_id=f"c{i}", tool_name=tool, output=out),
+        ]
     store.append(sid, events, expected_last_seq=0)
     manager = ContextManager(store, counter=HeuristicCounter(), policy=policy)
     manager.build(sid, model="gpt-4o")

@@ -18,16 +18,25 @@ class Log:
     """Builds an OpenAI Chat session request by request, the way an agent would send it."""
 
     def __init__(self) -> None:
-        self.messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM},
-                                               {"role": "user", "content": "Fix the login bug."}]
+        self.messages: list[dict[str, Any]] = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": "Fix the login bug."},
+        ]
         self.requests: list[dict[str, Any]] = []
         self.n = 0
 
     def call(self, name: str, args: dict[str, Any], output: str, text: str | None = None) -> str:
         self.n += 1
         cid = f"call_{self.n}"
-        self.messages.append({"role": "assistant", "content": text, "tool_calls": [
-            {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]})
+        self.messages.append(
+            {
+                "role": "assistant",
+                "content": text,
+                "tool_calls": [
+                    {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                ],
+            }
+        )
         self.messages.append({"role": "tool", "tool_call_id": cid, "content": output})
         return cid
 
@@ -139,9 +148,20 @@ def test_a_constraint_lost_in_compaction_is_summary_drift_the_goal_lost_is_instr
     assert [t.detail for t in loss] == ["the original goal is no longer in the request"]
 
     faithful = Log()
-    faithful.requests = [*log.requests, {"model": "gpt-4o", "messages": [
-        log.messages[0], {"role": "user", "content": "Fix the login bug.\nConstraints: Never use print statements "
-                                                       "in library code.\nSummary: one test failed."}]}]
+    faithful.requests = [
+        *log.requests,
+        {
+            "model": "gpt-4o",
+            "messages": [
+                log.messages[0],
+                {
+                    "role": "user",
+                    "content": "Fix the login bug.\nConstraints: Never use print statements "
+                    "in library code.\nSummary: one test failed.",
+                },
+            ],
+        },
+    ]
     report = faithful.classify()
     assert failures(report, Failure.SUMMARY_DRIFT) == [] and failures(report, Failure.INSTRUCTION_LOSS) == []
 
@@ -190,14 +210,25 @@ def test_session_stale_read_is_never_presented_as_current() -> None:
     store = MemoryStore()
     sid = store.create_session().id
     events: list[Any] = [Instruction(text=SYSTEM), UserMessage(text="Add a password argument to login().")]
-    events += [AssistantMessage(tool_calls=(ToolCall(id="r1", name="read_file", arguments={"path": "src/auth.py"}),)),
-               ToolResult(call_id="r1", tool_name="read_file", output="def login(user):\n    return user\n"),
-               AssistantMessage(tool_calls=(ToolCall(id="e1", name="edit_file", arguments={
-                   "path": "src/auth.py", "old_string": "user)", "new_string": "user, password)"}),)),
-               ToolResult(call_id="e1", tool_name="edit_file", output="The file src/auth.py has been updated.")]
+    events += [
+        AssistantMessage(tool_calls=(ToolCall(id="r1", name="read_file", arguments={"path": "src/auth.py"}),)),
+        ToolResult(call_id="r1", tool_name="read_file", output="def login(user):\n    return user\n"),
+        AssistantMessage(
+            tool_calls=(
+                ToolCall(
+                    id="e1",
+                    name="edit_file",
+                    arguments={"path": "src/auth.py", "old_string": "user)", "new_string": "user, password)"},
+                ),
+            )
+        ),
+        ToolResult(call_id="e1", tool_name="edit_file", output="The file src/auth.py has been updated."),
+    ]
     for i in range(3):
-        events += [AssistantMessage(tool_calls=(ToolCall(id=f"b{i}", name="bash", arguments={"command": "ls"}),)),
-                   ToolResult(call_id=f"b{i}", tool_name="bash", output="src tests")]
+        events += [
+            AssistantMessage(tool_calls=(ToolCall(id=f"b{i}", name="bash", arguments={"command": "ls"}),)),
+            ToolResult(call_id=f"b{i}", tool_name="bash", output="src tests"),
+        ]
     events.append(AssistantMessage(text="Done."))
     store.append(sid, events, expected_last_seq=0)
     report = classify_session(store, sid, model="gpt-4o")
@@ -216,12 +247,15 @@ def test_session_masked_read_then_re_read_is_under_context() -> None:
     events: list[Any] = [Instruction(text=SYSTEM), UserMessage(text="Study the modules.")]
     for i in range(8):
         path = "src/core.py" if i in (0, 7) else f"src/m{i}.py"
-        events += [AssistantMessage(tool_calls=(ToolCall(id=f"c{i}", name="read_file", arguments={"path": path}),)),
-                   ToolResult(call_id=f"c{i}", tool_name="read_file", output=f"# {path}\n" + "x = 1\n" * 800)]
+        events += [
+            AssistantMessage(tool_calls=(ToolCall(id=f"c{i}", name="read_file", arguments={"path": path}),)),
+            ToolResult(call_id=f"c{i}", tool_name="read_file", output=f"# {path}\n" + "x = 1\n" * 800),
+        ]
     events.append(AssistantMessage(text="Done."))
     store.append(sid, events, expected_last_seq=0)
-    eager = replace(ContextPolicy(), planner=PlannerSettings(keep_recent_tool_results=2, cache_aware=False,
-                                                             min_batch_tokens=1))
+    eager = replace(
+        ContextPolicy(), planner=PlannerSettings(keep_recent_tool_results=2, cache_aware=False, min_batch_tokens=1)
+    )
     report = classify_session(store, sid, model="gpt-4o", policy=eager)
     under = failures(report, Failure.UNDER_CONTEXT)
     assert len(under) == 1 and "src/core.py" in under[0].detail
@@ -239,10 +273,12 @@ def test_staleness_follows_the_tool_policies_in_force_not_the_coding_presets() -
     reader = RequestReader()
     requests = [reader.parse(p) for p in log.requests]
     assert failures(classify_requests(requests), Failure.STALE_CONTEXT) == []
-    sheets = ContextPolicy(tool_policies=(
-        ToolPolicy(name="sheet-read", patterns=("load_sheet",), category="file_read"),
-        ToolPolicy(name="sheet-write", patterns=("put_cell",), category="file_edit"),
-        *CODING_TOOL_POLICIES,
-    ))
+    sheets = ContextPolicy(
+        tool_policies=(
+            ToolPolicy(name="sheet-read", patterns=("load_sheet",), category="file_read"),
+            ToolPolicy(name="sheet-write", patterns=("put_cell",), category="file_edit"),
+            *CODING_TOOL_POLICIES,
+        )
+    )
     stale = failures(classify_requests(requests, policy=sheets), Failure.STALE_CONTEXT)
     assert len(stale) == 1 and "call_1" in stale[0].item

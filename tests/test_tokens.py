@@ -78,8 +78,12 @@ class Recording:
 def test_corpus_covers_every_kind_the_target_names() -> None:
     kinds = {p.name for p in SAMPLES}
     assert kinds == {
-        "prose_en.txt", "python_code.py.txt", "cpython_3.11.2_to_3.11.7.diff",
-        "openhands_events.json", "terminal_ansi.log", "chinese_zh.txt",
+        "prose_en.txt",
+        "python_code.py.txt",
+        "cpython_3.11.2_to_3.11.7.diff",
+        "openhands_events.json",
+        "terminal_ansi.log",
+        "chinese_zh.txt",
     }
 
 
@@ -92,8 +96,7 @@ def test_heuristic_error_band_on_real_samples(path: Path, o200k: ExactCounter) -
 
 
 @pytest.mark.parametrize(("name", "at_most"), [("chinese_zh.txt", -0.5), ("terminal_ansi.log", -0.2)])
-def test_chars_over_four_undercounts_what_the_heuristic_handles(name: str, at_most: float,
-                                                                o200k: ExactCounter) -> None:
+def test_chars_over_four_undercounts_what_the_heuristic_handles(name: str, at_most: float, o200k: ExactCounter) -> None:
     text = _read(CORPUS / name)
     exact = o200k.count(text)
     assert (len(text) / 4 - exact) / exact < at_most
@@ -177,8 +180,9 @@ def test_missing_tokenizers_raise_import_error_naming_the_extra(
     assert [c.name for c in available_counters()] == ["heuristic"]
 
 
-def test_tiktoken_backend_from_seeded_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                            o200k: ExactCounter, fresh_loaders: None) -> None:
+def test_tiktoken_backend_from_seeded_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, o200k: ExactCounter, fresh_loaders: None
+) -> None:
     pytest.importorskip("tiktoken", reason="tiktoken is part of the tokenizers extra")
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
     with pytest.raises(ImportError, match="no cached o200k_base"):
@@ -193,8 +197,9 @@ def test_tiktoken_backend_from_seeded_cache(monkeypatch: pytest.MonkeyPatch, tmp
         assert via_tiktoken.count(text) == o200k.count(text), path.name
 
 
-def test_bpe_openai_public_api_fallback(monkeypatch: pytest.MonkeyPatch, o200k: ExactCounter,
-                                        fresh_loaders: None) -> None:
+def test_bpe_openai_public_api_fallback(
+    monkeypatch: pytest.MonkeyPatch, o200k: ExactCounter, fresh_loaders: None
+) -> None:
     def unavailable() -> None:
         raise ImportError("simulated: a bpe-openai whose compiled module has another layout")
 
@@ -317,8 +322,11 @@ def test_calibration_skips_pairs_across_window_events_and_model_changes() -> Non
 
     def turn(input_tokens: int) -> list[Event]:
         reply = AssistantMessage(text="r" * 300)
-        return [reply, UsageReport(input_tokens=input_tokens, response_event_id=reply.id),
-                ToolResult(call_id="c", tool_name="t", output="o" * 600)]
+        return [
+            reply,
+            UsageReport(input_tokens=input_tokens, response_event_id=reply.id),
+            ToolResult(call_id="c", tool_name="t", output="o" * 600),
+        ]
 
     events = [*turn(1_000), *turn(2_000)]
     assert calibrate_from_events(events, counter).samples == 1
@@ -332,8 +340,9 @@ def test_calibration_skips_pairs_across_window_events_and_model_changes() -> Non
 # --------------------------------------------------------------------------- CLI
 
 
-def test_cli_tokens_json_on_binary_input(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                         o200k: ExactCounter) -> None:
+def test_cli_tokens_json_on_binary_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], o200k: ExactCounter
+) -> None:
     path = tmp_path / "blob.bin"
     path.write_bytes(b"text \x00\xff\xfe\x80 more \xe4\xbd\xa0\xe5\xa5\xbd" + bytes(range(256)))
     main(["tokens", str(path), "--json"])

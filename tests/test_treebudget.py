@@ -23,8 +23,9 @@ from contextwarden.tokens import HeuristicCounter
 
 def _spend(store: Any, sid: str, *, inp: int = 0, cached: int = 0, out: int = 0) -> None:
     last = store.get_session(sid).last_seq
-    store.append(sid, [UsageReport(input_tokens=inp, cache_read_tokens=cached, output_tokens=out)],
-                 expected_last_seq=last)
+    store.append(
+        sid, [UsageReport(input_tokens=inp, cache_read_tokens=cached, output_tokens=out)], expected_last_seq=last
+    )
 
 
 @pytest.fixture
@@ -135,8 +136,11 @@ def test_reminders_are_registered_fragments_delivered_once_and_again_after_compa
     budget.deliver(store, root)
     assert budget.notice(store, root) is None
     last = store.get_session(root).last_seq
-    store.append(root, [Compaction(summary="Earlier work summarized.", first_kept_seq=last + 1,
-                                   covered_to_seq=last)], expected_last_seq=last)
+    store.append(
+        root,
+        [Compaction(summary="Earlier work summarized.", first_kept_seq=last + 1, covered_to_seq=last)],
+        expected_last_seq=last,
+    )
     again = budget.notice(store, root)
     assert again is not None and "Less than 1,000" in again
 
@@ -147,14 +151,22 @@ def test_the_loop_hook_stops_a_subagent_when_the_tree_is_spent(store: SQLiteStor
     _spend(store, root, inp=4_000, out=500)  # the parent has already spent 1,500 of 2,000
     child = store.create_session(parent_session_id=root).id
     store.append(child, [UserMessage(text="Subtask.")], expected_last_seq=0)
-    tool = AgentTool(definition=ToolDefinition(name="look", description="Look.", parameters={"type": "object"}),
-                     run=lambda args: "seen")
-    answers = [make_response(tool_calls=[ToolCall(id=f"t{i}", name="look", arguments={})],
-                             usage=Usage(input_tokens=800, output_tokens=100)) for i in range(5)]
+    tool = AgentTool(
+        definition=ToolDefinition(name="look", description="Look.", parameters={"type": "object"}),
+        run=lambda args: "seen",
+    )
+    answers = [
+        make_response(
+            tool_calls=[ToolCall(id=f"t{i}", name="look", arguments={})],
+            usage=Usage(input_tokens=800, output_tokens=100),
+        )
+        for i in range(5)
+    ]
     provider = ScriptedProvider(answers)
     manager = ContextManager(store, counter=HeuristicCounter())
-    hook = TreeBudgetHook(TreeBudget(TreeBudgetPolicy(limit=2_000, reminders=(400,)), counter=HeuristicCounter()),
-                          store)
+    hook = TreeBudgetHook(
+        TreeBudget(TreeBudgetPolicy(limit=2_000, reminders=(400,)), counter=HeuristicCounter()), store
+    )
     with pytest.raises(BudgetExhausted):
         run_agent_loop(provider, [tool], manager, child, model="gpt-4o", max_turns=10, on_before_turn=hook)
     # 1,500 + 300 per call: after the 1st call 200 remain (< 400: reminded before the 2nd call);

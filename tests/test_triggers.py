@@ -10,8 +10,11 @@ from contextwarden.plan.compaction import CompactionHook, TriggerSettings, Turn,
 from contextwarden.plan.compaction.triggers import fixed_tokens, threshold_for
 
 TOOLS = (
-    ToolDefinition(name="read_file", description="Read a file from the workspace. " * 20,
-                   parameters={"type": "object", "properties": {"path": {"type": "string"}}}),
+    ToolDefinition(
+        name="read_file",
+        description="Read a file from the workspace. " * 20,
+        parameters={"type": "object", "properties": {"path": {"type": "string"}}},
+    ),
 )
 BIG = profile(200_000)
 
@@ -66,8 +69,9 @@ def test_token_threshold_is_strict_and_settings_take_precedence() -> None:
     per_model = TriggerSettings(trigger_tokens=1234, per_model={"test-model": 0.25})
     assert threshold_for(BIG, per_model, budget) == 50_000
     assert threshold_for(BIG, TriggerSettings(per_model={"test-model": 7_000}), budget) == 7_000
-    assert threshold_for(BIG, TriggerSettings(), budget) == min(budget.trigger_for(BIG),
-                                                               budget.usable_input(BIG, tool_schema_tokens=0))
+    assert threshold_for(BIG, TriggerSettings(), budget) == min(
+        budget.trigger_for(BIG), budget.usable_input(BIG, tool_schema_tokens=0)
+    )
 
 
 def test_token_trigger_leaves_it_to_the_planner_when_masking_suffices() -> None:
