@@ -190,7 +190,8 @@ def run(*, small: bool = False) -> Experiment:
         *(f"First probe miss of {e}" for e in examples),
         *(
             [
-                "When a compaction's cut falls after a failing test run, that run's output is summarized (the summary's "
+                "When a compaction's cut falls after a failing test run, that run's output is summarized "
+                "(the summary's "
                 "Test Status names the failing test) instead of staying verbatim, so the failing-evidence probe misses "
                 "until the next run: the compactor does not yet keep evidence items out of the summarized part."
             ]

@@ -147,8 +147,9 @@ def run(*, small: bool = False) -> Experiment:
             for model in MODELS
         )
         + tuple(
-            f"{model}: switching 30 → 5 at request {requests // 3 + 1} is one recorded tool-set change (one more prefix "
-            f"break); it cost {by[(model, switched)][6]:.4f} USD against {by[(model, 'all 30 tools')][6]:.4f} for keeping "
+            f"{model}: switching 30 → 5 at request {requests // 3 + 1} is one recorded tool-set change "
+            f"(one more prefix break); it cost {by[(model, switched)][6]:.4f} USD "
+            f"against {by[(model, 'all 30 tools')][6]:.4f} for keeping "
             f"all 30: {'it paid' if by[(model, switched)][6] < by[(model, 'all 30 tools')][6] else 'it did not pay'} "
             "over the rest of the session."
             for model in MODELS
