@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from .._dataclass_json import decode_dataclass, encode_dataclass
 from ..context import Decision, Message
 from ..log.codec import EVENT_SCHEMA_VERSION, event_from_dict, event_to_dict, loads_json
 from ..log.events import (
@@ -36,7 +37,6 @@ from ..log.events import (
     ToolResult,
     UsageReport,
 )
-from ..plan.policy import decode_dataclass, encode_dataclass
 from .editqueue import EditQueue, ToolRecord
 from .ingest import ProjectionConfig
 from .items import ContextItem, ItemList, Lifecycle, Tier
