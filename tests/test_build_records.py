@@ -33,7 +33,7 @@ SMALL = dataclasses.replace(get_profile("gpt-4o"), name="tiny-16k", context_wind
 """A model no registry knows: only the build record can tell ``inspect`` its window."""
 
 
-def _agent(path: Path, turns: int = 40) -> tuple[str, ModelContext]:
+def _agent(path: Path, turns: int = 60) -> tuple[str, ModelContext]:
     """An agent loop at a 16K window (compactions included); returns the store and its last request."""
     store = SQLiteStore(str(path))
     manager = ContextManager(store, counter=HeuristicCounter())

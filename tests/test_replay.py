@@ -106,7 +106,7 @@ def test_contextwarden_makes_a_window_event_for_every_prefix_break() -> None:
 
 
 def test_what_if_options_drive_the_builder_and_keep_every_probe() -> None:
-    events = coding_session(turns=40, lines=220)
+    events = coding_session(turns=60, lines=220)
     names = [
         "contextwarden:keep=3,min-batch-share=0",
         "contextwarden:keep=3,min-batch-share=0.4",

@@ -137,7 +137,12 @@ _PASS_CLAIM = re.compile(
 )
 _PASS_RUN = re.compile(r"\b\d+ passed\b|^OK\b|\bPASS(?:ED)?\b|\ball tests passed\b", re.IGNORECASE | re.MULTILINE)
 _FAIL_RUN = re.compile(r"\b\d+ failed\b|\bFAILED\b|\bFAIL\b", re.MULTILINE)
-_OUTDATED = re.compile(r"out of date|outdated|stale|changed since|has changed", re.IGNORECASE)
+# A later message naming the file with one of these marks the older read (an edit tool's own
+# "The file X has been updated." says the file changed after that read).
+_OUTDATED = re.compile(
+    r"out of date|outdated|stale|changed since|has changed|has been (?:updated|modified|edited|written|changed)",
+    re.IGNORECASE,
+)
 _MAX_TRACKED = 5_000
 
 

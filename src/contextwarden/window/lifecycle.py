@@ -68,9 +68,10 @@ class ResourceLedger:
         Also returns a note for the result's own text when it makes an earlier read stale, so no
         request presents the old content as current even before the planner replaces it. The note
         stands in for the stale placeholder a later batch puts there, so it flags only the reads
-        still shown verbatim that such a placeholder would shrink (``replaceable``): a read too small
-        for that is shown next to the edit that changed it, and a note would cost a good part of it
-        on every later request.
+        still shown verbatim that such a placeholder would shrink (``replaceable``), or any such read
+        when the result does not name the file: a small read next to an edit whose own output names
+        the changed file is marked by that output, and a note would cost a good part of it on every
+        later request.
         """
         proposals: list[Proposal] = []
         notes: list[str] = []
@@ -81,11 +82,14 @@ class ResourceLedger:
                 older = reads + self._writers.get(r.key, [])
                 self._writers[r.key] = [event.id]
                 proposals += [Proposal(target_id=o, action="stale", by=event, what=r.key) for o in older]
-                flagged = (item for o in reads if (item := items.get(o)) is not None and replaceable(o))
+                # A read too small for a placeholder needs no note when this output itself names the file
+                # it changed: the model sees that change after the read. Otherwise it is flagged.
+                named = r.key in event.output
+                flagged = (item for o in reads if (item := items.get(o)) is not None and (replaceable(o) or not named))
                 seqs = [str(item.recency) for item in flagged if item.state not in REDUCED]
                 if seqs:
                     # The note rides on every later request: name the file only when the output does not.
-                    changed = "" if r.key in event.output else f"{r.key} changed; "
+                    changed = "" if named else f"{r.key} changed; "
                     notes.append(f"[note: {changed}seq {', '.join(seqs)} is out of date]")
             elif r.kind == "file" and r.access == "read" and not failed:
                 remaining = []
