@@ -75,7 +75,11 @@ class PlannerSettings:
     cache_aware: bool = True
     """Batch by payback; False reduces at every request as soon as something is reducible."""
     expected_turns: int | None = None
-    """Turns the session is expected to still run; None estimates half the turns so far (min 4)."""
+    """Turns the session is expected to still run; None estimates ``horizon_share`` of the turns so far (min 4)."""
+    horizon_share: float = 0.5
+    """The share of the turns so far a session is expected to still run (when ``expected_turns`` is None).
+    A batch that has not paid back when the session ends costs more than keeping the cache; the proxy,
+    judged against going direct on every session, bets on a third."""
     drop_old_thinking: bool = True
     """Drop thinking blocks of turns before the latest user message."""
     mask: bool = True
@@ -171,7 +175,11 @@ def plan(
     first = min(pool.position(e.target_id) for e in batch)
     rewritten = pool.tail_tokens(first)
     turns = payback_turns(rewritten=rewritten, saved=saved, write=write, read=read)
-    horizon = settings.expected_turns if settings.expected_turns is not None else max(turns_so_far // 2, 4)
+    horizon = (
+        settings.expected_turns
+        if settings.expected_turns is not None
+        else max(int(turns_so_far * settings.horizon_share), 4)
+    )
     if turns <= horizon:
         return Plan(
             edits=tuple(batch),
