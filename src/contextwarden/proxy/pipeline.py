@@ -84,7 +84,10 @@ class Pipeline:
         self.store = store
         # The proxy keeps the client's tools as they are (no retrieval tools of ours) and leaves thinking
         # blocks with their signatures alone, so the planner must not count on dropping them.
-        policy = ContextPolicy(retrieval_tools=False, planner=PlannerSettings(drop_old_thinking=False))
+        # A batch the session does not live to pay back costs more than going direct, so the proxy expects
+        # a session to run a third as long again, not half (docs/proxy.md, "Measured").
+        planner = PlannerSettings(drop_old_thinking=False, horizon_share=1 / 3)
+        policy = ContextPolicy(retrieval_tools=False, planner=planner)
         self.manager = ContextManager(store, counter=counter, policy=policy)
         self.index = SessionIndex(db, salt=settings.salt)
         self.reader = SuffixCache()

@@ -114,9 +114,10 @@ def _size(tokens: int, lines: int) -> str:
 
 
 def _get_back(result: ToolResult, lines: int, retrievable: bool) -> str:
-    # Only name a tool the model was given; without retrieval the id still tells outputs apart.
+    # Only name a tool the model was given. Without retrieval an id is of no use to the model, and it
+    # costs tokens on every later request (in the proxy, ~1.5% of the bill: docs/proxy.md, "Measured").
     if not retrievable:
-        return f'artifact "{result.id}", not retrievable in this session'
+        return "not retrievable in this session"
     return f'read_range(artifact_id="{result.id}", start_line=1, end_line={max(lines, 1)})'
 
 
