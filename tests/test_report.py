@@ -166,6 +166,20 @@ def test_transcript_timeline_shows_task_inputs_and_answers_escaped() -> None:
     assert doc.count("Transcript, request by request") == 1  # only the file given
 
 
+def test_timeline_excerpt_collapses_only_a_head_yet_reads_as_the_whole_text_would() -> None:
+    from contextwarden.report._timeline import _cut
+
+    def whole(text: str, limit: int) -> str:
+        flat = " ".join(text.split())
+        return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+    texts = ["", "  ", "short", " a  b ", "w" * 5000, " \n" * 3000 + "late word", ("ab  " * 2000) + "end"]
+    texts += ["x" * n + " y" for n in (9, 10, 11, 39, 40, 41, 159, 160, 161)]
+    for text in texts:
+        for limit in (1, 10, 40, 240):
+            assert _cut(text, limit) == whole(text, limit), (text[:20], limit)
+
+
 def test_report_declares_a_strict_content_security_policy_matching_its_stylesheet() -> None:
     doc = render_report(results())
     metas = [a for t, a in parse(doc).tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]

@@ -21,8 +21,20 @@ TASK_CHARS = 3_000
 
 
 def _cut(text: str, limit: int = EXCERPT_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    """``text`` with whitespace collapsed, cut to ``limit`` characters.
+
+    Only a growing head of the text is collapsed: its collapsed form is a prefix of the whole text's,
+    so once it is longer than ``limit`` the excerpt is known, and a 100 MB tool output is never split
+    into a list of millions of words.
+    """
+    size = 4 * limit
+    while True:
+        flat = " ".join(text[:size].split())
+        if len(flat) > limit:
+            return flat[: limit - 1] + "…"
+        if size >= len(text):
+            return flat
+        size *= 4
 
 
 def _incoming(event: Event) -> str:
