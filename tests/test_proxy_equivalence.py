@@ -4,12 +4,14 @@ A real SWE-agent trajectory (MIT, shipped in ``contextwarden/data``) is sent tur
 official OpenAI client through the proxy to the cache-simulating upstream, and replayed offline with
 the ``contextwarden`` strategy under the proxy's own policy. Both sides are measured by the one block
 meter and priced by the one cache model, so the billed input cost, the tokens and the requests that
-reduce must agree. The planner batches in this transcript, so the comparison covers an edit, not
-only pass-through.
+reduce must agree. The comparison must cover an edit, not only pass-through: the proxy's short horizon
+(a third of the turns so far) never batches on a transcript this short, so both sides plan here with
+the library's horizon, under which the planner batches late in the session.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from _proxy import rig
 from contextwarden.importers import load_transcript
 from contextwarden.log.events import Instruction
 from contextwarden.models import ModelProfile, get_profile
+from contextwarden.plan.planner import PlannerSettings
 from contextwarden.proxy import Reply, ScriptedUpstream
 from contextwarden.replay import ReplaySettings, load_inputs, replay_file
 from contextwarden.replay.engine import reference_of
@@ -63,6 +66,9 @@ def test_a_real_transcript_costs_the_same_through_the_proxy_and_in_the_offline_r
     messages = _client_messages()
     upstream = ScriptedUpstream(counter=counter)
     with rig(str(tmp_path / "s.db"), upstream=upstream) as r:
+        manager = r.proxy.pipeline.manager
+        library_horizon = dataclasses.replace(manager.policy.planner, horizon_share=PlannerSettings().horizon_share)
+        manager.policy = dataclasses.replace(manager.policy, planner=library_horizon)
         client = r.openai()
         for i, message in enumerate(messages):
             if message["role"] == "assistant" and i > 0:

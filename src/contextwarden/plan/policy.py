@@ -20,7 +20,6 @@ from .planner import PlannerSettings
 __all__ = ["ContextPolicy", "decode_dataclass", "encode_dataclass", "policy_from_dict", "policy_to_dict"]
 
 
-
 @dataclass(frozen=True, kw_only=True)
 class ContextPolicy:
     """Everything that decides what the model sees. Vary it with ``dataclasses.replace``.
