@@ -25,7 +25,13 @@ from contextwarden.log.store._protocol import SessionStore
 from contextwarden.models import get_profile
 from contextwarden.plan.policy import ContextPolicy
 from contextwarden.tokens import HeuristicCounter
-from contextwarden.window.checkpoint import CheckpointError, dumps_projection, loads_projection
+from contextwarden.window.checkpoint import (
+    CHECKPOINT_FORMAT,
+    CheckpointError,
+    FragmentMemo,
+    dumps_projection,
+    loads_projection,
+)
 
 COUNTER = HeuristicCounter()
 PROFILE = dataclasses.replace(get_profile("gpt-4o"), name="test-20k", context_window=20_000, max_output_tokens=1_000)
@@ -213,7 +219,10 @@ def _digest(text: str) -> str:
             id="malformed part",
         ),
         pytest.param(
-            lambda c: {"data": (d := c.data.replace('"format":1', '"format":0', 1)), "digest": _digest(d)},
+            lambda c: {
+                "data": (d := c.data.replace(f'"format":{CHECKPOINT_FORMAT}', '"format":0', 1)),
+                "digest": _digest(d),
+            },
             id="other format",
         ),
     ],
@@ -266,3 +275,71 @@ def test_a_part_the_checkpoint_does_not_know_is_refused() -> None:
         dumps_projection(projection)
     saved = checkpoints.save_checkpoint(store, "s", key(), projection, None)
     assert saved is False
+
+
+def test_a_save_with_the_memo_writes_what_a_full_save_writes() -> None:
+    store = MemoryStore()
+    write_session(store, turns=60)
+    manager = ContextManager(store, counter=COUNTER)
+    memo = FragmentMemo()
+    first = dumps_projection(manager.projection("s"), memo=memo)
+    assert first == dumps_projection(manager.projection("s"))
+    kept = len(memo)
+    rng = random.Random(3)
+    for n in range(700, 740):  # new items, and builds that mask or supersede old ones
+        append(store, turn(rng, n))
+        if n % 4 == 0:
+            manager.build("s", model=PROFILE, tools=TOOLS)
+    projection = manager.projection("s")
+    assert dumps_projection(projection, memo=memo) == dumps_projection(projection)
+    assert len(memo) > kept  # the new parts are kept for the next save, the replaced ones dropped
+    assert len(memo) == len(projection.items) + len(projection._calls) + len(projection.queue._records)
+
+
+def test_values_only_json_writes_survive_a_save_with_the_memo() -> None:
+    store = MemoryStore()
+    store.create_session("s")
+    append(store, [UserMessage(text="Fix the parser.")])
+    call = ToolCall(id="c1", name="bash", arguments={"command": "run", "limit": float("nan"), "bad": "\udcff"})
+    append(store, [AssistantMessage(text="Trying.", tool_calls=(call,))])
+    append(store, [ToolResult(call_id="c1", tool_name="bash", output="bytes \udcfe and NUL \x00 here")])
+    projection = ContextManager(store, counter=COUNTER).projection("s")
+    text = dumps_projection(projection, memo=FragmentMemo())
+    restored, _ = loads_projection(text, projection.config)
+    limit = restored.items[1].message.tool_calls[0].arguments["limit"]
+    assert isinstance(limit, float) and limit != limit  # NaN, not null
+    assert restored.items[2].message.text == projection.items[2].message.text
+    assert dumps_projection(restored) == text
+
+
+def test_a_resumed_window_does_not_normalize_its_settled_prefix_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextwarden.window import accounting
+
+    store = MemoryStore()
+    write_session(store, turns=80)
+    projection = ContextManager(store, counter=COUNTER).projection("s")
+    projection.normalized()
+    restored, _ = loads_projection(dumps_projection(projection), projection.config)
+    normalized: list[int] = []
+    real = accounting.normalize_pairing
+
+    def counting(messages: list[object], **kwargs: object) -> object:
+        normalized.append(len(messages))
+        return real(messages, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(accounting, "normalize_pairing", counting)
+    assert restored.normalized() == projection.normalized()
+    settled = projection._prefix._upto
+    assert settled > len(projection.items) // 2
+    assert sum(normalized) <= 2 * (len(projection.items) - settled)  # only the tail, once for each
+
+
+def test_a_normalized_prefix_naming_an_item_outside_it_is_refused() -> None:
+    store = MemoryStore()
+    write_session(store, turns=40)
+    projection = ContextManager(store, counter=COUNTER).projection("s")
+    projection.normalized()
+    data = json.loads(dumps_projection(projection))
+    data["prefix"]["messages"][-1] = data["prefix"]["upto"]
+    with pytest.raises(CheckpointError, match="outside the prefix"):
+        loads_projection(json.dumps(data), projection.config)

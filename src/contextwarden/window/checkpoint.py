@@ -9,8 +9,13 @@ Only JSON, never pickle: a store's content is untrusted, and reading it must not
 part of the state is written here field by field, so a field added to one of the projection's
 parts that this module does not know makes :func:`snapshot` refuse (``CheckpointError``) instead of
 writing a checkpoint that silently lacks it; the tests take a snapshot of a real session, so such
-a field fails them. The pairing-normalized prefix is not stored: it is a cache the first request
-rebuilds, and its result does not depend on how it was reached.
+a field fails them.
+
+The pairing-normalized prefix is stored too, so the first request after a resume normalizes only
+the messages after it, as a warm build does; a prefix message that is an item's own message (all
+but renamed or synthetic ones) is stored as that item's position. A save reuses the text of every
+item, call and tool record the last save of the same window wrote (:mod:`.checkpoint_json`), so
+its cost follows what changed, not the window's length.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import binascii
 import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 import msgspec
@@ -37,6 +43,8 @@ from ..log.events import (
     ToolResult,
     UsageReport,
 )
+from .accounting import NormalizedPrefix
+from .checkpoint_json import FragmentMemo, has_nonfinite, json_text
 from .editqueue import EditQueue, ToolRecord
 from .ingest import ProjectionConfig
 from .items import ContextItem, ItemList, Lifecycle, Tier
@@ -46,11 +54,11 @@ from .policies.resources import Resource
 from .projection import Projection
 from .state import StateBuilder, TaskState, WorkingSetInputs
 
-__all__ = ["CHECKPOINT_FORMAT", "CheckpointError", "dumps_projection", "loads_projection"]
+__all__ = ["CHECKPOINT_FORMAT", "CheckpointError", "FragmentMemo", "dumps_projection", "loads_projection"]
 
 _T = TypeVar("_T")
 
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = 2
 """Version of the layout below; a checkpoint of another format is not read (the window is rebuilt)."""
 
 _KNOWN_FIELDS: dict[type, frozenset[str]] = {
@@ -69,6 +77,7 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
     StateBuilder: frozenset({
         "_calls", "_named_paths", "_named_text", "_pending", "_seen_user", "_state", "_task_files", "policies",
     }),
+    NormalizedPrefix: frozenset({"_decisions", "_ids", "_messages", "_sections", "_upto", "counter"}),
 }  # fmt: skip
 """The attributes each part of a projection has; :func:`snapshot` writes every one (or rebuilds it)."""
 
@@ -80,33 +89,64 @@ class CheckpointError(ValueError):
 # ---------------------------------------------------------------------------------------------- writing
 
 
-def dumps_projection(projection: Projection, *, annex: Mapping[str, Any] | None = None) -> str:
-    r"""The projection's state as one JSON text (ASCII: lone surrogates and NUL survive as ``\u`` escapes).
+def dumps_projection(
+    projection: Projection, *, annex: Mapping[str, Any] | None = None, memo: FragmentMemo | None = None
+) -> str:
+    r"""The projection's state as one JSON text (NUL and lone surrogates survive as ``\u`` escapes).
 
     ``annex`` is JSON-ready data of the caller's kept alongside (:func:`loads_projection` returns it).
+    ``memo`` carries the text of unchanged parts from the previous save of the same window (keep
+    one per window; without it every part is encoded).
     """
-    for part in (projection, projection.list, projection.queue, projection._ledger, projection.state_builder):
+    p = projection
+    for part in (p, p.list, p.queue, p._ledger, p.state_builder, p._prefix):
         unknown = set(vars(part)) ^ _KNOWN_FIELDS[type(part)]
         if unknown:
             raise CheckpointError(f"{type(part).__name__} has fields the checkpoint does not know: {sorted(unknown)}")
-    if projection._calls != projection.state_builder._calls:
+    if p._calls != p.state_builder._calls:
         raise CheckpointError("the projection's and the state's tool calls differ")
-    data = {"format": CHECKPOINT_FORMAT, "annex": dict(annex or {}), **_projection_data(projection)}
-    # json, not msgspec: msgspec would write NaN as null and refuses lone surrogates
-    return json.dumps(msgspec.to_builtins(data), separators=(",", ":"), allow_nan=True)
-
-
-def _projection_data(p: Projection) -> dict[str, Any]:
-    queue, ledger, builder = p.queue, p._ledger, p.state_builder
+    if memo is None:
+        memo = FragmentMemo()
+    memo.start()
     policies: list[ToolPolicy] = []
-    for record in queue._records.values():
+    for record in p.queue._records.values():
         if record.policy not in policies:
             policies.append(record.policy)
+    rest = {"format": CHECKPOINT_FORMAT, "annex": dict(annex or {}), **_projection_data(p, policies)}
+    # json, not msgspec: this part is small, and may hold floats msgspec would write as null
+    head = json.dumps(msgspec.to_builtins(rest), separators=(",", ":"), allow_nan=True)
+    items = ",".join(memo.text(item, None, partial(_item_text, item)) for item in p.list.items)
+    calls = ",".join(memo.text(call, None, partial(_call_text, call)) for call in p._calls.values())
+    records = ",".join(
+        memo.text(r, (item_id, index), partial(_record_text, item_id, r, index))
+        for item_id, r in p.queue._records.items()
+        for index in (policies.index(r.policy),)
+    )
+    memo.finish()
+    return f'{head[:-1]},"items":[{items}],"calls":[{calls}],"records":[{records}]}}'
+
+
+def _item_text(item: ContextItem) -> str:
+    return json_text(item, nonfinite=any(has_nonfinite(c.arguments) for c in item.message.tool_calls))
+
+
+def _call_text(call: ToolCall) -> str:
+    return json_text(call, nonfinite=has_nonfinite(call.arguments))
+
+
+def _record_text(item_id: str, r: ToolRecord, policy_index: int) -> str:
+    stub = event_to_dict(r.stub)
+    nonfinite = has_nonfinite(stub) or (r.call is not None and has_nonfinite(r.call.arguments))
+    return json_text([item_id, stub, r.call, r.lines, policy_index, r.sources], nonfinite=nonfinite)
+
+
+def _projection_data(p: Projection, policies: list[ToolPolicy]) -> dict[str, Any]:
+    """Every part but the items, calls and tool records (written from the memo)."""
+    queue, ledger, builder = p.queue, p._ledger, p.state_builder
     pending = builder._pending
     return {
         "last_seq": p.last_seq,
         "compaction": None if p.compaction is None else event_to_dict(p.compaction),
-        "items": p.list.items,
         "total": p.list.total,
         "system_parts": p.system_parts,
         "exposed_tools": p.exposed_tools,
@@ -116,7 +156,6 @@ def _projection_data(p: Projection) -> dict[str, Any]:
         "tokens_at_last_usage": p.tokens_at_last_usage,
         "assistant_turns": p.assistant_turns,
         "seen_user": p._seen_user,
-        "calls": list(p._calls.values()),
         "ledger": {
             "readers": ledger._readers,
             "writers": ledger._writers,
@@ -126,10 +165,6 @@ def _projection_data(p: Projection) -> dict[str, Any]:
         "queue": {
             "candidates": list(queue.candidates.values()),
             "policies": [encode_dataclass(policy) for policy in policies],
-            "records": [
-                [item_id, event_to_dict(r.stub), r.call, r.lines, policies.index(r.policy), r.sources]
-                for item_id, r in queue._records.items()
-            ],
             "tool_ids": queue._tool_ids,
             "tool_floor": queue._tool_floor,
             "by_policy": queue._by_policy,
@@ -149,6 +184,24 @@ def _projection_data(p: Projection) -> dict[str, Any]:
             "task_files": builder._task_files,
             "pending": None if pending is None else {**pending._asdict(), "named": sorted(pending.named)},
         },
+        "prefix": _prefix_data(p._prefix, p.list.items),
+    }
+
+
+def _prefix_data(prefix: NormalizedPrefix, items: Sequence[ContextItem]) -> dict[str, Any]:
+    """The settled pairing-normalized prefix: an item's own message as its position, any other in full."""
+    upto = prefix._upto
+    position = {id(items[k].message): k for k in range(upto)}
+    messages: list[int | Message] = []
+    for message in prefix._messages:
+        k = position.get(id(message))
+        messages.append(k if k is not None and items[k].message is message else message)
+    return {
+        "upto": upto,
+        "messages": messages,
+        "decisions": prefix._decisions,
+        "sections": prefix._sections,
+        "ids": sorted(prefix._ids),
     }
 
 
@@ -199,8 +252,9 @@ def _restore(data: Mapping[str, Any], config: ProjectionConfig) -> Projection:
     calls = {call.id: call for call in (_tool_call(c) for c in data["calls"])}
     p._calls.update(calls)  # the queue holds the same dict
     _restore_ledger(p._ledger, data["ledger"])
-    _restore_queue(p.queue, data["queue"], config)
+    _restore_queue(p.queue, data["queue"], data["records"], config)
     _restore_state(p.state_builder, data["state"], calls)
+    _restore_prefix(p._prefix, data["prefix"], p.list.items)
     return p
 
 
@@ -211,11 +265,11 @@ def _restore_ledger(ledger: ResourceLedger, raw: Mapping[str, Any]) -> None:
     ledger._fingerprints = {str(k): str(v) for k, v in raw["fingerprints"].items()}
 
 
-def _restore_queue(queue: EditQueue, raw: Mapping[str, Any], config: ProjectionConfig) -> None:
+def _restore_queue(queue: EditQueue, raw: Mapping[str, Any], records: Sequence[Any], config: ProjectionConfig) -> None:
     known = (*config.tool_policies, DEFAULT_TOOL_POLICY)
     policies = [_policy(encoded, known) for encoded in raw["policies"]]
     queue.candidates = {edit.target_id: edit for edit in (_edit(e) for e in raw["candidates"])}
-    for item_id, stub, call, lines, policy, sources in raw["records"]:
+    for item_id, stub, call, lines, policy, sources in records:
         queue._records[item_id] = ToolRecord(
             stub=_stub(stub),
             call=None if call is None else _tool_call(call),
@@ -255,6 +309,26 @@ def _restore_state(builder: StateBuilder, raw: Mapping[str, Any], calls: Mapping
             now=_int(pending["now"]),
             named=frozenset(str(p) for p in pending["named"]),
         )
+
+
+def _restore_prefix(prefix: NormalizedPrefix, raw: Mapping[str, Any], items: Sequence[ContextItem]) -> None:
+    upto = _int(raw["upto"])
+    if upto > len(items):
+        raise CheckpointError("the normalized prefix is longer than the window")
+    messages: list[Message] = []
+    for message in raw["messages"]:
+        if isinstance(message, dict):
+            messages.append(_message(message))
+            continue
+        k = _int(message)
+        if not 0 <= k < upto:
+            raise CheckpointError("a normalized message names an item outside the prefix")
+        messages.append(items[k].message)
+    prefix._messages = messages
+    prefix._decisions = [Decision(**d) for d in raw["decisions"]]
+    prefix._upto = upto
+    prefix._sections = {str(section): _int(tokens) for section, tokens in raw["sections"].items()}
+    prefix._ids = {str(i) for i in raw["ids"]}
 
 
 def _policy(encoded: object, known: Sequence[ToolPolicy]) -> ToolPolicy:
