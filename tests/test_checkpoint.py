@@ -343,3 +343,58 @@ def test_a_normalized_prefix_naming_an_item_outside_it_is_refused() -> None:
     data["prefix"]["messages"][-1] = data["prefix"]["upto"]
     with pytest.raises(CheckpointError, match="outside the prefix"):
         loads_projection(json.dumps(data), projection.config)
+
+
+def _pieces_held(store: SessionStore) -> set[str]:
+    """The digests of the checkpoint pieces a SQL store holds for the session."""
+    d = store.dialect  # type: ignore[attr-defined]
+    with store._transaction(write=False) as cur:  # type: ignore[attr-defined]
+        return {row[0] for row in cur.execute(f"SELECT digest FROM {d.pieces} WHERE session_id = {d.param}", ("s",))}
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def sql_opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    """Like ``opener``, for the stores that keep checkpoints in pieces."""
+    opened: list[SessionStore] = []
+    dsn = request.getfixturevalue("pg_schema_dsn") if request.param == "postgres" else ""
+
+    def open_one() -> SessionStore:
+        store = SQLiteStore(tmp_path / "s.db") if request.param == "sqlite" else PostgresStore(dsn)
+        opened.append(store)
+        return store
+
+    yield open_one
+    for store in opened:
+        store.close()
+
+
+def test_a_save_writes_only_the_pieces_that_changed(sql_opener: Opener) -> None:
+    store = sql_opener()
+    store.create_session("s")
+    data = "".join(f"[piece {n:03d}]" for n in range(40))
+    offsets = tuple(range(0, len(data), len("[piece 000]")))
+    first = StoredCheckpoint(key="k", seq=1, event_id="e1", digest=_digest(data), data=data, pieces=offsets)
+    store.save_checkpoint("s", first)  # type: ignore[attr-defined]
+    held = _pieces_held(store)
+    assert len(held) == 40
+    changed = data.replace("[piece 007]", "[piece 7!!]") + "[piece 040]"
+    second = dataclasses.replace(first, seq=2, data=changed, digest=_digest(changed), pieces=(*offsets, len(data)))
+    store.save_checkpoint("s", second)  # type: ignore[attr-defined]
+    now = _pieces_held(store)
+    assert len(now) == 41 and len(held - now) == 1  # one piece replaced, one added, the old one dropped
+    loaded = sql_opener().load_checkpoint("s", "k")  # type: ignore[attr-defined]
+    assert loaded is not None and loaded.data == changed and loaded.seq == 2
+
+
+def test_a_checkpoint_missing_a_piece_rebuilds(sql_opener: Opener, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = sql_opener()
+    write_session(store, turns=100)
+    d = store.dialect  # type: ignore[attr-defined]
+    with store._transaction(write=True) as cur:  # type: ignore[attr-defined]
+        digest = cur.execute(f"SELECT digest FROM {d.pieces} WHERE session_id = {d.param}", ("s",)).fetchone()[0]
+        cur.execute(f"DELETE FROM {d.pieces} WHERE digest = {d.param}", (digest,))
+    assert store.load_checkpoint("s", key()) is None  # type: ignore[attr-defined]
+    spy = Spy(monkeypatch)
+    built = request_bytes(cold_build(sql_opener()))
+    assert spy.full == 1
+    assert built == scratch(sql_opener())

@@ -30,7 +30,7 @@ from ..log.events import Compaction, Event, SettingChange
 from ..log.store._protocol import CheckpointStore, SessionStore, StoredCheckpoint
 from ..plan.policy import ContextPolicy, policy_to_dict
 from ..tokens import TokenCounter
-from ..window.checkpoint import CHECKPOINT_FORMAT, CheckpointError, FragmentMemo, dumps_projection, loads_projection
+from ..window.checkpoint import CHECKPOINT_FORMAT, CheckpointError, FragmentMemo, dumps_pieces, loads_projection
 from ..window.ingest import ProjectionConfig
 from ..window.projection import Projection
 
@@ -97,11 +97,11 @@ def save_checkpoint(
         return False
     annex = {"settings": None if settings is None else event_to_dict(settings)}
     try:
-        data = dumps_projection(projection, annex=annex, memo=memo)
+        data, pieces = dumps_pieces(projection, annex=annex, memo=memo)
     except (CheckpointError, CodecError):
         return False  # a part this release cannot write: builds stay correct, only not faster
     digest = hashlib.sha256(data.encode("utf-8")).hexdigest()
-    stored = StoredCheckpoint(key=key, seq=last[0].seq, event_id=last[0].id, digest=digest, data=data)
+    stored = StoredCheckpoint(key=key, seq=last[0].seq, event_id=last[0].id, digest=digest, data=data, pieces=pieces)
     store.save_checkpoint(session_id, stored)
     return True
 

@@ -20,7 +20,15 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["FragmentMemo", "has_nonfinite", "json_text"]
+__all__ = ["CHECKPOINT_FORMAT", "CheckpointError", "FragmentMemo", "has_nonfinite", "json_text"]
+
+CHECKPOINT_FORMAT = 2
+"""Version of the checkpoint layout; a checkpoint of another format is not read (the window is rebuilt)."""
+
+
+class CheckpointError(ValueError):
+    """A checkpoint cannot be written or read; the caller rebuilds the window from the log instead."""
+
 
 _encode = msgspec.json.Encoder().encode
 

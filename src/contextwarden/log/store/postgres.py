@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 _SESSIONS = "contextwarden_sessions"
 _EVENTS = "contextwarden_events"
 _CHECKPOINTS = "contextwarden_checkpoints"
+_PIECES = "contextwarden_checkpoint_pieces"
 _SESSION_KEY = "contextwarden_sessions_pkey"
 _SEQ_KEY = "contextwarden_events_pkey"
 _ID_KEY = "contextwarden_events_id_key"
@@ -38,6 +39,7 @@ POSTGRES = Dialect(
     sessions=_SESSIONS,
     events=_EVENTS,
     checkpoints=_CHECKPOINTS,
+    pieces=_PIECES,
     migrations_table="contextwarden_schema_migrations",
     creation_order="ord",
     rows_per_insert=1,  # psycopg pipelines executemany; multi-row statements measured ~5% slower
@@ -87,6 +89,19 @@ POSTGRES = Dialect(
                     data TEXT NOT NULL,
                     PRIMARY KEY (session_id, key)
                 )""",
+            ),
+        ),
+        (
+            3,
+            (
+                f"""CREATE TABLE {_PIECES} (
+                    session_id TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    digest TEXT NOT NULL,
+                    data TEXT NOT NULL,
+                    PRIMARY KEY (session_id, key, digest)
+                )""",
+                f"ALTER TABLE {_CHECKPOINTS} ADD COLUMN pieces TEXT NOT NULL DEFAULT '[]'",
             ),
         ),
     ),

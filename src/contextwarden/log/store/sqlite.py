@@ -25,6 +25,7 @@ SQLITE = Dialect(
     sessions="sessions",
     events="events",
     checkpoints="checkpoints",
+    pieces="checkpoint_pieces",
     migrations_table="schema_migrations",
     creation_order="rowid",
     # one statement of many rows costs SQLite about a quarter less CPU per row than one per row;
@@ -69,6 +70,19 @@ SQLITE = Dialect(
                     data TEXT NOT NULL,
                     PRIMARY KEY (session_id, key)
                 )""",
+            ),
+        ),
+        (
+            3,
+            (
+                """CREATE TABLE checkpoint_pieces (
+                    session_id TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    digest TEXT NOT NULL,
+                    data TEXT NOT NULL,
+                    PRIMARY KEY (session_id, key, digest)
+                )""",
+                "ALTER TABLE checkpoints ADD COLUMN pieces TEXT NOT NULL DEFAULT '[]'",
             ),
         ),
     ),
