@@ -304,12 +304,13 @@ def test_values_only_json_writes_survive_a_save_with_the_memo() -> None:
     append(store, [AssistantMessage(text="Trying.", tool_calls=(call,))])
     append(store, [ToolResult(call_id="c1", tool_name="bash", output="bytes \udcfe and NUL \x00 here")])
     projection = ContextManager(store, counter=COUNTER).projection("s")
-    text = dumps_projection(projection, memo=FragmentMemo())
-    restored, _ = loads_projection(text, projection.config)
+    text = dumps_projection(projection, annex={"rate": float("inf")}, memo=FragmentMemo())
+    restored, annex = loads_projection(text, projection.config)
+    assert annex == {"rate": float("inf")}
     limit = restored.items[1].message.tool_calls[0].arguments["limit"]
     assert isinstance(limit, float) and limit != limit  # NaN, not null
     assert restored.items[2].message.text == projection.items[2].message.text
-    assert dumps_projection(restored) == text
+    assert dumps_projection(restored, annex={"rate": float("inf")}) == text
 
 
 def test_a_resumed_window_does_not_normalize_its_settled_prefix_again(monkeypatch: pytest.MonkeyPatch) -> None:

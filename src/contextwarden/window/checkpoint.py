@@ -22,7 +22,6 @@ follow what changed, not the window's length.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -109,18 +108,25 @@ def dumps_pieces(
         memo = FragmentMemo()
     memo.start()
     policies: list[ToolPolicy] = []
+    index_of: dict[int, int] = {}  # by identity: records share their config's policy objects
     for record in p.queue._records.values():
-        if record.policy not in policies:
-            policies.append(record.policy)
-    rest = {"format": CHECKPOINT_FORMAT, "annex": dict(annex or {}), **_projection_data(p, policies)}
-    # json, not msgspec: this part is small, and may hold floats msgspec would write as null
-    head = json.dumps(msgspec.to_builtins(rest), separators=(",", ":"), allow_nan=True)
+        if id(record.policy) not in index_of:
+            if record.policy not in policies:
+                policies.append(record.policy)
+            index_of[id(record.policy)] = policies.index(record.policy)
+    rest = msgspec.to_builtins(
+        {"format": CHECKPOINT_FORMAT, "annex": dict(annex or {}), **_projection_data(p, policies)}
+    )
+    # Floats live only in the events (created_at, usage), the policies, the annex and the task
+    # state; the rest is ids, positions and counts, not walked (a new part comes through _KNOWN_FIELDS).
+    floats = (rest["compaction"], rest["last_usage"], rest["annex"], rest["queue"]["policies"], rest["state"])
+    head = json_text(rest, nonfinite=has_nonfinite(floats))
     items = [memo.text(item, None, partial(_item_text, item)) for item in p.list.items]
     calls = [memo.text(call, None, partial(_call_text, call)) for call in p._calls.values()]
     records = [
         memo.text(r, (item_id, index), partial(_record_text, item_id, r, index))
         for item_id, r in p.queue._records.items()
-        for index in (policies.index(r.policy),)
+        for index in (index_of[id(r.policy)],)
     ]
     memo.finish()
     return _joined(head, (("items", items), ("calls", calls), ("records", records)))
