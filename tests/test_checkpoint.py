@@ -170,6 +170,7 @@ def test_a_checkpoint_round_trips_exactly() -> None:
     assert annex == {"note": 1}
     assert dumps_projection(restored, annex={"note": 1}) == text
     assert restored.items == projection.items and restored.state == projection.state
+    assert restored._calls == projection._calls and restored.queue._records == projection.queue._records
     assert restored.normalized() == projection.normalized()
 
 

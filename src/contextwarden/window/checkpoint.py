@@ -122,11 +122,14 @@ def dumps_pieces(
     floats = (rest["compaction"], rest["last_usage"], rest["annex"], rest["queue"]["policies"], rest["state"])
     head = json_text(rest, nonfinite=has_nonfinite(floats))
     items = [memo.text(item, None, partial(_item_text, item)) for item in p.list.items]
-    calls = [memo.text(call, None, partial(_call_text, call)) for call in p._calls.values()]
+    # A call the window shows unchanged is written once, in its item; the calls and the tool records
+    # name it by place ([item position, call index]) and the reader shares the one object.
+    shown = {id(c): (n, k) for n, item in enumerate(p.list.items) for k, c in enumerate(item.message.tool_calls)}
+    calls = [memo.text(c, shown.get(id(c)), partial(_call_text, c, shown.get(id(c)))) for c in p._calls.values()]
     records = [
-        memo.text(r, (item_id, index), partial(_record_text, item_id, r, index))
+        memo.text(r, (item_id, index, at), partial(_record_text, item_id, r, index, at))
         for item_id, r in p.queue._records.items()
-        for index in (index_of[id(r.policy)],)
+        for index, at in ((index_of[id(r.policy)], shown.get(id(r.call))),)
     ]
     memo.finish()
     return _joined(head, (("items", items), ("calls", calls), ("records", records)))
@@ -163,14 +166,17 @@ def _item_text(item: ContextItem) -> str:
     return json_text(item, nonfinite=any(has_nonfinite(c.arguments) for c in item.message.tool_calls))
 
 
-def _call_text(call: ToolCall) -> str:
+def _call_text(call: ToolCall, shown_at: tuple[int, int] | None) -> str:
+    if shown_at is not None:
+        return json_text(list(shown_at))
     return json_text(call, nonfinite=has_nonfinite(call.arguments))
 
 
-def _record_text(item_id: str, r: ToolRecord, policy_index: int) -> str:
+def _record_text(item_id: str, r: ToolRecord, policy_index: int, call_at: tuple[int, int] | None) -> str:
     stub = event_to_dict(r.stub)
-    nonfinite = has_nonfinite(stub) or (r.call is not None and has_nonfinite(r.call.arguments))
-    return json_text([item_id, stub, r.call, r.lines, policy_index, r.sources], nonfinite=nonfinite)
+    call: object = r.call if call_at is None else list(call_at)
+    nonfinite = has_nonfinite(stub) or (call_at is None and r.call is not None and has_nonfinite(r.call.arguments))
+    return json_text([item_id, stub, call, r.lines, policy_index, r.sources], nonfinite=nonfinite)
 
 
 def _projection_data(p: Projection, policies: list[ToolPolicy]) -> dict[str, Any]:

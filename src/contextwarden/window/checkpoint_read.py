@@ -83,10 +83,11 @@ def _restore(data: Mapping[str, Any], config: ProjectionConfig) -> Projection:
     p.tokens_at_last_usage = _int(data["tokens_at_last_usage"])
     p.assistant_turns = _int(data["assistant_turns"])
     p._seen_user = bool(data["seen_user"])
-    calls = {call.id: call for call in (_tool_call(c) for c in data["calls"])}
+    items = p.list.items
+    calls = {call.id: call for call in (_call(c, items) for c in data["calls"])}
     p._calls.update(calls)  # the queue holds the same dict
     _restore_ledger(p._ledger, data["ledger"])
-    _restore_queue(p.queue, data["queue"], data["records"], config)
+    _restore_queue(p.queue, data["queue"], data["records"], config, items)
     _restore_state(p.state_builder, data["state"], calls)
     _restore_prefix(p._prefix, data["prefix"], p.list.items)
     return p
@@ -99,14 +100,28 @@ def _restore_ledger(ledger: ResourceLedger, raw: Mapping[str, Any]) -> None:
     ledger._fingerprints = {str(k): str(v) for k, v in raw["fingerprints"].items()}
 
 
-def _restore_queue(queue: EditQueue, raw: Mapping[str, Any], records: Sequence[Any], config: ProjectionConfig) -> None:
+def _call(raw: Any, items: Sequence[ContextItem]) -> ToolCall:
+    """A call written in full, or named by its place in the window's items (``[position, index]``)."""
+    if isinstance(raw, dict):
+        return _tool_call(raw)
+    position, index = raw
+    return items[_int(position)].message.tool_calls[_int(index)]
+
+
+def _restore_queue(
+    queue: EditQueue,
+    raw: Mapping[str, Any],
+    records: Sequence[Any],
+    config: ProjectionConfig,
+    items: Sequence[ContextItem],
+) -> None:
     known = (*config.tool_policies, DEFAULT_TOOL_POLICY)
     policies = [_policy(encoded, known) for encoded in raw["policies"]]
     queue.candidates = {edit.target_id: edit for edit in (_edit(e) for e in raw["candidates"])}
     for item_id, stub, call, lines, policy, sources in records:
         queue._records[item_id] = ToolRecord(
             stub=_stub(stub),
-            call=None if call is None else _tool_call(call),
+            call=None if call is None else _call(call, items),
             lines=lines,
             policy=policies[policy],
             sources=tuple(sources),
