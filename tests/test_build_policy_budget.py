@@ -9,8 +9,7 @@ from __future__ import annotations
 import dataclasses
 import random
 
-from contextwarden import ContextManager, ContextPolicy, open_store
-from contextwarden.budget import BudgetPolicy
+from contextwarden import BudgetPolicy, ContextManager, ContextPolicy, open_store
 from contextwarden.context import ToolDefinition
 from contextwarden.log.events import AssistantMessage, Compaction, Event, ToolCall, ToolResult, UserMessage
 from contextwarden.log.store._protocol import SessionStore

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from contextwarden import ContextManager, ContextPolicy, open_store
+from contextwarden import ContextManager, ContextPolicy, PlannerSettings, open_store
 from contextwarden.log.events import AssistantMessage, ThinkingBlock, UserMessage
-from contextwarden.plan.planner import PlannerSettings
 from contextwarden.tokens import HeuristicCounter
 
 REASONING = "Let me think about the parser step by step. " * 60
