@@ -112,9 +112,9 @@ class ContextManager:
 
     def _structured_compactor(self, budget: BudgetPolicy) -> WindowCompactor:
         compactor = self._structured.get(budget)
-        if compactor is None:
-            settings = CompactionSettings(budget=budget)
-            compactor = self._structured[budget] = WindowCompactor(self.store, counter=self.counter, settings=settings)
+        if compactor is None:  # builds of different sessions may race here: setdefault keeps one
+            made = WindowCompactor(self.store, counter=self.counter, settings=CompactionSettings(budget=budget))
+            compactor = self._structured.setdefault(budget, made)
         return compactor
 
     def _compactor_for(self, policy: ContextPolicy) -> Compactor | None:
