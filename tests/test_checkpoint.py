@@ -48,6 +48,16 @@ Opener = Callable[[], SessionStore]
 @pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
     """Opens store handles over one backing store (the same object for memory)."""
+    yield from _openers(request, tmp_path)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def sql_opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    """Like ``opener``, for the stores that keep checkpoints in pieces."""
+    yield from _openers(request, tmp_path)
+
+
+def _openers(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
     opened: list[SessionStore] = []
     shared = MemoryStore()
     dsn = request.getfixturevalue("pg_schema_dsn") if request.param == "postgres" else ""
@@ -352,22 +362,6 @@ def _pieces_held(store: SessionStore) -> set[str]:
     d = store.dialect  # type: ignore[attr-defined]
     with store._transaction(write=False) as cur:  # type: ignore[attr-defined]
         return {row[0] for row in cur.execute(f"SELECT digest FROM {d.pieces} WHERE session_id = {d.param}", ("s",))}
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def sql_opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
-    """Like ``opener``, for the stores that keep checkpoints in pieces."""
-    opened: list[SessionStore] = []
-    dsn = request.getfixturevalue("pg_schema_dsn") if request.param == "postgres" else ""
-
-    def open_one() -> SessionStore:
-        store = SQLiteStore(tmp_path / "s.db") if request.param == "sqlite" else PostgresStore(dsn)
-        opened.append(store)
-        return store
-
-    yield open_one
-    for store in opened:
-        store.close()
 
 
 def test_a_save_writes_only_the_pieces_that_changed(sql_opener: Opener) -> None:

@@ -20,9 +20,23 @@ from typing import Any
 
 from ._protocol import SessionInfo, StoredCheckpoint
 
-__all__ = ["CheckpointSQL", "cut"]
+__all__ = ["CheckpointSQL", "cut", "pieces_migration"]
 
 Cursor = Any
+
+
+def pieces_migration(checkpoints: str, pieces: str) -> tuple[str, ...]:
+    """The schema change that keeps checkpoints in pieces (the same SQL in both dialects)."""
+    return (
+        f"""CREATE TABLE {pieces} (
+            session_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (session_id, key, digest)
+        )""",
+        f"ALTER TABLE {checkpoints} ADD COLUMN pieces TEXT NOT NULL DEFAULT '[]'",
+    )
 
 
 def cut(data: str, offsets: Sequence[int]) -> list[str]:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import SessionExists, StoreError
 from . import _shared as sh
 from ._sql import Cursor, Dialect, DuplicateSeq, SQLStore
+from ._sql_checkpoints import pieces_migration
 
 if TYPE_CHECKING:
     import psycopg
@@ -91,19 +92,7 @@ POSTGRES = Dialect(
                 )""",
             ),
         ),
-        (
-            3,
-            (
-                f"""CREATE TABLE {_PIECES} (
-                    session_id TEXT NOT NULL,
-                    key TEXT NOT NULL,
-                    digest TEXT NOT NULL,
-                    data TEXT NOT NULL,
-                    PRIMARY KEY (session_id, key, digest)
-                )""",
-                f"ALTER TABLE {_CHECKPOINTS} ADD COLUMN pieces TEXT NOT NULL DEFAULT '[]'",
-            ),
-        ),
+        (3, pieces_migration(_CHECKPOINTS, _PIECES)),
     ),
 )
 """PostgreSQL's spelling of the store: prefixed tables (they share a schema with other apps), row locks."""

@@ -18,6 +18,7 @@ from contextlib import contextmanager, suppress
 from ...errors import StoreError, UsageError
 from . import _shared as sh
 from ._sql import Cursor, Dialect, SQLStore
+from ._sql_checkpoints import pieces_migration
 
 SQLITE = Dialect(
     name="SQLite",
@@ -72,19 +73,7 @@ SQLITE = Dialect(
                 )""",
             ),
         ),
-        (
-            3,
-            (
-                """CREATE TABLE checkpoint_pieces (
-                    session_id TEXT NOT NULL,
-                    key TEXT NOT NULL,
-                    digest TEXT NOT NULL,
-                    data TEXT NOT NULL,
-                    PRIMARY KEY (session_id, key, digest)
-                )""",
-                "ALTER TABLE checkpoints ADD COLUMN pieces TEXT NOT NULL DEFAULT '[]'",
-            ),
-        ),
+        (3, pieces_migration("checkpoints", "checkpoint_pieces")),
     ),
 )
 """SQLite's spelling of the store; BEGIN IMMEDIATE stands in for row locks."""
