@@ -18,18 +18,22 @@ request instead: a SQLite session of N turns already exists, and a *new* store h
 ``ContextManager`` (nothing cached; the token counter is loaded once per worker, as a worker would)
 build its next request: with the session's projection checkpoint (the projection resumes from it),
 and without it (deleted first: the whole window is folded, then a checkpoint saved), side by side
-with a warm build (the writer's manager, one more turn). Each figure is the median wall time and,
+with a warm build (the writer's manager, one more turn), and what saving a checkpoint costs once
+the window moved on by 64 events (``save``: reusing the text of what the previous save wrote, as
+a manager does; ``save, full``: encoding everything, a process's first save). Each figure is the median wall time and,
 in brackets, CPU time (on a shared machine the wall time includes waiting for a core). It runs at
 a 1M-token window (gpt-4.1: masking alone keeps the session in one window, so the window holds
 every turn) and at a 32K window (compactions bound the window: the cost should stay flat beyond it).
 
     .venv/bin/python benchmarks/bench_build.py [--sizes 1000,10000,100000] [--calls 30] [--json OUT]
-    .venv/bin/python benchmarks/bench_build.py --cold [--turns 100,300,1000,3000] [--calls 5] [--json OUT]
+    .venv/bin/python benchmarks/bench_build.py --cold [--turns 100,300,1000,3000] [--calls 5]
+        [--models gpt-4.1,small-32k] [--json OUT]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -315,6 +319,7 @@ def bench_cold(turns: int, model: str, calls: int, directory: str) -> dict[str, 
     for n in range(turns + 1, turns + 1 + calls):
         store.append("s", turn_events(rng, n), expected_last_seq=store.get_session("s").last_seq)
         warm.append(_timed_build(lambda: writer.build("s", model=profile, tools=TOOLS)))
+    saves = _save_times(store, writer, rng, turns + 1 + calls, calls)
     store.close()
     return {
         "system": f"contextwarden cold ({model})",
@@ -324,7 +329,35 @@ def bench_cold(turns: int, model: str, calls: int, directory: str) -> dict[str, 
         "cold_no_checkpoint": _medians(without),
         "cold_checkpoint": _medians(with_checkpoint),
         "warm": _medians(warm),
+        **saves,
     }
+
+
+def _save_times(store: Any, writer: ContextManager, rng: random.Random, first_turn: int, calls: int) -> dict[str, Any]:
+    """What saving a checkpoint costs once the window moved on by CHECKPOINT_EVERY events, as a build saves it.
+
+    ``save`` reuses the text of the parts the previous save wrote (the window's memo, as the manager
+    keeps it); ``save_full`` encodes the whole projection (the first save of a process).
+    """
+    from contextwarden.assemble.checkpoints import CHECKPOINT_EVERY, checkpoint_key, save_checkpoint
+    from contextwarden.window.checkpoint import FragmentMemo
+
+    key = checkpoint_key(writer.policy, writer.counter)
+    memo = FragmentMemo()
+    save_checkpoint(store, "s", key, writer.projection("s"), None, memo=memo)
+    incremental, full = [], []
+    n = first_turn
+    for _ in range(calls):
+        moved_from = store.get_session("s").last_seq
+        while store.get_session("s").last_seq - moved_from < CHECKPOINT_EVERY:
+            store.append("s", turn_events(rng, n), expected_last_seq=store.get_session("s").last_seq)
+            n += 1
+        projection = writer.projection("s")
+        full.append(_timed_build(functools.partial(save_checkpoint, store, "s", key, projection, None)))
+        incremental.append(
+            _timed_build(functools.partial(save_checkpoint, store, "s", key, projection, None, memo=memo))
+        )
+    return {"save": _medians(incremental), "save_full": _medians(full)}
 
 
 def main_cold(args: argparse.Namespace) -> None:
@@ -332,7 +365,7 @@ def main_cold(args: argparse.Namespace) -> None:
 
     rows = []
     with tempfile.TemporaryDirectory() as directory:
-        for model in (MODEL, SMALL_WINDOW):
+        for model in args.models.split(","):
             for turns in (int(x) for x in args.turns.split(",")):
                 row = bench_cold(turns, model, args.calls, directory)
                 rows.append(row)
@@ -341,17 +374,17 @@ def main_cold(args: argparse.Namespace) -> None:
     print("median ms per build, wall (CPU); cold = a new store handle and manager")
     print(
         f"{'model':<10} {'turns':>6} {'events':>7} {'in window':>10} {'cold, no checkpoint':>20}"
-        f" {'cold, checkpoint':>17} {'warm':>15}"
+        f" {'cold, checkpoint':>17} {'warm':>13} {'save':>13} {'save, full':>13}"
     )
     for r in rows:
         model = r["system"].split("(")[1].rstrip(")")
         cells = [
             f"{r[k]['median_ms']:.1f} ({r[k]['median_cpu_ms']:.1f})"
-            for k in ("cold_no_checkpoint", "cold_checkpoint", "warm")
+            for k in ("cold_no_checkpoint", "cold_checkpoint", "warm", "save", "save_full")
         ]
         print(
             f"{model:<10} {r['turns']:>6} {r['events']:>7} {r['window_events']:>10} {cells[0]:>20} {cells[1]:>17}"
-            f" {cells[2]:>15}"
+            f" {cells[2]:>13} {cells[3]:>13} {cells[4]:>13}"
         )
     if args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as fh:
@@ -365,6 +398,9 @@ def main() -> None:
     parser.add_argument("--json", dest="json_out")
     parser.add_argument("--cold", action="store_true", help="measure builds by a fresh manager (stateless worker)")
     parser.add_argument("--turns", default="100,300,1000,3000", help="session lengths for --cold")
+    parser.add_argument(
+        "--models", default=f"{MODEL},{SMALL_WINDOW}", help=f"profiles for --cold: {MODEL} and/or {SMALL_WINDOW}"
+    )
     args = parser.parse_args()
     if args.cold:
         main_cold(args)

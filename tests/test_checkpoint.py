@@ -25,7 +25,13 @@ from contextwarden.log.store._protocol import SessionStore
 from contextwarden.models import get_profile
 from contextwarden.plan.policy import ContextPolicy
 from contextwarden.tokens import HeuristicCounter
-from contextwarden.window.checkpoint import CheckpointError, dumps_projection, loads_projection
+from contextwarden.window.checkpoint import (
+    CHECKPOINT_FORMAT,
+    CheckpointError,
+    FragmentMemo,
+    dumps_projection,
+    loads_projection,
+)
 
 COUNTER = HeuristicCounter()
 PROFILE = dataclasses.replace(get_profile("gpt-4o"), name="test-20k", context_window=20_000, max_output_tokens=1_000)
@@ -42,6 +48,16 @@ Opener = Callable[[], SessionStore]
 @pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
     """Opens store handles over one backing store (the same object for memory)."""
+    yield from _openers(request, tmp_path)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def sql_opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    """Like ``opener``, for the stores that keep checkpoints in pieces."""
+    yield from _openers(request, tmp_path)
+
+
+def _openers(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
     opened: list[SessionStore] = []
     shared = MemoryStore()
     dsn = request.getfixturevalue("pg_schema_dsn") if request.param == "postgres" else ""
@@ -164,6 +180,7 @@ def test_a_checkpoint_round_trips_exactly() -> None:
     assert annex == {"note": 1}
     assert dumps_projection(restored, annex={"note": 1}) == text
     assert restored.items == projection.items and restored.state == projection.state
+    assert restored._calls == projection._calls and restored.queue._records == projection.queue._records
     assert restored.normalized() == projection.normalized()
 
 
@@ -213,7 +230,10 @@ def _digest(text: str) -> str:
             id="malformed part",
         ),
         pytest.param(
-            lambda c: {"data": (d := c.data.replace('"format":1', '"format":0', 1)), "digest": _digest(d)},
+            lambda c: {
+                "data": (d := c.data.replace(f'"format":{CHECKPOINT_FORMAT}', '"format":0', 1)),
+                "digest": _digest(d),
+            },
             id="other format",
         ),
     ],
@@ -266,3 +286,111 @@ def test_a_part_the_checkpoint_does_not_know_is_refused() -> None:
         dumps_projection(projection)
     saved = checkpoints.save_checkpoint(store, "s", key(), projection, None)
     assert saved is False
+
+
+def test_a_save_with_the_memo_writes_what_a_full_save_writes() -> None:
+    store = MemoryStore()
+    write_session(store, turns=60)
+    manager = ContextManager(store, counter=COUNTER)
+    memo = FragmentMemo()
+    first = dumps_projection(manager.projection("s"), memo=memo)
+    assert first == dumps_projection(manager.projection("s"))
+    kept = len(memo)
+    rng = random.Random(3)
+    for n in range(700, 740):  # new items, and builds that mask or supersede old ones
+        append(store, turn(rng, n))
+        if n % 4 == 0:
+            manager.build("s", model=PROFILE, tools=TOOLS)
+    projection = manager.projection("s")
+    assert dumps_projection(projection, memo=memo) == dumps_projection(projection)
+    assert len(memo) > kept  # the new parts are kept for the next save, the replaced ones dropped
+    assert len(memo) == len(projection.items) + len(projection._calls) + len(projection.queue._records)
+
+
+def test_values_only_json_writes_survive_a_save_with_the_memo() -> None:
+    store = MemoryStore()
+    store.create_session("s")
+    append(store, [UserMessage(text="Fix the parser.")])
+    call = ToolCall(id="c1", name="bash", arguments={"command": "run", "limit": float("nan"), "bad": "\udcff"})
+    append(store, [AssistantMessage(text="Trying.", tool_calls=(call,))])
+    append(store, [ToolResult(call_id="c1", tool_name="bash", output="bytes \udcfe and NUL \x00 here")])
+    projection = ContextManager(store, counter=COUNTER).projection("s")
+    text = dumps_projection(projection, annex={"rate": float("inf")}, memo=FragmentMemo())
+    restored, annex = loads_projection(text, projection.config)
+    assert annex == {"rate": float("inf")}
+    limit = restored.items[1].message.tool_calls[0].arguments["limit"]
+    assert isinstance(limit, float) and limit != limit  # NaN, not null
+    assert restored.items[2].message.text == projection.items[2].message.text
+    assert dumps_projection(restored, annex={"rate": float("inf")}) == text
+
+
+def test_a_resumed_window_does_not_normalize_its_settled_prefix_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextwarden.window import accounting
+
+    store = MemoryStore()
+    write_session(store, turns=80)
+    projection = ContextManager(store, counter=COUNTER).projection("s")
+    projection.normalized()
+    restored, _ = loads_projection(dumps_projection(projection), projection.config)
+    normalized: list[int] = []
+    real = accounting.normalize_pairing
+
+    def counting(messages: list[object], **kwargs: object) -> object:
+        normalized.append(len(messages))
+        return real(messages, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(accounting, "normalize_pairing", counting)
+    assert restored.normalized() == projection.normalized()
+    settled = projection._prefix._upto
+    assert settled > len(projection.items) // 2
+    assert sum(normalized) <= 2 * (len(projection.items) - settled)  # only the tail, once for each
+
+
+def test_a_normalized_prefix_naming_an_item_outside_it_is_refused() -> None:
+    store = MemoryStore()
+    write_session(store, turns=40)
+    projection = ContextManager(store, counter=COUNTER).projection("s")
+    projection.normalized()
+    data = json.loads(dumps_projection(projection))
+    data["prefix"]["messages"][-1] = data["prefix"]["upto"]
+    with pytest.raises(CheckpointError, match="outside the prefix"):
+        loads_projection(json.dumps(data), projection.config)
+
+
+def _pieces_held(store: SessionStore) -> set[str]:
+    """The digests of the checkpoint pieces a SQL store holds for the session."""
+    d = store.dialect  # type: ignore[attr-defined]
+    with store._transaction(write=False) as cur:  # type: ignore[attr-defined]
+        return {row[0] for row in cur.execute(f"SELECT digest FROM {d.pieces} WHERE session_id = {d.param}", ("s",))}
+
+
+def test_a_save_writes_only_the_pieces_that_changed(sql_opener: Opener) -> None:
+    store = sql_opener()
+    store.create_session("s")
+    data = "".join(f"[piece {n:03d}]" for n in range(40))
+    offsets = tuple(range(0, len(data), len("[piece 000]")))
+    first = StoredCheckpoint(key="k", seq=1, event_id="e1", digest=_digest(data), data=data, pieces=offsets)
+    store.save_checkpoint("s", first)  # type: ignore[attr-defined]
+    held = _pieces_held(store)
+    assert len(held) == 40
+    changed = data.replace("[piece 007]", "[piece 7!!]") + "[piece 040]"
+    second = dataclasses.replace(first, seq=2, data=changed, digest=_digest(changed), pieces=(*offsets, len(data)))
+    store.save_checkpoint("s", second)  # type: ignore[attr-defined]
+    now = _pieces_held(store)
+    assert len(now) == 41 and len(held - now) == 1  # one piece replaced, one added, the old one dropped
+    loaded = sql_opener().load_checkpoint("s", "k")  # type: ignore[attr-defined]
+    assert loaded is not None and loaded.data == changed and loaded.seq == 2
+
+
+def test_a_checkpoint_missing_a_piece_rebuilds(sql_opener: Opener, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = sql_opener()
+    write_session(store, turns=100)
+    d = store.dialect  # type: ignore[attr-defined]
+    with store._transaction(write=True) as cur:  # type: ignore[attr-defined]
+        digest = cur.execute(f"SELECT digest FROM {d.pieces} WHERE session_id = {d.param}", ("s",)).fetchone()[0]
+        cur.execute(f"DELETE FROM {d.pieces} WHERE digest = {d.param}", (digest,))
+    assert store.load_checkpoint("s", key()) is None  # type: ignore[attr-defined]
+    spy = Spy(monkeypatch)
+    built = request_bytes(cold_build(sql_opener()))
+    assert spy.full == 1
+    assert built == scratch(sql_opener())

@@ -56,9 +56,11 @@ if TYPE_CHECKING:
     from .assemble.buildrecord import BuildSettings
     from .assemble.manager import ContextManager
     from .assemble.session import Session
+    from .budget import BudgetPolicy
     from .context import Decision, Message, ModelContext, ToolDefinition
     from .log.store import SessionStore, open_store
     from .models import ModelProfile, get_profile, list_profiles, register_profile, resolve_profile
+    from .plan.planner import PlannerSettings
     from .plan.policy import ContextPolicy
     from .plan.taskpolicies import Keep, TaskPolicy, get_task_policy, register_task_policy, task_policy_names
     from .plan.treebudget import TreeBudget, TreeBudgetPolicy
@@ -83,6 +85,8 @@ _LAZY: dict[str, str] = {
     "resolve_profile": ".models",
     "ToolPolicy": ".window.policies.presets",
     "ContextPolicy": ".plan.policy",
+    "PlannerSettings": ".plan.planner",
+    "BudgetPolicy": ".budget",
     "Session": ".assemble.session",
     "SessionStore": ".log.store",
     "open_store": ".log.store",
@@ -119,6 +123,7 @@ __all__ = [
     "BinaryPart",
     "BudgetExceededError",
     "BudgetExhausted",
+    "BudgetPolicy",
     "BuildSettings",
     "CodecError",
     "Compaction",
@@ -137,6 +142,7 @@ __all__ = [
     "ModelContext",
     "ModelProfile",
     "Pin",
+    "PlannerSettings",
     "ProviderError",
     "Session",
     "SessionNotFound",

@@ -30,7 +30,7 @@ from ..log.events import Compaction, Event, SettingChange
 from ..log.store._protocol import CheckpointStore, SessionStore, StoredCheckpoint
 from ..plan.policy import ContextPolicy, policy_to_dict
 from ..tokens import TokenCounter
-from ..window.checkpoint import CHECKPOINT_FORMAT, CheckpointError, dumps_projection, loads_projection
+from ..window.checkpoint import CHECKPOINT_FORMAT, CheckpointError, FragmentMemo, dumps_pieces, loads_projection
 from ..window.ingest import ProjectionConfig
 from ..window.projection import Projection
 
@@ -77,11 +77,18 @@ def checkpoint_key(policy: ContextPolicy, counter: TokenCounter, *, version: str
 
 
 def save_checkpoint(
-    store: SessionStore, session_id: str, key: str, projection: Projection, settings: SettingChange | None
+    store: SessionStore,
+    session_id: str,
+    key: str,
+    projection: Projection,
+    settings: SettingChange | None,
+    *,
+    memo: FragmentMemo | None = None,
 ) -> bool:
     """Save ``projection`` (and the build settings last recorded, ``settings``); False if there is nothing to save.
 
     ``projection`` must be caught up with the log: it covers every event up to its ``last_seq``.
+    ``memo`` is the window's (see :func:`~contextwarden.window.checkpoint.dumps_projection`).
     """
     if not isinstance(store, CheckpointStore) or projection.last_seq == 0:
         return False
@@ -90,11 +97,11 @@ def save_checkpoint(
         return False
     annex = {"settings": None if settings is None else event_to_dict(settings)}
     try:
-        data = dumps_projection(projection, annex=annex)
+        data, pieces = dumps_pieces(projection, annex=annex, memo=memo)
     except (CheckpointError, CodecError):
         return False  # a part this release cannot write: builds stay correct, only not faster
     digest = hashlib.sha256(data.encode("utf-8")).hexdigest()
-    stored = StoredCheckpoint(key=key, seq=last[0].seq, event_id=last[0].id, digest=digest, data=data)
+    stored = StoredCheckpoint(key=key, seq=last[0].seq, event_id=last[0].id, digest=digest, data=data, pieces=pieces)
     store.save_checkpoint(session_id, stored)
     return True
 

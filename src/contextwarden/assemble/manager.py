@@ -19,6 +19,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
+from ..budget import BudgetPolicy
 from ..context import SECTIONS, Decision, ModelContext, ToolDefinition
 from ..errors import BudgetExceededError
 from ..log.events import ContextEditBatch, SettingChange, ToolCall, ToolResult, UsageReport
@@ -75,10 +76,10 @@ class ContextManager:
         self.store = store
         self.counter = counter or best_counter()
         self.policy = _policy(policy) if policy is not None else ContextPolicy()
+        self._structured: dict[BudgetPolicy, WindowCompactor] = {}
+        """The structured compactor of each budget builds used (when the manager makes its own)."""
         if compactor == "structured":
-            compactor = WindowCompactor(
-                store, counter=self.counter, settings=CompactionSettings(budget=self.policy.budget)
-            )
+            compactor = self._structured_compactor(self.policy.budget)
         self.compactor: Compactor | None = compactor
         self.tree_budget = tree_budget
         self._cache = WindowCache(store, self.counter)
@@ -108,6 +109,23 @@ class ContextManager:
         resolved = self._resolve(policy)
         with self._session_lock(session_id):
             return self._window(session_id, resolved).projection
+
+    def _structured_compactor(self, budget: BudgetPolicy) -> WindowCompactor:
+        compactor = self._structured.get(budget)
+        if compactor is None:  # builds of different sessions may race here: setdefault keeps one
+            made = WindowCompactor(self.store, counter=self.counter, settings=CompactionSettings(budget=budget))
+            compactor = self._structured.setdefault(budget, made)
+        return compactor
+
+    def _compactor_for(self, policy: ContextPolicy) -> Compactor | None:
+        """The compactor of a build under ``policy``.
+
+        The manager's own structured compactor sizes the kept tail and the summary for the build's
+        budget (the trigger the planner compared with); a compactor given to the manager is used as is.
+        """
+        if self.compactor is not None and self.compactor is self._structured.get(self.policy.budget):
+            return self._structured_compactor(policy.budget)
+        return self.compactor
 
     def _resolve(self, policy: PolicyLike | None) -> ContextPolicy:
         return self.policy if policy is None else _policy(policy)
@@ -191,8 +209,9 @@ class ContextManager:
         )
         if decision.edits:
             window_ids.append(self._record_edits(session_id, projection, decision))
-        if decision.needs_compaction and policy.compact and self.compactor is not None:
-            compaction = self.compactor.compact_window(session_id, projection, profile=profile, reason=decision.reason)
+        compactor = self._compactor_for(policy) if decision.needs_compaction and policy.compact else None
+        if compactor is not None:
+            compaction = compactor.compact_window(session_id, projection, profile=profile, reason=decision.reason)
             if compaction is not None:
                 stored = self.store.append(session_id, [compaction], expected_last_seq=projection.last_seq)
                 window_ids.append(stored[0].id)

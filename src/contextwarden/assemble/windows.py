@@ -17,6 +17,7 @@ from ..log.events import Compaction, Event, SettingChange
 from ..log.store._protocol import SessionStore
 from ..plan.policy import ContextPolicy
 from ..tokens import TokenCounter
+from ..window.checkpoint import FragmentMemo
 from ..window.opening import compaction_blocks, latest_compaction
 from ..window.projection import Projection, ProjectionConfig
 from .buildrecord import BUILD_KEY, BuildSettings, build_settings_of
@@ -36,6 +37,8 @@ class Window:
     """The event that recorded them (a checkpoint keeps it)."""
     checkpoint_seq: int = 0
     """The last seq the stored checkpoint of this window covers (0: none known)."""
+    memo: FragmentMemo = field(default_factory=FragmentMemo)
+    """The text of the parts the last checkpoint saved, so the next save encodes only new ones."""
     reported: set[Decision] = field(default_factory=set)
     """Decisions already returned by a build, so each build returns only its own."""
     retrieval_shown: bool | None = None
@@ -125,7 +128,7 @@ class WindowCache:
         if window.projection.last_seq - window.checkpoint_seq < CHECKPOINT_EVERY:
             return
         key = checkpoint_key(policy, self.counter)
-        if save_checkpoint(self.store, session_id, key, window.projection, window.recorded_event):
+        if save_checkpoint(self.store, session_id, key, window.projection, window.recorded_event, memo=window.memo):
             window.checkpoint_seq = window.projection.last_seq
 
     def forget(self, session_id: str) -> None:

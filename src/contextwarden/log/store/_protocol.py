@@ -102,6 +102,9 @@ class StoredCheckpoint:
     """SHA-256 of ``data``, hex."""
     data: str
     """The checkpoint's JSON."""
+    pieces: tuple[int, ...] = ()
+    """Offsets in ``data`` where a store may cut it into pieces it keeps apart, so that saving the
+    next checkpoint writes only the pieces that changed (a hint: what is read back is ``data``)."""
 
 
 @runtime_checkable

@@ -19,7 +19,8 @@ from typing import Any
 from ...errors import ConflictError, SessionExists, SessionNotFound, StoreError, UsageError
 from ..events import Event, JSONValue
 from . import _shared as sh
-from ._protocol import SessionInfo, StoredCheckpoint
+from ._protocol import SessionInfo
+from ._sql_checkpoints import CheckpointSQL
 
 Cursor = Any
 """A DB-API cursor (``sqlite3.Cursor`` or ``psycopg.Cursor``): both return themselves from ``execute``."""
@@ -41,6 +42,8 @@ class Dialect:
     """The events table."""
     checkpoints: str
     """The projection checkpoints table (derived data, see :mod:`contextwarden.window.checkpoint`)."""
+    pieces: str
+    """The pieces the checkpoints are stored in (see :mod:`._sql_checkpoints`)."""
     migrations_table: str
     """Where applied schema versions are recorded."""
     creation_order: str
@@ -61,7 +64,7 @@ class DuplicateSeq(Exception):
     """Internal: the ``(session_id, seq)`` key refused a row; ``append`` reports a conflict."""
 
 
-class SQLStore:
+class SQLStore(CheckpointSQL):
     """A :class:`~contextwarden.log.store.SessionStore` over a SQL connection; subclasses add the hooks.
 
     One connection per store object, shared by threads under the subclass's lock.
@@ -126,7 +129,7 @@ class SQLStore:
             if forks:
                 names = [r[0] for r in forks]
                 raise UsageError(f"session {session_id!r} has forks that share its events: {names}; delete them first")
-            cur.execute(f"DELETE FROM {d.checkpoints} WHERE session_id = {p}", (session_id,))
+            self._delete_checkpoints(cur, session_id)
             cur.execute(f"DELETE FROM {d.events} WHERE session_id = {p}", (session_id,))
             cur.execute(f"DELETE FROM {d.sessions} WHERE id = {p}", (session_id,))
 
@@ -200,40 +203,6 @@ class SQLStore:
             self._insert_session(cur, info)
             self._insert_events(cur, [marker])
         return info
-
-    # ------------------------------------------------------------------ checkpoints
-
-    def save_checkpoint(self, session_id: str, checkpoint: StoredCheckpoint) -> None:
-        """Store ``checkpoint``, replacing the session's one of the same key; ``SessionNotFound`` if absent."""
-        d, p = self.dialect, self.dialect.param
-        c = checkpoint
-        with self._transaction(write=True) as cur:
-            self._get_info(cur, session_id, lock=d.lock_fork)  # a deleted session keeps no checkpoint
-            cur.execute(
-                f"INSERT INTO {d.checkpoints} (session_id, key, seq, event_id, digest, data) "
-                f"VALUES ({p}, {p}, {p}, {p}, {p}, {p}) ON CONFLICT (session_id, key) DO UPDATE SET "
-                "seq = excluded.seq, event_id = excluded.event_id, digest = excluded.digest, data = excluded.data",
-                (session_id, c.key, c.seq, c.event_id, c.digest, c.data),
-            )
-
-    def load_checkpoint(self, session_id: str, key: str) -> StoredCheckpoint | None:
-        """The session's checkpoint of ``key``, if one is stored."""
-        d, p = self.dialect, self.dialect.param
-        with self._transaction(write=False) as cur:
-            row = cur.execute(
-                f"SELECT seq, event_id, digest, data FROM {d.checkpoints} WHERE session_id = {p} AND key = {p}",
-                (session_id, key),
-            ).fetchone()
-        if row is None:
-            return None
-        seq, event_id, digest, data = row
-        return StoredCheckpoint(key=key, seq=int(seq), event_id=str(event_id), digest=str(digest), data=str(data))
-
-    def delete_checkpoints(self, session_id: str) -> None:
-        """Drop every checkpoint of the session (builds get slower, never different)."""
-        d, p = self.dialect, self.dialect.param
-        with self._transaction(write=True) as cur:
-            cur.execute(f"DELETE FROM {d.checkpoints} WHERE session_id = {p}", (session_id,))
 
     # ------------------------------------------------------------------ extras
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import SessionExists, StoreError
 from . import _shared as sh
 from ._sql import Cursor, Dialect, DuplicateSeq, SQLStore
+from ._sql_checkpoints import pieces_migration
 
 if TYPE_CHECKING:
     import psycopg
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 _SESSIONS = "contextwarden_sessions"
 _EVENTS = "contextwarden_events"
 _CHECKPOINTS = "contextwarden_checkpoints"
+_PIECES = "contextwarden_checkpoint_pieces"
 _SESSION_KEY = "contextwarden_sessions_pkey"
 _SEQ_KEY = "contextwarden_events_pkey"
 _ID_KEY = "contextwarden_events_id_key"
@@ -38,6 +40,7 @@ POSTGRES = Dialect(
     sessions=_SESSIONS,
     events=_EVENTS,
     checkpoints=_CHECKPOINTS,
+    pieces=_PIECES,
     migrations_table="contextwarden_schema_migrations",
     creation_order="ord",
     rows_per_insert=1,  # psycopg pipelines executemany; multi-row statements measured ~5% slower
@@ -89,6 +92,7 @@ POSTGRES = Dialect(
                 )""",
             ),
         ),
+        (3, pieces_migration(_CHECKPOINTS, _PIECES)),
     ),
 )
 """PostgreSQL's spelling of the store: prefixed tables (they share a schema with other apps), row locks."""

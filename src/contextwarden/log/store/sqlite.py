@@ -18,6 +18,7 @@ from contextlib import contextmanager, suppress
 from ...errors import StoreError, UsageError
 from . import _shared as sh
 from ._sql import Cursor, Dialect, SQLStore
+from ._sql_checkpoints import pieces_migration
 
 SQLITE = Dialect(
     name="SQLite",
@@ -25,6 +26,7 @@ SQLITE = Dialect(
     sessions="sessions",
     events="events",
     checkpoints="checkpoints",
+    pieces="checkpoint_pieces",
     migrations_table="schema_migrations",
     creation_order="rowid",
     # one statement of many rows costs SQLite about a quarter less CPU per row than one per row;
@@ -71,6 +73,7 @@ SQLITE = Dialect(
                 )""",
             ),
         ),
+        (3, pieces_migration("checkpoints", "checkpoint_pieces")),
     ),
 )
 """SQLite's spelling of the store; BEGIN IMMEDIATE stands in for row locks."""
