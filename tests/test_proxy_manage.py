@@ -219,3 +219,43 @@ def test_count_tokens_counts_what_the_proxy_would_forward(tmp_path: Path, mode: 
         r.proxy.settle()
         assert [s.id for s in r.proxy.store.list_sessions()] == [info.id]  # counting opened no session
         assert len(r.proxy.store.read(info.id)) == logged  # and wrote nothing into the log
+
+
+def test_count_tokens_after_a_planner_compaction_counts_the_rendered_window(tmp_path: Path) -> None:
+    from contextwarden.proxy.scripted import ScriptedUpstream
+
+    upstream = ScriptedUpstream(max_input_tokens=12_000)
+    with rig(str(tmp_path / "s.db"), upstream=upstream) as r:
+        client = r.anthropic("k")
+        messages: list[Any] = [{"role": "user", "content": "find every handler and fix the failing one"}]
+        for n in range(14):
+            r.upstream.push(Reply(text=f"part {n}", tool_calls=((f"toolu_{n:03d}", "Bash", {"cmd": f"grep {n}"}),)))
+            reply = client.messages.create(model=SMALL, max_tokens=64, messages=messages)
+            messages += [
+                {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]},
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": f"toolu_{n:03d}", "content": _output(n)}],
+                },
+            ]
+        r.proxy.settle()
+        (info,) = r.proxy.store.list_sessions()
+        assert [e for e in r.proxy.store.read(info.id) if e.kind == "compaction" and e.summarizer != "mirror"]
+        logged = len(r.proxy.store.read(info.id))
+
+        counted = client.messages.count_tokens(model=SMALL, messages=messages)
+        counted_body = r.forwarded("/v1/messages/count_tokens")[-1]
+        direct = httpx.post(
+            r.upstream_url + "/v1/messages/count_tokens",
+            json={"model": SMALL, "messages": messages},
+            headers={"x-api-key": "k"},
+        ).json()["input_tokens"]
+        r.proxy.settle()
+        assert len(r.proxy.store.read(info.id)) == logged  # counting wrote nothing into the log
+
+        r.upstream.push(Reply(text="done"))
+        client.messages.create(model=SMALL, max_tokens=64, messages=messages)
+        sent_body = r.forwarded("/v1/messages")[-1]
+        # the compacted window plus the client's new tool result, as the next request forwards it
+        assert normalized_messages(counted_body) == normalized_messages(sent_body)
+        assert counted.input_tokens < direct

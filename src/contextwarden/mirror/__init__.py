@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from ._chain import MIRROR_SUMMARIZER, mirrored_events
 from ._digest import MIRRORED_KINDS, content_digest
-from ._match import mirror_history
+from ._match import mirror_history, unmirrored
 from ._result import MirrorResult, Outcome
 
 __all__ = [
@@ -65,4 +65,5 @@ __all__ = [
     "content_digest",
     "mirror_history",
     "mirrored_events",
+    "unmirrored",
 ]

@@ -56,6 +56,24 @@ def mirror_history(
     raise ConflictError(session_id, chain.last_seq, store.get_session(session_id).last_seq)
 
 
+def unmirrored(
+    store: SessionStore, session_id: str, history: Sequence[Event], digests: Sequence[str]
+) -> Sequence[Event] | None:
+    """The events of ``history`` the log does not hold yet, when ``history`` extends the log; else ``None``.
+
+    Read-only: what :func:`mirror_history` would append, without appending it (a proxy counting
+    tokens for a request it is not sending). ``None`` means the list would not simply extend the
+    log (behind, trimmed or rewound), so nothing can be said without recording a window event.
+    """
+    chain = chains.get(store, session_id)
+    with chain.lock:
+        chain.refresh(store)
+        log = chain.digests
+        if _common_prefix(log, digests) != len(log):
+            return None
+        return history[len(log) :]
+
+
 def _sync(
     store: SessionStore, chain: Chain, history: Sequence[Event], digests: Sequence[str], *, exact: bool
 ) -> MirrorResult:

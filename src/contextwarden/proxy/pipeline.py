@@ -18,8 +18,9 @@ from ..context import ModelContext
 from ..errors import ConflictError, SessionExists, SessionNotFound
 from ..log.events import AssistantMessage, Event, UsageReport
 from ..log.store import SessionStore
-from ..mirror import MIRROR_SUMMARIZER, content_digest, mirror_history
+from ..mirror import MIRROR_SUMMARIZER, content_digest, mirror_history, unmirrored
 from ..models import get_profile
+from ..pairing import normalize_pairing
 from ..plan.planner import PlannerSettings
 from ..tokens import TokenCounter
 from ..wire import AddressedBody, ParsedRequest, get_codec
@@ -156,9 +157,11 @@ class Pipeline:
         Counting must not change the session, so this only reads: the session is looked up (never
         created), nothing is ingested and nothing is planned. The log's standing reductions are
         applied to the client's body, the way :meth:`prepare` applies them; the new messages at the
-        end are not reduced yet, as they would not be in the next request either. A request of no
-        known session, or of a window compacted by the planner (rendered, not edited), is counted as
-        the client sent it.
+        end are not reduced yet, as they would not be in the next request either. A window compacted
+        by the planner is rendered from the log, as :meth:`prepare` forwards it, followed by the
+        client's messages the log does not hold yet. A request of no known session, or one whose
+        history no longer extends the log (a trim or rewind the next request would record), is
+        counted as the client sent it.
         """
         caller = namespace(credential, self.settings.salt)
         loaded = self.reader.load("anthropic", raw, caller)
@@ -182,7 +185,17 @@ class Pipeline:
             return raw
         compaction = projection.compaction
         if compaction is not None and compaction.summarizer != MIRROR_SUMMARIZER:
-            return raw
+            parsed = read.parsed
+            history = [*parsed.instructions, *parsed.events]
+            digests = [*(content_digest(i) for i in parsed.instructions), *read.digests]
+            new = unmirrored(self.store, identity.session_id, history, digests)
+            if new is None:
+                return raw
+            added = replace(parsed, instructions=(), events=tuple(new)).to_context().messages
+            # paired again as a whole: a call the window ends with is answered by the client's new result
+            joined, _ = normalize_pairing([*(i.message for i in projection.list.items), *added])
+            ctx = ModelContext(model=parsed.model, system=projection.system, messages=tuple(joined))
+            return self._rendered(parsed, raw, body, ctx)[1]
         messages, _, _ = projection.normalized()
         edited = self._edited(
             "anthropic", raw, body, messages, projection.decisions, read=read, addressed=loaded.addressed
