@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _progress import track
+
 from contextwarden.tokens import ExactCounter, HeuristicCounter, TokenCounter
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -65,7 +67,7 @@ def measure(corpus: Path, *, min_bytes: int, runs: int) -> list[dict[str, Any]]:
     texts = [(kind, path.name, path.read_bytes().decode("utf-8", "surrogateescape")) for kind, path in samples]
     texts.append(("all samples", "(concatenated)", "\n".join(t for _, _, t in texts)))
     results = []
-    for kind, name, text in texts:
+    for kind, name, text in track(texts, "counting"):
         exact = reference.count(text)
         for counter in counters:
             tokens = counter.count(text)

@@ -12,6 +12,8 @@ import json
 import statistics
 import time
 
+from _progress import track
+
 from contextwarden.context import Message, ModelContext, ToolDefinition
 from contextwarden.log.events import ToolCall
 from contextwarden.wire import FORMATS, get_codec
@@ -38,7 +40,7 @@ def context(turns: int = 333) -> ModelContext:
 def main() -> None:
     """Print the median CPU milliseconds per render of each format."""
     ctx = context()
-    for fmt in FORMATS:
+    for fmt in track(FORMATS, "rendering"):
         codec = get_codec(fmt)
         runs = []
         for _ in range(7):

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from _progress import track
+
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = ("bench_tokens.py", "bench_store.py", "bench_build.py", "bench_replay.py", "bench_drift.py")
 
@@ -18,7 +20,7 @@ def main() -> int:
     out = HERE.parent / "out" / "bench"
     out.mkdir(parents=True, exist_ok=True)
     failed = []
-    for script in BENCHMARKS:
+    for script in track(BENCHMARKS, "benchmarks"):
         print(f"== {script}", flush=True)
         result = subprocess.run([sys.executable, str(HERE / script), "--json", str(out / f"{Path(script).stem}.json")])
         if result.returncode:

@@ -685,3 +685,28 @@ def test_sqlite_synchronous_mode_reaches_the_connection(tmp_path: Path, mode: st
 def test_sqlite_synchronous_mode_rejects_other_values(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="synchronous"):
         SQLiteStore(tmp_path / "x.db", synchronous="OFF")
+
+
+def test_large_events_are_bound_a_few_megabytes_per_statement(store: SessionStore) -> None:
+    from contextwarden.log.store import _sql
+
+    big = "x" * (_sql.STATEMENT_BYTES // 2 + 1)  # two of these exceed one statement's byte budget
+    events = [*users(3), UserMessage(text=big), UserMessage(text=big), UserMessage(text=big), *users(150, "n")]
+    store.create_session("t")
+    store.append("t", events, expected_last_seq=0)
+    stored = store.read("t")
+    assert [e.seq for e in stored] == list(range(1, 157))
+    assert texts(stored) == texts(events)
+
+
+def test_statements_cut_by_row_count_and_by_bytes() -> None:
+    from contextwarden.log.store._sql import STATEMENT_BYTES, _statements
+
+    def row(n: int, size: int) -> tuple[str, int, str, str, str]:
+        return ("s", n, f"e{n}", "user", "x" * size)
+
+    small = [row(n, 10) for n in range(250)]
+    assert [len(g) for g in _statements(small, 100)] == [100, 100, 50]
+    half = STATEMENT_BYTES // 2 + 1
+    mixed = [row(0, 10), row(1, half), row(2, half), row(3, STATEMENT_BYTES * 2), row(4, 10)]
+    assert [[r[1] for r in g] for g in _statements(mixed, 100)] == [[0, 1], [2], [3], [4]]

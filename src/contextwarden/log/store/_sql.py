@@ -296,15 +296,22 @@ class SQLStore(CheckpointSQL):
         if not rows:
             return
         d = self.dialect
-        n = d.rows_per_insert
-        full = len(rows) // n
         try:
-            if full:
-                cur.executemany(
-                    _insert_sql(d.events, d.param, n), [_flat(rows[i : i + n]) for i in range(0, full * n, n)]
-                )
-            if len(rows) > full * n:
-                cur.execute(_insert_sql(d.events, d.param, len(rows) - full * n), _flat(rows[full * n :]))
+            # runs of full statements go through one executemany; a short one (the tail, or one cut by
+            # the byte budget) runs alone
+            statements = _statements(rows, d.rows_per_insert)
+            start = 0
+            while start < len(statements):
+                size = len(statements[start])
+                end = start
+                while end < len(statements) and len(statements[end]) == size:
+                    end += 1
+                sql = _insert_sql(d.events, d.param, size)
+                if end - start > 1:
+                    cur.executemany(sql, [_flat(group) for group in statements[start:end]])
+                else:
+                    cur.execute(sql, _flat(statements[start]))
+                start = end
         except Exception as exc:
             if self._is_duplicate_id(exc):
                 duplicate = self._duplicate_id(cur, exc, rows)
@@ -336,6 +343,28 @@ class SQLStore(CheckpointSQL):
             (segment.session_id, segment.after_seq, segment.upto_seq),
         ).fetchone()
         return None if row is None else str(row[0])
+
+
+STATEMENT_BYTES = 4 * 1024 * 1024
+"""Event text bound into one multi-row statement at most (a row larger than this goes alone).
+
+The database copies every bound value; binding a whole batch of large events at once held a
+second copy of all of them (issue 15: a 200 MB import peaked at 3.4x its size).
+"""
+
+
+def _statements(rows: Sequence[sh.Row], per_statement: int) -> list[Sequence[sh.Row]]:
+    """``rows`` cut, in order, into groups of at most ``per_statement`` rows and :data:`STATEMENT_BYTES`."""
+    groups: list[Sequence[sh.Row]] = []
+    start, size = 0, 0
+    for index, row in enumerate(rows):
+        length = len(row[4])
+        if index > start and (index - start == per_statement or size + length > STATEMENT_BYTES):
+            groups.append(rows[start:index])
+            start, size = index, 0
+        size += length
+    groups.append(rows[start:])
+    return groups
 
 
 def _flat(rows: Sequence[sh.Row]) -> tuple[Any, ...]:
