@@ -204,7 +204,9 @@ class ContextManager:
             profile=profile,
             turns_so_far=projection.assistant_turns,
             settings=policy.planner,
-            evidence=projection.protected_ids(policy.planner.working_set_files),
+            evidence=projection.protected_ids(
+                policy.planner.working_set_files, revisited=policy.planner.protect_revisited_files
+            ),
             conversation_tokens=projection.total,
         )
         if decision.edits:

@@ -170,16 +170,18 @@ class Projection:
         """Position of the first item a pending or possible edit can change (see :mod:`.editqueue`)."""
         return self.queue.frontier(thinking=thinking)
 
-    def protected_ids(self, working_set_files: int) -> frozenset[str]:
+    def protected_ids(self, working_set_files: int, *, revisited: bool = False) -> frozenset[str]:
         """Tool results never masked (superseding or a later change still replaces them).
 
         The task's evidence (failing tests, unresolved errors) and the latest *current* read of every
         working-set file the task names or an unresolved failure involves, and of the
         ``working_set_files`` most relevant others: a read a later write made stale is no longer
-        current, so it is not protected.
+        current, so it is not protected. With ``revisited``, also every working-set file the session
+        has come back to (touched more than once): an agent that re-opened a file re-opens it again.
         """
         state = self.state
-        files = dict.fromkeys((*self.state_builder.task_files, *state.working_set[: max(working_set_files, 0)]))
+        again = [k for k in state.working_set if state.references.get(k, 0) > 1] if revisited else []
+        files = dict.fromkeys((*self.state_builder.task_files, *state.working_set[: max(working_set_files, 0)], *again))
         latest = (self._ledger.latest_read(key) for key in files)
         return state.evidence_ids | frozenset(i for i in latest if i is not None)
 
