@@ -27,7 +27,6 @@ EXCUSED = {
     "claude-code/parallel-siblings.jsonl": "copied usage: the second, longer request reports the first one's figures",
     "claude-code/rewound.jsonl": "billed input below the visible request",
     "codex/rollout.jsonl": "billed input grows far faster than the requests, with the model's own tokenizer",
-    "codex/rollout-current.jsonl": "billed input grows far slower than the requests, with the model's own tokenizer",
     "chat/openai.json": "billed input grows far faster than the requests, with the model's own tokenizer",
 }
 """Hand-written samples whose usage no real request stream produces, and why (checked below)."""

@@ -23,6 +23,7 @@ from ._cache import (
 from ._calibrated import CalibratedCounter
 from ._exact import ENCODINGS, ExactCounter, available_counters, best_counter, seed_tiktoken_cache
 from ._heuristic import HeuristicCounter, HeuristicWeights
+from ._images import base64_image_tokens, data_url_image_tokens, image_size, image_tokens
 from ._protocol import TokenCounter
 from ._usage import calibrate_from_events
 
@@ -39,8 +40,12 @@ __all__ = [
     "HeuristicWeights",
     "TokenCounter",
     "available_counters",
+    "base64_image_tokens",
     "best_counter",
     "calibrate_from_events",
+    "data_url_image_tokens",
     "event_tokens",
+    "image_size",
+    "image_tokens",
     "seed_tiktoken_cache",
 ]

@@ -44,8 +44,9 @@ TOOL_CALL_OVERHEAD: Final = 8
 """Tokens per tool call beyond its name and arguments (id, type, delimiters)."""
 
 IMAGE_TOKENS: Final = 1_600
-"""A fixed estimate per image part: Anthropic bills about width·height/750, 1,600 near 1.2 MP;
-OpenAI's high detail 1024x1024 is 765. Erring high keeps budgets safe."""
+"""The estimate for an image whose pixel size is unknown (a URL, an unreadable header): Anthropic
+bills about width·height/750, 1,600 near 1.2 MP; OpenAI's high detail 1024x1024 is 765. Erring high
+keeps budgets safe. An image with a readable header is counted by its size (:mod:`._images`)."""
 
 K = TypeVar("K", bound=Hashable)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..context import Decision, Message
 from ..log.events import JSONValue, UsageReport
 from ..pairing import normalize_pairing
-from ..tokens import IMAGE_TOKENS, MESSAGE_OVERHEAD, TOOL_CALL_OVERHEAD, TokenCounter
+from ..tokens import MESSAGE_OVERHEAD, TOOL_CALL_OVERHEAD, TokenCounter, image_tokens
 from .items import ContextItem
 
 __all__ = ["Estimate", "NormalizedPrefix", "anchored_estimate", "args_json", "message_tokens"]
@@ -42,7 +42,7 @@ def message_tokens(message: Message, counter: TokenCounter, *, text_tokens: int 
     for call in message.tool_calls:
         n += TOOL_CALL_OVERHEAD + counter.count(call.name) + counter.count(args_json(call.arguments))
     for part in message.parts:
-        n += IMAGE_TOKENS if part.media_type.startswith("image/") else 16
+        n += image_tokens(part.data) if part.media_type.startswith("image/") else 16
     for item in message.opaque:  # encrypted or unknown provider items: about 4 bytes a token
         n += len(item.raw_json) // 4
     return n

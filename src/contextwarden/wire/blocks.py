@@ -15,8 +15,8 @@ counterfactual). One meter means the same body costs the same wherever it is mea
 
 A block's key digests its JSON in the body's own key order (a real cache compares bytes, so a
 reordered body must miss). Its tokens count what the model reads, not the JSON around it: text,
-tool names and arguments, images at :data:`~contextwarden.tokens.IMAGE_TOKENS`, plus the framing
-of one message (:data:`~contextwarden.tokens.MESSAGE_OVERHEAD`) or call
+tool names and arguments, images by their pixel size (:func:`~contextwarden.tokens.image_tokens`),
+plus the framing of one message (:data:`~contextwarden.tokens.MESSAGE_OVERHEAD`) or call
 (:data:`~contextwarden.tokens.TOOL_CALL_OVERHEAD`). The same conversation therefore measures the
 same in every format, to the framing: an Anthropic tool result is framed like the OpenAI tool
 message it would be.
@@ -31,7 +31,14 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..tokens import IMAGE_TOKENS, MESSAGE_OVERHEAD, TOOL_CALL_OVERHEAD, TokenCounter
+from ..tokens import (
+    IMAGE_TOKENS,
+    MESSAGE_OVERHEAD,
+    TOOL_CALL_OVERHEAD,
+    TokenCounter,
+    base64_image_tokens,
+    data_url_image_tokens,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,7 +80,7 @@ def _content_tokens(content: Any, counter: TokenCounter) -> int:
         if kind in ("text", "input_text", "output_text"):
             total += counter.count(str(part.get("text", "")))
         elif kind in ("image_url", "image", "input_image"):
-            total += IMAGE_TOKENS
+            total += _image_tokens(part)
         else:
             total += _UNKNOWN_PART_TOKENS
     return total
@@ -237,8 +244,19 @@ class BlockMeter:
             # framed like the OpenAI tool message it would be; images inside are priced as images
             return MESSAGE_OVERHEAD + sum(self._anthropic_tokens(p) for p in parts)
         if kind == "image":
-            return IMAGE_TOKENS
+            return _image_tokens(part)
         return count(_compact(_unmarked(part)))  # redacted thinking and unknown blocks: as sent
+
+
+def _image_tokens(part: Mapping[str, Any]) -> int:
+    """An image part by its pixel size: Anthropic's base64 ``source``, OpenAI's (data) URL; else flat."""
+    source = part.get("source")
+    if isinstance(source, Mapping) and source.get("type") == "base64":
+        return base64_image_tokens(str(source.get("data", "")))
+    url = part.get("image_url")
+    if isinstance(url, Mapping):
+        url = url.get("url")
+    return data_url_image_tokens(url) if isinstance(url, str) else IMAGE_TOKENS
 
 
 def _unmarked(value: Any) -> Any:
