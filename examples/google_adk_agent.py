@@ -1,8 +1,8 @@
-"""contextwarden in a Google ADK agent, offline: python examples/google_adk_agent.py
-(ADK reaches OpenAI-compatible servers such as the local model only through LiteLlm: pip install litellm,
-then use LiteLlm(model="openai/local", api_base=os.environ["CONTEXTWARDEN_LLM_URL"]) as the model.)"""
+"""contextwarden in a Google ADK agent. Offline: python examples/google_adk_agent.py
+With a local OpenAI-compatible server (through LiteLlm): CONTEXTWARDEN_LLM_URL=http://127.0.0.1:8765/v1 python ..."""
 
 import asyncio
+import os
 
 from google.adk.agents import LlmAgent
 from google.adk.runners import InMemoryRunner
@@ -10,6 +10,7 @@ from google.genai import types
 
 from contextwarden.integrations.google_adk import ContextWardenCallbacks
 from contextwarden.integrations.testing import adk_model
+from contextwarden.models import ModelProfile
 
 
 def read_log(path: str) -> str:
@@ -18,8 +19,15 @@ def read_log(path: str) -> str:
 
 
 async def main() -> None:
-    warden = ContextWardenCallbacks("example-sessions.db", model="gpt-4o")
-    model = adk_model([("read_log", {"path": f"b{n}.log"}) for n in range(8)], final="Done.")
+    if url := os.environ.get("CONTEXTWARDEN_LLM_URL"):
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm fetches prices online otherwise
+        from google.adk.models.lite_llm import LiteLlm
+
+        model = LiteLlm(model="openai/local", api_base=url, api_key="local", max_tokens=64)
+        plan_for: ModelProfile | str = ModelProfile(name="local", context_window=2048, max_output_tokens=64)
+    else:  # offline: a scripted model that reads eight logs
+        model, plan_for = adk_model([("read_log", {"path": f"b{n}.log"}) for n in range(8)], final="Done."), "gpt-4o"
+    warden = ContextWardenCallbacks("example-sessions.db", model=plan_for)
     agent = LlmAgent(name="builder", model=model, instruction="Find the bug.", tools=[read_log, *warden.tools],
                      before_model_callback=warden.before_model, after_model_callback=warden.after_model)
     runner = InMemoryRunner(agent=agent, app_name="demo")
