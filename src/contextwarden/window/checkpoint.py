@@ -176,7 +176,7 @@ def _record_text(item_id: str, r: ToolRecord, policy_index: int, call_at: tuple[
     stub = event_to_dict(r.stub)
     call: object = r.call if call_at is None else list(call_at)
     nonfinite = has_nonfinite(stub) or (call_at is None and r.call is not None and has_nonfinite(r.call.arguments))
-    return json_text([item_id, stub, call, r.lines, policy_index, r.sources], nonfinite=nonfinite)
+    return json_text([item_id, stub, call, r.lines, policy_index, r.sources, r.odd_lines], nonfinite=nonfinite)
 
 
 def _projection_data(p: Projection, policies: list[ToolPolicy]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ import msgspec
 
 __all__ = ["CHECKPOINT_FORMAT", "CheckpointError", "FragmentMemo", "has_nonfinite", "json_text"]
 
-CHECKPOINT_FORMAT = 2
+CHECKPOINT_FORMAT = 3
 """Version of the checkpoint layout; a checkpoint of another format is not read (the window is rebuilt)."""
 
 

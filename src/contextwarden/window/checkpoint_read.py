@@ -118,13 +118,14 @@ def _restore_queue(
     known = (*config.tool_policies, DEFAULT_TOOL_POLICY)
     policies = [_policy(encoded, known) for encoded in raw["policies"]]
     queue.candidates = {edit.target_id: edit for edit in (_edit(e) for e in raw["candidates"])}
-    for item_id, stub, call, lines, policy, sources in records:
+    for item_id, stub, call, lines, policy, sources, odd_lines in records:
         queue._records[item_id] = ToolRecord(
             stub=_stub(stub),
             call=None if call is None else _call(call, items),
             lines=lines,
             policy=policies[policy],
             sources=tuple(sources),
+            odd_lines=tuple(odd_lines),
         )
     queue._tool_ids = [str(i) for i in raw["tool_ids"]]
     queue._tool_floor = _int(raw["tool_floor"])

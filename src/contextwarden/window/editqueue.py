@@ -48,6 +48,8 @@ class ToolRecord:
     """The policy it was ingested under."""
     sources: tuple[str, ...] = ()
     """URLs its placeholder keeps (``policy.keep_sources``)."""
+    odd_lines: tuple[str, ...] = ()
+    """Lines its mask placeholder quotes (``policy.odd_lines``)."""
 
 
 class EditQueue:
@@ -194,6 +196,7 @@ class EditQueue:
             tokens=item.original_tokens,
             lines=record.lines,
             sources=record.sources,
+            quotes=record.odd_lines,
             retrievable=self.retrievable,
         )
         return ContextEdit(target_id=item_id, action="mask", replacement=text, reason=f"masked: {reason}")

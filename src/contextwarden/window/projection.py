@@ -358,7 +358,12 @@ class Projection:
         self._push(item)
         sources = extract_sources(event.output) if policy.keep_sources else ()
         record = ToolRecord(
-            stub=replace(event, output=""), call=call, lines=cut.original_lines, policy=policy, sources=sources
+            stub=replace(event, output=""),
+            call=call,
+            lines=cut.original_lines,
+            policy=policy,
+            sources=sources,
+            odd_lines=cut.odd_lines,
         )
         self.queue.add_tool_result(item, record)
         for proposal in proposals:

@@ -103,6 +103,7 @@ class Cutter:
         error_fraction: float,
         errors: list[ErrorLine],
         retrievable: bool,
+        odd: list[ErrorLine] | None = None,
     ) -> None:
         self.text = text
         self.retrievable = retrievable
@@ -115,6 +116,9 @@ class Cutter:
         self.errors = errors
         self.error_starts = [e.start for e in errors]
         self.scan_errors = bool(error_fraction)
+        error_starts = set(self.error_starts)
+        self.odd = [o for o in odd or () if o.start not in error_starts]
+        """Lines of a shape seen once (:mod:`._oddlines`), quoted when the cut drops them."""
 
     def _edges(self, budget: int) -> tuple[_Edge, _Edge]:
         head_chars = int(budget * self.head_fraction)
@@ -157,23 +161,27 @@ class Cutter:
         shown = head.offset + len(head.partial) + len(self.text) - tail.offset + len(tail.partial)
         if shown >= len(self.text):
             return Cut(self.text, "", (), 0)
+        odd = [o for o in self.odd if head.offset <= o.start < tail.offset]
         tail_first = self.lines - tail.lines + 1
         omitted = (head.lines + 1, self.lines - tail.lines)
         ranges: list[tuple[int, int]] = []
         if head.lines or head.partial:
             ranges.append((1, max(head.lines, 1)))
-        ranges.extend((e.number, e.number) for e in picked)
+        ranges.extend((e.number, e.number) for e in (*picked, *odd))
         if tail.lines or tail.partial:
             ranges.append((min(tail_first, self.lines), self.lines))
         merged = _merge([(a + self.shift, b + self.shift) for a, b in ranges])
         marker = self._marker(head, tail, omitted, picked, middle_errors, compact)
+        if odd and not compact:
+            once = f" Below too: the {len(odd)} line(s) of the omitted part seen only once ...]\n"
+            marker = marker[: -len(" ...]\n")] + once
         body = [self.text[: head.offset] if not head.partial else head.partial + "\n", marker]
-        for e in picked:
+        for e in sorted((*picked, *odd), key=lambda line: line.start):
             line = self.text[e.start : e.end]
             if len(line) > ERROR_LINE_MAX_CHARS:
                 line = line[:ERROR_LINE_MAX_CHARS] + " [... line cut]"
             body.append(f"[line {e.number + self.shift}] {line}\n")
-        if picked and (tail.lines or tail.partial):
+        if (picked or odd) and (tail.lines or tail.partial):
             body.append(
                 f"[... end of the truncated part; the output continues at line {tail_first + self.shift} ...]\n"
             )

@@ -133,15 +133,20 @@ def masked_placeholder(
     tokens: int,
     lines: int,
     sources: tuple[str, ...] = (),
+    quotes: tuple[str, ...] = (),
     retrievable: bool = True,
 ) -> str:
     """Render the line that replaces a result masked for age or space (``sources``: URLs to keep).
+
+    ``quotes``: lines the output says only once (``ToolPolicy.odd_lines``), kept word for word.
 
     ``retrievable``: the model has ``read_range``, so the placeholder may tell it to call it. Why it was
     masked is the edit's reason in the log, not here: the line rides on every later request, and the
     model needs what it was and how to get it back, not the planner's rule.
     """
     cited = f" Sources: {_cap(_one_line(', '.join(sources)), 400)}." if sources else ""
+    if quotes:
+        cited += " It says once: " + " | ".join(_one_line(q) for q in quotes) + "."
     got = _get_back(result, lines, retrievable)
     back = f" Get it back with {got}" if retrievable else f" ({got})"
     return f"[{_subject(call, result)} masked: {_size(tokens, lines)}.{cited}{back}]"

@@ -89,6 +89,9 @@ class ToolPolicy:
     same lines, runs of the same test target, the same page); False keeps every one until masked."""
     keep_sources: bool = False
     """When masked, the placeholder keeps the URLs the output cited (research)."""
+    odd_lines: int = 2
+    """Up to this many lines of a shape a repetitive output says only once (a key, a name, a warning
+    in a build log) are kept from a cut middle and quoted by the mask placeholder; 0 quotes none."""
 
     def __post_init__(self) -> None:
         if not self.patterns:
@@ -173,6 +176,7 @@ def apply_policy(
         keep_error_lines=policy.keep_error_lines,
         error_line_budget_fraction=policy.error_line_budget_fraction,
         retrievable=retrievable,
+        odd_lines=policy.odd_lines,
     )
 
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from ...errors import UsageError
 from ._cut import Cut, Cutter, line_count
 from ._errors import find_error_lines
+from ._oddlines import find_odd_lines, quoted
 
 if TYPE_CHECKING:
     from ...tokens import TokenCounter
@@ -56,6 +57,8 @@ class Truncation:
     """Whether ``original_tokens`` was counted over the whole input by an exact counter."""
     error_lines_omitted: int = 0
     """Error-like lines in the cut part that could not be shown."""
+    odd_lines: tuple[str, ...] = ()
+    """Lines of a shape the output has only once (:mod:`._oddlines`), quoted: a mask placeholder keeps them."""
 
 
 def _estimate_tokens(text: str, counter: TokenCounter) -> int:
@@ -146,11 +149,14 @@ def truncate_output(
     error_line_budget_fraction: float = 0.2,
     first_line: int = 1,
     retrievable: bool = True,
+    odd_lines: int = 0,
 ) -> Truncation:
     """Bound ``text`` to ``max_tokens`` (by ``counter``), keeping head, tail and error lines.
 
     ``first_line`` numbers the first line of ``text`` (for a range cut out of a longer output).
     ``retrievable`` says the model has ``read_range``: only then does the marker tell it to call it.
+    ``odd_lines``: up to this many lines of a shape the output has only once are found
+    (:mod:`._oddlines`); the cut keeps those of its middle, and the result lists them all.
     The result, marker included, never exceeds ``max_tokens``.
     """
     if max_tokens < 1:
@@ -160,6 +166,8 @@ def truncate_output(
     lines = line_count(text)
     tokens, counted = _measure(text, counter, max_tokens)
     exact = counted and counter.exact
+    odd = find_odd_lines(text, limit=odd_lines)
+    quotes = tuple(quoted(text[o.start : o.end]) for o in odd)
     if counted and tokens <= max_tokens:
         whole = ((first_line, first_line + lines - 1),) if lines else ()
         return Truncation(
@@ -169,6 +177,7 @@ def truncate_output(
             original_lines=lines,
             kept_ranges=whole,
             original_tokens_exact=exact,
+            odd_lines=quotes,
         )
     errors = find_error_lines(text) if keep_error_lines else []
     cutter = Cutter(
@@ -181,6 +190,7 @@ def truncate_output(
         error_fraction=error_line_budget_fraction if keep_error_lines else 0.0,
         errors=errors,
         retrievable=retrievable,
+        odd=odd,
     )
     cut = _fit(cutter, tokens, max_tokens, counter, compact=False)
     if cut is None:
@@ -194,6 +204,7 @@ def truncate_output(
             kept_ranges=(),
             original_tokens_exact=exact,
             error_lines_omitted=len(errors),
+            odd_lines=quotes,
         )
     return Truncation(
         text=cut.text,
@@ -203,4 +214,5 @@ def truncate_output(
         kept_ranges=cut.ranges,
         original_tokens_exact=exact,
         error_lines_omitted=cut.omitted_errors,
+        odd_lines=quotes,
     )
