@@ -38,4 +38,5 @@ def test_keep_recent_max_share_caps_the_verbatim_tail_of_a_small_window() -> Non
 
     assert kept(0.2) < kept(0.35) < kept(0.6)
     big = dataclasses.replace(profile, name="big", context_window=1_000_000)
-    assert WindowCompactor(MemoryStore(), counter=COUNTER).keep_recent(big) == 20_000  # the share caps small windows only
+    # the share caps small windows only
+    assert WindowCompactor(MemoryStore(), counter=COUNTER).keep_recent(big) == 20_000
