@@ -67,13 +67,20 @@ class Message:
         return replace(self, thinking=(), opaque=opaque)
 
 
+DecisionAction = Literal[
+    "mask", "supersede", "stale", "drop_thinking", "clear", "truncate", "compact", "pairing", "plan"
+]
+"""Every action a :class:`Decision` records."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Decision:
     """One entry of the decision log: what was reduced or changed, and why."""
 
-    action: str
-    """``truncate``, ``mask``, ``supersede``, ``stale``, ``drop_thinking``, ``compact``, ``tool_set``,
-    ``pairing``, ``evict``..."""
+    action: DecisionAction
+    """What was done: an edit of the log's window events (``mask``, ``supersede``, ``stale``,
+    ``drop_thinking``, ``clear``), a cut at ingestion (``truncate``), a compaction (``compact``), a
+    repair of call/result pairing (``pairing``), or the planner's note on its choice (``plan``)."""
     target: str
     """The event or item id concerned."""
     reason: str

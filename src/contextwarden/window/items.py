@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Literal
 
 from ..context import Message
+from ..log.events import EventKind
 from .policies.resources import Resource
 from .tiers import Tier
 
@@ -29,13 +31,17 @@ REDUCED = frozenset({Lifecycle.MASKED, Lifecycle.SUPERSEDED, Lifecycle.STALE})
 """States in which an item shows a placeholder; no edit changes it again."""
 
 
+ItemKind = EventKind | Literal["summary", "pinned"]
+"""What an item was projected from: an event of that kind, or a block a compaction made."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ContextItem:
     """One unit of the model's view, projected from one event (or a summary/pinned block)."""
 
     id: str
     """The source event's id (``summary:<id>``/``pinned:<id>`` for blocks made by a compaction)."""
-    kind: str
+    kind: ItemKind
     """The source event's kind, or ``summary``/``pinned``."""
     message: Message
     """How it renders."""

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Literal
 
-from ..context import Message, Section
+from ..context import Message
 from ..fragments import DEFAULT_REGISTRY
 from ..log.events import Compaction, Event
 from ..tokens import TokenCounter
@@ -60,7 +61,7 @@ def compaction_blocks(compaction: Compaction, counter: TokenCounter) -> list[Con
     """The pinned block and the summary block that open the compaction's window."""
     state = TaskState.from_dict(compaction.state)
     blocks: list[ContextItem] = []
-    opening: tuple[tuple[Section, str, Tier], ...] = (
+    opening: tuple[tuple[Literal["pinned", "summary"], str, Tier], ...] = (
         ("pinned", pinned_text(state, counter), Tier.GOAL),
         ("summary", summary_text(compaction.summary, compaction.covered_to_seq, counter), Tier.TASK_STATE),
     )
