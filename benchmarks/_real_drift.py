@@ -44,6 +44,7 @@ from contextwarden.plan.compaction.truth import clean_text, current_errors, erro
 from contextwarden.providers import OpenAICompatProvider
 from contextwarden.replay.probes import RETENTION_PROBES, ProbeTracker
 from contextwarden.tokens import HeuristicCounter
+from contextwarden.window.policies.presets import CODING_TOOL_POLICIES
 from contextwarden.window.state import derive_state
 from contextwarden.wire import render_openai_chat
 
@@ -84,7 +85,7 @@ def _visible(manager: ContextManager, sid: str) -> tuple[str, dict[str, object]]
 
 
 def _lost(events: list[Event], first_kept_seq: int, visible: str) -> dict[str, int]:
-    state = derive_state(e for e in events if e.seq < first_kept_seq)
+    state = derive_state((e for e in events if e.seq < first_kept_seq), policies=CODING_TOOL_POLICIES)
     errors = [error_quote(e) or e for e, _ in current_errors(state)]
     return {
         "constraints": sum(" ".join(c.split()) not in visible for c in state.constraints),

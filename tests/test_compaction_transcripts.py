@@ -34,6 +34,7 @@ from contextwarden.plan.compaction.serialize import entries_from_events
 from contextwarden.plan.compaction.truth import last_step
 from contextwarden.testing import ScriptedProvider
 from contextwarden.window.policies.normalize import _ANSI
+from contextwarden.window.policies.presets import CODING_TOOL_POLICIES
 from contextwarden.window.state import derive_state
 
 BUNDLED = Path(str(resources.files("contextwarden") / "data" / "trajectories"))
@@ -89,7 +90,7 @@ def compacted(path: Path) -> tuple[MemoryStore, list[Compaction]]:
 
 def check_true_to(summary: str, covered: list[Event]) -> None:
     """Assert that ``summary`` (anchors pinned) says only what the ``covered`` events support."""
-    state = derive_state(covered)
+    state = derive_state(covered, policies=CODING_TOOL_POLICIES)
     results = {e.seq: e for e in covered if isinstance(e, ToolResult)}
     text = flat(summary)
     assert not ESCAPE.search(summary), "no terminal escapes reach a summary"
@@ -149,7 +150,7 @@ def test_each_summary_is_true_to_the_events_it_covers(path: Path) -> None:
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_a_summary_of_each_importer_fixture_is_true_to_its_events(path: Path) -> None:
     _, events = stored(path)
-    state = derive_state(events)
+    state = derive_state(events, policies=CODING_TOOL_POLICIES)
     entries = tuple(entries_from_events(events))
     data = SummaryInput(entries=entries, state=state, anchors_pinned=True)
     summary = StructuredSummarizer(counter=COUNTER).summarize(data, options=SummaryOptions()).text
@@ -160,7 +161,7 @@ def test_a_summary_of_each_importer_fixture_is_true_to_its_events(path: Path) ->
 
 def test_a_json_wrapped_failure_is_quoted_by_its_failure_line() -> None:
     _, events = stored(Path(__file__).parent / "data" / "transcripts" / "codex" / "rollout.jsonl")
-    state = derive_state(events)
+    state = derive_state(events, policies=CODING_TOOL_POLICIES)
     data = SummaryInput(entries=tuple(entries_from_events(events)), state=state, anchors_pinned=True)
     summary = StructuredSummarizer(counter=COUNTER).summarize(data, options=SummaryOptions()).text
     blocked = " ".join(section(summary, "Blocked"))

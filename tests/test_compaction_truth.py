@@ -10,6 +10,7 @@ from contextwarden.log.store.memory import MemoryStore
 from contextwarden.plan.compaction import LLMSummarizer, compact
 from contextwarden.plan.compaction.truth import clean_text, current_failing, failure_lines
 from contextwarden.testing import ScriptedProvider
+from contextwarden.window.policies.presets import CODING_TOOL_POLICIES
 from contextwarden.window.state import derive_state
 
 MODEL = profile(40_000)
@@ -126,9 +127,11 @@ def test_a_narrower_pass_does_not_close_a_wider_failure() -> None:
     agent = Agent(store).start()
     agent.call("bash", PYTEST_FAILURE, exit_code=1, command="pytest -q")
     agent.call("bash", "1 passed", exit_code=0, command="pytest tests/test_other.py")
-    assert current_failing(derive_state(store.read("s"))) == ("tests/test_calc.py::test_negative",)
+    assert current_failing(derive_state(store.read("s"), policies=CODING_TOOL_POLICIES)) == (
+        "tests/test_calc.py::test_negative",
+    )
     agent.call("bash", "3 passed", exit_code=0, command="pytest -q")
-    assert current_failing(derive_state(store.read("s"))) == ()
+    assert current_failing(derive_state(store.read("s"), policies=CODING_TOOL_POLICIES)) == ()
 
 
 def test_finished_steps_leave_out_the_step_still_running() -> None:

@@ -31,6 +31,7 @@ from contextwarden.plan.compaction import (
     compact,
     entries_from_events,
 )
+from contextwarden.window.policies.presets import CODING_TOOL_POLICIES
 from contextwarden.window.state import derive_state
 
 pytestmark = pytest.mark.localmodel
@@ -55,7 +56,11 @@ def test_a_real_summary_over_http_is_validated_or_rejected() -> None:
     agent = Agent(store).start()
     agent.work(2)
     events = store.read("s")
-    data = SummaryInput(entries=tuple(entries_from_events(events)), state=derive_state(events), replaced_tokens=5_000)
+    data = SummaryInput(
+        entries=tuple(entries_from_events(events)),
+        state=derive_state(events, policies=CODING_TOOL_POLICIES),
+        replaced_tokens=5_000,
+    )
     with local_provider(timeout=300) as provider:
         try:
             result = summarizer(provider).summarize(data, options=SummaryOptions())
@@ -167,7 +172,7 @@ def test_constrained_json_decoding_gives_the_small_model_the_summary_shape() -> 
     events = store.read("s")
     data = SummaryInput(
         entries=tuple(entries_from_events(events)),
-        state=derive_state(events),
+        state=derive_state(events, policies=CODING_TOOL_POLICIES),
         replaced_tokens=5_000,
         anchors_pinned=True,
     )
@@ -185,4 +190,4 @@ def test_constrained_json_decoding_gives_the_small_model_the_summary_shape() -> 
         assert heading in result.text
     test_status = result.text.split("## Test Status", 1)[1].split("\n## ", 1)[0]
     assert "tests/test_calc.py::test_sum" in test_status, "the failing test comes from the events"
-    assert all(f in result.text for f in derive_state(events).files_modified)
+    assert all(f in result.text for f in derive_state(events, policies=CODING_TOOL_POLICIES).files_modified)

@@ -299,3 +299,25 @@ def test_precomputed_digests_are_the_ones_matched_and_must_fit() -> None:
     assert wrong.outcome == "reset"
     with pytest.raises(UsageError, match="2 digests for 1 events"):
         mirror_history(store, "s", history[:1], digests=digests)
+
+
+@pytest.mark.parametrize("knows_the_tool", [False, True])
+def test_a_trims_snapshot_classifies_tools_by_the_sessions_policies(knows_the_tool: bool) -> None:
+    from contextwarden.window.policies.presets import CODING_TOOL_POLICIES, ToolPolicy
+
+    scribble = ToolPolicy(name="scribble", patterns=("scribble",), category="file_edit")
+    policies = (scribble, *CODING_TOOL_POLICIES) if knows_the_tool else CODING_TOOL_POLICIES
+    store = MemoryStore()
+    history = [
+        UserMessage(text="update notes.md"),
+        AssistantMessage(tool_calls=(ToolCall(id="w1", name="scribble", arguments={"path": "notes.md"}),)),
+        ToolResult(call_id="w1", tool_name="scribble", output="written"),
+        AssistantMessage(text="notes.md is updated"),
+        UserMessage(text="now the changelog"),
+        AssistantMessage(text="on it"),
+    ]
+    mirror_history(store, "s", history, policies=policies)
+    trimmed = mirror_history(store, "s", history[3:], policies=policies)  # the client dropped its oldest three
+    assert trimmed.outcome == "trim" and trimmed.window_event is not None
+    # the snapshot of what was dropped knows the file was written only if the policies know the tool edits
+    assert ("notes.md" in trimmed.window_event.state["files_modified"]) is knows_the_tool

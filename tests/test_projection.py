@@ -187,7 +187,9 @@ def test_keep_sources_puts_the_cited_urls_in_the_placeholder() -> None:
 def test_state_is_derived_under_the_policy_in_force() -> None:
     events = calls(("verify", "FAILED tests/test_a.py::t - boom\n1 failed", {"target": "tests/test_a.py"}))
     checks = (ToolPolicy(name="checks", patterns=("verify",), category="test"), *CODING_TOOL_POLICIES)
-    assert derive_state(events).failing_tests == ()  # the coding preset does not know the tool
+    assert (
+        derive_state(events, policies=CODING_TOOL_POLICIES).failing_tests == ()
+    )  # the coding preset does not know the tool
     assert derive_state(events, policies=checks).failing_tests == ("tests/test_a.py::t",)
     projection = project(events, checks)
     assert projection.state.failing_tests == ("tests/test_a.py::t",)

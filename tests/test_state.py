@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextwarden.log.events import AssistantMessage, ToolCall, ToolResult, UserMessage
+from contextwarden.window.policies.presets import CODING_TOOL_POLICIES
 from contextwarden.window.state import derive_state
 
 PYTEST_FAILURE = """\
@@ -28,7 +29,7 @@ def _errors_after(output: str, exit_code: int = 1) -> tuple[str, ...]:
         AssistantMessage(text="", tool_calls=(call,), seq=2),
         ToolResult(call_id="c1", tool_name="bash", output=output, exit_code=exit_code, seq=3),
     ]
-    return derive_state(events).unresolved_errors
+    return derive_state(events, policies=CODING_TOOL_POLICIES).unresolved_errors
 
 
 def test_an_error_is_remembered_by_its_line_not_the_runners_banner() -> None:

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextwarden.log.events import AssistantMessage, Event, Steering, ToolCall, ToolResult, UserMessage
+from contextwarden.window.policies.presets import CODING_TOOL_POLICIES
 from contextwarden.window.state import StateBuilder
 
 step = st.one_of(
@@ -45,7 +46,7 @@ def _events(steps: list[tuple[str, int, bool]]) -> list[Event]:
 @given(steps=st.lists(step, min_size=1, max_size=30))
 def test_state_read_at_the_end_equals_state_read_after_every_event(steps: list[tuple[str, int, bool]]) -> None:
     events = _events(steps)
-    eager, late = StateBuilder(), StateBuilder()
+    eager, late = StateBuilder(policies=CODING_TOOL_POLICIES), StateBuilder(policies=CODING_TOOL_POLICIES)
     for event in events:
         eager.apply(event)
         _ = eager.state, eager.task_files  # the ranking as every event arrives
@@ -57,7 +58,7 @@ def test_state_read_at_the_end_equals_state_read_after_every_event(steps: list[t
 def test_a_steering_after_the_last_result_does_not_rerank_it() -> None:
     # The ranking belongs to the latest tool result: text that names a file later waits for the next one.
     events = _events([("read", 1, False), ("read", 2, False), ("steer", 1, False)])
-    builder = StateBuilder()
+    builder = StateBuilder(policies=CODING_TOOL_POLICIES)
     for event in events:
         builder.apply(event)
     assert "src/f1.py" not in builder.task_files

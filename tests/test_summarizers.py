@@ -23,6 +23,7 @@ from contextwarden.plan.compaction.serialize import Entry, cap_text, chunk_entri
 from contextwarden.plan.compaction.validate import SummaryCheck, validate_summary
 from contextwarden.testing import ScriptedProvider, estimate_request_tokens
 from contextwarden.window import state as cwstate
+from contextwarden.window.policies.presets import CODING_TOOL_POLICIES
 from contextwarden.window.state import TaskState
 
 STATE = TaskState(
@@ -387,7 +388,7 @@ def test_structured_output_asks_the_model_for_judgment_only_and_derives_the_fact
     provider = ScriptedProvider([answer(json.dumps(body))])
     data = SummaryInput(
         entries=tuple(entries_from_events(events)),
-        state=derive_state(events),
+        state=derive_state(events, policies=CODING_TOOL_POLICIES),
         anchors_pinned=True,
         replaced_tokens=5_000,
     )
@@ -428,7 +429,11 @@ def test_structured_output_off_sends_no_schema_and_a_non_json_answer_is_rejected
     store = MemoryStore()
     Agent(store).start().work(3)
     events = store.read("s")
-    data = SummaryInput(entries=tuple(entries_from_events(events)), state=derive_state(events), replaced_tokens=5_000)
+    data = SummaryInput(
+        entries=tuple(entries_from_events(events)),
+        state=derive_state(events, policies=CODING_TOOL_POLICIES),
+        replaced_tokens=5_000,
+    )
     plain = ScriptedProvider([answer(sectioned())])
     plain_summarizer = LLMSummarizer(plain, model=profile(100_000, name="small"), counter=COUNTER)
     plain_summarizer.summarize(data, options=SummaryOptions())

@@ -58,8 +58,10 @@ def classify_session(
     classifier = Classifier(settings, source=f"session {session_id}")
     masked: set[str] = set()
     events = store.iter_events(session_id)
-    state = StateBuilder()
+    state: StateBuilder | None = None
     for turn in replay_session(store, session_id, model=model, policy=policy, counter=counter):
+        if state is None:  # the task state follows the tools as the session's own policy classifies them
+            state = StateBuilder(policies=(turn.policy or policy or ContextPolicy()).tool_policies)
         for event in events:
             state.apply(event)
             if event.seq >= turn.seq - 1:

@@ -95,7 +95,9 @@ class Warden:
     def mirror(self, session_id: str, fmt: WireFormat, body: Mapping[str, Any]) -> MirrorResult:
         """Mirror the history in ``body`` without building (after a call, to store the model's answer)."""
         parsed = get_codec(fmt).parse_request(body)
-        return mirror_history(self.store, session_id, [*parsed.instructions, *parsed.events])
+        return mirror_history(
+            self.store, session_id, [*parsed.instructions, *parsed.events], policies=self.policy.tool_policies
+        )
 
     def record_usage(self, session_id: str, usage: UsageReport) -> None:
         """Append the provider's usage of the last call (it anchors the next size estimate)."""
@@ -113,7 +115,9 @@ class Warden:
         """Mirror the history in ``body`` (a ``fmt`` request) and return the projected request."""
         codec = get_codec(fmt)
         parsed = codec.parse_request(body)
-        mirrored = mirror_history(self.store, session_id, [*parsed.instructions, *parsed.events])
+        mirrored = mirror_history(
+            self.store, session_id, [*parsed.instructions, *parsed.events], policies=self.policy.tool_policies
+        )
         profile = self.profile(model or parsed.model, context_window=context_window)
         tools = tuple(t for t in parsed.tools if t.name not in RETRIEVAL_NAMES)
         ctx = self.manager.build(session_id, model=profile, tools=tools, policy=self._policy_for(parsed.tools))

@@ -12,12 +12,21 @@ from dataclasses import replace
 
 from ..log.events import Compaction, Event, Instruction, JSONValue
 from ..log.store._protocol import SessionStore
+from ..window.policies.presets import ToolPolicy
 from ..window.state import TaskState, derive_state
 from ._chain import MIRROR_SUMMARIZER, Chain, fresh
 from ._result import MirrorResult
 
 
-def record_trim(store: SessionStore, chain: Chain, history: Sequence[Event], *, lead: int, start: int) -> MirrorResult:
+def record_trim(
+    store: SessionStore,
+    chain: Chain,
+    history: Sequence[Event],
+    *,
+    lead: int,
+    start: int,
+    policies: Sequence[ToolPolicy],
+) -> MirrorResult:
     """The client kept its first ``lead`` messages and the log's tail from chain position ``start``."""
     info = store.get_session(chain.session_id)
     cut = chain.seqs[start]
@@ -29,7 +38,7 @@ def record_trim(store: SessionStore, chain: Chain, history: Sequence[Event], *, 
         window = store.read_window(chain.session_id)
         # the system the window opens with is exactly the instructions the client kept
         kept_system = tuple(e.text for e in history[:lead] if isinstance(e, Instruction))
-        state = replace(_state_before(window, cut), system=kept_system)
+        state = replace(_state_before(window, cut, policies), system=kept_system)
         note = (
             f"The client dropped {start - lead} of its oldest messages (log events up to {cut - 1}); "
             "the session log keeps them."
@@ -48,11 +57,13 @@ def record_trim(store: SessionStore, chain: Chain, history: Sequence[Event], *, 
     )
 
 
-def record_reset(store: SessionStore, chain: Chain, history: Sequence[Event], common: int) -> MirrorResult:
+def record_reset(
+    store: SessionStore, chain: Chain, history: Sequence[Event], common: int, *, policies: Sequence[ToolPolicy]
+) -> MirrorResult:
     """The client's list diverges from the log at message ``common``: a new window holds all of it."""
     window = store.read_window(chain.session_id)
     kept_ids = set(chain.event_ids[:common])
-    state = _state_before(window, chain.last_seq + 1)
+    state = _state_before(window, chain.last_seq + 1, policies)
     # Keep the goal pinned only when the client still holds the message it came from.
     if state.goal_event_id and state.goal_event_id in kept_ids:
         anchors = TaskState(
@@ -85,11 +96,12 @@ def record_reset(store: SessionStore, chain: Chain, history: Sequence[Event], co
     )
 
 
-def _state_before(window: Sequence[Event], seq: int) -> TaskState:
+def _state_before(window: Sequence[Event], seq: int, policies: Sequence[ToolPolicy]) -> TaskState:
     """The task state of the window's events before ``seq``, from the window's own snapshot on."""
     opening = next((e for e in reversed(window) if isinstance(e, Compaction)), None)
     base = TaskState.from_dict(opening.state) if opening is not None else None
-    return derive_state((e for e in window if e.seq < seq and not isinstance(e, Compaction)), base=base)
+    events = (e for e in window if e.seq < seq and not isinstance(e, Compaction))
+    return derive_state(events, base=base, policies=policies)
 
 
 def _window_event(

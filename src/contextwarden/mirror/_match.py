@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from ..errors import ConflictError, UsageError
 from ..log.events import Event, Instruction
 from ..log.store._protocol import SessionStore
+from ..window.policies.presets import CODING_TOOL_POLICIES, ToolPolicy
 from ._chain import Chain, chains, fresh
 from ._digest import MIRRORED_KINDS, content_digest
 from ._divergence import record_reset, record_trim
@@ -22,6 +23,7 @@ def mirror_history(
     *,
     exact: bool = False,
     digests: Sequence[str] | None = None,
+    policies: Sequence[ToolPolicy] | None = None,
 ) -> MirrorResult:
     """Make the session's log follow ``history``, the client's full list of events, in order.
 
@@ -30,6 +32,8 @@ def mirror_history(
     window. Session backends that pop items use it; clients that may resend stale copies do not.
     ``digests``, when given, are the :func:`content_digest` of each event of ``history`` (a caller
     that already computed them, as the proxy does for session identity, saves the second pass).
+    ``policies``: the tool policies the session is built with; a trim's or reset's task-state
+    snapshot classifies tools by them (None: the coding presets, the default ``ContextPolicy``'s).
 
     Creates the session when it does not exist. An empty ``history`` changes nothing (unless
     ``exact``). Events of
@@ -50,7 +54,7 @@ def mirror_history(
         for _ in range(_MAX_ATTEMPTS):
             chain.refresh(store)
             try:
-                return _sync(store, chain, history, digests, exact=exact)
+                return _sync(store, chain, history, digests, exact=exact, policies=policies or CODING_TOOL_POLICIES)
             except ConflictError:
                 continue  # another writer appended first: read its tail and match again
     raise ConflictError(session_id, chain.last_seq, store.get_session(session_id).last_seq)
@@ -75,7 +79,13 @@ def unmirrored(
 
 
 def _sync(
-    store: SessionStore, chain: Chain, history: Sequence[Event], digests: Sequence[str], *, exact: bool
+    store: SessionStore,
+    chain: Chain,
+    history: Sequence[Event],
+    digests: Sequence[str],
+    *,
+    exact: bool,
+    policies: Sequence[ToolPolicy],
 ) -> MirrorResult:
     log = chain.digests
     if not history and not (exact and log):
@@ -94,8 +104,8 @@ def _sync(
         return MirrorResult(outcome="behind", matched=common, last_seq=chain.last_seq)
     start = _trim_start(chain, digests, common)
     if start is not None:
-        return record_trim(store, chain, history, lead=common, start=start)
-    return record_reset(store, chain, history, common)
+        return record_trim(store, chain, history, lead=common, start=start, policies=policies)
+    return record_reset(store, chain, history, common, policies=policies)
 
 
 def _common_prefix(log: Sequence[str], client: Sequence[str]) -> int:

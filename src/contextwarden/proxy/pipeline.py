@@ -135,7 +135,13 @@ class Pipeline:
         self.turns.wait(identity.session_id)  # the previous answer's turn goes into the log first
         instructions = [content_digest(i) for i in parsed.instructions]
         history = [*parsed.instructions, *parsed.events]
-        mirrored = mirror_history(self.store, identity.session_id, history, digests=[*instructions, *read.digests])
+        mirrored = mirror_history(
+            self.store,
+            identity.session_id,
+            history,
+            digests=[*instructions, *read.digests],
+            policies=self.manager.policy.tool_policies,
+        )
         prepared.logged_seq = mirrored.last_seq
         profile = get_profile(prepared.model)
         ctx = self.manager.build(identity.session_id, model=profile, tools=parsed.tools)

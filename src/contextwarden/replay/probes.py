@@ -196,7 +196,9 @@ class ProbeTracker:
     """Follows a transcript's events and checks the probes against each request built from them."""
 
     def __init__(self) -> None:
-        self._state = StateBuilder()
+        # The probes judge every strategy by one yardstick, so they classify tools by the coding
+        # presets whatever policy a strategy builds with (a strategy's own choice must not move it).
+        self._state = StateBuilder(policies=CODING_TOOL_POLICIES)
         self._latest: ToolResult | None = None
         self._results: dict[str, ToolResult] = {}
         self._canon: dict[str, str] = {}

@@ -26,7 +26,7 @@ from ..log.events import (
     UserMessage,
 )
 from .policies._errors import find_error_lines
-from .policies.presets import CODING_TOOL_POLICIES, ToolPolicy, policy_for
+from .policies.presets import ToolPolicy, policy_for
 from .policies.resources import Resource, resources_of
 from .taskstate import TaskState, TestStatus
 
@@ -152,7 +152,7 @@ class StateBuilder:
     ran), so a research or browser preset derives its state from its own categories.
     """
 
-    def __init__(self, base: TaskState | None = None, *, policies: Sequence[ToolPolicy] = CODING_TOOL_POLICIES) -> None:
+    def __init__(self, base: TaskState | None = None, *, policies: Sequence[ToolPolicy]) -> None:
         self._state = base or TaskState()
         self.policies = policies
         self._calls: dict[str, ToolCall] = {}
@@ -341,7 +341,7 @@ def _suffixes(key: str) -> frozenset[str]:
 
 
 def derive_state(
-    events: Iterable[Event], *, base: TaskState | None = None, policies: Sequence[ToolPolicy] = CODING_TOOL_POLICIES
+    events: Iterable[Event], *, base: TaskState | None = None, policies: Sequence[ToolPolicy]
 ) -> TaskState:
     """The task state after ``events``, from ``base`` (a compaction snapshot), under ``policies``."""
     builder = StateBuilder(base, policies=policies)

@@ -156,7 +156,13 @@ class WindowCompactor:
         previous = projection.compaction
         base = TaskState.from_dict(previous.state) if previous is not None else None
         window_events = self.store.read_window(session_id)
-        anchors = anchor_state(window_events, base=base, first_kept_seq=cut.first_kept_seq, leaving=cut.leaving)
+        anchors = anchor_state(
+            window_events,
+            base=base,
+            first_kept_seq=cut.first_kept_seq,
+            leaving=cut.leaving,
+            policies=projection.config.tool_policies,
+        )
         why_reground = (
             "explicit request"
             if reground

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 
 from ...log.events import Compaction, Event, JSONValue
 from ...window.items import ContextItem
+from ...window.policies.presets import ToolPolicy
 from ...window.state import TaskState, derive_state
 from .sections import section
 from .serialize import Entry
@@ -85,15 +86,17 @@ def anchor_state(
     base: TaskState | None,
     first_kept_seq: int,
     leaving: Sequence[ContextItem],
+    policies: Sequence[ToolPolicy],
 ) -> TaskState:
     """The task state at the cut, as the new window's anchors.
 
-    Derived from the previous snapshot plus the window's events before ``first_kept_seq``.
+    Derived from the previous snapshot plus the window's events before ``first_kept_seq``, with the
+    tool policies of the window's own projection (``policies``).
     Project rules that arrived mid-session (instructions among the leaving items) join the
     snapshot's system text, so they stay verbatim instead of living only in the summary.
     """
     before = [e for e in window_events if e.seq < first_kept_seq and not isinstance(e, Compaction)]
-    state = derive_state(before, base=base)
+    state = derive_state(before, base=base, policies=policies)
     system = list(state.system)
     for item in leaving:
         if item.kind == "instruction" and item.message.text not in system:
