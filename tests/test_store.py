@@ -57,13 +57,13 @@ Opener = Callable[[], SessionStore]
 
 
 @pytest.fixture(
-    params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)],
+    params=["memory", "memory-objects", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)],
 )
 def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
     """Opens store objects over one backing store (the same object for memory)."""
     opened: list[SessionStore] = []
-    if request.param == "memory":
-        shared = MemoryStore()
+    if request.param.startswith("memory"):
+        shared = MemoryStore(keep_objects=request.param == "memory-objects")
 
         def open_one() -> SessionStore:
             return shared
@@ -301,6 +301,8 @@ def test_read_since_and_stream_across_pages(store: SessionStore) -> None:
 
 
 def test_appended_events_cannot_be_changed_through_the_caller(store: SessionStore) -> None:
+    if isinstance(store, MemoryStore) and store.keep_objects:
+        pytest.skip("keep_objects gives this up by design (see the test of keep_objects at the end)")
     store.create_session("s")
     args: dict[str, object] = {"path": "a"}
     call = ToolCall(id="c", name="read", arguments=args)  # type: ignore[arg-type]
@@ -710,3 +712,19 @@ def test_statements_cut_by_row_count_and_by_bytes() -> None:
     half = STATEMENT_BYTES // 2 + 1
     mixed = [row(0, 10), row(1, half), row(2, half), row(3, STATEMENT_BYTES * 2), row(4, 10)]
     assert [[r[1] for r in g] for g in _statements(mixed, 100)] == [[0, 1], [2], [3], [4]]
+
+
+def test_a_memory_store_that_keeps_objects_returns_the_stored_events_themselves() -> None:
+    from contextwarden.log.events import ToolCall
+
+    for keep in (False, True):
+        store = MemoryStore(keep_objects=keep)
+        store.create_session("s")
+        call = ToolCall(id="c1", name="bash", arguments={"cmd": "ls"})
+        (stored,) = store.append("s", [AssistantMessage(tool_calls=(call,))], expected_last_seq=0)
+        (read,) = store.read("s")
+        assert read == stored
+        assert (read is stored) is keep  # no JSON copy kept, nothing decoded on read
+        call.arguments["cmd"] = "rm -rf /"  # a caller mutating what it appended
+        (again,) = store.read("s")
+        assert (again.tool_calls[0].arguments["cmd"] == "rm -rf /") is keep  # the trade-off keep_objects makes

@@ -103,7 +103,8 @@ class _FileReplay:
         self.summarizer = summarizer
         self.dump = dump
         self.settings = settings
-        self.store = MemoryStore()
+        # the transcript's events are never mutated here: keep them as objects, not a second copy as JSON
+        self.store = MemoryStore(keep_objects=True)
         self.sid = self.store.create_session("replay").id
         self.run = strategy.start(
             RunEnv(store=self.store, session_id=self.sid, profile=self.profile, counter=meter.counter)

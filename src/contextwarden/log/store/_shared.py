@@ -231,12 +231,12 @@ def lineage(
 
 
 def iter_segments(
-    segments: Sequence[Segment], fetch: Callable[[Segment, int], list[tuple[int, str]]]
+    segments: Sequence[Segment], fetch: Callable[[Segment, int], Sequence[tuple[int, str | Event]]]
 ) -> Iterator[Event]:
     """Stream the events of ``segments`` a page at a time.
 
     ``fetch(segment, after)`` returns up to :data:`PAGE_SIZE` ``(seq, text)`` rows of the segment
-    with seq > ``after``, in order. Paging by seq keeps each store call short, and stays
+    with seq > ``after``, in order (a row may hold the stored event itself instead of its text). Paging by seq keeps each store call short, and stays
     consistent because rows up to a segment's ``upto_seq`` never change.
     """
     for segment in segments:
@@ -248,7 +248,7 @@ def iter_segments(
             for seq, text in rows:
                 if seq != after + 1:
                     raise StoreError(f"session {segment.session_id!r} has a gap before seq {seq}")
-                yield decode(text, segment.session_id, seq)
+                yield decode(text, segment.session_id, seq) if isinstance(text, str) else text
                 after = seq
 
 

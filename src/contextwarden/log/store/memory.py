@@ -2,7 +2,10 @@
 
 Events are kept as the codec's JSON text, exactly as the database stores keep them, so a caller
 mutating a dict inside an event it appended cannot change the log, and every store returns the
-same values.
+same values. ``keep_objects=True`` keeps the stored events themselves instead (each is still
+encoded once on append, so what cannot be stored is refused as in every store): no second copy
+of every text, for a caller that never mutates what it appended or read, such as the replay,
+whose store of a 200 MB transcript otherwise holds the transcript again as JSON.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ...errors import ConflictError, SessionExists, SessionNotFound, UsageError
+from ..codec import dumps_event
 from ..events import Event, JSONValue
 from . import _shared as sh
 from ._protocol import SessionInfo, StoredCheckpoint
@@ -23,8 +27,8 @@ from ._protocol import SessionInfo, StoredCheckpoint
 @dataclass
 class _Session:
     info: SessionInfo
-    rows: list[tuple[str, str, str]] = field(default_factory=list)
-    """The session's own events as ``(id, kind, text)``, ``rows[i]`` at seq ``first_seq + i``."""
+    rows: list[tuple[str, str, str | Event]] = field(default_factory=list)
+    """The session's own events as ``(id, kind, text or event)``, ``rows[i]`` at seq ``first_seq + i``."""
 
     @property
     def first_seq(self) -> int:
@@ -34,7 +38,9 @@ class _Session:
 class MemoryStore:
     """A :class:`~contextwarden.log.store.SessionStore` in a dict, guarded by a lock."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_objects: bool = False) -> None:
+        """``keep_objects``: keep appended events as objects, not JSON text (see the module docstring)."""
+        self.keep_objects = keep_objects
         self._lock = threading.RLock()
         self._sessions: dict[str, _Session] = {}
         self._ids: set[str] = set()
@@ -107,7 +113,10 @@ class MemoryStore:
                 raise UsageError(f"event id {taken[0]!r} is already stored; event ids must be unique")
             if not batch.rows:
                 return []
-            session.rows.extend(_row(row) for row in batch.rows)
+            if self.keep_objects:
+                session.rows.extend((row[2], row[3], e) for row, e in zip(batch.rows, batch.events, strict=True))
+            else:
+                session.rows.extend(_row(row) for row in batch.rows)
             self._ids.update(row[2] for row in batch.rows)
             window_start = batch.window_start
             session.info = dataclasses.replace(
@@ -221,7 +230,7 @@ class MemoryStore:
     def _info(self, session_id: str) -> SessionInfo:
         return self._get(session_id).info
 
-    def _fetch(self, segment: sh.Segment, after: int) -> list[tuple[int, str]]:
+    def _fetch(self, segment: sh.Segment, after: int) -> list[tuple[int, str | Event]]:
         with self._lock:
             session = self._get(segment.session_id)
             start = after + 1 - session.first_seq
@@ -233,7 +242,8 @@ class MemoryStore:
         lo, hi = segment.after_seq + 1 - session.first_seq, segment.upto_seq + 1 - session.first_seq
         for i in range(hi - 1, lo - 1, -1):
             if session.rows[i][1] == "compaction":
-                return session.rows[i][2]
+                kept = session.rows[i][2]
+                return kept if isinstance(kept, str) else dumps_event(kept)
         return None
 
 
