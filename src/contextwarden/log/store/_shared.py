@@ -236,8 +236,9 @@ def iter_segments(
     """Stream the events of ``segments`` a page at a time.
 
     ``fetch(segment, after)`` returns up to :data:`PAGE_SIZE` ``(seq, text)`` rows of the segment
-    with seq > ``after``, in order (a row may hold the stored event itself instead of its text). Paging by seq keeps each store call short, and stays
-    consistent because rows up to a segment's ``upto_seq`` never change.
+    with seq > ``after``, in order (a row may hold the stored event itself instead of its text).
+    Paging by seq keeps each store call short, and stays consistent because rows up to a segment's
+    ``upto_seq`` never change.
     """
     for segment in segments:
         after = segment.after_seq
