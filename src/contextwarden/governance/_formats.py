@@ -16,6 +16,7 @@ from ..log.events import AssistantMessage, Event, Instruction, ToolCall, ToolRes
 from ..tokens import IMAGE_TOKENS, MESSAGE_OVERHEAD, TokenCounter
 from ..wire import ParsedRequest, RawSpan, detect_format
 from ..wire._common import arguments_text
+from ..wire.usage import anthropic_usage, openai_chat_usage, openai_responses_usage
 from ._items import (
     RequestFormat,
     RequestItem,
@@ -178,23 +179,10 @@ def response_usage(response: Mapping[str, Any] | None) -> RequestUsage | None:
     usage = response.get("usage") if response is not None else None
     if not isinstance(usage, Mapping):
         return None
-
-    def num(mapping: object, key: str) -> int:
-        value = mapping.get(key) if isinstance(mapping, Mapping) else None
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
     if "prompt_tokens" in usage:
-        return RequestUsage(
-            input_tokens=num(usage, "prompt_tokens"),
-            output_tokens=num(usage, "completion_tokens"),
-            cache_read_tokens=num(usage.get("prompt_tokens_details"), "cached_tokens"),
-        )
-    if "cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage:
-        read = num(usage, "cache_read_input_tokens")
-        total = num(usage, "input_tokens") + read + num(usage, "cache_creation_input_tokens")
-        return RequestUsage(input_tokens=total, cache_read_tokens=read, output_tokens=num(usage, "output_tokens"))
-    return RequestUsage(
-        input_tokens=num(usage, "input_tokens"),
-        output_tokens=num(usage, "output_tokens"),
-        cache_read_tokens=num(usage.get("input_tokens_details"), "cached_tokens"),
-    )
+        counts = openai_chat_usage(usage)
+    elif "cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage:
+        counts = anthropic_usage(usage)
+    else:
+        counts = openai_responses_usage(usage)
+    return RequestUsage(input_tokens=counts.input, cache_read_tokens=counts.cache_read, output_tokens=counts.output)

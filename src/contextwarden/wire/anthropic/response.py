@@ -7,8 +7,9 @@ from typing import Any
 
 from ...errors import MalformedResponse
 from ...log.events import AssistantMessage
-from .._response_common import int_field, map_stop_reason, mapping, usage_report
+from .._response_common import map_stop_reason, mapping, usage_report
 from .._types import ParsedResponse
+from ..usage import anthropic_usage
 from .request import assistant_content
 
 
@@ -29,13 +30,12 @@ def parse_anthropic_response(body: Mapping[str, Any]) -> ParsedResponse:
     usage = body.get("usage")
     if not isinstance(usage, Mapping):
         return assistant, None
-    read = int_field(usage.get("cache_read_input_tokens"))
-    write = int_field(usage.get("cache_creation_input_tokens"))
+    counts = anthropic_usage(usage)
     return assistant, usage_report(
         body,
         assistant,
-        total_input=int_field(usage.get("input_tokens")) + read + write,
-        output=int_field(usage.get("output_tokens")),
-        cache_read=read,
-        cache_write=write,
+        total_input=counts.input,
+        output=counts.output,
+        cache_read=counts.cache_read,
+        cache_write=counts.cache_write,
     )

@@ -7,8 +7,9 @@ from typing import Any
 
 from ...errors import MalformedResponse
 from ...log.events import AssistantMessage, ToolCall
-from .._response_common import first_entry, int_field, map_stop_reason, mapping, openai_text, usage_report
+from .._response_common import first_entry, map_stop_reason, mapping, openai_text, usage_report
 from .._types import ParsedResponse
+from ..usage import openai_chat_usage
 from .request import reasoning_blocks, tool_call
 
 
@@ -34,15 +35,9 @@ def parse_openai_chat_response(body: Mapping[str, Any]) -> ParsedResponse:
     usage = body.get("usage")
     if not isinstance(usage, Mapping):
         return assistant, None
-    details = usage.get("prompt_tokens_details")
-    cached = int_field(details.get("cached_tokens")) if isinstance(details, Mapping) else 0
-    cached = cached or int_field(usage.get("prompt_cache_hit_tokens"))  # DeepSeek's name for the same count
+    counts = openai_chat_usage(usage)
     return assistant, usage_report(
-        body,
-        assistant,
-        total_input=int_field(usage.get("prompt_tokens")),
-        output=int_field(usage.get("completion_tokens")),
-        cache_read=cached,
+        body, assistant, total_input=counts.input, output=counts.output, cache_read=counts.cache_read
     )
 
 

@@ -7,8 +7,9 @@ from typing import Any
 
 from ...errors import MalformedResponse
 from ...log.events import AssistantMessage
-from .._response_common import int_field, map_stop_reason, mapping, usage_report
+from .._response_common import map_stop_reason, mapping, usage_report
 from .._types import ParsedResponse
+from ..usage import openai_responses_usage
 from .request import assistant_turn
 
 
@@ -33,12 +34,7 @@ def parse_openai_responses_response(body: Mapping[str, Any]) -> ParsedResponse:
     usage = body.get("usage")
     if not isinstance(usage, Mapping):
         return assistant, None
-    details = usage.get("input_tokens_details")
-    cached = int_field(details.get("cached_tokens")) if isinstance(details, Mapping) else 0
+    counts = openai_responses_usage(usage)
     return assistant, usage_report(
-        body,
-        assistant,
-        total_input=int_field(usage.get("input_tokens")),
-        output=int_field(usage.get("output_tokens")),
-        cache_read=cached,
+        body, assistant, total_input=counts.input, output=counts.output, cache_read=counts.cache_read
     )
