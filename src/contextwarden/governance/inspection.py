@@ -117,9 +117,14 @@ def _decision(d: Decision) -> dict[str, Any]:
 
 
 def _standing(made: list[Decision], ctx: ModelContext) -> tuple[Decision, ...]:
-    """Of every decision the replay's builds made, those about something this request still shows."""
+    """Of every decision the replay's builds made, those about something this request still shows.
+
+    Pairing repairs are always listed: a dropped orphan result or an aborted call is about what the
+    request leaves out, and it holds for every request that shows that part of the history.
+    """
     shown = {source for m in ctx.messages for source in m.source_ids}
-    return tuple(d for d in made if d.action != "plan" and (d.target in shown or d.action == "compact"))
+    kept = (d for d in made if d.action != "plan" and (d.target in shown or d.action in ("compact", "pairing")))
+    return tuple(dict.fromkeys(kept))
 
 
 def _tier_name(tier: Tier) -> str:

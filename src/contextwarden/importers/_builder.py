@@ -56,6 +56,7 @@ class TranscriptBuilder:
         self._open: dict[str, str] = {}
         self._answered: set[str] = set()
         self._renamed = 0
+        self._moved = 0
         self._warnings: list[str] = []
         self._skipped: Counter[str] = Counter()
         self._unknown: Counter[str] = Counter()
@@ -178,6 +179,31 @@ class TranscriptBuilder:
             parts=tuple(parts),
             **_at(at),
         )
+        self._place_result(result)
+
+    def _place_result(self, result: ToolResult) -> None:
+        """Append ``result``, or put it right after its call's results when a later assistant message came between.
+
+        An agent that makes its next call before the previous result arrives writes the result after
+        that call; a request needs each result right after its own call (the pairing rule would show the
+        call aborted and drop the result). The move is counted and reported once per transcript.
+        """
+        at = len(self._slots)
+        while at > 0 and isinstance(self._slots[at - 1].event, ToolResult):
+            at -= 1
+        owner = self._slots[at - 1].event if at else None
+        if isinstance(owner, AssistantMessage) and any(c.id == result.call_id for c in owner.tool_calls):
+            self._append(result)
+            return
+        for n in range(len(self._slots) - 1, -1, -1):
+            event = self._slots[n].event
+            if isinstance(event, AssistantMessage) and any(c.id == result.call_id for c in event.tool_calls):
+                end = n + 1
+                while end < len(self._slots) and isinstance(self._slots[end].event, ToolResult):
+                    end += 1
+                self._slots.insert(end, _Slot(result))
+                self._moved += 1
+                return
         self._append(result)
 
     def rewind_user_turns(self, turns: int) -> int:
@@ -256,6 +282,11 @@ class TranscriptBuilder:
             if slot.usage is not None:
                 events.append(slot.usage)
         warnings = list(self._warnings)
+        if self._moved:
+            warnings.append(
+                f"moved {self._moved} tool result(s) up to their call: the agent made another call before they "
+                "arrived, and a request needs each result right after its call"
+            )
         for what, count in sorted(self._unknown.items()):
             warnings.append(f"skipped {count} record(s) of unknown type {what!r}")
         metadata = dict(self.metadata)
