@@ -21,14 +21,14 @@ a peer whose package is missing is skipped with a note saying what to install, n
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..context import Message
+from ..context import Message, ModelContext
 from ..log.events import Event
+from ..wire import get_codec
 from .names import PeerName
 from .strategies import Built, History, RunEnv, StrategyRun, plain_context
 
@@ -142,31 +142,11 @@ def _lc_text(content: Any) -> str:
 
 
 def _agents_items(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """The history as Responses-API input items, the shape the Agents SDK keeps it in."""
-    items: list[dict[str, Any]] = []
-    for n, m in enumerate(messages):
-        if m.role == "assistant":
-            if m.text:
-                items.append(
-                    {
-                        "type": "message",
-                        "role": "assistant",
-                        "id": f"msg_{n}",
-                        "status": "completed",
-                        "content": [{"type": "output_text", "text": m.text, "annotations": []}],
-                    }
-                )
-            for c in m.tool_calls:
-                raw = c.arguments.get("_raw") if len(c.arguments) == 1 else None
-                arguments = raw if isinstance(raw, str) else json.dumps(c.arguments, ensure_ascii=False)
-                items.append({"type": "function_call", "call_id": c.id, "name": c.name, "arguments": arguments})
-        elif m.role == "tool":
-            items.append({"type": "function_call_output", "call_id": m.tool_call_id, "output": m.text})
-        elif m.role in ("system", "developer"):
-            items.append({"role": "system", "content": m.text})
-        else:
-            items.append({"role": "user", "content": m.text})
-    return items
+    """The history as Responses-API input items, the shape the Agents SDK keeps it in (the wire codec's)."""
+    body = get_codec("openai_responses").render_request(
+        ModelContext(model="replay", system="", messages=tuple(messages))
+    )
+    return list(body["input"])
 
 
 def _agents() -> Callable[[str, Sequence[Message]], Sequence[Message]]:
