@@ -52,6 +52,7 @@ build() {
     done
     if [ -n "$(cached_wheel)" ]; then
         log "cached wheel: $(cached_wheel)"
+        exec 9>&-  # release the lock: a server started after this must not hold it
         return 0
     fi
     log "building llama-cpp-python $VERSION from source (log: $DIR/build.log)"
@@ -59,6 +60,7 @@ build() {
     CMAKE_ARGS="-DGGML_NATIVE=OFF" "$PY" -m pip wheel --no-deps -w "$CACHE" "llama-cpp-python==$VERSION" \
         >"$DIR/build.log" 2>&1 || { tail -n 40 "$DIR/build.log" >&2; log "build failed"; exit 1; }
     log "built $(cached_wheel)"
+    exec 9>&-
 }
 
 installed() {
@@ -122,8 +124,9 @@ start() {
     local model
     model="$(gguf)"
     log "starting llama_cpp.server on $HOST:$PORT with $(basename "$model"), n_ctx $N_CTX (log: $LOGFILE)"
+    # 9>&-: the server never inherits the build lock (it would block every later `up` on this machine)
     nohup "$PY" -m llama_cpp.server --model "$model" --n_ctx "$N_CTX" --host "$HOST" --port "$PORT" \
-        >"$LOGFILE" 2>&1 &
+        >"$LOGFILE" 2>&1 9>&- &
     echo $! >"$PIDFILE"
     local waited=0
     until answers; do
