@@ -31,6 +31,7 @@ from contextwarden.models import get_profile
 from contextwarden.plan.compaction import CompactionSettings, WindowCompactor, compact
 from contextwarden.plan.planner import PlannerSettings
 from contextwarden.replay import ReplayInput, ReplaySettings, replay
+from contextwarden.window.policies.presets import CODING_TOOL_POLICIES
 from contextwarden.window.state import derive_state
 
 SCHEMA: tuple[tuple[str, str], ...] = (
@@ -109,7 +110,7 @@ def _compact_once(rounds: int) -> tuple[list[Table], Compaction, str]:
             ]
         ],
     )
-    state = derive_state(events)
+    state = derive_state(events, policies=CODING_TOOL_POLICIES)
     text = request_text(after)
     last_output = next(e.output for e in reversed(events) if isinstance(e, ToolResult))
     facts = [

@@ -28,6 +28,7 @@ from contextwarden.log.store import MemoryStore
 from contextwarden.plan.compaction import CompactionSettings, StructuredSummarizer, WindowCompactor, compact
 from contextwarden.plan.compaction._base import Summarizer, SummaryInput, SummaryOptions, SummaryResult
 from contextwarden.plan.planner import PlannerSettings
+from contextwarden.window.policies.presets import CODING_TOOL_POLICIES
 from contextwarden.window.state import derive_state, extract_constraints
 
 COMPACTIONS = 5
@@ -111,7 +112,9 @@ def drift(summarizer: Summarizer, settings: CompactionSettings, rounds: int) -> 
         manager.build(sid, model="gpt-4o")
         event = compact(manager, sid, model="gpt-4o", reason=f"experiment: compaction {chunk + 1}")
         assert event is not None, "nothing to compact"
-        known = [c for c in CONSTRAINTS if c in derive_state(store.read(sid)).constraints]
+        known = [
+            c for c in CONSTRAINTS if c in derive_state(store.read(sid), policies=CODING_TOOL_POLICIES).constraints
+        ]
         text = request_text(manager.build(sid, model="gpt-4o"))
         # A summary may refer to the pinned block instead of repeating it: that counts when the block holds it.
         refers = "pinned verbatim above" in event.summary

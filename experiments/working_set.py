@@ -17,6 +17,7 @@ from _common import Experiment, Recorder, Script, counter, main, request_text, s
 from contextwarden.log.events import ToolResult
 from contextwarden.log.store import MemoryStore
 from contextwarden.replay import ReplayInput, ReplaySettings, parse_strategy, replay
+from contextwarden.window.policies.presets import CODING_TOOL_POLICIES
 from contextwarden.window.state import derive_state
 
 FOCUS = ("src/pkg/core.py", "src/pkg/module_3.py", "src/pkg/module_7.py")
@@ -48,7 +49,7 @@ def _snapshots(script: Script, marks: list[int]) -> list[list[Any]]:
     events = store.append(sid, script.events, expected_last_seq=0)
     rows: list[list[Any]] = []
     for label, mark in zip(("after exploring", "mid-fix", "end"), marks, strict=True):
-        st = derive_state(events[:mark])
+        st = derive_state(events[:mark], policies=CODING_TOOL_POLICIES)
         rows.append(
             [
                 label,
@@ -123,7 +124,7 @@ def run(*, small: bool = False) -> Experiment:
     )
     by = {r[0]: r for r in rows}
     pressured = by[f"contextwarden ({narrow})"]
-    end = derive_state(script.events)
+    end = derive_state(script.events, policies=CODING_TOOL_POLICIES)
     top = set(end.working_set[: len(FOCUS)]) == set(FOCUS)
     findings = (
         f"The working set's top {len(FOCUS)} {'are' if top else 'are not'} the three files being fixed "
