@@ -94,7 +94,9 @@ def parse_answer(answer: str) -> dict[str, list[str]]:
     is then derived like the others).
     """
     try:
-        raw = json.loads(answer)
+        # strict=False: small models put raw tabs and newlines inside JSON strings; the items are
+        # whitespace-normalised below, so such a character costs nothing.
+        raw = json.loads(answer, strict=False)
     except json.JSONDecodeError as exc:
         raise InvalidSummary("format", f"the constrained answer is not JSON ({exc.msg})") from exc
     if not isinstance(raw, dict):
