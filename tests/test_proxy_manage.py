@@ -165,24 +165,33 @@ def test_stats_endpoint_reports_per_session_totals(tmp_path: Path) -> None:
         assert stats["total"]["requests"] == 3
 
 
+def _outgrow_the_upstream(r: Rig, *, stream: bool) -> list[Any]:
+    """14 tool turns whose outputs outgrow a 12K-token upstream (the proxy compacts); the client's history."""
+    client = r.anthropic("k")
+    messages: list[Any] = [{"role": "user", "content": "find every handler and fix the failing one"}]
+    for n in range(14):
+        r.upstream.push(Reply(text=f"part {n}", tool_calls=((f"toolu_{n:03d}", "Bash", {"cmd": f"grep {n}"}),)))
+        if stream:
+            with client.messages.stream(model=SMALL, max_tokens=64, messages=messages) as s:
+                reply = s.get_final_message()
+        else:
+            reply = client.messages.create(model=SMALL, max_tokens=64, messages=messages)
+        messages += [
+            {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]},
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": f"toolu_{n:03d}", "content": _output(n)}],
+            },
+        ]
+    return messages
+
+
 def test_context_overflow_before_streaming_compacts_once_and_retries(tmp_path: Path) -> None:
     from contextwarden.proxy.scripted import ScriptedUpstream
 
     upstream = ScriptedUpstream(max_input_tokens=12_000)
     with rig(str(tmp_path / "s.db"), upstream=upstream) as r:
-        client = r.anthropic("k")
-        messages: list[Any] = [{"role": "user", "content": "find every handler and fix the failing one"}]
-        for n in range(14):
-            r.upstream.push(Reply(text=f"part {n}", tool_calls=((f"toolu_{n:03d}", "Bash", {"cmd": f"grep {n}"}),)))
-            with client.messages.stream(model=SMALL, max_tokens=64, messages=messages) as s:
-                reply = s.get_final_message()
-            messages += [
-                {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]},
-                {
-                    "role": "user",
-                    "content": [{"type": "tool_result", "tool_use_id": f"toolu_{n:03d}", "content": _output(n)}],
-                },
-            ]
+        _outgrow_the_upstream(r, stream=True)
         refused = [rec for rec in r.upstream.received if rec.usage is None]
         assert refused, "the session must outgrow the upstream's limit"
         rows = r.rows()
@@ -227,17 +236,7 @@ def test_count_tokens_after_a_planner_compaction_counts_the_rendered_window(tmp_
     upstream = ScriptedUpstream(max_input_tokens=12_000)
     with rig(str(tmp_path / "s.db"), upstream=upstream) as r:
         client = r.anthropic("k")
-        messages: list[Any] = [{"role": "user", "content": "find every handler and fix the failing one"}]
-        for n in range(14):
-            r.upstream.push(Reply(text=f"part {n}", tool_calls=((f"toolu_{n:03d}", "Bash", {"cmd": f"grep {n}"}),)))
-            reply = client.messages.create(model=SMALL, max_tokens=64, messages=messages)
-            messages += [
-                {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in reply.content]},
-                {
-                    "role": "user",
-                    "content": [{"type": "tool_result", "tool_use_id": f"toolu_{n:03d}", "content": _output(n)}],
-                },
-            ]
+        messages = _outgrow_the_upstream(r, stream=False)
         r.proxy.settle()
         (info,) = r.proxy.store.list_sessions()
         assert [e for e in r.proxy.store.read(info.id) if e.kind == "compaction" and e.summarizer != "mirror"]
