@@ -25,8 +25,8 @@ from typing import Any
 
 from ..log.events import ToolCall
 from ..wire.openai_chat.request import reasoning_blocks
-from ..wire.usage import anthropic_usage, openai_chat_usage
-from ._anthropic import assistant_content, system_text, text_and_parts, user_content
+from ..wire.usage import openai_chat_usage
+from ._anthropic import add_assistant, assistant_content, system_text, text_and_parts, user_content
 from ._builder import TranscriptBuilder
 from ._common import (
     Transcript,
@@ -156,14 +156,4 @@ class _AnthropicReader:
         content = assistant_content(message.get("content"), self.source, where, self.builder.skip)
         model = message.get("model")
         model = model if isinstance(model, str) else ""
-        self.builder.assistant(
-            text=content.text,
-            thinking=content.thinking,
-            tool_calls=content.calls,
-            opaque=content.opaque,
-            model=model,
-            stop_reason=str(message.get("stop_reason") or ""),
-        )
-        usage = anthropic_usage(message.get("usage"))
-        if usage is not None:
-            self.builder.usage(usage, model=model)
+        add_assistant(self.builder, message, content, model=model)

@@ -40,7 +40,7 @@ from typing import Any
 
 from ..log.events import JSONValue, UserMessage
 from ..wire.usage import anthropic_usage, int_field
-from ._anthropic import assistant_content, text_and_parts, user_content
+from ._anthropic import add_assistant, assistant_content, text_and_parts, user_content
 from ._builder import TranscriptBuilder
 from ._common import (
     Transcript,
@@ -315,25 +315,16 @@ class _Reader:
             self.builder.metadata.setdefault("model", model)
         key = "msg:" + str(message.get("id") or record.get("uuid") or where)
         content = assistant_content(message.get("content"), self.source, f"{where}: message", self.builder.skip)
-        self.builder.assistant(
-            text=content.text,
-            thinking=content.thinking,
-            tool_calls=content.calls,
-            opaque=content.opaque,
+        request_id = record.get("requestId")
+        add_assistant(
+            self.builder,
+            message,
+            content,
             model=model,
-            stop_reason=str(message.get("stop_reason") or ""),
+            request_id=request_id if isinstance(request_id, str) else "",
             key=key,
             at=parse_timestamp(record.get("timestamp")),
         )
-        usage = anthropic_usage(message.get("usage"))
-        if usage is not None:
-            request_id = record.get("requestId")
-            self.builder.usage(
-                usage,
-                model=model,
-                request_id=request_id if isinstance(request_id, str) else "",
-                key=key,
-            )
 
     def _flush_compaction(self) -> None:
         if self.pending_compaction is not None:
