@@ -225,3 +225,25 @@ def test_the_step_check_sees_a_climb() -> None:
 
 def test_each_step_imports_only_itself_and_earlier_steps() -> None:
     assert climbs(import_graph()) == []
+
+
+def _dynamic_imports(tree: ast.Module) -> list[int]:
+    """Lines that import by a computed name (``importlib.import_module``, ``__import__``): the graph cannot see them."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in ("import_module", "__import__"):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_the_data_path_imports_nothing_by_a_computed_name() -> None:
+    assert _dynamic_imports(ast.parse("import importlib\nimportlib.import_module('x')\n__import__('y')")) == [2, 3]
+    hidden = sorted(
+        f"{module}:{line}"
+        for module, path in MODULES.items()
+        if step_of(module) != OUTSIDE
+        for line in _dynamic_imports(ast.parse(path.read_text(encoding="utf-8")))
+    )
+    assert hidden == []

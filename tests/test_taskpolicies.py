@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,9 +25,14 @@ from contextwarden.plan.taskpolicies import (
     register_task_policy,
     task_policy_names,
 )
-from contextwarden.tokens import HeuristicCounter
+from contextwarden.replay import ReplaySettings, load_inputs, replay_file
+from contextwarden.replay.catalog import parse_strategy
+from contextwarden.replay.engine import reference_of
+from contextwarden.replay.warden import ContextWardenStrategy
+from contextwarden.tokens import HeuristicCounter, best_counter
 from contextwarden.window.items import Lifecycle, Tier
 from contextwarden.window.policies.presets import policy_for
+from contextwarden.wire.blocks import BlockMeter
 
 
 def _policy_name(preset: str, tool: str, args: dict[str, Any] | None = None) -> str:
@@ -136,3 +143,37 @@ def test_presets_change_what_the_manager_keeps() -> None:
     snapshots = [f"page {i}\n" + "\n".join(f"- link {j} to /p/{i}/{j}" for j in range(300)) for i in range(3)]
     items = [i for i in _run(eager, "browser_snapshot", snapshots) if i.message.role == "tool"]
     assert [i.state for i in items] == [Lifecycle.SUPERSEDED, Lifecycle.SUPERSEDED, Lifecycle.FRESH]
+
+
+def test_a_replay_strategy_runs_under_a_task_preset(tmp_path: Path) -> None:
+    strategy = parse_strategy("contextwarden:task=research,keep=2")
+    assert isinstance(strategy, ContextWardenStrategy)
+    assert strategy.policy.tool_policies == get_task_policy("research").tool_policies
+    assert strategy.policy.planner.keep_recent_tool_results == 2
+    with pytest.raises(UsageError, match="unknown task policy"):
+        parse_strategy("contextwarden:task=nope")
+
+    # A research agent's long note: the research preset caps it, the coding one keeps it whole.
+    note = "\n".join(f"claim {i}: the figure for region {i} is {i * 13}" for i in range(400))
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "collect the regional figures"}]
+    for n in range(3):
+        call = {"id": f"c{n}", "type": "function", "function": {"name": "save_note", "arguments": "{}"}}
+        messages += [
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": note},
+        ]
+    messages.append({"role": "assistant", "content": "done"})
+    transcript = tmp_path / "research.json"
+    transcript.write_text(json.dumps({"messages": messages}), encoding="utf-8")
+    counter = best_counter()
+    settings = ReplaySettings(model="gpt-5", optimum=False)
+    (inp,) = load_inputs([str(transcript)])
+    reference = reference_of(inp, settings, counter)
+
+    def tokens(spec: str) -> int:
+        result = replay_file(
+            inp, parse_strategy(spec), reference=reference, meter=BlockMeter(counter), settings=settings
+        )
+        return sum(r.input_tokens for r in result.requests)
+
+    assert tokens("contextwarden:task=research") < tokens("contextwarden:task=coding") == tokens("contextwarden")

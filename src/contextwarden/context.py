@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from .log.events import BinaryPart, OpaquePart, ThinkingBlock, ToolCall
+from .log.events import BinaryPart, OpaquePart, ThinkingBlock, ToolCall, ToolResult
 
 Role = Literal["system", "developer", "user", "assistant", "tool"]
 
@@ -65,6 +65,20 @@ class Message:
         """The message with its reasoning taken out: thinking blocks and opaque reasoning items."""
         opaque = tuple(part for part in self.opaque if part.kind not in REASONING_KINDS)
         return replace(self, thinking=(), opaque=opaque)
+
+
+def tool_message(event: ToolResult, text: str | None = None) -> Message:
+    """The ``tool`` message of a tool result: its output, or ``text`` shown in its place."""
+    return Message(
+        role="tool",
+        text=event.output if text is None else text,
+        tool_call_id=event.call_id,
+        tool_name=event.tool_name,
+        is_error=event.is_error,
+        parts=event.parts,
+        section="tool_output",
+        source_ids=(event.id,),
+    )
 
 
 DecisionAction = Literal[

@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ._common import echo_json, store_option
+from ._common import echo_json, missing_store, store_option
 
 
 @click.group(name="proxy", invoke_without_command=True)
@@ -87,6 +87,9 @@ def stats(session_id: str | None, as_json: bool, store_url: str | None) -> None:
     from ..proxy._db import ProxyDB
     from ..proxy.ledger import Ledger
 
+    missing = missing_store(store_url)
+    if missing is not None:  # a read-only command: it opens a ledger, never creates one
+        raise click.UsageError(f"no proxy ledger at {missing} (run `contextwarden proxy` first, or pass --store)")
     db = ProxyDB(store_url)
     try:
         report = Ledger(db).stats(session_id)

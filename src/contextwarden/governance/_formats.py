@@ -16,7 +16,7 @@ from ..log.events import AssistantMessage, Event, Instruction, ToolCall, ToolRes
 from ..tokens import IMAGE_TOKENS, MESSAGE_OVERHEAD, TokenCounter
 from ..wire import ParsedRequest, RawSpan, detect_format
 from ..wire._common import arguments_text
-from ..wire.usage import anthropic_usage, openai_chat_usage, openai_responses_usage
+from ..wire.usage import any_usage
 from ._items import (
     RequestFormat,
     RequestItem,
@@ -176,13 +176,7 @@ def _json_text(values: tuple[Any, ...]) -> str:
 
 
 def response_usage(response: Mapping[str, Any] | None) -> RequestUsage | None:
-    usage = response.get("usage") if response is not None else None
-    if not isinstance(usage, Mapping):
+    counts = any_usage(response.get("usage") if response is not None else None)
+    if counts is None:
         return None
-    if "prompt_tokens" in usage:
-        counts = openai_chat_usage(usage)
-    elif "cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage:
-        counts = anthropic_usage(usage)
-    else:
-        counts = openai_responses_usage(usage)
     return RequestUsage(input_tokens=counts.input, cache_read_tokens=counts.cache_read, output_tokens=counts.output)

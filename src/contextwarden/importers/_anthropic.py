@@ -18,6 +18,8 @@ from typing import Any
 from ..log.events import BinaryPart, OpaquePart, ThinkingBlock, ToolCall
 from ..wire._common import arguments_object
 from ..wire.anthropic.request import assistant_block, content_block
+from ..wire.usage import anthropic_usage
+from ._builder import TranscriptBuilder
 from ._common import as_dict, fail
 
 
@@ -70,6 +72,32 @@ def assistant_content(content: Any, source: str, where: str, skip: Callable[[str
             out.opaque.append(read)
             skip(f"assistant block:{read.kind} (kept verbatim)")
     return out
+
+
+def add_assistant(
+    builder: TranscriptBuilder,
+    message: dict[str, Any],
+    content: AssistantContent,
+    *,
+    model: str,
+    request_id: str = "",
+    key: str | None = None,
+    at: float | None = None,
+) -> None:
+    """Append an Anthropic assistant ``message`` (its ``content`` read) and the usage it reports."""
+    builder.assistant(
+        text=content.text,
+        thinking=content.thinking,
+        tool_calls=content.calls,
+        opaque=content.opaque,
+        model=model,
+        stop_reason=str(message.get("stop_reason") or ""),
+        key=key,
+        at=at,
+    )
+    usage = anthropic_usage(message.get("usage"))
+    if usage is not None:
+        builder.usage(usage, model=model, request_id=request_id, key=key)
 
 
 def collect_block(block: dict[str, Any], texts: list[str], parts: list[BinaryPart]) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -34,6 +34,7 @@ from ..log.events import (
     UserMessage,
 )
 from ..pairing import unique_call_id
+from ..wire.usage import UsageCounts, usage_report
 from ._common import Transcript
 
 
@@ -230,7 +231,7 @@ class TranscriptBuilder:
 
     def usage(
         self,
-        fields: Mapping[str, int],
+        counts: UsageCounts,
         *,
         model: str = "",
         request_id: str = "",
@@ -243,16 +244,7 @@ class TranscriptBuilder:
         """
         slot = self._by_key.get(key) if key is not None else self._latest_assistant()
         at = slot.event.created_at if slot is not None else None
-        report = UsageReport(
-            input_tokens=fields.get("input_tokens", 0),
-            output_tokens=fields.get("output_tokens", 0),
-            cache_read_tokens=fields.get("cache_read", 0),
-            cache_write_tokens=fields.get("cache_write", 0),
-            cache_write_1h_tokens=fields.get("cache_write_1h", 0),
-            request_id=request_id,
-            model=model,
-            **_at(at),
-        )
+        report = usage_report(counts, request_id=request_id, model=model, created_at=at)
         if slot is not None and (key is not None or slot.usage is None):
             slot.usage = dataclasses.replace(
                 report, response_event_id=slot.event.id, model=model or _model_of(slot.event)

@@ -1,7 +1,7 @@
 """What every importer shares: the :class:`Transcript` result, typed access and small converters.
 
 Typed access names the JSON path of anything malformed; the converters read timestamps, tool
-arguments, data URLs and provider usage the same way for every format.
+arguments and data URLs the same way for every format (provider usage: :mod:`contextwarden.wire.usage`).
 """
 
 from __future__ import annotations
@@ -74,17 +74,6 @@ def opt_str(obj: Mapping[str, Any], key: str, source: str, where: str) -> str:
     if not isinstance(value, str):
         raise fail(source, f"{where}.{key}", f"expected a string, got {_type_name(value)}")
     return value
-
-
-def opt_int(value: Any) -> int:
-    """Read a token count from a foreign record: ints (and integral floats) pass, anything else is 0."""
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int):
-        return max(value, 0)
-    if isinstance(value, float) and value.is_integer():
-        return max(int(value), 0)
-    return 0
 
 
 def _type_name(value: Any) -> str:
@@ -180,40 +169,3 @@ def openai_tool_calls(raw: Any, source: str, where: str) -> list[ToolCall]:
         opt_str(function, "name", source, f"{here}.function")
         calls.append(tool_call(item))
     return calls
-
-
-def usage_fields_openai(usage: Mapping[str, Any]) -> dict[str, int]:
-    """Read usage from an OpenAI Chat style record (also LiteLLM's, which may add Anthropic cache keys).
-
-    ``prompt_tokens`` already counts cached tokens on OpenAI. LiteLLM's Anthropic mapping has
-    counted cache writes and reads in ``prompt_tokens`` in some versions and not in others, so when
-    the parts exceed the reported total the parts are added.
-    """
-    prompt = opt_int(usage.get("prompt_tokens", usage.get("input_tokens")))
-    details = usage.get("prompt_tokens_details")
-    cached = opt_int(details.get("cached_tokens")) if isinstance(details, Mapping) else 0
-    read = max(cached, opt_int(usage.get("cache_read_input_tokens")))
-    write = opt_int(usage.get("cache_creation_input_tokens"))
-    total = prompt if prompt >= read + write else prompt + read + write
-    output = opt_int(usage.get("completion_tokens", usage.get("output_tokens")))
-    return {"input_tokens": total, "output_tokens": output, "cache_read": read, "cache_write": write}
-
-
-def usage_fields_anthropic(usage: Mapping[str, Any]) -> dict[str, int]:
-    """Read usage from an Anthropic Messages record (its ``input_tokens`` excludes cache reads/writes).
-
-    ``cache_creation`` (when present) splits the writes by lifetime; the 1-hour ones are billed 2x
-    input instead of 1.25x, so they are kept apart as ``cache_write_1h``.
-    """
-    read = opt_int(usage.get("cache_read_input_tokens"))
-    write = opt_int(usage.get("cache_creation_input_tokens"))
-    split = usage.get("cache_creation")
-    one_hour = opt_int(split.get("ephemeral_1h_input_tokens")) if isinstance(split, Mapping) else 0
-    total = opt_int(usage.get("input_tokens")) + read + write
-    return {
-        "input_tokens": total,
-        "output_tokens": opt_int(usage.get("output_tokens")),
-        "cache_read": read,
-        "cache_write": write,
-        "cache_write_1h": min(one_hour, write),
-    }

@@ -25,7 +25,8 @@ from typing import Any
 
 from ..log.events import ToolCall
 from ..wire.openai_chat.request import reasoning_blocks
-from ._anthropic import assistant_content, system_text, text_and_parts, user_content
+from ..wire.usage import openai_chat_usage
+from ._anthropic import add_assistant, assistant_content, system_text, text_and_parts, user_content
 from ._builder import TranscriptBuilder
 from ._common import (
     Transcript,
@@ -36,8 +37,6 @@ from ._common import (
     openai_tool_calls,
     opt_str,
     parse_arguments,
-    usage_fields_anthropic,
-    usage_fields_openai,
 )
 from ._source import ImportOptions, SourceDocument
 
@@ -113,9 +112,9 @@ class _OpenAIReader:
         model = message.get("model")
         model = model if isinstance(model, str) else ""
         self.builder.assistant(text=text, thinking=thinking, tool_calls=calls, model=model)
-        usage = message.get("usage")
-        if isinstance(usage, dict):
-            self.builder.usage(usage_fields_openai(usage), model=model)
+        usage = openai_chat_usage(message.get("usage"))
+        if usage is not None:
+            self.builder.usage(usage, model=model)
 
     def _function_result(self, message: dict[str, Any], text: str, where: str) -> None:
         name = opt_str(message, "name", self.source, where)
@@ -157,14 +156,4 @@ class _AnthropicReader:
         content = assistant_content(message.get("content"), self.source, where, self.builder.skip)
         model = message.get("model")
         model = model if isinstance(model, str) else ""
-        self.builder.assistant(
-            text=content.text,
-            thinking=content.thinking,
-            tool_calls=content.calls,
-            opaque=content.opaque,
-            model=model,
-            stop_reason=str(message.get("stop_reason") or ""),
-        )
-        usage = message.get("usage")
-        if isinstance(usage, dict):
-            self.builder.usage(usage_fields_anthropic(usage), model=model)
+        add_assistant(self.builder, message, content, model=model)

@@ -39,16 +39,15 @@ import re
 from typing import Any
 
 from ..log.events import JSONValue, UserMessage
-from ._anthropic import assistant_content, text_and_parts, user_content
+from ..wire.usage import anthropic_usage, int_field
+from ._anthropic import add_assistant, assistant_content, text_and_parts, user_content
 from ._builder import TranscriptBuilder
 from ._common import (
     Transcript,
     as_dict,
     fail,
-    opt_int,
     opt_str,
     parse_timestamp,
-    usage_fields_anthropic,
 )
 from ._source import ImportOptions, SourceDocument
 
@@ -220,7 +219,7 @@ class _Reader:
             self.pending_compaction = {
                 "provider_side": True,
                 "trigger": str(meta.get("trigger") or ""),
-                "pre_tokens": opt_int(meta.get("preTokens", meta.get("pre_tokens"))),
+                "pre_tokens": int_field(meta.get("preTokens", meta.get("pre_tokens"))),
                 "at": parse_timestamp(record.get("timestamp")),
             }
         elif subtype == "microcompact_boundary":
@@ -246,8 +245,8 @@ class _Reader:
         ids = meta.get("compactedToolIds", meta.get("compacted_tool_ids"))
         entry: dict[str, JSONValue] = {
             "trigger": str(meta.get("trigger") or ""),
-            "pre_tokens": opt_int(meta.get("preTokens", meta.get("pre_tokens"))),
-            "tokens_saved": opt_int(meta.get("tokensSaved", meta.get("tokens_saved"))),
+            "pre_tokens": int_field(meta.get("preTokens", meta.get("pre_tokens"))),
+            "tokens_saved": int_field(meta.get("tokensSaved", meta.get("tokens_saved"))),
             "tool_ids": [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else [],
         }
         found = self.builder.metadata.setdefault("microcompactions", [])
@@ -256,15 +255,14 @@ class _Reader:
         self.builder.skip("system:microcompact_boundary")
 
     def _result(self, record: dict[str, Any]) -> None:
-        usage = record.get("usage")
+        usage = anthropic_usage(record.get("usage"))
         totals: dict[str, Any] = {}
-        if isinstance(usage, dict):
-            fields = usage_fields_anthropic(usage)
+        if usage is not None:
             totals = {
-                "input_tokens": fields["input_tokens"],
-                "output_tokens": fields["output_tokens"],
-                "cache_read_tokens": fields["cache_read"],
-                "cache_write_tokens": fields["cache_write"],
+                "input_tokens": usage.input,
+                "output_tokens": usage.output,
+                "cache_read_tokens": usage.cache_read,
+                "cache_write_tokens": usage.cache_write,
             }
         cost = record.get("total_cost_usd")
         if isinstance(cost, (int, float)):
@@ -317,25 +315,16 @@ class _Reader:
             self.builder.metadata.setdefault("model", model)
         key = "msg:" + str(message.get("id") or record.get("uuid") or where)
         content = assistant_content(message.get("content"), self.source, f"{where}: message", self.builder.skip)
-        self.builder.assistant(
-            text=content.text,
-            thinking=content.thinking,
-            tool_calls=content.calls,
-            opaque=content.opaque,
+        request_id = record.get("requestId")
+        add_assistant(
+            self.builder,
+            message,
+            content,
             model=model,
-            stop_reason=str(message.get("stop_reason") or ""),
+            request_id=request_id if isinstance(request_id, str) else "",
             key=key,
             at=parse_timestamp(record.get("timestamp")),
         )
-        usage = message.get("usage")
-        if isinstance(usage, dict):
-            request_id = record.get("requestId")
-            self.builder.usage(
-                usage_fields_anthropic(usage),
-                model=model,
-                request_id=request_id if isinstance(request_id, str) else "",
-                key=key,
-            )
 
     def _flush_compaction(self) -> None:
         if self.pending_compaction is not None:

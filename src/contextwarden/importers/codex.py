@@ -39,6 +39,7 @@ from typing import Any
 
 from ..log.events import BinaryPart, JSONValue, ToolCall
 from ..wire.openai_responses.request import assistant_turn
+from ..wire.usage import int_field, openai_responses_usage
 from ._builder import TranscriptBuilder
 from ._codex_items import (
     ASSISTANT_ITEMS,
@@ -59,7 +60,6 @@ from ._common import (
     Transcript,
     as_dict,
     fail,
-    opt_int,
     opt_str,
     parse_arguments,
     parse_timestamp,
@@ -184,7 +184,7 @@ class _Reader:
     def _event(self, payload: dict[str, Any], at: float | None) -> None:
         kind = payload.get("type")
         if kind == "thread_rolled_back":
-            turns = opt_int(payload.get("num_turns"))
+            turns = int_field(payload.get("num_turns"))
             dropped = self.builder.rewind_user_turns(turns)
             self.response = None
             self.builder.warn(f"a rollback undid the last {turns} user turn(s): {dropped} event(s) left out")
@@ -197,23 +197,20 @@ class _Reader:
             last, total = info.get("last_token_usage"), info.get("total_token_usage")
         else:
             last, total = (payload, None) if "input_tokens" in payload else (None, None)
-        if not isinstance(last, dict) or (total is not None and total == self.last_total):
+        usage = openai_responses_usage(last)
+        if usage is None or (total is not None and total == self.last_total):
             # Rate-limit-only updates and repeats of the same running total carry no new call.
             self.builder.skip("event_msg:token_count")
             return
         self.last_total = total
-        if isinstance(total, dict):
+        totals = openai_responses_usage(total)
+        if totals is not None:
             self.builder.metadata["usage_totals"] = {
-                "input_tokens": opt_int(total.get("input_tokens")),
-                "output_tokens": opt_int(total.get("output_tokens")),
-                "cache_read_tokens": opt_int(total.get("cached_input_tokens")),
+                "input_tokens": totals.input,
+                "output_tokens": totals.output,
+                "cache_read_tokens": totals.cache_read,
             }
-        fields = {
-            "input_tokens": opt_int(last.get("input_tokens")),
-            "output_tokens": opt_int(last.get("output_tokens")),
-            "cache_read": opt_int(last.get("cached_input_tokens")),
-        }
-        self.builder.usage(fields, model=self.model, key=self.response)
+        self.builder.usage(usage, model=self.model, key=self.response)
         self.response = None
 
     # -- response items

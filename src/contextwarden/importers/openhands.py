@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..log.events import BinaryPart, JSONValue, ThinkingBlock, ToolCall
+from ..wire.usage import openai_chat_usage
 from ._builder import TranscriptBuilder
 from ._common import (
     Transcript,
@@ -39,7 +40,6 @@ from ._common import (
     openai_tool_calls,
     parse_arguments,
     parse_timestamp,
-    usage_fields_openai,
 )
 from ._source import ImportOptions, SourceDocument
 from .openhands_sdk import is_sdk_event, read_sdk_events
@@ -196,14 +196,12 @@ class _Reader:
         self.builder.assistant(text=str(args.get("thought") or ""), tool_calls=[call], at=at)
 
     def _usage(self, response: dict[str, Any], *, key: str | None) -> None:
-        usage = response.get("usage")
-        if isinstance(usage, dict):
+        usage = openai_chat_usage(response.get("usage"))
+        if usage is not None:
             model = str(response.get("model") or "")
             if model:
                 self.builder.metadata.setdefault("model", model)
-            self.builder.usage(
-                usage_fields_openai(usage), model=model, request_id=str(response.get("id") or ""), key=key
-            )
+            self.builder.usage(usage, model=model, request_id=str(response.get("id") or ""), key=key)
 
     # -- observations
 

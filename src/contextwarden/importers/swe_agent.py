@@ -33,6 +33,7 @@ import re
 from typing import Any
 
 from ..log.events import ToolCall
+from ..wire.usage import int_field, openai_chat_usage
 from ._builder import TranscriptBuilder
 from ._common import (
     Transcript,
@@ -40,10 +41,8 @@ from ._common import (
     as_list,
     openai_content,
     openai_tool_calls,
-    opt_int,
     opt_str,
     parse_timestamp,
-    usage_fields_openai,
 )
 from ._source import ImportOptions, SourceDocument
 
@@ -75,11 +74,11 @@ def _info_metadata(info: dict[str, Any], builder: TranscriptBuilder) -> None:
         return
     # Runs replayed or run without a live model record zeros; zeros are not usage.
     totals: dict[str, Any] = {}
-    if opt_int(stats.get("tokens_sent")):
-        totals["input_tokens"] = opt_int(stats.get("tokens_sent"))
-        totals["output_tokens"] = opt_int(stats.get("tokens_received"))
-    if opt_int(stats.get("api_calls")):
-        totals["api_calls"] = opt_int(stats.get("api_calls"))
+    if int_field(stats.get("tokens_sent")):
+        totals["input_tokens"] = int_field(stats.get("tokens_sent"))
+        totals["output_tokens"] = int_field(stats.get("tokens_received"))
+    if int_field(stats.get("api_calls")):
+        totals["api_calls"] = int_field(stats.get("api_calls"))
     cost = stats.get("instance_cost")
     if isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost > 0:
         totals["cost_usd"] = float(cost)
@@ -215,9 +214,9 @@ class _MiniReader:
         response = response if isinstance(response, dict) else {}
         model = str(response.get("model") or "")
         self.builder.assistant(text=text, tool_calls=calls, model=model, at=at)
-        usage = response.get("usage")
-        if isinstance(usage, dict):
-            self.builder.usage(usage_fields_openai(usage), model=model, request_id=str(response.get("id") or ""))
+        usage = openai_chat_usage(response.get("usage"))
+        if usage is not None:
+            self.builder.usage(usage, model=model, request_id=str(response.get("id") or ""))
 
     def _result(self, call_id: str, text: str, extra: dict[str, Any], where: str, at: float | None) -> None:
         code = extra.get("returncode")

@@ -24,14 +24,15 @@ Needs ``pip install 'contextwarden[pydantic-ai]'``.
 from __future__ import annotations
 
 import base64
-import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..assemble.manager import ContextManager, ContextPolicy
-from ..log.events import UsageReport
+from ..log.events import AssistantMessage, Instruction, ToolResult, UsageReport, UserMessage
 from ..log.store import SessionStore
 from ..models import ModelProfile
+from ..wire import get_codec
 from ._core import Warden, fallback_warning
 from ._retrieval import RetrievalServer
 
@@ -173,7 +174,7 @@ class ContextWarden(AbstractCapability[Any]):
             ],
         }
         projected = self.warden.project(session_id, "openai_chat", body, model=name)
-        return from_chat(projected.body["messages"])
+        return from_chat(projected.body)
 
 
 # --------------------------------------------------------------------------- pydantic-ai -> chat
@@ -255,82 +256,45 @@ def _response(message: pm.ModelResponse) -> dict[str, Any]:
 # --------------------------------------------------------------------------- chat -> pydantic-ai
 
 
-def from_chat(messages: list[dict[str, Any]]) -> list[pm.ModelMessage]:
-    """OpenAI Chat messages (a rendered projection) as pydantic-ai messages."""
+def from_chat(body: Mapping[str, Any]) -> list[pm.ModelMessage]:
+    """A rendered OpenAI Chat request (a projection) as pydantic-ai messages, read by the Chat codec."""
+    parsed = get_codec("openai_chat").parse_request(body)
     out: list[pm.ModelMessage] = []
     pending: list[Any] = []
-    names: dict[str, str] = {}
 
     def flush() -> None:
         if pending:
             out.append(pm.ModelRequest(parts=list(pending)))
             pending.clear()
 
-    for message in messages:
-        role = message.get("role")
-        if role == "assistant":
+    for event in (*parsed.instructions, *parsed.events):
+        if isinstance(event, AssistantMessage):
             flush()
-            out.append(_assistant(message, names))
-        elif role in ("system", "developer"):
-            pending.append(pm.SystemPromptPart(content=_text(message.get("content"))))
-        elif role == "tool":
-            call_id = str(message.get("tool_call_id", ""))
+            out.append(_model_response(event))
+        elif isinstance(event, Instruction):
+            pending.append(pm.SystemPromptPart(content=event.text))
+        elif isinstance(event, ToolResult):
             pending.append(
-                pm.ToolReturnPart(
-                    tool_name=names.get(call_id, ""), content=_text(message.get("content")), tool_call_id=call_id
-                )
+                pm.ToolReturnPart(tool_name=event.tool_name, content=event.output, tool_call_id=event.call_id)
             )
-        else:
-            pending.append(pm.UserPromptPart(content=_user_parts(message.get("content"))))
+        elif isinstance(event, UserMessage):
+            pending.append(pm.UserPromptPart(content=_user_content_of(event)))
     flush()
     return out
 
 
-def _assistant(message: dict[str, Any], names: dict[str, str]) -> pm.ModelResponse:
-    parts: list[Any] = []
-    text = _text(message.get("content"))
-    if text:
-        parts.append(pm.TextPart(content=text))
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") or {}
-        names[str(call.get("id", ""))] = str(function.get("name", ""))
-        parts.append(
-            pm.ToolCallPart(
-                tool_name=str(function.get("name", "")),
-                args=_arguments(function.get("arguments")),
-                tool_call_id=str(call.get("id", "")),
-            )
-        )
+def _model_response(message: AssistantMessage) -> pm.ModelResponse:
+    parts: list[Any] = [pm.TextPart(content=message.text)] if message.text else []
+    for call in message.tool_calls:
+        raw = call.arguments.get("_raw")
+        # Arguments that were not a JSON object go back as the text they were.
+        args = raw if len(call.arguments) == 1 and isinstance(raw, str) else dict(call.arguments)
+        parts.append(pm.ToolCallPart(tool_name=call.name, args=args, tool_call_id=call.id))
     return pm.ModelResponse(parts=parts)
 
 
-def _arguments(raw: Any) -> dict[str, Any] | str:
-    if isinstance(raw, str):
-        try:
-            parsed = json.loads(raw)
-        except json.JSONDecodeError:
-            return raw
-        return parsed if isinstance(parsed, dict) else raw
-    return raw if isinstance(raw, dict) else {}
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return ""
-
-
-def _user_parts(content: Any) -> Any:
-    if not isinstance(content, list):
-        return _text(content)
-    items: list[Any] = []
-    for part in content:
-        if not isinstance(part, dict):
-            continue
-        if part.get("type") == "text":
-            items.append(str(part.get("text", "")))
-        elif part.get("type") == "image_url":
-            items.append(pm.ImageUrl(url=str((part.get("image_url") or {}).get("url", ""))))
-    return items
+def _user_content_of(message: UserMessage) -> Any:
+    if not message.parts:
+        return message.text
+    images = [pm.BinaryContent(data=part.data, media_type=part.media_type) for part in message.parts]
+    return [message.text, *images] if message.text else images

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from ..context import Message, ModelContext
+from ..context import Message, ModelContext, tool_message
 from ..errors import UsageError
 from ..log.events import (
     AssistantMessage,
@@ -129,18 +129,7 @@ class History:
                 )
             )
         elif isinstance(event, ToolResult):
-            self.messages.append(
-                Message(
-                    role="tool",
-                    text=event.output,
-                    tool_call_id=event.call_id,
-                    tool_name=event.tool_name,
-                    is_error=event.is_error,
-                    parts=event.parts,
-                    section="tool_output",
-                    source_ids=(event.id,),
-                )
-            )
+            self.messages.append(tool_message(event))
 
     @property
     def system(self) -> str:

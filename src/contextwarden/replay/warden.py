@@ -7,7 +7,9 @@ counted). Variants take comma-separated options after a colon:
 - any :class:`~contextwarden.plan.planner.PlannerSettings` field as ``name=value`` (dashes for underscores),
   ``no-<flag>`` for a boolean one (``no-cache-aware``, ``no-mask``); ``keep=N`` and ``min-batch=N`` are
   short for ``keep-recent-tool-results`` and ``min-batch-tokens``; ``trigger=N`` sets the budget
-  trigger; ``no-compact`` runs without the compactor;
+  trigger; ``no-compact`` runs without the compactor; ``task=NAME`` starts from a task preset
+  (:func:`~contextwarden.plan.taskpolicies.get_task_policy`: ``coding``, ``research``, ``browser``)
+  instead of the default policy, the other options varying it;
 - two what-ifs that change how the builder is driven, not the builder, so a proposed planner or
   manager change can be measured before it is made: ``min-batch-share=F`` (when the planner has no
   setting of that name) asks each build for a voluntary batch of at least ``F`` times the current
@@ -22,11 +24,11 @@ import dataclasses
 from dataclasses import dataclass, field, replace
 
 from ..assemble.manager import ContextManager, ContextPolicy
-from ..budget import BudgetPolicy
 from ..context import ModelContext
 from ..errors import BudgetExceededError, UsageError
 from ..log.events import Compaction
 from ..plan.planner import PlannerSettings
+from ..plan.taskpolicies import get_task_policy
 from ..window.projection import Projection
 from .strategies import Built, RunEnv, StrategyRun, convert_option, plain_context
 
@@ -117,14 +119,18 @@ _SHORT = {"keep": "keep_recent_tool_results", "min_batch": "min_batch_tokens"}
 
 def contextwarden_variant(options: str, *, name: str | None = None) -> ContextWardenStrategy:
     """The ``contextwarden`` strategy with comma-separated options (see the module docstring)."""
-    planner = PlannerSettings()
-    budget = BudgetPolicy()
+    given = [o for o in (o.strip() for o in options.split(",")) if o]
+    tasks = [o.partition("=")[2] for o in given if o.startswith("task=")]
+    base = get_task_policy(tasks[-1]) if tasks else ContextPolicy()
+    planner, budget = base.planner, base.budget
     compact, share, frontier = True, 0.0, False
     fields = {f.name for f in dataclasses.fields(PlannerSettings)}
-    for option in filter(None, (o.strip() for o in options.split(","))):
+    for option in given:
         key, _, value = option.partition("=")
         attr = _SHORT.get(key.replace("-", "_"), key.replace("-", "_"))
-        if option == "no-compact":
+        if key == "task" and value:
+            continue  # applied first, whatever its place
+        elif option == "no-compact":
             compact = False
         elif option == "frontier":
             frontier = True
@@ -144,11 +150,12 @@ def contextwarden_variant(options: str, *, name: str | None = None) -> ContextWa
                 "keep=N",
                 "min-batch=N",
                 "trigger=N",
+                "task=NAME",
                 *(f"{f.replace('_', '-')}=..." for f in sorted(fields)),
             ]
             raise UsageError(f"unknown contextwarden option {option!r}; known: {', '.join(known)}")
     label = name or (f"contextwarden:{options}" if options else "contextwarden")
-    policy = ContextPolicy(name=label, planner=planner, budget=budget, compact=compact)
+    policy = replace(base, name=label, planner=planner, budget=budget, compact=compact)
     return ContextWardenStrategy(
         name=label, policy=policy, compact=compact, min_batch_share=share, frontier_breakpoint=frontier
     )

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..context import Decision, Message
+from ..context import Decision, Message, tool_message
 from ..fragments import DEFAULT_REGISTRY
 from ..log.events import (
     AssistantMessage,
@@ -335,16 +335,7 @@ class Projection:
         proposals, notes = self._ledger.observe(event, call, resources, policy, self.list, self.queue.shrinkable)
         if notes:
             text = f"{text}\n{notes}"
-        message = Message(
-            role="tool",
-            text=text,
-            tool_call_id=event.call_id,
-            tool_name=event.tool_name,
-            is_error=event.is_error,
-            parts=event.parts,
-            section="tool_output",
-            source_ids=(event.id,),
-        )
+        message = tool_message(event, text)
         item = self._message_item(
             event,
             message,

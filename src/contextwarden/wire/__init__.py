@@ -47,13 +47,18 @@ from typing import get_args
 from ..errors import UsageError
 from ..pairing import ABORTED_TEXT, normalize_pairing
 from ._address import AddressedBody, address_body, extend_body
+from ._codec import Codec
 from ._detect import detect_format
 from ._response_common import map_stop_reason
-from ._types import FORMATS, Codec, ParsedRequest, ParsedResponse, RawSpan, StreamAccumulator, WireFormat
-from .anthropic import AnthropicCodec, render_anthropic
-from .gemini import GeminiCodec, render_gemini
-from .openai_chat import OpenAIChatCodec, render_openai_chat
-from .openai_responses import OpenAIResponsesCodec, render_openai_responses
+from ._types import FORMATS, ParsedRequest, ParsedResponse, RawSpan, StreamAccumulator, WireFormat
+from .anthropic import CODEC as ANTHROPIC
+from .anthropic import render_anthropic
+from .gemini import CODEC as GEMINI
+from .gemini import render_gemini
+from .openai_chat import CODEC as OPENAI_CHAT
+from .openai_chat import render_openai_chat
+from .openai_responses import CODEC as OPENAI_RESPONSES
+from .openai_responses import render_openai_responses
 
 __all__ = [
     "ABORTED_TEXT",
@@ -77,12 +82,7 @@ __all__ = [
     "render_openai_responses",
 ]
 
-_CODECS: dict[str, Codec] = {
-    "anthropic": AnthropicCodec(),
-    "openai_chat": OpenAIChatCodec(),
-    "openai_responses": OpenAIResponsesCodec(),
-    "gemini": GeminiCodec(),
-}
+_CODECS: dict[str, Codec] = {codec.format: codec for codec in (ANTHROPIC, OPENAI_CHAT, OPENAI_RESPONSES, GEMINI)}
 assert set(_CODECS) == set(get_args(WireFormat))
 
 

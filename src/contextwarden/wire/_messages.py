@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from ..context import Message, ModelContext, ToolDefinition
+from ..context import Message, ModelContext, ToolDefinition, tool_message
 from ..errors import ImportFormatError
 from ..log.events import AssistantMessage, Event, Instruction, ToolResult, UserMessage
 
@@ -75,16 +75,7 @@ def message_of(event: Event) -> Message | None:
             source_ids=(event.id,),
         )
     if isinstance(event, ToolResult):
-        return Message(
-            role="tool",
-            text=event.output,
-            tool_call_id=event.call_id,
-            tool_name=event.tool_name,
-            is_error=event.is_error,
-            parts=event.parts,
-            section="tool_output",
-            source_ids=(event.id,),
-        )
+        return tool_message(event)
     return None
 
 

@@ -11,8 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..context import Message
 from ..errors import MalformedResponse
-from ..log.events import AssistantMessage, UsageReport
+from ..log.events import AssistantMessage
+from ._types import ParsedResponse
+from .usage import UsageCounts, usage_report
 
 _STOP_REASONS = {
     "stop": "end_turn",
@@ -46,26 +49,31 @@ def map_stop_reason(reason: str, *, has_tool_calls: bool = False) -> str:
     return mapped
 
 
-def usage_report(
+def assistant_response(
     body: Mapping[str, Any],
-    assistant: AssistantMessage,
+    message: Message,
     *,
-    total_input: int,
-    output: int,
-    cache_read: int,
-    cache_write: int = 0,
+    model: str,
+    reason: str,
+    usage: UsageCounts | None,
     request_id: str | None = None,
-) -> UsageReport:
-    """The usage of one call, linked to the assistant message it produced."""
-    return UsageReport(
-        input_tokens=total_input,
-        output_tokens=output,
-        cache_read_tokens=cache_read,
-        cache_write_tokens=cache_write,
-        request_id=str(body.get("id", "")) if request_id is None else request_id,
-        response_event_id=assistant.id,
-        model=assistant.model,
+) -> ParsedResponse:
+    """The events of one response: the assistant message read from it and its usage, linked to it.
+
+    ``reason`` is the provider's own stop or finish reason; ``request_id`` defaults to the body's ``id``.
+    """
+    assistant = AssistantMessage(
+        text=message.text,
+        thinking=message.thinking,
+        tool_calls=message.tool_calls,
+        opaque=message.opaque,
+        model=model,
+        stop_reason=map_stop_reason(reason, has_tool_calls=bool(message.tool_calls)),
     )
+    if usage is None:
+        return assistant, None
+    request = str(body.get("id", "")) if request_id is None else request_id
+    return assistant, usage_report(usage, request_id=request, response_event_id=assistant.id, model=model)
 
 
 def openai_text(content: object) -> str:
@@ -96,8 +104,3 @@ def mapping(value: object, where: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise MalformedResponse(f"{where} is {type(value).__name__}, expected a JSON object")
     return value
-
-
-def int_field(value: object) -> int:
-    """An integer field of a usage object; 0 when absent or not an integer."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -1,4 +1,4 @@
-"""The shapes every codec shares: the format names, a parsed request, the codec and stream protocols."""
+"""The shapes every codec shares: the format names, a parsed request, the stream protocol."""
 
 from __future__ import annotations
 
@@ -73,33 +73,7 @@ class StreamAccumulator(Protocol):
         """Take one SSE event: its ``event:`` name (empty when the stream names none) and its JSON data."""
 
     def result(self) -> ParsedResponse:
-        """The response so far, as :meth:`Codec.parse_response` would read the non-streamed body."""
-
-
-class Codec(Protocol):
-    """One provider wire format, both ways."""
-
-    format: WireFormat
-    """The format this codec speaks."""
-
-    def parse_request(self, body: Mapping[str, Any]) -> ParsedRequest:
-        """Read a request body into events (raises :class:`~contextwarden.errors.ImportFormatError`)."""
-
-    def render_request(
-        self,
-        ctx: ModelContext,
-        *,
-        model: str | None = None,
-        max_tokens: int | None = None,
-        extra: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """A complete, sendable request body for ``ctx``; ``model`` defaults to ``ctx.model``."""
-
-    def parse_response(self, body: Mapping[str, Any]) -> ParsedResponse:
-        """Read a non-streamed response body (raises :class:`~contextwarden.errors.MalformedResponse`)."""
-
-    def stream_accumulator(self) -> StreamAccumulator:
-        """A fresh accumulator for one streamed response."""
+        """The response so far, as the codec's ``parse_response`` would read the non-streamed body."""
 
 
 def parsed_request(

@@ -11,14 +11,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from functools import cache
 from itertools import chain
-from typing import Any
+from typing import Any, TypeVar
 
 from ...errors import ConflictError, SessionExists, SessionNotFound, StoreError, UsageError
 from ..events import Event, JSONValue
 from . import _shared as sh
+from ._dialect import Dialect
 from ._protocol import SessionInfo
 from ._sql_checkpoints import CheckpointSQL
 
@@ -28,36 +28,7 @@ Cursor = Any
 _SESSION_COLUMNS = "id, created_at, last_seq, window_start_seq, parent_session_id, fork_seq, metadata"
 
 
-@dataclass(frozen=True, kw_only=True)
-class Dialect:
-    """What one SQL database needs said differently."""
-
-    name: str
-    """How error messages name the database."""
-    param: str
-    """The driver's placeholder: ``?`` or ``%s``."""
-    sessions: str
-    """The sessions table."""
-    events: str
-    """The events table."""
-    checkpoints: str
-    """The projection checkpoints table (derived data, see :mod:`contextwarden.window.checkpoint`)."""
-    pieces: str
-    """The pieces the checkpoints are stored in (see :mod:`._sql_checkpoints`)."""
-    migrations_table: str
-    """Where applied schema versions are recorded."""
-    creation_order: str
-    """The column that orders sessions created in the same instant."""
-    lock_append: str = ""
-    """Appended to the read of a session's ``last_seq`` before an append (a row lock, if needed)."""
-    lock_fork: str = ""
-    """Appended to the read of a fork's parent (a share lock, if needed)."""
-    rows_per_insert: int = 1
-    """Event rows per ``INSERT`` statement of an append."""
-    migration_lock: str | None = None
-    """A statement run first by a migration, so concurrent openers migrate one at a time."""
-    migrations: tuple[tuple[int, tuple[str, ...]], ...] = ()
-    """Schema versions and their statements, applied in order and recorded in ``migrations_table``."""
+_Store = TypeVar("_Store", bound="SQLStore")
 
 
 class DuplicateSeq(Exception):
@@ -72,7 +43,17 @@ class SQLStore(CheckpointSQL):
 
     dialect: Dialect
 
+    def __enter__(self: _Store) -> _Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     # ------------------------------------------------------------------ hooks
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        raise NotImplementedError
 
     def _transaction(self, *, write: bool) -> AbstractContextManager[Cursor]:
         """Open a transaction (``write`` ones hold the write lock the append check relies on).

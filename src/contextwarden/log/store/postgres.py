@@ -126,12 +126,6 @@ class PostgresStore(SQLStore):
         self._closed = False
         self._migrate()
 
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         params = self._psycopg.conninfo.conninfo_to_dict(self.dsn)
         where = f"{params.get('host', '')}:{params.get('port', '')}/{params.get('dbname', '')}"

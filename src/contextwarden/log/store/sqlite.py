@@ -106,12 +106,6 @@ class SQLiteStore(SQLStore):
             raise StoreError(f"cannot open SQLite store {self.path!r}: {exc}") from None
         self._migrate()
 
-    def __enter__(self) -> SQLiteStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
 

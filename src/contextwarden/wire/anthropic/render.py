@@ -42,10 +42,9 @@ from .._common import (
     has_opaque,
     is_foreign_to_anthropic_or_gemini,
     join_text,
-    own_tools,
     with_opaque,
 )
-from .._render_args import OPENING_TEXT, finish, profile_max_tokens
+from .._render_args import OPENING_TEXT, finish, function_spec, profile_max_tokens, tool_list
 
 __all__ = ["MAX_CACHE_BREAKPOINTS", "call_id", "render_anthropic"]
 
@@ -53,7 +52,6 @@ MAX_CACHE_BREAKPOINTS = 4
 """Anthropic accepts at most this many ``cache_control`` blocks per request."""
 
 
-_EMPTY_SCHEMA: dict[str, object] = {"type": "object", "properties": {}}
 _CALL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _CACHEABLE = frozenset({"text", "image", "document", "tool_use", "tool_result"})
 _OWN_FIELDS = frozenset({"model", "max_tokens", "system", "messages", "tools"})
@@ -107,12 +105,9 @@ def render_anthropic(
     if system:
         body["system"] = system
     body["messages"] = turns
-    functions, provided = own_tools(ctx.tools, _FORMAT)
-    tools = [_tool(tool.name, tool.description, tool.parameters) for tool in functions] + provided
-    if tools:
-        body["tools"] = tools
+    tools = tool_list(ctx.tools, _FORMAT, lambda tool: function_spec(tool, schema_key="input_schema"))
     _place_cache_control(ctx, body, system, tools, origins, positions, cache_ttl)
-    return finish(body, extra, protected=_OWN_FIELDS)
+    return finish(body, extra, protected=_OWN_FIELDS, tools=tools)
 
 
 def call_id(raw: str) -> str:
@@ -126,14 +121,6 @@ def call_id(raw: str) -> str:
         return raw
     digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return f"{re.sub(r'[^a-zA-Z0-9_-]', '_', raw)[:48]}_{digest}"
-
-
-def _tool(name: str, description: str, parameters: dict[str, object]) -> dict[str, Any]:
-    tool: dict[str, Any] = {"name": name}
-    if description:
-        tool["description"] = description
-    tool["input_schema"] = parameters or _EMPTY_SCHEMA
-    return tool
 
 
 def _text(message: Message) -> str:

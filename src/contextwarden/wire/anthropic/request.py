@@ -20,9 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...context import Message, ToolDefinition
+from ...context import Message
 from ...errors import ImportFormatError
 from ...log.events import BinaryPart, Instruction, OpaquePart, ThinkingBlock, ToolCall
+from .._codec import ToolEntry, function_tool, provider_tool
 from .._common import REDACTED_PREFIX, arguments_object, dumps_compact, from_b64
 from .._messages import SYSTEM_FIELD
 from .._types import RawSpan
@@ -34,7 +35,7 @@ __all__ = [
     "content_block",
     "parse_messages",
     "parse_system",
-    "parse_tools",
+    "tool_entries",
 ]
 
 _THINKING_KEYS = {
@@ -66,36 +67,12 @@ def parse_system(system: object, spans: list[RawSpan] | None = None) -> tuple[In
     return tuple(out)
 
 
-def parse_tools(tools: object, spans: list[RawSpan] | None = None) -> tuple[ToolDefinition, ...]:
-    """The tool definitions of a ``tools`` list; server tools (with a ``type``) are kept verbatim.
-
-    ``spans``, when given, gets where each tool came from.
-    """
-    out: list[ToolDefinition] = []
-    for index, tool in enumerate(tools if isinstance(tools, list) else ()):
-        if not isinstance(tool, Mapping):
-            continue
-        if spans is not None:
-            spans.append(RawSpan(f"tools[{index}]", (tool,)))
-        if tool.get("type") not in (None, "custom"):
-            out.append(
-                ToolDefinition(
-                    name=str(tool.get("name", "")),
-                    description="",
-                    format="anthropic",
-                    raw_json=dumps_compact({k: v for k, v in tool.items() if k not in _IGNORED}),
-                )
-            )
-            continue
-        schema = tool.get("input_schema")
-        out.append(
-            ToolDefinition(
-                name=str(tool.get("name", "")),
-                description=str(tool.get("description", "")),
-                parameters=dict(schema) if isinstance(schema, Mapping) else {},
-            )
-        )
-    return tuple(out)
+def tool_entries(tool: Mapping[str, Any]) -> list[ToolEntry]:
+    """The definition of one ``tools`` entry; a server tool (with a ``type``) is kept verbatim."""
+    if tool.get("type") not in (None, "custom"):
+        kept = {k: v for k, v in tool.items() if k not in _IGNORED}
+        return [("", tool, provider_tool(tool.get("name", ""), "anthropic", kept))]
+    return [("", tool, function_tool(tool, "input_schema"))]
 
 
 def parse_messages(messages: object, spans: list[RawSpan] | None = None) -> list[Message]:

@@ -33,7 +33,7 @@ from .._common import (
     split_parts,
     with_opaque,
 )
-from .._render_args import OPENING_TEXT, finish
+from .._render_args import OPENING_TEXT, finish, function_spec
 
 __all__ = ["render_gemini"]
 
@@ -84,32 +84,20 @@ def render_gemini(
     if not contents or contents[0]["role"] != "user":
         contents.insert(0, {"role": "user", "parts": [{"text": OPENING_TEXT}]})
     body["contents"] = contents
-    tools = _tools(ctx)
-    if tools:
-        body["tools"] = tools
     settings = dict(extra or {})
     config = dict(settings.pop("generationConfig", None) or {})
     if max_tokens is not None:
         config["maxOutputTokens"] = max_tokens
     if config:
         settings["generationConfig"] = config
-    return finish(body, settings, protected=_OWN_FIELDS)
+    return finish(body, settings, protected=_OWN_FIELDS, tools=_tools(ctx))
 
 
 def _tools(ctx: ModelContext) -> list[dict[str, Any]]:
+    # Every function tool is one declaration of a single ``functionDeclarations`` tool.
     functions, provided = own_tools(ctx.tools, _FORMAT)
-    tools: list[dict[str, Any]] = []
-    if functions:
-        declarations: list[dict[str, Any]] = []
-        for tool in functions:
-            declaration: dict[str, Any] = {"name": tool.name}
-            if tool.description:
-                declaration["description"] = tool.description
-            if tool.parameters:
-                declaration["parameters"] = tool.parameters
-            declarations.append(declaration)
-        tools.append({"functionDeclarations": declarations})
-    return tools + provided
+    declarations = [function_spec(tool, empty_schema=False) for tool in functions]
+    return [{"functionDeclarations": declarations}, *provided] if declarations else provided
 
 
 def _add_parts(into: list[dict[str, Any]], parts: list[dict[str, Any]]) -> None:

@@ -18,14 +18,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...context import Message, ToolDefinition
+from ...context import Message
 from ...errors import ImportFormatError
 from ...log.events import BinaryPart, Instruction, OpaquePart, ThinkingBlock, ToolCall
+from .._codec import ToolEntry, function_tool, provider_tool
 from .._common import arguments_object, dumps_compact, from_b64
 from .._messages import SYSTEM_FIELD
 from .._types import RawSpan
 
-__all__ = ["model_content", "parse_contents", "parse_system", "parse_tools"]
+__all__ = ["model_content", "parse_contents", "parse_system", "tool_entries"]
 
 _FORMAT = "gemini"
 
@@ -42,38 +43,16 @@ def parse_system(system: object, spans: list[RawSpan] | None = None) -> tuple[In
     return tuple(out)
 
 
-def parse_tools(tools: object, spans: list[RawSpan] | None = None) -> tuple[ToolDefinition, ...]:
-    """Function declarations as definitions; other tools (``googleSearch``, ``codeExecution``) kept verbatim.
-
-    ``spans``, when given, gets where each definition came from (a declaration, or a whole tool).
-    """
-    out: list[ToolDefinition] = []
-    for index, tool in enumerate(tools if isinstance(tools, list) else ()):
-        if not isinstance(tool, Mapping):
-            continue
-        declarations = tool.get("functionDeclarations")
-        if set(tool) == {"functionDeclarations"} and isinstance(declarations, list):
-            for number, declaration in enumerate(declarations):
-                if isinstance(declaration, Mapping):
-                    if spans is not None:
-                        spans.append(RawSpan(f"tools[{index}].functionDeclarations[{number}]", (declaration,)))
-                    schema = declaration.get("parameters")
-                    out.append(
-                        ToolDefinition(
-                            name=str(declaration.get("name", "")),
-                            description=str(declaration.get("description", "")),
-                            parameters=dict(schema) if isinstance(schema, Mapping) else {},
-                        )
-                    )
-        else:
-            if spans is not None:
-                spans.append(RawSpan(f"tools[{index}]", (tool,)))
-            out.append(
-                ToolDefinition(
-                    name=next(iter(tool), ""), description="", format=_FORMAT, raw_json=dumps_compact(dict(tool))
-                )
-            )
-    return tuple(out)
+def tool_entries(tool: Mapping[str, Any]) -> list[ToolEntry]:
+    """The definitions of one ``tools`` entry: one per function declaration, or the tool verbatim (``googleSearch``)."""
+    declarations = tool.get("functionDeclarations")
+    if set(tool) == {"functionDeclarations"} and isinstance(declarations, list):
+        return [
+            (f".functionDeclarations[{number}]", declaration, function_tool(declaration))
+            for number, declaration in enumerate(declarations)
+            if isinstance(declaration, Mapping)
+        ]
+    return [("", tool, provider_tool(next(iter(tool), ""), _FORMAT, tool))]
 
 
 def parse_contents(contents: object, spans: list[RawSpan] | None = None) -> list[Message]:

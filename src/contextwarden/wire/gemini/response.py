@@ -6,10 +6,11 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from ...log.events import AssistantMessage
+from ...context import Message
 from .._common import dumps_compact
-from .._response_common import first_entry, int_field, map_stop_reason, mapping, usage_report
+from .._response_common import assistant_response, first_entry, mapping
 from .._types import ParsedResponse
+from ..usage import gemini_usage
 from .request import model_content
 
 
@@ -23,41 +24,23 @@ def parse_gemini_response(body: Mapping[str, Any]) -> ParsedResponse:
     candidates = mapping(body, "response body").get("candidates")
     feedback = body.get("promptFeedback")
     if not candidates and isinstance(feedback, Mapping) and feedback.get("blockReason"):
-        return _gemini_result(body, AssistantMessage(model=_gemini_model(body), stop_reason="content_filter"))
-    candidate = first_entry(body, "candidates")
-    content = candidate.get("content")
-    parts = content.get("parts") if isinstance(content, Mapping) else None
-    call_prefix = str(
-        body.get("responseId") or hashlib.sha256(dumps_compact(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    )
-    message = model_content(
-        [mapping(raw, "candidates[0].content.parts[]") for raw in parts or ()], f"gemini-{call_prefix}"
-    )
-    assistant = AssistantMessage(
-        text=message.text,
-        thinking=message.thinking,
-        tool_calls=message.tool_calls,
-        opaque=message.opaque,
-        model=_gemini_model(body),
-        stop_reason=map_stop_reason(str(candidate.get("finishReason") or ""), has_tool_calls=bool(message.tool_calls)),
-    )
-    return _gemini_result(body, assistant)
-
-
-def _gemini_model(body: Mapping[str, Any]) -> str:
-    return str(body.get("modelVersion", ""))
-
-
-def _gemini_result(body: Mapping[str, Any], assistant: AssistantMessage) -> ParsedResponse:
-    usage = body.get("usageMetadata")
-    if not isinstance(usage, Mapping):
-        return assistant, None
-    return assistant, usage_report(
+        message, reason = Message(role="assistant"), "content_filter"
+    else:
+        candidate = first_entry(body, "candidates")
+        content = candidate.get("content")
+        parts = content.get("parts") if isinstance(content, Mapping) else None
+        call_prefix = str(
+            body.get("responseId")
+            or hashlib.sha256(dumps_compact(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        )
+        where = "candidates[0].content.parts[]"
+        message = model_content([mapping(raw, where) for raw in parts or ()], f"gemini-{call_prefix}")
+        reason = str(candidate.get("finishReason") or "")
+    return assistant_response(
         body,
-        assistant,
-        total_input=int_field(usage.get("promptTokenCount")),
-        # Gemini counts thinking apart from the candidates; both are billed as output.
-        output=int_field(usage.get("candidatesTokenCount")) + int_field(usage.get("thoughtsTokenCount")),
-        cache_read=int_field(usage.get("cachedContentTokenCount")),
+        message,
+        model=str(body.get("modelVersion", "")),
+        reason=reason,
+        usage=gemini_usage(body.get("usageMetadata")),
         request_id=str(body.get("responseId", "")),
     )

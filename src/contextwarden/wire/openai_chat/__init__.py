@@ -1,66 +1,28 @@
-"""The OpenAI Chat Completions codec (``POST /v1/chat/completions``): request and response bodies, streamed or not."""
+"""The OpenAI Chat Completions codec (``POST /v1/chat/completions``): request and response bodies, streamed or not.
+
+A request's ``max_completion_tokens`` (or ``max_tokens``, the deprecated name) is read as the output
+limit and rendered as ``max_completion_tokens``; ``render_openai_chat`` also takes ``developer_role``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from ...context import ModelContext
-from .._messages import request_body
-from .._types import ParsedRequest, ParsedResponse, RawSpan, WireFormat, parsed_request
+from .._codec import Codec, top_level_limit
 from .render import render_openai_chat
-from .request import parse_messages, parse_tools
+from .request import parse_messages, tool_entries
 from .response import parse_openai_chat_response
 from .stream import OpenAIChatStream
 
-__all__ = ["OpenAIChatCodec", "parse_openai_chat_response", "render_openai_chat"]
+__all__ = ["CODEC", "parse_openai_chat_response", "render_openai_chat"]
 
-_OWN_FIELDS = frozenset({"model", "messages", "tools", "max_completion_tokens", "max_tokens"})
-
-
-class OpenAIChatCodec:
-    """OpenAI Chat Completions both ways; ``render_request`` also takes ``developer_role``.
-
-    A request's ``max_tokens`` (the deprecated name) or ``max_completion_tokens`` is read as the output
-    limit and rendered as ``max_completion_tokens``.
-    """
-
-    format: WireFormat = "openai_chat"
-
-    def parse_request(self, body: Mapping[str, Any]) -> ParsedRequest:
-        """Read a Chat Completions request body."""
-        body = request_body(body)
-        spans: list[RawSpan] = []
-        tool_spans: list[RawSpan] = []
-        limit = body.get("max_completion_tokens", body.get("max_tokens"))
-        return parsed_request(
-            "openai_chat",
-            body,
-            system=(),
-            messages=parse_messages(body.get("messages"), spans),
-            tools=parse_tools(body.get("tools"), tool_spans),
-            own_fields=_OWN_FIELDS,
-            spans=spans,
-            tool_spans=tool_spans,
-            max_tokens=limit,
-        )
-
-    def render_request(
-        self,
-        ctx: ModelContext,
-        *,
-        model: str | None = None,
-        max_tokens: int | None = None,
-        extra: Mapping[str, Any] | None = None,
-        developer_role: bool = False,
-    ) -> dict[str, Any]:
-        """A complete Chat Completions request body (see :func:`render_openai_chat`)."""
-        return render_openai_chat(ctx, model=model, max_tokens=max_tokens, extra=extra, developer_role=developer_role)
-
-    def parse_response(self, body: Mapping[str, Any]) -> ParsedResponse:
-        """Read a Chat Completions response body."""
-        return parse_openai_chat_response(body)
-
-    def stream_accumulator(self) -> OpenAIChatStream:
-        """A fresh accumulator for one streamed Chat Completions response."""
-        return OpenAIChatStream()
+CODEC = Codec(
+    format="openai_chat",
+    own_fields=frozenset({"model", "messages", "tools", "max_completion_tokens", "max_tokens"}),
+    read_system=lambda body, spans: (),
+    read_messages=lambda body, spans: parse_messages(body.get("messages"), spans),
+    read_tool=tool_entries,
+    read_limit=top_level_limit("max_completion_tokens", "max_tokens"),
+    render_request=render_openai_chat,
+    parse_response=parse_openai_chat_response,
+    stream_accumulator=OpenAIChatStream,
+)
+"""OpenAI Chat Completions both ways."""

@@ -21,12 +21,11 @@ from typing import Any
 from ...context import Message, ModelContext
 from ...log.events import BinaryPart
 from ...pairing import normalize_pairing
-from .._common import arguments_text, clean_text, data_url, join_text, own_tools, split_parts, with_opaque
-from .._render_args import finish
+from .._common import arguments_text, clean_text, data_url, join_text, split_parts, with_opaque
+from .._render_args import finish, function_spec, tool_list
 
 __all__ = ["render_openai_chat"]
 
-_EMPTY_SCHEMA: dict[str, object] = {"type": "object", "properties": {}}
 _OWN_FIELDS = frozenset({"model", "messages", "tools", "max_completion_tokens"})
 _FORMAT = "openai_chat"
 
@@ -63,21 +62,8 @@ def render_openai_chat(
     if tool_images:
         out.append({"role": "user", "content": tool_images})
     body: dict[str, Any] = {"model": model or ctx.model, "messages": out}
-    functions, provided = own_tools(ctx.tools, _FORMAT)
-    tools = [_tool(tool.name, tool.description, tool.parameters) for tool in functions] + provided
-    if tools:
-        body["tools"] = tools
-    if max_tokens is not None:
-        body["max_completion_tokens"] = max_tokens
-    return finish(body, extra, protected=_OWN_FIELDS)
-
-
-def _tool(name: str, description: str, parameters: dict[str, object]) -> dict[str, Any]:
-    function: dict[str, Any] = {"name": name}
-    if description:
-        function["description"] = description
-    function["parameters"] = parameters or _EMPTY_SCHEMA
-    return {"type": "function", "function": function}
+    tools = tool_list(ctx.tools, _FORMAT, lambda tool: {"type": "function", "function": function_spec(tool)})
+    return finish(body, extra, protected=_OWN_FIELDS, tools=tools, limit=("max_completion_tokens", max_tokens))
 
 
 def _render_message(message: Message, system_role: str, tool_images: list[dict[str, Any]]) -> dict[str, Any] | None:

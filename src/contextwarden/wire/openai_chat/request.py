@@ -18,42 +18,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...context import Message, ToolDefinition
+from ...context import Message
 from ...errors import ImportFormatError
 from ...log.events import BinaryPart, OpaquePart, ThinkingBlock, ToolCall
+from .._codec import ToolEntry, function_tool, provider_tool
 from .._common import dumps_compact, from_data_url, parse_arguments
 from .._types import RawSpan
 
-__all__ = ["message_content", "parse_messages", "parse_tools", "reasoning_blocks", "tool_call"]
+__all__ = ["message_content", "parse_messages", "reasoning_blocks", "tool_call", "tool_entries"]
 
 _FORMAT = "openai_chat"
 
 
-def parse_tools(tools: object, spans: list[RawSpan] | None = None) -> tuple[ToolDefinition, ...]:
-    """Function tools as definitions; any other tool type kept verbatim (``spans``: where each came from)."""
-    out: list[ToolDefinition] = []
-    for index, tool in enumerate(tools if isinstance(tools, list) else ()):
-        if not isinstance(tool, Mapping):
-            continue
-        if spans is not None:
-            spans.append(RawSpan(f"tools[{index}]", (tool,)))
-        function = tool.get("function")
-        if tool.get("type") == "function" and isinstance(function, Mapping) and set(tool) == {"type", "function"}:
-            schema = function.get("parameters")
-            out.append(
-                ToolDefinition(
-                    name=str(function.get("name", "")),
-                    description=str(function.get("description", "")),
-                    parameters=dict(schema) if isinstance(schema, Mapping) else {},
-                )
-            )
-        else:
-            out.append(
-                ToolDefinition(
-                    name=str(tool.get("type", "")), description="", format=_FORMAT, raw_json=dumps_compact(dict(tool))
-                )
-            )
-    return tuple(out)
+def tool_entries(tool: Mapping[str, Any]) -> list[ToolEntry]:
+    """The definition of one ``tools`` entry: a function tool, or any other tool type kept verbatim."""
+    function = tool.get("function")
+    if tool.get("type") == "function" and isinstance(function, Mapping) and set(tool) == {"type", "function"}:
+        return [("", tool, function_tool(function))]
+    return [("", tool, provider_tool(tool.get("type", ""), _FORMAT, tool))]
 
 
 def parse_messages(messages: object, spans: list[RawSpan] | None = None) -> list[Message]:

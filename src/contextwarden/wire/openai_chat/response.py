@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ...context import Message
 from ...errors import MalformedResponse
-from ...log.events import AssistantMessage, ToolCall
-from .._response_common import first_entry, map_stop_reason, mapping, openai_text, usage_report
+from ...log.events import ToolCall
+from .._response_common import assistant_response, first_entry, mapping, openai_text
 from .._types import ParsedResponse
 from ..usage import openai_chat_usage
 from .request import reasoning_blocks, tool_call
@@ -24,20 +25,12 @@ def parse_openai_chat_response(body: Mapping[str, Any]) -> ParsedResponse:
     if not isinstance(raw_calls, list):
         raise MalformedResponse("choices[0].message.tool_calls is not a list")
     calls = tuple(_chat_call(raw, index) for index, raw in enumerate(raw_calls))
-    thinking = reasoning_blocks(message)
-    assistant = AssistantMessage(
-        text=text,
-        thinking=thinking,
-        tool_calls=calls,
+    return assistant_response(
+        body,
+        Message(role="assistant", text=text, thinking=reasoning_blocks(message), tool_calls=calls),
         model=str(body.get("model", "")),
-        stop_reason=map_stop_reason(str(choice.get("finish_reason") or ""), has_tool_calls=bool(calls)),
-    )
-    usage = body.get("usage")
-    if not isinstance(usage, Mapping):
-        return assistant, None
-    counts = openai_chat_usage(usage)
-    return assistant, usage_report(
-        body, assistant, total_input=counts.input, output=counts.output, cache_read=counts.cache_read
+        reason=str(choice.get("finish_reason") or ""),
+        usage=openai_chat_usage(body.get("usage")),
     )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...context import Message, ModelContext
+from ...context import Message, ModelContext, ToolDefinition
 from ...log.events import BinaryPart
 from ...pairing import normalize_pairing
 from .._common import (
@@ -26,16 +26,14 @@ from .._common import (
     data_url,
     has_opaque,
     join_text,
-    own_tools,
     split_parts,
     unpack_responses_signature,
     with_opaque,
 )
-from .._render_args import finish
+from .._render_args import finish, function_spec, tool_list
 
 __all__ = ["render_openai_responses"]
 
-_EMPTY_SCHEMA: dict[str, object] = {"type": "object", "properties": {}}
 _OWN_FIELDS = frozenset({"model", "instructions", "input", "tools", "max_output_tokens"})
 _FORMAT = "openai_responses"
 
@@ -60,22 +58,13 @@ def render_openai_responses(
     if ctx.system:
         body["instructions"] = clean_text(ctx.system)
     body["input"] = items
-    functions, provided = own_tools(ctx.tools, _FORMAT)
-    tools = [_tool(tool.name, tool.description, tool.parameters) for tool in functions] + provided
-    if tools:
-        body["tools"] = tools
-    if max_tokens is not None:
-        body["max_output_tokens"] = max_tokens
-    return finish(body, extra, protected=_OWN_FIELDS)
+    tools = tool_list(ctx.tools, _FORMAT, _tool)
+    return finish(body, extra, protected=_OWN_FIELDS, tools=tools, limit=("max_output_tokens", max_tokens))
 
 
-def _tool(name: str, description: str, parameters: dict[str, object]) -> dict[str, Any]:
-    tool: dict[str, Any] = {"type": "function", "name": name}
-    if description:
-        tool["description"] = description
-    tool["parameters"] = parameters or _EMPTY_SCHEMA
-    tool["strict"] = False
-    return tool
+def _tool(tool: ToolDefinition) -> dict[str, Any]:
+    # Responses makes function tools strict by default, which would reject ordinary JSON schemas.
+    return {"type": "function", **function_spec(tool), "strict": False}
 
 
 def _items(message: Message) -> list[dict[str, Any]]:

@@ -22,14 +22,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...context import Message, ToolDefinition
+from ...context import Message
 from ...errors import ImportFormatError
 from ...log.events import BinaryPart, Instruction, OpaquePart, ThinkingBlock, ToolCall
+from .._codec import ToolEntry, function_tool, provider_tool
 from .._common import dumps_compact, from_data_url, parse_arguments
 from .._messages import SYSTEM_FIELD
 from .._types import RawSpan
 
-__all__ = ["assistant_turn", "parse_input", "parse_instructions", "parse_tools"]
+__all__ = ["assistant_turn", "parse_input", "parse_instructions", "tool_entries"]
 
 _FORMAT = "openai_responses"
 _USER_SIDE = frozenset({"function_call_output"})
@@ -44,36 +45,11 @@ def parse_instructions(instructions: object, spans: list[RawSpan] | None = None)
     return ()
 
 
-def parse_tools(tools: object, spans: list[RawSpan] | None = None) -> tuple[ToolDefinition, ...]:
-    """Function tools as definitions; built-in tools (``web_search``, ``file_search``...) kept verbatim.
-
-    ``spans``, when given, gets where each tool came from.
-    """
-    out: list[ToolDefinition] = []
-    for index, tool in enumerate(tools if isinstance(tools, list) else ()):
-        if not isinstance(tool, Mapping):
-            continue
-        if spans is not None:
-            spans.append(RawSpan(f"tools[{index}]", (tool,)))
-        if tool.get("type") == "function" and set(tool) <= {"type", "name", "description", "parameters", "strict"}:
-            schema = tool.get("parameters")
-            out.append(
-                ToolDefinition(
-                    name=str(tool.get("name", "")),
-                    description=str(tool.get("description", "")),
-                    parameters=dict(schema) if isinstance(schema, Mapping) else {},
-                )
-            )
-        else:
-            out.append(
-                ToolDefinition(
-                    name=str(tool.get("name", tool.get("type", ""))),
-                    description="",
-                    format=_FORMAT,
-                    raw_json=dumps_compact(dict(tool)),
-                )
-            )
-    return tuple(out)
+def tool_entries(tool: Mapping[str, Any]) -> list[ToolEntry]:
+    """The definition of one ``tools`` entry: a function tool, or a built-in one (``web_search``...) verbatim."""
+    if tool.get("type") == "function" and set(tool) <= {"type", "name", "description", "parameters", "strict"}:
+        return [("", tool, function_tool(tool))]
+    return [("", tool, provider_tool(tool.get("name", tool.get("type", "")), _FORMAT, tool))]
 
 
 def parse_input(items: object, spans: list[RawSpan] | None = None) -> list[Message]:
