@@ -307,6 +307,7 @@ def test_codex_rollout_maps_items_usage_and_compaction() -> None:
         (6050, 5632, 40),  # its repeat with an unchanged running total is dropped
         (2310, 0, 122),
     ]
+    assert [u.reasoning_tokens for u in usage] == [128, 0, 96, 0, 64]  # last_token_usage.reasoning_output_tokens
     results = _of(events, ToolResult)
     assert [(r.exit_code, r.is_error) for r in results] == [(0, False), (0, False), (0, False), (2, True)]
     compaction = _of(events, Compaction)[0]

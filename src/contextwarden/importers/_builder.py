@@ -249,6 +249,7 @@ class TranscriptBuilder:
             cache_read_tokens=fields.get("cache_read", 0),
             cache_write_tokens=fields.get("cache_write", 0),
             cache_write_1h_tokens=fields.get("cache_write_1h", 0),
+            reasoning_tokens=fields.get("reasoning", 0),
             request_id=request_id,
             model=model,
             **_at(at),

@@ -212,6 +212,7 @@ class _Reader:
             "input_tokens": opt_int(last.get("input_tokens")),
             "output_tokens": opt_int(last.get("output_tokens")),
             "cache_read": opt_int(last.get("cached_input_tokens")),
+            "reasoning": opt_int(last.get("reasoning_output_tokens")),
         }
         self.builder.usage(fields, model=self.model, key=self.response)
         self.response = None

@@ -54,6 +54,7 @@ def usage_report(
     output: int,
     cache_read: int,
     cache_write: int = 0,
+    reasoning: int = 0,
     request_id: str | None = None,
 ) -> UsageReport:
     """The usage of one call, linked to the assistant message it produced."""
@@ -62,6 +63,7 @@ def usage_report(
         output_tokens=output,
         cache_read_tokens=cache_read,
         cache_write_tokens=cache_write,
+        reasoning_tokens=reasoning,
         request_id=str(body.get("id", "")) if request_id is None else request_id,
         response_event_id=assistant.id,
         model=assistant.model,

@@ -36,5 +36,10 @@ def parse_openai_responses_response(body: Mapping[str, Any]) -> ParsedResponse:
         return assistant, None
     counts = openai_responses_usage(usage)
     return assistant, usage_report(
-        body, assistant, total_input=counts.input, output=counts.output, cache_read=counts.cache_read
+        body,
+        assistant,
+        total_input=counts.input,
+        output=counts.output,
+        cache_read=counts.cache_read,
+        reasoning=counts.reasoning,
     )
