@@ -620,7 +620,7 @@ def test_cli_import_json_and_explicit_names(tmp_path: Path, capsys: pytest.Captu
     assert sessions[0]["warnings"] == ["skipped 1 record(s) of unknown type 'future_record_kind'"]
     other = str(DATA / "chat" / "openai.json")
     code, _, err = _run(["import", "--store", store_path, "--session", "run", other], capsys)
-    assert code == 1 and "session 'run' already exists" in err
+    assert code == 1 and "session 'run' already exists; choose another --session name" in err
 
 
 def test_cli_import_once_by_content_and_copies_on_purpose(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -650,6 +650,8 @@ def test_cli_import_once_by_content_and_copies_on_purpose(tmp_path: Path, capsys
         store.close()
     code, _, err = _run(["import", "--store", store_path, "--as", "x", str(source), str(renamed)], capsys)
     assert code != 0 and "--as NAME copies one file" in err
+    code, _, err = _run(["import", "--store", store_path, "--as", "copy", str(source)], capsys)
+    assert code == 1 and "session 'copy' already exists; choose another --as name" in err
 
 
 def test_claude_code_without_a_user_prompt_warns() -> None:
