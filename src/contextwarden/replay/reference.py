@@ -51,6 +51,9 @@ from .costmodel import Block, BlockMeter, CacheSimulator, CacheTTL, CostSettings
 from .reasoning import TurnReasoning, resent_reasoning
 from .strategies import History, plain_context
 
+PLAUSIBLE_FACTOR = (0.8, 1.6)
+"""Provider tokens per o200k token a tokenizer can explain (the real OpenHands streams give 1.13 and 1.24
+for Claude); a factor outside means the requests grew by more than the transcript shows, and the label says so."""
 MIN_PAIR_TOKENS = 32
 """A calibration pair whose local growth is smaller than this is skipped: framing dominates it."""
 NO_WINDOW_EVENT = 1 << 62
@@ -91,10 +94,17 @@ class Calibration:
         if self.counter == self.tokenizer:
             return f"{self.counter} (the model's own tokenizer)"
         if self.pairs:
-            return (
+            label = (
                 f"{self.counter} x {self.factor:.3f} calibrated to {self.tokenizer} usage "
                 f"({self.pairs} increment(s), spread {self.low:.3f}-{self.high:.3f})"
             )
+            low, high = PLAUSIBLE_FACTOR
+            if not low <= self.factor <= high:
+                label += (
+                    f"; outside {low:g}-{high:g}, more than a tokenizer explains: the billed requests grew by "
+                    "content the transcript does not show, and the factor absorbs it"
+                )
+            return label
         return f"{self.counter}, uncalibrated estimate of {self.tokenizer} (no usage increments to learn from)"
 
     def to_dict(self) -> dict[str, JSONValue]:
