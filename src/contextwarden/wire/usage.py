@@ -17,8 +17,6 @@ class UsageCounts(NamedTuple):
     output: int
     cache_read: int
     cache_write: int = 0
-    reasoning: int = 0
-    """Of ``output``, the reasoning tokens (reported by OpenAI's Responses API)."""
 
 
 def _int(value: object) -> int:
@@ -52,5 +50,9 @@ def openai_responses_usage(usage: Mapping[str, Any]) -> UsageCounts:
         input=_int(usage.get("input_tokens")),
         output=_int(usage.get("output_tokens")),
         cache_read=_nested(usage, "input_tokens_details", "cached_tokens"),
-        reasoning=_nested(usage, "output_tokens_details", "reasoning_tokens"),
     )
+
+
+def openai_responses_reasoning(usage: Mapping[str, Any]) -> int:
+    """Of a Responses API ``usage``'s output, the reasoning tokens (billed again as input while re-sent)."""
+    return _nested(usage, "output_tokens_details", "reasoning_tokens")

@@ -9,7 +9,7 @@ from ...errors import MalformedResponse
 from ...log.events import AssistantMessage
 from .._response_common import map_stop_reason, mapping, usage_report
 from .._types import ParsedResponse
-from ..usage import openai_responses_usage
+from ..usage import openai_responses_reasoning, openai_responses_usage
 from .request import assistant_turn
 
 
@@ -41,5 +41,5 @@ def parse_openai_responses_response(body: Mapping[str, Any]) -> ParsedResponse:
         total_input=counts.input,
         output=counts.output,
         cache_read=counts.cache_read,
-        reasoning=counts.reasoning,
+        reasoning=openai_responses_reasoning(usage),
     )
