@@ -224,3 +224,5 @@ def test_the_meter_leaves_out_reasoning_items_of_earlier_turns_as_the_responses_
     assert len(within) == 4 and len(after) == 5
     assert after[:1] == within[:1] and after[1] == within[2]
     assert sum(b.tokens for b in after) < sum(b.tokens for b in within)
+    kept, _ = meter.cut("openai_responses", {"input": later, "reasoning": {"context": "all_turns"}})
+    assert len(kept) == 6 and kept[1] == within[1]  # a request that keeps every turn's reasoning

@@ -14,6 +14,10 @@ So each request of a turn carries, on each earlier response of that turn that st
 reasoning item, the reasoning tokens that response reported; the block of that response changes key
 while it does, and returns to its plain key once the turn is over, as the prompt the API builds does.
 A strategy that dropped the item (contextwarden's ``drop_thinking``) pays nothing for it.
+
+That is the API's ``reasoning.context: "current_turn"``, the default of the models before GPT-5.6 (every
+profile bundled today). A request with ``"all_turns"`` (GPT-5.6's default) keeps every turn's
+reasoning; a rollout does not record which the agent asked for, so the replay assumes the current turn.
 """
 
 from __future__ import annotations
