@@ -204,3 +204,25 @@ def test_a_seeded_prefix_is_read_by_the_first_request_until_it_expires(profile: 
     late = CacheSimulator(profile)
     late.seed(warm, at=0)
     assert late.observe(request, at=301, breakpoints=[0, 2]).cache_read_tokens == 0  # 5 minutes passed
+
+
+def test_the_meter_leaves_out_reasoning_items_of_earlier_turns_as_the_responses_api_strips_them() -> None:
+    meter = BlockMeter(HeuristicCounter())
+    reasoning = {"type": "reasoning", "summary": [], "encrypted_content": "gAAAA" + "x" * 4000}
+    call = {"type": "function_call", "call_id": "c1", "name": "bash", "arguments": '{"command": "ls"}'}
+    turn = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "List the files."}]},
+        reasoning,
+        call,
+        {"type": "function_call_output", "call_id": "c1", "output": "a.py"},
+    ]
+    within, _ = meter.cut("openai_responses", {"input": turn})
+    later = [*turn, {"type": "message", "role": "assistant", "content": "Done."}, {"role": "user", "content": "Next."}]
+    after, _ = meter.cut("openai_responses", {"input": later})
+    # Within its turn the item is read (and billed); after the next user message it is gone, so the
+    # prompt shares the cache only up to where it sat.
+    assert len(within) == 4 and len(after) == 5
+    assert after[:1] == within[:1] and after[1] == within[2]
+    assert sum(b.tokens for b in after) < sum(b.tokens for b in within)
+    kept, _ = meter.cut("openai_responses", {"input": later, "reasoning": {"context": "all_turns"}})
+    assert len(kept) == 6 and kept[1] == within[1]  # a request that keeps every turn's reasoning

@@ -307,6 +307,7 @@ def test_codex_rollout_maps_items_usage_and_compaction() -> None:
         (6050, 5632, 40),  # its repeat with an unchanged running total is dropped
         (2310, 0, 122),
     ]
+    assert [u.reasoning_tokens for u in usage] == [128, 0, 96, 0, 64]  # last_token_usage.reasoning_output_tokens
     results = _of(events, ToolResult)
     assert [(r.exit_code, r.is_error) for r in results] == [(0, False), (0, False), (0, False), (2, True)]
     compaction = _of(events, Compaction)[0]
@@ -619,7 +620,7 @@ def test_cli_import_json_and_explicit_names(tmp_path: Path, capsys: pytest.Captu
     assert sessions[0]["warnings"] == ["skipped 1 record(s) of unknown type 'future_record_kind'"]
     other = str(DATA / "chat" / "openai.json")
     code, _, err = _run(["import", "--store", store_path, "--session", "run", other], capsys)
-    assert code == 1 and "session 'run' already exists" in err
+    assert code == 1 and "session 'run' already exists; choose another --session name" in err
 
 
 def test_cli_import_once_by_content_and_copies_on_purpose(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -649,6 +650,8 @@ def test_cli_import_once_by_content_and_copies_on_purpose(tmp_path: Path, capsys
         store.close()
     code, _, err = _run(["import", "--store", store_path, "--as", "x", str(source), str(renamed)], capsys)
     assert code != 0 and "--as NAME copies one file" in err
+    code, _, err = _run(["import", "--store", store_path, "--as", "copy", str(source)], capsys)
+    assert code == 1 and "session 'copy' already exists; choose another --as name" in err
 
 
 def test_claude_code_without_a_user_prompt_warns() -> None:

@@ -575,6 +575,7 @@ def test_parse_openai_responses_round_trip() -> None:
     assert assistant.thinking == (ThinkingBlock(text="Plan."),)
     assert [(p.kind, json.loads(p.raw_json)) for p in assistant.opaque] == [("reasoning", reasoning)]
     assert usage is not None and (usage.input_tokens, usage.cache_read_tokens) == (2000, 1536)
+    assert usage.reasoning_tokens == 20  # billed again as input while the item is re-sent within its turn
     items = render_openai_responses(ModelContext(model="m", system="", messages=answered(assistant)))["input"]
     assert items[:3] == [reasoning, {"type": "message", "role": "assistant", "content": "Checking."}, call]
     incomplete = {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}, "output": []}

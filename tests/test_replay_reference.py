@@ -37,7 +37,17 @@ def test_the_raw_prediction_reproduces_the_bill_within_5_percent(path: Path) -> 
     assert abs(u.input_error) <= 0.05 and abs(u.cache_read_error) <= 0.05 and abs(u.cache_write_error) <= 0.05
     assert result.hidden_prefix_tokens > 3_000  # OpenHands' system prompt and tool schemas
     assert "calibrated to claude usage" in result.counter["label"]
+    assert "more than a tokenizer explains" not in result.counter["label"]  # 1.13 and 1.24
     assert result.clock == "the transcript's timestamps"
+
+
+def test_a_factor_no_tokenizer_explains_is_labelled_as_such() -> None:
+    """The hand-written Claude Code sample grows 3.4 Claude tokens per o200k token of what it shows."""
+    path = TRANSCRIPTS / "claude-code" / "session.jsonl"
+    result = replay(load_inputs([str(path)]), ["raw"], settings=FAST, counter=default_counter()).strategy("raw")
+    counter = result.per_file[0].counter
+    assert isinstance(counter["factor"], float) and counter["factor"] > 1.6
+    assert "outside 0.8-1.6, more than a tokenizer explains" in str(counter["label"])
 
 
 def test_without_the_hidden_prefix_and_calibration_the_bill_is_far_off() -> None:

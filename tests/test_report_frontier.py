@@ -9,7 +9,7 @@ import pytest
 from contextwarden.log.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
 from contextwarden.replay import ReplayInput, ReplaySettings, replay
 from contextwarden.report import render_report
-from contextwarden.report.frontier import charts_document, cost_above_frontier, frontier_table
+from contextwarden.report.frontier import charts_document, cost_above_frontier, frontier_table, tradeoff_points
 from contextwarden.report.scatter import TradeoffPoint, tradeoff_chart
 
 POINTS = [
@@ -69,3 +69,31 @@ def test_the_replay_report_lists_the_frontier_under_its_chart() -> None:
     table_at = html.index("cost above the frontier")
     assert chart_at < table_at
     assert "contextwarden (default)" in html[table_at - 2000 : table_at + 4000]
+
+
+def _rerun_session() -> tuple[Event, ...]:
+    """A script read first, eight large reads, then the script run: masking the oldest loses its read."""
+    events: list[Event] = [UserMessage(text="Make repro.py pass.")]
+    read = ToolCall(id="r", name="bash", arguments={"command": "cat repro.py"})
+    events += [AssistantMessage(text="Reading.", tool_calls=(read,))]
+    events += [ToolResult(call_id="r", tool_name="bash", output="assert parse('x') == 1\n", exit_code=0)]
+    for n in range(8):
+        call = ToolCall(id=f"c{n}", name="bash", arguments={"command": f"cat src/m{n}.py"})
+        events.append(AssistantMessage(text=f"Reading {n}.", tool_calls=(call,)))
+        events.append(ToolResult(call_id=f"c{n}", tool_name="bash", output=f"def f{n}(): pass\n" * 300, exit_code=0))
+    run = ToolCall(id="x", name="bash", arguments={"command": "python repro.py"})
+    events += [AssistantMessage(text="Running.", tool_calls=(run,))]
+    return tuple(events)
+
+
+def test_points_carry_their_worst_transcripts_evidence_and_the_table_says_who_is_insufficient() -> None:
+    inputs = [ReplayInput(name=n, source=n, events=e) for n, e in (("rerun", _rerun_session()), ("s", _session()))]
+    results = replay(inputs, ["raw", "mask-last-n:2"], settings=ReplaySettings(model="gpt-5", optimum=False))
+    points = {p.label: p for p in tradeoff_points(results, default="raw")}
+    masked = results.strategy("mask-last-n:2")
+    worst = min(f.figures()["probe_retention"].get("next_action_evidence", 1.0) for f in masked.per_file)
+    assert points["mask-last-n:2"].next_action_evidence == worst < 0.99
+    assert not points["mask-last-n:2"].sufficient and points["raw"].sufficient and points["raw"].highlight
+    rows = frontier_table(list(points.values())).split("<tr>")[2:]
+    assert "insufficient" in next(r for r in rows if "mask-last-n:2" in r)
+    assert "knee" in next(r for r in rows if ">raw (default)<" in r)

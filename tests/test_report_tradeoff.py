@@ -22,6 +22,23 @@ def test_frontier_keeps_only_points_no_other_beats_on_both() -> None:
     assert knee([]) is None
 
 
+def test_a_point_that_forgets_what_the_next_action_needs_is_off_the_frontier() -> None:
+    points = [
+        TradeoffPoint(label="mask", tokens=0.4, cost=1.7),
+        TradeoffPoint(label="a", tokens=0.5, cost=0.74),
+        TradeoffPoint(label="c", tokens=0.45, cost=0.73, next_action_evidence=0.98),
+        TradeoffPoint(label="d", tokens=0.44, cost=0.72, retention=0.99),
+    ]
+    assert [p.sufficient for p in points] == [True, True, False, False]
+    assert [p.label for p in frontier(points)] == ["mask", "a"]
+    best = knee(points)
+    assert best is not None and best.label == "a"
+    svg = tradeoff_chart(points, title="t")
+    hollow = [c for c in svg.split("<circle")[1:] if 'fill="none" stroke="#1f77b4"' in c]
+    assert len(hollow) == 2 and all("insufficient" in c for c in hollow)
+    assert knee(points[2:]) is None  # nothing sufficient: no knee
+
+
 def test_chart_escapes_labels_and_marks_the_knee() -> None:
     points = [
         TradeoffPoint(label="<script>x</script>", tokens=0.5, cost=0.7, highlight=True),

@@ -67,7 +67,8 @@ def command(
     try:
         known = {} if copy_name is not None else _imported_hashes(store)
         fresh = [n for n, h in enumerate(hashes) if h not in known and h not in hashes[:n]]
-        names = _session_names(store, [files[n] for n in fresh], copy_name or session_name)
+        flag = "--as" if copy_name is not None else "--session"
+        names = _session_names(store, [files[n] for n in fresh], copy_name or session_name, flag=flag)
         stored = {n: _store_one(store, name, transcripts[n], hashes[n]) for n, name in zip(fresh, names, strict=True)}
     finally:
         store.close()
@@ -108,15 +109,15 @@ def command(
         click.echo(f"imported {len(fresh_reports)} files, {sum(r['events'] for r in fresh_reports)} events")
 
 
-def _session_names(store: SessionStore, files: Sequence[Path], explicit: str | None) -> list[str]:
-    """Pick one new session id per file; an explicit name that is taken is an error, a file stem is not."""
+def _session_names(store: SessionStore, files: Sequence[Path], explicit: str | None, *, flag: str) -> list[str]:
+    """Pick one new session id per file; an explicit name (given by ``flag``) that is taken is an error."""
     taken: set[str] = set()
     names: list[str] = []
     for index, path in enumerate(files):
         if explicit is not None:
             name = explicit if index == 0 else f"{explicit}-{index + 1}"
             if _exists(store, name):
-                raise SessionExists(f"session {name!r} already exists; choose another --session name")
+                raise SessionExists(f"session {name!r} already exists; choose another {flag} name")
         else:
             base = _clean(path.stem) or "transcript"
             name, number = base, 1

@@ -257,6 +257,9 @@ class UsageReport(Event):
     """Input tokens written to the provider's prompt cache."""
     cache_write_1h_tokens: int = 0
     """Of ``cache_write_tokens``, those written with Anthropic's 1-hour lifetime (billed 2x input, not 1.25x)."""
+    reasoning_tokens: int = 0
+    """Of ``output_tokens``, those the model spent reasoning (OpenAI's ``reasoning_tokens``, Codex's
+    ``reasoning_output_tokens``); 0 when not reported."""
     request_id: str = ""
     """The request this usage belongs to (the provider's id or our own)."""
     response_event_id: str = ""

@@ -41,6 +41,7 @@ from .inputs import ReplayInput
 from .optimum import offline_optimum
 from .peers import PeerStrategy, PeerUnavailable
 from .probes import ProbeTracker
+from .reasoning import TurnReasoning
 from .reference import Reference, read_reference
 from .results import FileResult, ReplayResults, RequestRecord, StrategyResult
 from .settings import ReplaySettings
@@ -114,6 +115,7 @@ class _FileReplay:
         self.sims: dict[str, CacheSimulator] = {}
         self.clock = clock_of(inp, settings)
         self.hidden = reference.hidden_prefix.blocks()
+        self.reasoning = TurnReasoning(reference.reasoning)
         self.previous: list[str] = []
         self.out = _Measured()
 
@@ -129,6 +131,7 @@ class _FileReplay:
             stored = self.store.append(self.sid, [event], expected_last_seq=last)[0]
             self.run.observe(stored)
             self.tracker.add(stored)
+            self.reasoning.observe(event)
         return self.out
 
     def _sim(self, profile: ModelProfile) -> CacheSimulator:
@@ -143,8 +146,8 @@ class _FileReplay:
         body = render_openai_chat(ctx)
         if self.dump is not None:
             self.dump.write(json.dumps(body, ensure_ascii=True) + "\n")
-        blocks = self.meter.blocks(body)
         sections_of, landed = align(ctx, body)
+        blocks = self.reasoning.carry(ctx.messages, self.meter.blocks(body), landed)
         breakpoints = block_breakpoints(ctx, landed)
         if self.hidden:
             blocks = [*self.hidden, *blocks]

@@ -44,6 +44,7 @@ from ..wire.openai_chat import render_openai_chat
 from ._measure import Clock, align, output_tokens
 from .costmodel import Block, BlockMeter, CacheSimulator, CostSettings
 from .probes import ProbeTracker
+from .reasoning import TurnReasoning, holds_reasoning, with_reasoning
 from .reference import Reference
 from .settings import ReplaySettings
 
@@ -74,6 +75,7 @@ class _Snapshot:
     edited: Mapping[str, Message]
     out_tokens: int
     at: float
+    reasoning: Mapping[str, int]
 
 
 class _Blocks:
@@ -112,6 +114,8 @@ class _Blocks:
             block = self.by_variant.get((item_id, message.text))
             if block is None:
                 continue
+            if item_id in snap.reasoning and holds_reasoning(message):
+                block = with_reasoning(block, snap.reasoning[item_id])
             if len(points) == 1 and message.role == "tool" and item_id not in edits:
                 points.append(len(out) - 1)
             out.append(block)
@@ -133,6 +137,7 @@ def _snapshots(
     clock = clock or Clock(events, settings.interval_seconds)
     base: dict[str, Message] = {}
     learned = _Blocks(meter, reference.hidden_prefix.blocks() if reference is not None else ())
+    turn = TurnReasoning(reference.reasoning if reference is not None else {})
     snaps: list[_Snapshot] = []
     seq = 0
     for event in events:
@@ -158,6 +163,7 @@ def _snapshots(
                     else output_tokens(event, meter.counter)
                 ),
                 at=clock(len(snaps)),
+                reasoning=dict(turn.live),
             )
             learned.learn(profile, snap.system, [base[i] for i in snap.ids])
             learned.learn(profile, snap.system, [edited.get(i) or base[i] for i in snap.ids])
@@ -166,6 +172,7 @@ def _snapshots(
         stored = with_position(event, session_id="optimum", seq=seq)
         projection.add(stored)
         tracker.add(stored)
+        turn.observe(event)
     return snaps, base, learned
 
 

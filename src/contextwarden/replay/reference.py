@@ -29,6 +29,8 @@ the reference from the transcript itself, once per transcript, before any strate
 - **Cache lifetime.** Anthropic usage says which lifetime each write had (``cache_creation``): when
   most written tokens had the 1-hour lifetime, the replay writes its breakpoints with it (2x input
   instead of 1.25x), unless ``--cache-ttl`` says otherwise.
+- **Re-sent reasoning.** Responses API reasoning items the agent sends back are billed as input
+  within their turn, at the reasoning tokens their response reported (:mod:`.reasoning`).
 - **Output.** Where a request's usage reports output tokens, every strategy is charged those (the
   response is the transcript's, whatever the strategy sent); elsewhere the visible response is counted.
 """
@@ -44,9 +46,14 @@ from ..log.events import AssistantMessage, Event, JSONValue, UsageReport
 from ..models import ModelProfile, get_profile, list_profiles
 from ..tokens import CalibratedCounter, TokenCounter
 from ..wire.openai_chat import render_openai_chat
+from ._measure import align
 from .costmodel import Block, BlockMeter, CacheSimulator, CacheTTL, CostSettings
+from .reasoning import TurnReasoning, resent_reasoning
 from .strategies import History, plain_context
 
+PLAUSIBLE_FACTOR = (0.8, 1.6)
+"""Provider tokens per o200k token a tokenizer can explain (the real OpenHands streams give 1.13 and 1.24
+for Claude); a factor outside means the requests grew by more than the transcript shows, and the label says so."""
 MIN_PAIR_TOKENS = 32
 """A calibration pair whose local growth is smaller than this is skipped: framing dominates it."""
 NO_WINDOW_EVENT = 1 << 62
@@ -87,10 +94,17 @@ class Calibration:
         if self.counter == self.tokenizer:
             return f"{self.counter} (the model's own tokenizer)"
         if self.pairs:
-            return (
+            label = (
                 f"{self.counter} x {self.factor:.3f} calibrated to {self.tokenizer} usage "
                 f"({self.pairs} increment(s), spread {self.low:.3f}-{self.high:.3f})"
             )
+            low, high = PLAUSIBLE_FACTOR
+            if not low <= self.factor <= high:
+                label += (
+                    f"; outside {low:g}-{high:g}, more than a tokenizer explains: the billed requests grew by "
+                    "content the transcript does not show, and the factor absorbs it"
+                )
+            return label
         return f"{self.counter}, uncalibrated estimate of {self.tokenizer} (no usage increments to learn from)"
 
     def to_dict(self) -> dict[str, JSONValue]:
@@ -146,6 +160,8 @@ class Reference:
     """The lifetime the transcript's own cache writes mostly had (``1h`` only from Anthropic's ``cache_creation``)."""
     own_window_event_at: int = NO_WINDOW_EVENT
     """The first request after a window event the agent itself made (a compaction)."""
+    reasoning: Mapping[str, int] = field(default_factory=dict)
+    """Response id → the reasoning tokens the later requests of its turn are billed for (see :mod:`.reasoning`)."""
 
     def simulator(self, profile: ModelProfile, ttl: CacheTTL | None, *, at: float) -> CacheSimulator:
         """A fresh cache for ``profile`` (``ttl`` None: the transcript's own), warm if the session began warm.
@@ -238,21 +254,24 @@ def read_reference(
             model_source=source,
             own_window_event_at=window_at,
         )
-    visible = _visible_counts(events, profile, BlockMeter(counter), want=set(usage))
+    reasoning = resent_reasoning(requests, usage)
+    visible = _visible_counts(events, profile, BlockMeter(counter), want=set(usage), reasoning=reasoning)
     if counter.name != profile.tokenizer:
         calibration = _calibrate(calibration, visible, usage, profiles)
     reference = Reference(
         profile=profile, request_profiles=profiles, usage=usage, calibration=calibration, model_source=source
     )
+    hidden = _hidden_prefix(events, profile, reference.counter(counter), usage, calibration.label, reasoning)
     return Reference(
         profile=profile,
         request_profiles=profiles,
         usage=usage,
         calibration=calibration,
-        hidden_prefix=_hidden_prefix(events, profile, reference.counter(counter), usage, calibration.label),
+        hidden_prefix=hidden,
         model_source=source,
         cache_ttl=_cache_ttl(usage.values()),
         own_window_event_at=window_at,
+        reasoning=reasoning,
     )
 
 
@@ -262,9 +281,10 @@ def _hidden_prefix(
     counter: TokenCounter,
     usage: Mapping[int, UsageReport],
     counted_with: str,
+    reasoning: Mapping[str, int],
 ) -> HiddenPrefix:
     first = min(usage)
-    scaled = _visible_counts(events, profile, BlockMeter(counter), want={first})[first]
+    scaled = _visible_counts(events, profile, BlockMeter(counter), want={first}, reasoning=reasoning)[first]
     billed, read = usage[first].input_tokens, usage[first].cache_read_tokens
     hidden = max(billed - scaled, 0)
     warm = min(read, hidden)
@@ -289,10 +309,16 @@ def _cache_ttl(reports: Iterable[UsageReport]) -> CacheTTL:
 
 
 def _visible_counts(
-    events: Sequence[Event], profile: ModelProfile, meter: BlockMeter, *, want: set[int]
+    events: Sequence[Event],
+    profile: ModelProfile,
+    meter: BlockMeter,
+    *,
+    want: set[int],
+    reasoning: Mapping[str, int],
 ) -> dict[int, int]:
     """Tokens of the raw request before each wanted assistant message (what the transcript shows)."""
     history = History()
+    turn = TurnReasoning(reasoning)
     counts: dict[int, int] = {}
     index = 0
     last = max(want, default=-1)
@@ -302,11 +328,14 @@ def _visible_counts(
         if isinstance(event, AssistantMessage):
             if index in want:
                 ctx = plain_context(profile, history.system, history.messages, meter.counter)
-                counts[index] = sum(b.tokens for b in meter.blocks(render_openai_chat(ctx)))
+                body = render_openai_chat(ctx)
+                blocks = turn.carry(ctx.messages, meter.blocks(body), align(ctx, body)[1])
+                counts[index] = sum(b.tokens for b in blocks)
             if index >= last:
                 break
             index += 1
         history.add(event)
+        turn.observe(event)
     return counts
 
 

@@ -125,6 +125,7 @@ class History:
                     text=event.text,
                     thinking=event.thinking,
                     tool_calls=event.tool_calls,
+                    opaque=event.opaque,
                     source_ids=(event.id,),
                 )
             )

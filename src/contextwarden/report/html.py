@@ -20,8 +20,8 @@ from ..log.events import Event
 from ..replay.results import FileResult, ReplayResults, StrategyResult
 from . import _tables
 from ._timeline import timeline
-from .frontier import frontier_table
-from .scatter import TradeoffPoint, knee, tradeoff_chart
+from .frontier import frontier_table, tradeoff_points
+from .scatter import SUFFICIENT_EVIDENCE, knee, tradeoff_chart
 from .svg import (
     SECTION_COLORS,
     STRATEGY_COLORS,
@@ -258,23 +258,16 @@ def _overview(results: ReplayResults, colors: dict[str, str]) -> str:
 
 def _tradeoff(results: ReplayResults) -> str:
     """Tokens against cost, both relative to raw, for every strategy that ran (when raw ran too)."""
-    ran = _ran(results)
-    raw = next((s.figures() for s in ran if s.name == "raw"), None)
-    if raw is None or len(ran) < 2 or not raw["input_tokens_mean"] or not raw["cost_usd"]:
+    points = tradeoff_points(results)
+    if len(points) < 2:
         return ""
-    points = []
-    for s in ran:
-        f = s.figures()
-        points.append(
-            TradeoffPoint(
-                label=s.name,
-                tokens=f["input_tokens_mean"] / raw["input_tokens_mean"],
-                cost=f["cost_usd"] / raw["cost_usd"],
-                highlight=s.name == "contextwarden",
-            )
-        )
     best = knee(points)
-    note = f"The knee of the frontier (least tokens + cost) is {best.label}." if best is not None else ""
+    note = (
+        f"The knee of the frontier (least tokens + cost among the strategies that keep retention 1.0 and "
+        f"{SUFFICIENT_EVIDENCE:.0%} of next-action evidence on every transcript) is {best.label}."
+        if best is not None
+        else ""
+    )
     return (
         "<h3>Tokens against cost</h3>"
         + tradeoff_chart(points, title="Mean input tokens and cost, relative to raw (frontier dashed)")

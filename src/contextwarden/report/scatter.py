@@ -4,8 +4,13 @@ Fewer tokens per request mean less context rot and lower latency; a lower cache-
 the bill. The two pull apart (masking every request cuts tokens and breaks the cache), so the
 useful picture is the trade-off: x is mean input tokens per request as a multiple of raw, y the
 cost as a multiple of raw, and the Pareto frontier (no other point is lower on both) is drawn as
-a line. Its *knee* is the frontier point with the smallest sum of the two ratios. Inline SVG like
-:mod:`.svg`: no scripts, every label escaped, hover details in ``<title>``.
+a line. Its *knee* is the frontier point with the smallest sum of the two ratios.
+
+Fewer tokens bought by forgetting what the agent needs next are no gain, so only *sufficient*
+points make the frontier: those that keep every fact probe (retention 1.0) and at least
+:data:`SUFFICIENT_EVIDENCE` of the next-action evidence (issue 16's sufficiency) on every transcript.
+The others are drawn hollow, off the frontier. Inline SVG like :mod:`.svg`: no scripts, every label
+escaped, hover details in ``<title>``.
 """
 
 from __future__ import annotations
@@ -16,6 +21,9 @@ from dataclasses import dataclass
 from .svg import HEIGHT, WIDTH, esc, nice_ticks
 
 _LEFT, _RIGHT, _TOP, _BOTTOM = 64, 24, 34, 48
+
+SUFFICIENT_EVIDENCE = 0.99
+"""The share of next-action evidence a point must keep on every transcript to count (issue 16)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,19 +38,28 @@ class TradeoffPoint:
     """Cache-adjusted cost, as a multiple of raw's."""
     highlight: bool = False
     """Draw it larger (the default setting)."""
+    retention: float = 1.0
+    """The fact probes' retention on the transcript that kept the fewest (1.0: every probe, every request)."""
+    next_action_evidence: float = 1.0
+    """The share of next-action evidence kept on the transcript that kept the least."""
+
+    @property
+    def sufficient(self) -> bool:
+        """Whether it keeps every fact probe and :data:`SUFFICIENT_EVIDENCE` of next-action evidence."""
+        return self.retention >= 1.0 and self.next_action_evidence >= SUFFICIENT_EVIDENCE
 
 
 def frontier(points: Sequence[TradeoffPoint]) -> list[TradeoffPoint]:
-    """The Pareto-optimal points (none other is at most as high on both and lower on one), by tokens."""
+    """The Pareto-optimal sufficient points (none other is at most as high on both and lower on one), by tokens."""
     best: list[TradeoffPoint] = []
-    for p in sorted(points, key=lambda q: (q.tokens, q.cost)):
+    for p in sorted((q for q in points if q.sufficient), key=lambda q: (q.tokens, q.cost)):
         if not best or p.cost < best[-1].cost:
             best.append(p)
     return best
 
 
 def knee(points: Sequence[TradeoffPoint]) -> TradeoffPoint | None:
-    """The frontier point with the least ``tokens + cost`` (both relative to raw)."""
+    """The frontier point with the least ``tokens + cost`` (both relative to raw); None when none is sufficient."""
     front = frontier(points)
     return min(front, key=lambda p: p.tokens + p.cost, default=None)
 
@@ -61,7 +78,11 @@ def tradeoff_chart(
     def y(value: float) -> float:
         return _TOP + plot_h * (1 - value / y_ticks[-1])
 
-    body = [f'<text class="ct" x="{_LEFT}" y="20">{esc(title)}</text>']
+    body = [
+        f'<text class="ct" x="{_LEFT}" y="20">{esc(title)}</text>',
+        f'<text class="tl" x="{width - _RIGHT}" y="{_TOP - 4}" text-anchor="end">hollow: under '
+        f"{SUFFICIENT_EVIDENCE:.0%} next-action evidence or a fact probe lost somewhere (off the frontier)</text>",
+    ]
     for tick in y_ticks:
         body.append(f'<line class="grid" x1="{_LEFT}" x2="{width - _RIGHT}" y1="{y(tick):.1f}" y2="{y(tick):.1f}"/>')
         body.append(f'<text class="tl" x="{_LEFT - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick:g}×</text>')
@@ -85,8 +106,12 @@ def tradeoff_chart(
         radius = 6 if p.highlight else 4
         color = "#d62728" if p.highlight else "#1f77b4"
         tip = f"{p.label}: tokens {p.tokens:.2f}× raw, cost {p.cost:.2f}× raw" + (" (knee)" if p is best else "")
+        # an insufficient point is hollow: it forgets what the agent needs, so it is off the frontier
+        paint = f'fill="{color}"' if p.sufficient else f'fill="none" stroke="{color}" stroke-width="1.5"'
+        if not p.sufficient:
+            tip += f" (insufficient: retention {p.retention:.3f}, next-action evidence {p.next_action_evidence:.1%})"
         body.append(
-            f'<circle cx="{x(p.tokens):.1f}" cy="{y(p.cost):.1f}" r="{radius}" fill="{color}">'
+            f'<circle cx="{x(p.tokens):.1f}" cy="{y(p.cost):.1f}" r="{radius}" {paint}>'
             f"<title>{esc(tip)}</title></circle>"
         )
         if p.highlight or p is best:

@@ -8,7 +8,10 @@ cache for what it receives) and the proxy's ledger (which prices the client's ow
 counterfactual). One meter means the same body costs the same wherever it is measured.
 
 - OpenAI Chat: the tools (one block), then each message.
-- OpenAI Responses: the tools (one block), the instructions, then each input item.
+- OpenAI Responses: the tools (one block), the instructions, then each input item the API bills: a
+  ``reasoning`` item before the last user message is stripped by the API (only the current turn's
+  reasoning is read and billed), so it is no block, unless the request asks for
+  ``reasoning.context: "all_turns"`` (GPT-5.6 models' default; earlier ones default to the current turn).
 - Anthropic Messages: each tool, each system block, then each content block of each message (a
   string content is one text block). ``cache_control`` is left out of a block's key, since moving a
   breakpoint does not change the cached bytes; the blocks carrying it are the breakpoints.
@@ -138,7 +141,9 @@ class BlockMeter:
                     text = instructions if isinstance(instructions, str) else _compact(instructions)
                     head.append((self._block(instructions, lambda: MESSAGE_OVERHEAD + self.counter.count(text)), False))
                 raw = body.get("input")
-                items = [raw] if isinstance(raw, str) else _list(raw)
+                reasoning = body.get("reasoning")
+                every_turn = isinstance(reasoning, Mapping) and reasoning.get("context") == "all_turns"
+                items = [raw] if isinstance(raw, str) else _billed_responses_items(_list(raw), every_turn)
                 one = self._responses_item
             else:
                 items = _list(body.get("messages"))
@@ -246,6 +251,28 @@ class BlockMeter:
         if kind == "image":
             return _image_tokens(part)
         return count(_compact(_unmarked(part)))  # redacted thinking and unknown blocks: as sent
+
+
+def _billed_responses_items(items: Sequence[Any], every_turn: bool) -> Sequence[Any]:
+    """Responses input items but the reasoning items of earlier turns, which the API strips unread.
+
+    OpenAI keeps the reasoning items after the last user message (the current turn's tool loop) and
+    drops earlier ones before the model reads the prompt: they cost nothing, and the prompt without
+    them stops sharing the cache from where the first of them sat (``replay/reasoning.py``). With
+    ``every_turn`` (``reasoning.context: "all_turns"``) every item is kept.
+    """
+    if every_turn:
+        return items
+    last_user = max((i for i, item in enumerate(items) if _is_user_message(item)), default=-1)
+    return [item for i, item in enumerate(items) if i > last_user or not _is_reasoning(item)]
+
+
+def _is_user_message(item: Any) -> bool:
+    return isinstance(item, Mapping) and item.get("role") == "user" and item.get("type", "message") == "message"
+
+
+def _is_reasoning(item: Any) -> bool:
+    return isinstance(item, Mapping) and item.get("type") == "reasoning"
 
 
 def _image_tokens(part: Mapping[str, Any]) -> int:

@@ -24,6 +24,8 @@ class UsageCounts(NamedTuple):
     cache_write: int = 0
     cache_write_1h: int = 0
     """The part of ``cache_write`` written with the 1-hour lifetime (billed 2x input, not 1.25x)."""
+    reasoning: int = 0
+    """The part of ``output`` that was reasoning (Responses items sent back within a turn are billed again)."""
 
 
 def usage_report(
@@ -41,6 +43,7 @@ def usage_report(
         cache_read_tokens=counts.cache_read,
         cache_write_tokens=counts.cache_write,
         cache_write_1h_tokens=counts.cache_write_1h,
+        reasoning_tokens=counts.reasoning,
         request_id=request_id,
         response_event_id=response_event_id,
         model=model,
@@ -106,12 +109,21 @@ def openai_chat_usage(usage: object) -> UsageCounts | None:
 
 
 def openai_responses_usage(usage: object) -> UsageCounts | None:
-    """A Responses API ``usage`` (also Codex's ``token_count``, whose cached count is ``cached_input_tokens``)."""
+    """A Responses API ``usage``, also Codex's ``token_count``.
+
+    Codex names the cached count ``cached_input_tokens`` and the reasoning count ``reasoning_output_tokens``.
+    """
     if not isinstance(usage, Mapping):
         return None
     cached = _nested(usage, "input_tokens_details", "cached_tokens") or int_field(usage.get("cached_input_tokens"))
+    reasoning = _nested(usage, "output_tokens_details", "reasoning_tokens") or int_field(
+        usage.get("reasoning_output_tokens")
+    )
     return UsageCounts(
-        input=int_field(usage.get("input_tokens")), output=int_field(usage.get("output_tokens")), cache_read=cached
+        input=int_field(usage.get("input_tokens")),
+        output=int_field(usage.get("output_tokens")),
+        cache_read=cached,
+        reasoning=reasoning,
     )
 
 
