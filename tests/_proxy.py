@@ -51,9 +51,18 @@ class Rig:
 
 @contextmanager
 def rig(
-    store_url: str, *, mode: str = "manage", upstream: ScriptedUpstream | None = None, store: Any = None
+    store_url: str,
+    *,
+    mode: str = "manage",
+    upstream: ScriptedUpstream | None = None,
+    store: Any = None,
+    policy: str | None = None,
+    budget_limit: int | None = None,
 ) -> Iterator[Rig]:
-    """An upstream and a proxy forwarding to it, storing in ``store_url`` (or in ``store``)."""
+    """An upstream and a proxy forwarding to it, storing in ``store_url`` (or in ``store``).
+
+    ``policy`` and ``budget_limit`` are the proxy's ``--policy`` and ``--budget-limit``.
+    """
     upstream = upstream or ScriptedUpstream()
     with BackgroundServer(upstream.app) as up:
         settings = ProxySettings(
@@ -61,6 +70,8 @@ def rig(
             anthropic_upstream=up.url,
             openai_upstream=up.url,
             store_url=store_url,
+            policy=policy,
+            budget_limit=budget_limit,
         )
         proxy = Proxy(settings, store=store)
         try:

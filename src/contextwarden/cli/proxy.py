@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from ._common import echo_json, missing_store, store_option
+from ..plan.taskpolicies import task_policy_names
+from ._common import echo_json, missing_store, open_existing_store, store_option
+from ._policy import chosen_policy
 
 
 @click.group(name="proxy", invoke_without_command=True)
@@ -36,6 +39,21 @@ from ._common import echo_json, missing_store, store_option
     help="Where OpenAI-protocol and all other requests go (env CONTEXTWARDEN_OPENAI_UPSTREAM).",
 )
 @click.option("--allow-remote", is_flag=True, help="Allow binding to an address other than localhost (logs a warning).")
+@click.option(
+    "--policy",
+    "policy_name",
+    default=None,
+    metavar="NAME",
+    help=f"Task preset to plan under ({', '.join(task_policy_names())}); default: the library's default policy.",
+)
+@click.option(
+    "--budget-limit",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="TOKENS",
+    help="Weighted tokens (output + uncached input / 4) a client session and its subagents may spend; "
+    "then its requests get an error instead of being forwarded. Default: no budget.",
+)
 @store_option
 @click.pass_context
 def command(
@@ -46,6 +64,8 @@ def command(
     anthropic_upstream: str,
     openai_upstream: str,
     allow_remote: bool,
+    policy_name: str | None,
+    budget_limit: int | None,
     store_url: str | None,
 ) -> None:
     """Run the proxy: point ANTHROPIC_BASE_URL or an OpenAI base_url at it (see docs/proxy.md).
@@ -62,13 +82,19 @@ def command(
 
     if host not in LOCAL_HOSTS and not allow_remote:
         raise click.UsageError(f"refusing to listen on {host}: pass --allow-remote to serve beyond localhost")
+    chosen_policy(policy_name)  # an unknown preset is a usage error before anything listens
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if host not in LOCAL_HOSTS:
         logging.getLogger("contextwarden.proxy").warning(
             "listening on %s: anyone who can reach it can spend the credentials clients send through it", host
         )
     settings = settings_from_env(
-        mode=mode, anthropic_upstream=anthropic_upstream, openai_upstream=openai_upstream, store_url=store_url
+        mode=mode,
+        anthropic_upstream=anthropic_upstream,
+        openai_upstream=openai_upstream,
+        store_url=store_url,
+        policy=policy_name,
+        budget_limit=budget_limit,
     )
     proxy = Proxy(settings)
     click.echo(f"contextwarden proxy ({mode}) on http://{host}:{port}", err=True)
@@ -81,10 +107,16 @@ def command(
 @command.command(name="stats")
 @click.option("--session", "session_id", default=None, help="Only this session.")
 @click.option("--json", "as_json", is_flag=True, help="Print the ledger totals as JSON.")
+@click.option(
+    "--taxonomy",
+    is_flag=True,
+    help="Also tag each session's context failures (overflow, stale, under-context...) from its recorded builds.",
+)
 @store_option
-def stats(session_id: str | None, as_json: bool, store_url: str | None) -> None:
+def stats(session_id: str | None, as_json: bool, taxonomy: bool, store_url: str | None) -> None:
     """Print the ledger per session: requests, tokens, billed cost and the saving against direct."""
     from ..proxy._db import ProxyDB
+    from ..proxy.failures import with_taxonomy
     from ..proxy.ledger import Ledger
 
     missing = missing_store(store_url)
@@ -95,6 +127,12 @@ def stats(session_id: str | None, as_json: bool, store_url: str | None) -> None:
         report = Ledger(db).stats(session_id)
     finally:
         db.close()
+    if taxonomy:
+        store = open_existing_store(store_url)
+        try:
+            report = with_taxonomy(store, report)
+        finally:
+            store.close()
     if as_json:
         echo_json(report)
         return
@@ -125,4 +163,21 @@ def stats(session_id: str | None, as_json: bool, store_url: str | None) -> None:
             f"{s['client_cost_usd']:.4f}",
             "-" if s["cost_ratio"] is None else f"{s['cost_ratio']:.3f}",
         )
+    Console().print(table)
+    if taxonomy:
+        _print_failures(report["sessions"])
+
+
+def _print_failures(sessions: list[dict[str, Any]]) -> None:
+    table = Table(title="context failures per session")
+    table.add_column("session", overflow="fold")
+    table.add_column("req", justify="right")
+    table.add_column("failures", overflow="fold")
+    for s in sessions:
+        tags = s["taxonomy"]
+        if tags is None:
+            table.add_row(s["session_id"] or "-", "-", "not in the store")
+            continue
+        found = ", ".join(f"{name} x{n}" for name, n in tags["counts"].items() if n) or "none"
+        table.add_row(s["session_id"], str(tags["requests"]), found)
     Console().print(table)

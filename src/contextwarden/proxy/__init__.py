@@ -10,7 +10,9 @@ Needs the ``proxy`` extra (Starlette, uvicorn, prometheus-client)::
 The parts: :mod:`.app` (the ASGI edge, fail-open), :mod:`.pipeline` (identify, ingest, project,
 record), :mod:`.identity` (which session a request belongs to), :mod:`.bodyedit` (minimal edits in
 the client's own bytes), :mod:`.tee` (reading a stream as it passes), :mod:`.ledger` and
-:mod:`.accounting` (the money), :mod:`.metrics` (Prometheus), and the test double
+:mod:`.accounting` (the money), :mod:`.metrics` (Prometheus), :mod:`.policy` (the task preset it
+plans under), :mod:`.budget` (a weighted-token budget per task), :mod:`.failures` (the failure
+taxonomy over its sessions), and the test double
 :mod:`.scripted` (a provider that bills with the prompt-cache rules) with :mod:`.serve`.
 """
 

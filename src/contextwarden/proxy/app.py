@@ -28,6 +28,8 @@ from ..log.store import SessionStore
 from ..providers.classify import is_context_overflow
 from . import forward
 from ._db import ProxyDB, open_session_store
+from .budget import REFUSAL_STATUS, REFUSED, refusal_body
+from .failures import with_taxonomy
 from .metrics import ProxyMetrics
 from .pipeline import Pipeline, Prepared
 from .settings import ProxySettings
@@ -92,6 +94,10 @@ class Proxy:
             log.warning("contextwarden proxy fell back to pass-through: %s: %s", type(exc).__name__, exc)
             prepared = _fallback(fmt, raw, exc)
         self.metrics.prepared(prepared)
+        if prepared.refused is not None:  # the task's budget is spent: nothing goes upstream
+            self._recorder.submit(self._record, prepared, 0, None, None, REFUSED)
+            body = refusal_body(fmt, prepared.refused)
+            return Response(body, status_code=REFUSAL_STATUS, media_type="application/json")
         return await self._forward(request, prepared, raw, retry=True)
 
     async def _forward(self, request: Request, prepared: Prepared, raw: bytes, *, retry: bool) -> Response:
@@ -114,8 +120,12 @@ class Proxy:
         """File an answer on the recorder thread, while its bytes go to the client.
 
         The session's next request waits for it (:meth:`Pipeline.answered`), so the client finds
-        its turn in the log without the filing delaying a byte of this answer.
+        its turn in the log without the filing delaying a byte of this answer. The usage goes to the
+        budget here, so the task's next request (of any lane) is checked against it.
         """
+        budget = self.pipeline.budget
+        if budget is not None and prepared.identity is not None and usage is not None:
+            budget.spend(prepared.identity, usage)
         try:
             await run_in_threadpool(self.pipeline.answered, prepared, assistant if status == 200 else None)
         except Exception as exc:  # the store may be down; the next request then finds its session anew
@@ -203,7 +213,10 @@ class Proxy:
     async def _stats(self, request: Request) -> Response:
         session = request.query_params.get("session") or None
         await run_in_threadpool(self.settle)
-        return JSONResponse(await run_in_threadpool(self.pipeline.ledger.stats, session))
+        stats = await run_in_threadpool(self.pipeline.ledger.stats, session)
+        if request.query_params.get("taxonomy") in ("1", "true"):
+            stats = await run_in_threadpool(with_taxonomy, self.store, stats, counter=self.pipeline.manager.counter)
+        return JSONResponse(stats)
 
     async def _metrics(self, request: Request) -> Response:
         body, content_type = self.metrics.exposition()

@@ -96,6 +96,12 @@ class Identity:
     how: str
     """``explicit``, ``extends``, ``lane`` (a client session's lane by system prompt) or ``new``."""
 
+    @property
+    def task(self) -> str:
+        """The unit a budget counts: the client's own session (all its lanes) when it names one, else this session."""
+        client_named = self.how != "explicit" and not self.scope.endswith("/")
+        return self.scope if client_named else self.session_id
+
 
 class SessionIndex:
     """Maps requests to sessions through the proxy's tables (shared by every worker on one database)."""

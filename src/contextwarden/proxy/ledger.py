@@ -31,7 +31,8 @@ class LedgerRow:
     mode: str
     """``manage`` or ``observe``."""
     outcome: str
-    """``projected``, ``unchanged``, ``fallback``, ``passthrough``, ``interrupted`` or ``upstream_error``."""
+    """``projected``, ``unchanged``, ``observed``, ``fallback``, ``passthrough``, ``interrupted``,
+    ``upstream_error`` or ``budget_exhausted`` (refused by the proxy's budget, nothing forwarded)."""
     status: int
     """The upstream's HTTP status (0 when there was no answer)."""
     client_tokens: int = 0
@@ -109,6 +110,7 @@ _SUMS = (
     "requests",
     "fallbacks",
     "passthrough",
+    "refused",
     "client_tokens",
     "forwarded_tokens",
     "input_tokens",
@@ -131,6 +133,7 @@ def _add(s: dict[str, Any], row: LedgerRow) -> None:
     s["requests"] += 1
     s["fallbacks"] += row.outcome == "fallback"
     s["passthrough"] += row.outcome == "passthrough"
+    s["refused"] += row.outcome == "budget_exhausted"
     for key in ("client_tokens", "forwarded_tokens", "input_tokens", "cache_read_tokens", "cache_write_tokens"):
         s[key] += getattr(row, key)
     s["output_tokens"] += row.output_tokens

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..assemble.manager import ContextManager, ContextPolicy
+from ..assemble.manager import ContextManager
 from ..context import ModelContext
 from ..errors import ConflictError, SessionExists, SessionNotFound
 from ..log.events import AssistantMessage, Event, UsageReport
@@ -21,14 +21,16 @@ from ..log.store import SessionStore
 from ..mirror import MIRROR_SUMMARIZER, content_digest, mirror_history, unmirrored
 from ..models import get_profile
 from ..pairing import normalize_pairing
-from ..plan.planner import PlannerSettings
+from ..plan.treebudget import TreeBudgetPolicy
 from ..tokens import TokenCounter
 from ..wire import AddressedBody, ParsedRequest, get_codec
 from . import bodyedit
 from ._db import ProxyDB
 from .accounting import Accountant, Job
+from .budget import REFUSED, ProxyBudget, Spent
 from .identity import Identity, SessionIndex, continued, namespace
 from .ledger import Ledger
+from .policy import proxy_policy
 from .settings import ProxySettings
 from .suffix import Read, SuffixCache
 from .turns import PendingTurns
@@ -55,7 +57,7 @@ class Prepared:
     body: bytes
     """The bytes to forward (the client's own unless the projection changed something)."""
     outcome: str = "passthrough"
-    """``projected`` (changed), ``unchanged``, ``observed``, ``passthrough`` or ``fallback``."""
+    """``projected`` (changed), ``unchanged``, ``observed``, ``passthrough``, ``fallback`` or ``budget_exhausted``."""
     note: str = ""
     model: str = ""
     stream: bool = False
@@ -72,6 +74,8 @@ class Prepared:
     """The session's last seq once the client's history was ingested (the turn goes after it)."""
     pending: bool = False
     """Whether :meth:`Pipeline.answered` counted its turn as pending (``record`` files it)."""
+    refused: Spent | None = None
+    """Set when the task's budget is spent: the proxy answers with an error and forwards nothing."""
 
 
 class Pipeline:
@@ -83,13 +87,9 @@ class Pipeline:
         """Serve ``settings`` with ``store`` for session logs and ``db`` for the proxy's tables."""
         self.settings = settings
         self.store = store
-        # The proxy keeps the client's tools as they are (no retrieval tools of ours) and leaves thinking
-        # blocks with their signatures alone, so the planner must not count on dropping them.
-        # A batch the session does not live to pay back costs more than going direct, so the proxy expects
-        # a session to run a third as long again, not half (docs/proxy.md, "Measured").
-        planner = PlannerSettings(drop_old_thinking=False, horizon_share=1 / 3)
-        policy = ContextPolicy(retrieval_tools=False, planner=planner)
-        self.manager = ContextManager(store, counter=counter, policy=policy)
+        self.manager = ContextManager(store, counter=counter, policy=proxy_policy(settings.policy))
+        limit = settings.budget_limit
+        self.budget = ProxyBudget(TreeBudgetPolicy(limit=limit), db) if limit is not None else None
         self.index = SessionIndex(db, salt=settings.salt)
         self.reader = SuffixCache()
         self.turns = PendingTurns()
@@ -133,6 +133,9 @@ class Pipeline:
         prepared.identity = identity
         self._ensure(identity.session_id)
         self.turns.wait(identity.session_id)  # the previous answer's turn goes into the log first
+        if self.budget is not None and (spent := self.budget.check(identity)).exhausted:
+            prepared.outcome, prepared.note, prepared.refused = REFUSED, spent.message, spent
+            return prepared
         instructions = [content_digest(i) for i in parsed.instructions]
         history = [*parsed.instructions, *parsed.events]
         mirrored = mirror_history(

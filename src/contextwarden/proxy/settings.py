@@ -29,6 +29,12 @@ class ProxySettings:
     """Mixed into the hash of each caller's credential that namespaces its sessions."""
     timeout: float = 600.0
     """Seconds to wait for the upstream (model calls can be long)."""
+    policy: str | None = None
+    """A task preset (``coding``, ``research``, ``browser`` or one registered) to plan under; ``None``:
+    the library's default policy. Either way with the proxy's own settings (:func:`.policy.proxy_policy`)."""
+    budget_limit: int | None = None
+    """Weighted tokens (output plus uncached input at a quarter) one task may spend before the proxy
+    refuses its requests (:mod:`.budget`); ``None``: no budget."""
 
     def upstream_for(self, path: str) -> str:
         """The base URL a request path is forwarded to (Anthropic's paths start ``/v1/messages``)."""

@@ -1,0 +1,24 @@
+"""The policy the proxy plans with: the chosen task preset, with what a proxy must keep."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..plan.policy import ContextPolicy
+from ..plan.taskpolicies import get_task_policy
+
+PROXY_HORIZON = 1 / 3
+"""A batch the session does not live to pay back costs more than going direct, so the proxy expects
+a session to run a third as long again, not half (docs/proxy.md, "Measured")."""
+
+
+def proxy_policy(preset: str | None = None) -> ContextPolicy:
+    """The policy of a proxy planning under the task preset ``preset`` (``None``: the default policy).
+
+    The proxy keeps the client's tools as they are (no retrieval tools of ours) and leaves thinking
+    blocks with their signatures alone, so the planner must not count on dropping them. An unknown
+    preset is a ``UsageError`` that lists the known ones.
+    """
+    base = get_task_policy(preset) if preset is not None else ContextPolicy()
+    planner = replace(base.planner, drop_old_thinking=False, horizon_share=PROXY_HORIZON)
+    return replace(base, retrieval_tools=False, planner=planner)
