@@ -88,8 +88,10 @@ class PlannerSettings:
     working_set_files: int = 1
     """Besides the files the task names or an unresolved failure involves (always protected), the latest
     current read of this many most relevant working-set files is never masked while no later write made
-    it stale (0: none). Protecting every working-set file costs about 5% more on the generated replay
-    sessions (docs/benchmarks.md), so the default protects one."""
+    it stale (0: none). The task's files rank first and count among them: with 1, a session whose goal
+    names a file protects no other once it has read that file. 3 keeps every next-action read on the
+    generated replay sessions but costs 0.02-0.03x raw more (docs/benchmarks.md, "Stop 22"), so the
+    default protects one."""
     protect_revisited_files: bool = False
     """Also keep the latest current read of every working-set file the session touched more than once.
     The next-action misses on the generated replay sessions are re-reads of such files ranked below the

@@ -175,7 +175,8 @@ class Projection:
 
         The task's evidence (failing tests, unresolved errors) and the latest *current* read of every
         working-set file the task names or an unresolved failure involves, and of the
-        ``working_set_files`` most relevant others: a read a later write made stale is no longer
+        ``working_set_files`` most relevant working-set files (those rank first, so they count among
+        them): a read a later write made stale is no longer
         current, so it is not protected. With ``revisited``, also every working-set file the session
         has come back to (touched more than once): an agent that re-opened a file re-opens it again.
         """
