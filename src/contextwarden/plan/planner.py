@@ -97,6 +97,12 @@ class PlannerSettings:
     The next-action misses on the generated replay sessions are re-reads of such files ranked below the
     one ``working_set_files`` protects; True brings next-action evidence to 1.000 there but costs about
     0.03x raw more under gpt-5 (0.73 -> 0.76), so it is off by default."""
+    protect_exploration_reads: bool = True
+    """While the session has only read (no file changed, no test run, no error unresolved:
+    ``TaskState.exploring``), keep the latest current read of every file it read (at most 12) under the
+    trigger; under pressure they are masked in the order of loss. An agent still exploring comes back to
+    what it read: on the generated replay sessions this keeps every next-action read (docs/benchmarks.md,
+    "Stop 22")."""
     pressure_target: float = 0.6
     """Under pressure, mask down towards this share of the trigger."""
 
@@ -144,6 +150,7 @@ def plan(
     turns_so_far: int,
     settings: PlannerSettings,
     evidence: frozenset[str] = frozenset(),
+    kept: frozenset[str] = frozenset(),
     conversation_tokens: int | None = None,
 ) -> Plan:
     """Decide the next batch of reductions (see the module docstring).
@@ -155,16 +162,21 @@ def plan(
 
     ``evidence`` names tool results that must stay verbatim (failing tests, unresolved errors,
     the current reads of the working set): they are never masked, only superseded by a newer
-    result on the same thing. Every edit's saving is net (placeholder included) and positive.
+    result on the same thing. ``kept`` names results a voluntary batch leaves alone (the reads of a
+    session still exploring) but pressure may mask. Every edit's saving is net (placeholder included)
+    and positive.
     """
     lossless = pool.lossless_edits()
+    pressure = total > trigger
+    if not pressure:
+        evidence |= kept
     skip = frozenset(e.target_id for e in lossless) | evidence
     masking: list[ContextEdit] = []
     if settings.mask:
         masking = pool.mask_edits(settings.keep_recent_tool_results, skip)
         if settings.drop_old_thinking:
             masking += pool.thinking_edits()
-    if total > trigger:
+    if pressure:
         return _under_pressure(pool, lossless, masking, total=total, trigger=trigger, settings=settings)
     batch = lossless + masking
     saved = sum(pool.savings(e) for e in batch)

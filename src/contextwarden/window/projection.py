@@ -41,7 +41,7 @@ from .lifecycle import ResourceLedger
 from .policies.placeholders import extract_sources
 from .policies.presets import apply_policy, policy_for
 from .policies.resources import resources_of
-from .state import StateBuilder, TaskState
+from .state import MAX_WORKING_SET, StateBuilder, TaskState
 
 __all__ = ["MAX_ARGUMENT_CHARS", "Projection", "ProjectionConfig", "message_tokens"]
 
@@ -169,6 +169,19 @@ class Projection:
     def frontier(self, *, thinking: bool = True) -> int | None:
         """Position of the first item a pending or possible edit can change (see :mod:`.editqueue`)."""
         return self.queue.frontier(thinking=thinking)
+
+    def exploration_ids(self) -> frozenset[str]:
+        """The latest current read of each file read so far, while the session is still exploring.
+
+        Empty once :attr:`TaskState.exploring` is false; at most the :data:`MAX_WORKING_SET` files touched last.
+        """
+        state = self.state
+        if not state.exploring:
+            return frozenset()
+        touched = state.last_touch
+        files = sorted(state.files_read, key=lambda key: touched.get(key, 0), reverse=True)[:MAX_WORKING_SET]
+        latest = (self._ledger.latest_read(key) for key in files)
+        return frozenset(i for i in latest if i is not None)
 
     def protected_ids(self, working_set_files: int, *, revisited: bool = False) -> frozenset[str]:
         """Tool results never masked (superseding or a later change still replaces them).
