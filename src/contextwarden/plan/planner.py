@@ -89,14 +89,15 @@ class PlannerSettings:
     """Besides the files the task names or an unresolved failure involves (always protected), the latest
     current read of this many most relevant working-set files is never masked while no later write made
     it stale (0: none). The task's files rank first and count among them: with 1, a session whose goal
-    names a file protects no other once it has read that file. 3 keeps every next-action read on the
-    generated replay sessions but costs 0.02-0.03x raw more (docs/benchmarks.md, "Stop 22"), so the
-    default protects one."""
+    names a file protects no other once it has read that file. Without ``protect_exploration_reads``, 3
+    keeps every next-action read on the generated replay sessions but costs 0.02-0.03x raw more
+    (docs/benchmarks.md, "Stop 22"); that rule keeps them for less, so the default protects one."""
     protect_revisited_files: bool = False
     """Also keep the latest current read of every working-set file the session touched more than once.
     The next-action misses on the generated replay sessions are re-reads of such files ranked below the
-    one ``working_set_files`` protects; True brings next-action evidence to 1.000 there but costs about
-    0.03x raw more under gpt-5 (0.73 -> 0.76), so it is off by default."""
+    one ``working_set_files`` protects; True brought next-action evidence to 1.000 there but cost about
+    0.03x raw more under gpt-5 (0.73 -> 0.76), so it is off by default (``protect_exploration_reads``
+    reaches 1.000 for less)."""
     protect_exploration_reads: bool = True
     """While the session has only read (no file changed, no test run, no error unresolved:
     ``TaskState.exploring``), keep the latest current read of every file it read (at most 12) under the
