@@ -189,9 +189,9 @@ class Projection:
         The task's evidence (failing tests, unresolved errors) and the latest *current* read of every
         working-set file the task names or an unresolved failure involves, and of the
         ``working_set_files`` most relevant working-set files (those rank first, so they count among
-        them): a read a later write made stale is no longer
-        current, so it is not protected. With ``revisited``, also every working-set file the session
-        has come back to (touched more than once): an agent that re-opened a file re-opens it again.
+        them): a read a later write made stale is no longer current, so it is not protected. With
+        ``revisited``, also every working-set file the session has come back to (touched more than
+        once): an agent that re-opened a file re-opens it again.
         """
         state = self.state
         again = [k for k in state.working_set if state.references.get(k, 0) > 1] if revisited else []
