@@ -32,7 +32,8 @@ from contextwarden.report.frontier import charts_document, cost_above_frontier, 
 from contextwarden.report.scatter import frontier, knee, tradeoff_chart
 
 SETTINGS = (
-    "contextwarden",  # the default: keep 3, batches of >= 40% of the context, 1 working-set file
+    "contextwarden",  # the default: keep 3, batches of >= 40% of the context, 1 working-set file, exploration reads
+    "contextwarden:no-protect-exploration-reads",  # the default before stop 22
     "contextwarden:keep=1",
     "contextwarden:keep=2",
     "contextwarden:keep=5",

@@ -345,6 +345,7 @@ def test_latest_read_of_working_set_files_stays_verbatim() -> None:
                 min_batch_share=0,
                 keep_recent_tool_results=2,
                 working_set_files=working_set_files,
+                protect_exploration_reads=False,  # the session only reads: that rule would keep core.py too
             )
         )
         ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS, policy=policy)

@@ -55,8 +55,11 @@ def test_re_read_of_masked_output_counts() -> None:
     store = MemoryStore()
     steps = [("read_file", "src/core.py" if i in (0, 6) else f"src/m{i}.py", "y = 2\n" * 600) for i in range(7)]
     eager = replace(
-        ContextPolicy(), planner=PlannerSettings(keep_recent_tool_results=2, cache_aware=False, min_batch_tokens=1)
-    )
+        ContextPolicy(),
+        planner=PlannerSettings(
+            keep_recent_tool_results=2, cache_aware=False, min_batch_tokens=1, protect_exploration_reads=False
+        ),
+    )  # an agent that only reads keeps its reads by default: mask them here to count the re-read
     metrics = session_metrics(store, _session(store, steps), model="gpt-4o", policy=eager)
     assert metrics.evictions >= 3 and metrics.re_reads == 1
     assert metrics.re_read_rate == pytest.approx(1 / metrics.evictions)

@@ -42,6 +42,7 @@ def _tool_texts(*, revisited: bool) -> list[str]:
         keep_recent_tool_results=2,
         working_set_files=1,
         protect_revisited_files=revisited,
+        protect_exploration_reads=False,  # the session only reads: that rule would keep every read
     )
     manager = ContextManager(store, counter=HeuristicCounter(), policy=ContextPolicy(planner=settings))
     ctx = manager.build("s", model="gpt-4o", tools=TOOLS)

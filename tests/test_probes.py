@@ -170,6 +170,23 @@ def test_a_file_written_since_its_read_has_no_current_read_to_keep() -> None:
     assert "next_action_evidence" not in outcome.results
 
 
+def test_a_swe_agent_edit_writes_the_open_file() -> None:
+    # SWE-agent's ``edit`` names no file: it edits the one ``open`` made current (bundled humanevalfix).
+    events = [
+        UserMessage(text=TASK),
+        call("c1", "open", command="open main.py"),
+        ToolResult(call_id="c1", tool_name="open", output="[File: /repo/main.py (3 lines total)]\n1:x = 1"),
+        call("c2", "edit", command="edit 1:1\nx = 2\nend_of_edit"),
+        ToolResult(call_id="c2", tool_name="edit", output="[File: /repo/main.py (3 lines total)]\n1:x = 2"),
+    ]
+    tracker = feed(events)
+    assert tracker.state.files_modified == ("main.py",)
+    outcome = tracker.check(body(), upcoming=call("c3", "python", command="python main.py"))
+    assert "next_action_evidence" not in outcome.results  # the read before the edit is not current
+    before_edit = feed(events[:3]).check(body(), upcoming=call("c3", "python", command="python main.py"))
+    assert before_edit.results["next_action_evidence"] is False
+
+
 def test_rereads_count_reads_of_a_current_file_whose_read_was_not_shown() -> None:
     tracker = feed(script_session())
     again = call("c3", "bash", command="cat repro.py")

@@ -237,6 +237,7 @@ def test_swe_agent_commands_in_a_bash_string() -> None:
 def test_opened_file() -> None:
     assert opened_file(_call("open", path="./src/a.py", line_number=3)) == "src/a.py"
     assert opened_file(_call("bash", command="open src/b.py 40")) == "src/b.py"
+    assert opened_file(_call("open", command="open main.py")) == "main.py"  # SWE-agent's own trajectories
     assert opened_file(_call("bash", command="ls")) == ""
 
 

@@ -254,8 +254,11 @@ def test_session_masked_read_then_re_read_is_under_context() -> None:
     events.append(AssistantMessage(text="Done."))
     store.append(sid, events, expected_last_seq=0)
     eager = replace(
-        ContextPolicy(), planner=PlannerSettings(keep_recent_tool_results=2, cache_aware=False, min_batch_tokens=1)
-    )
+        ContextPolicy(),
+        planner=PlannerSettings(
+            keep_recent_tool_results=2, cache_aware=False, min_batch_tokens=1, protect_exploration_reads=False
+        ),
+    )  # an agent that only reads keeps its reads by default: mask them here to see the re-read
     report = classify_session(store, sid, model="gpt-4o", policy=eager)
     under = failures(report, Failure.UNDER_CONTEXT)
     assert len(under) == 1 and "src/core.py" in under[0].detail

@@ -207,6 +207,7 @@ class ContextManager:
             evidence=projection.protected_ids(
                 policy.planner.working_set_files, revisited=policy.planner.protect_revisited_files
             ),
+            kept=projection.exploration_ids() if policy.planner.protect_exploration_reads else frozenset(),
             conversation_tokens=projection.total,
         )
         if decision.edits:

@@ -88,13 +88,22 @@ class PlannerSettings:
     working_set_files: int = 1
     """Besides the files the task names or an unresolved failure involves (always protected), the latest
     current read of this many most relevant working-set files is never masked while no later write made
-    it stale (0: none). Protecting every working-set file costs about 5% more on the generated replay
-    sessions (docs/benchmarks.md), so the default protects one."""
+    it stale (0: none). The task's files rank first and count among them: with 1, a session whose goal
+    names a file protects no other once it has read that file. Without ``protect_exploration_reads``, 3
+    keeps every next-action read on the generated replay sessions but costs 0.02-0.03x raw more
+    (docs/benchmarks.md, "Stop 22"); that rule keeps them for less, so the default protects one."""
     protect_revisited_files: bool = False
     """Also keep the latest current read of every working-set file the session touched more than once.
     The next-action misses on the generated replay sessions are re-reads of such files ranked below the
-    one ``working_set_files`` protects; True brings next-action evidence to 1.000 there but costs about
-    0.03x raw more under gpt-5 (0.73 -> 0.76), so it is off by default."""
+    one ``working_set_files`` protects; True brought next-action evidence to 1.000 there but cost about
+    0.03x raw more under gpt-5 (0.73 -> 0.76), so it is off by default (``protect_exploration_reads``
+    reaches 1.000 for less)."""
+    protect_exploration_reads: bool = True
+    """While the session has only read (no file changed, no test run, no error unresolved:
+    ``TaskState.exploring``), keep the latest current read of every file it read (at most 12) under the
+    trigger; under pressure they are masked in the order of loss. An agent still exploring comes back to
+    what it read: on the generated replay sessions this keeps every next-action read (docs/benchmarks.md,
+    "Stop 22")."""
     pressure_target: float = 0.6
     """Under pressure, mask down towards this share of the trigger."""
 
@@ -142,6 +151,7 @@ def plan(
     turns_so_far: int,
     settings: PlannerSettings,
     evidence: frozenset[str] = frozenset(),
+    kept: frozenset[str] = frozenset(),
     conversation_tokens: int | None = None,
 ) -> Plan:
     """Decide the next batch of reductions (see the module docstring).
@@ -153,16 +163,21 @@ def plan(
 
     ``evidence`` names tool results that must stay verbatim (failing tests, unresolved errors,
     the current reads of the working set): they are never masked, only superseded by a newer
-    result on the same thing. Every edit's saving is net (placeholder included) and positive.
+    result on the same thing. ``kept`` names results a voluntary batch leaves alone (the reads of a
+    session still exploring) but pressure may mask. Every edit's saving is net (placeholder included)
+    and positive.
     """
     lossless = pool.lossless_edits()
+    pressure = total > trigger
+    if not pressure:
+        evidence |= kept
     skip = frozenset(e.target_id for e in lossless) | evidence
     masking: list[ContextEdit] = []
     if settings.mask:
         masking = pool.mask_edits(settings.keep_recent_tool_results, skip)
         if settings.drop_old_thinking:
             masking += pool.thinking_edits()
-    if total > trigger:
+    if pressure:
         return _under_pressure(pool, lossless, masking, total=total, trigger=trigger, settings=settings)
     batch = lossless + masking
     saved = sum(pool.savings(e) for e in batch)

@@ -221,7 +221,7 @@ class ProbeTracker:
             self._results[event.id] = event
             call = self._calls.pop(event.call_id, None)
             if call is not None and not (event.is_error or event.exit_code not in (None, 0)):
-                for r in _files(call, event.tool_name):
+                for r in _files(call, event.tool_name, self._state.open_file):
                     if r.access == "write":
                         self._current_read.pop(r.key, None)
                     elif r.access == "read":
@@ -297,7 +297,7 @@ class ProbeTracker:
         """File → (its current latest read, whether the action reads it) for every file the action touches."""
         needed: dict[str, tuple[ToolResult, bool]] = {}
         for call in upcoming.tool_calls:
-            touched = [(r.key, r.access == "read") for r in _files(call, call.name)]
+            touched = [(r.key, r.access == "read") for r in _files(call, call.name, self._state.open_file)]
             touched += [(path, False) for path in _scripts_run(call)]
             for path, reading in touched:
                 key = self._current_key(path)
@@ -335,10 +335,13 @@ class ProbeTracker:
         return bool(head) and original.startswith(head)
 
 
-def _files(call: ToolCall, tool_name: str) -> tuple[Resource, ...]:
-    """The files ``call`` reads, writes or runs, as the derived task state sees them."""
+def _files(call: ToolCall, tool_name: str, open_file: str) -> tuple[Resource, ...]:
+    """The files ``call`` reads, writes or runs, as the derived task state sees them.
+
+    ``open_file`` is the file a SWE-agent ``open`` made current: its ``edit`` writes that file.
+    """
     category = policy_for(tool_name, call, CODING_TOOL_POLICIES).category
-    return tuple(r for r in resources_of(call, category) if r.kind == "file")
+    return tuple(r for r in resources_of(call, category, open_file=open_file) if r.kind == "file")
 
 
 _SCRIPT_SUFFIXES = (".py", ".sh", ".js", ".mjs", ".ts", ".rb", ".pl")

@@ -66,7 +66,8 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
     }),
     ResourceLedger: frozenset({"_fingerprints", "_readers", "_runs", "_writers"}),
     StateBuilder: frozenset({
-        "_calls", "_named_paths", "_named_text", "_pending", "_seen_user", "_state", "_task_files", "policies",
+        "_calls", "_named_paths", "_named_text", "_open_file", "_pending", "_seen_user", "_state", "_task_files",
+        "policies",
     }),
     NormalizedPrefix: frozenset({"_decisions", "_ids", "_messages", "_sections", "_upto", "counter"}),
 }  # fmt: skip
@@ -221,6 +222,7 @@ def _projection_data(p: Projection, policies: list[ToolPolicy]) -> dict[str, Any
             "named_text": builder._named_text,
             "named_paths": sorted(builder._named_paths),
             "task_files": builder._task_files,
+            "open_file": builder._open_file,
             "pending": None if pending is None else {**pending._asdict(), "named": sorted(pending.named)},
         },
         "prefix": _prefix_data(p._prefix, p.list.items),

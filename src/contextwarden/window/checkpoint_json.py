@@ -22,8 +22,9 @@ import msgspec
 
 __all__ = ["CHECKPOINT_FORMAT", "CheckpointError", "FragmentMemo", "has_nonfinite", "json_text"]
 
-CHECKPOINT_FORMAT = 3
-"""Version of the checkpoint layout; a checkpoint of another format is not read (the window is rebuilt)."""
+CHECKPOINT_FORMAT = 4
+"""Version of the checkpoint layout; a checkpoint of another format is not read (the window is rebuilt).
+4: the state builder keeps the file a SWE-agent ``open`` made current."""
 
 
 class CheckpointError(ValueError):

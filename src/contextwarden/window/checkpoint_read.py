@@ -147,6 +147,7 @@ def _restore_state(builder: StateBuilder, raw: Mapping[str, Any], calls: Mapping
     builder._named_text = None if named_text is None else str(named_text)
     builder._named_paths = frozenset(str(p) for p in raw["named_paths"])
     builder._task_files = tuple(str(f) for f in raw["task_files"])
+    builder._open_file = str(raw["open_file"])
     pending = raw["pending"]
     builder._pending = None
     if pending is not None:

@@ -41,7 +41,7 @@ from .lifecycle import ResourceLedger
 from .policies.placeholders import extract_sources
 from .policies.presets import apply_policy, policy_for
 from .policies.resources import resources_of
-from .state import StateBuilder, TaskState
+from .state import MAX_WORKING_SET, StateBuilder, TaskState
 
 __all__ = ["MAX_ARGUMENT_CHARS", "Projection", "ProjectionConfig", "message_tokens"]
 
@@ -170,14 +170,28 @@ class Projection:
         """Position of the first item a pending or possible edit can change (see :mod:`.editqueue`)."""
         return self.queue.frontier(thinking=thinking)
 
+    def exploration_ids(self) -> frozenset[str]:
+        """The latest current read of each file read so far, while the session is still exploring.
+
+        Empty once :attr:`TaskState.exploring` is false; at most the :data:`MAX_WORKING_SET` files touched last.
+        """
+        state = self.state
+        if not state.exploring:
+            return frozenset()
+        touched = state.last_touch
+        files = sorted(state.files_read, key=lambda key: touched.get(key, 0), reverse=True)[:MAX_WORKING_SET]
+        latest = (self._ledger.latest_read(key) for key in files)
+        return frozenset(i for i in latest if i is not None)
+
     def protected_ids(self, working_set_files: int, *, revisited: bool = False) -> frozenset[str]:
         """Tool results never masked (superseding or a later change still replaces them).
 
         The task's evidence (failing tests, unresolved errors) and the latest *current* read of every
         working-set file the task names or an unresolved failure involves, and of the
-        ``working_set_files`` most relevant others: a read a later write made stale is no longer
-        current, so it is not protected. With ``revisited``, also every working-set file the session
-        has come back to (touched more than once): an agent that re-opened a file re-opens it again.
+        ``working_set_files`` most relevant working-set files (those rank first, so they count among
+        them): a read a later write made stale is no longer current, so it is not protected. With
+        ``revisited``, also every working-set file the session has come back to (touched more than
+        once): an agent that re-opened a file re-opens it again.
         """
         state = self.state
         again = [k for k in state.working_set if state.references.get(k, 0) > 1] if revisited else []

@@ -27,7 +27,7 @@ from ..log.events import (
 )
 from .policies._errors import find_error_lines
 from .policies.presets import ToolPolicy, policy_for
-from .policies.resources import Resource, resources_of
+from .policies.resources import Resource, opened_file, resources_of
 from .taskstate import TaskState, TestStatus
 
 __all__ = [
@@ -160,6 +160,7 @@ class StateBuilder:
         self._named_text: str | None = None
         self._named_paths: frozenset[str] = frozenset()
         self._task_files: tuple[str, ...] = ()
+        self._open_file = ""
         # The working set is ranked when someone reads it, not after every tool result: only the
         # latest result's ranking survives, and re-projecting a long session would otherwise rank
         # every file at every result. These are the latest result's inputs, frozen when it arrived.
@@ -179,6 +180,11 @@ class StateBuilder:
         """Working-set files with an unresolved failure or named by the task (never left unprotected)."""
         _ = self.state  # ranks the pending working set, which sets the task files
         return self._task_files
+
+    @property
+    def open_file(self) -> str:
+        """The file a SWE-agent ``open`` made current, which its ``edit``, ``goto`` and ``scroll_*`` act on."""
+        return self._open_file
 
     def apply(self, event: Event) -> None:
         """Fold one event into the state."""
@@ -232,7 +238,8 @@ class StateBuilder:
         if call is None:
             return
         policy = policy_for(result.tool_name, call, self.policies)
-        resources = resources_of(call, policy.category)
+        resources = resources_of(call, policy.category, open_file=self._open_file)
+        self._open_file = opened_file(call) or self._open_file
         refs = dict(s.references)
         touch = dict(s.last_touch)
         read, modified, tests = s.files_read, s.files_modified, list(s.tests)

@@ -76,6 +76,16 @@ class TaskState:
         return tuple(out)
 
     @property
+    def exploring(self) -> bool:
+        """Whether the agent has only read so far: no file changed, no test run, no error unresolved.
+
+        Until then it is gathering context and any file it read may be the next one it needs; the first
+        change, test run or failure gives the work a focus (seed 002 §24: an edit raises its file, the rest
+        decays).
+        """
+        return not (self.files_modified or self.tests or self.unresolved_errors)
+
+    @property
     def evidence_ids(self) -> frozenset[str]:
         """Tool results that must stay visible: failing test runs and unresolved errors."""
         return frozenset((*self.unresolved_error_ids, *(t.event_id for t in self.tests if not t.passed)))

@@ -237,10 +237,10 @@ def _signature(call: ToolCall) -> str:
 def opened_file(call: ToolCall, *, cwd: str = "") -> str:
     """Return the file a SWE-agent ``open``/``create`` makes current (``goto``, ``scroll_*``, ``edit`` use it)."""
     name = call.name.lower()
-    if name in ("open", "create"):
-        path = _path_arg(call.arguments)
-        return norm_path(path, _cwd_of(call, cwd)) if path else ""
-    command = command_of(call)
+    path = _path_arg(call.arguments) if name in ("open", "create") else ""
+    if path:
+        return norm_path(path, _cwd_of(call, cwd))
+    command = command_of(call)  # SWE-agent's own trajectories put the whole line in ``command``
     if command:
         words = command.split()
         if len(words) >= 2 and words[0] in ("open", "create"):

@@ -1,0 +1,97 @@
+"""An agent that has only read keeps its reads (``PlannerSettings.protect_exploration_reads``)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from contextwarden.assemble.manager import ContextManager, ContextPolicy
+from contextwarden.budget import BudgetPolicy
+from contextwarden.context import ToolDefinition
+from contextwarden.log.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
+from contextwarden.log.store.memory import MemoryStore
+from contextwarden.plan.planner import PlannerSettings
+from contextwarden.tokens import HeuristicCounter
+
+TOOLS = (
+    ToolDefinition(name="read_file", description="Read a file.", parameters={"type": "object"}),
+    ToolDefinition(name="write_file", description="Write a file.", parameters={"type": "object"}),
+    ToolDefinition(name="bash", description="Run a command.", parameters={"type": "object"}),
+)
+EAGER = PlannerSettings(cache_aware=False, min_batch_tokens=0, min_batch_share=0, keep_recent_tool_results=2)
+
+
+class Agent:
+    """A scripted session: each call is an assistant turn and its result."""
+
+    def __init__(self) -> None:
+        self.store = MemoryStore()
+        self.store.create_session("s")
+        self.calls = 0
+        self.add(UserMessage(text="find why the loader drops empty records"))
+
+    def add(self, *events: Event) -> None:
+        self.store.append("s", list(events), expected_last_seq=self.store.get_session("s").last_seq)
+
+    def call(self, name: str, output: str, *, exit_code: int | None = None, **args: object) -> None:
+        self.calls += 1
+        cid = f"c{self.calls}"
+        self.add(AssistantMessage(tool_calls=(ToolCall(id=cid, name=name, arguments=dict(args)),)))  # type: ignore[arg-type]
+        self.add(ToolResult(call_id=cid, tool_name=name, output=output, exit_code=exit_code))
+
+    def explore(self) -> None:
+        for name in ("loader", "record", "schema"):
+            self.call("read_file", f"{name} source " * 600, path=f"src/{name}.py")
+        for i in range(5):
+            self.call("bash", f"match {i} " * 600, command=f"grep -rn pattern{i} src")
+
+    def tool_texts(self, settings: PlannerSettings = EAGER, *, trigger: int | None = None) -> list[str]:
+        policy = ContextPolicy(planner=settings, budget=BudgetPolicy(trigger_tokens=trigger), compact=False)
+        manager = ContextManager(self.store, counter=HeuristicCounter(), policy=policy)
+        ctx = manager.build("s", model="gpt-4o", tools=TOOLS)
+        return [m.text for m in ctx.messages if m.role == "tool"]
+
+
+def test_a_session_that_has_only_read_keeps_every_read() -> None:
+    agent = Agent()
+    agent.explore()
+    texts = agent.tool_texts()
+    assert [t.split()[0] for t in texts[:3]] == ["loader", "record", "schema"]  # verbatim
+    assert all("masked" in t for t in texts[3:6])  # the old searches go
+    assert texts[-1].startswith("match 4")
+
+
+def test_the_rule_off_masks_the_reads() -> None:
+    agent = Agent()
+    agent.explore()
+    texts = agent.tool_texts(replace(EAGER, protect_exploration_reads=False, working_set_files=0))
+    assert all("masked" in t for t in texts[:6])
+
+
+def test_the_first_change_ends_exploration_and_lets_the_reads_go() -> None:
+    agent = Agent()
+    agent.explore()
+    agent.call("write_file", "ok", path="src/loader.py", content="x = 1\n")
+    for i in range(3):
+        agent.call("bash", f"listing {i} " * 600, command=f"ls dir{i}")
+    texts = agent.tool_texts(replace(EAGER, working_set_files=0))
+    assert "masked" in texts[1] and "masked" in texts[2]  # record.py and schema.py: no longer kept
+    assert "loader source" not in texts[0]  # the write made that read stale
+
+
+def test_a_failing_run_ends_exploration_too() -> None:
+    agent = Agent()
+    agent.explore()
+    agent.call("bash", "Traceback: ValueError: empty record", exit_code=1, command="python repro.py")
+    for i in range(3):
+        agent.call("bash", f"listing {i} " * 600, command=f"ls dir{i}")
+    texts = agent.tool_texts(replace(EAGER, working_set_files=0))
+    assert all("masked" in t for t in texts[:3])
+    assert "Traceback" in texts[8]  # the unresolved failure itself stays
+
+
+def test_under_pressure_the_reads_go_in_the_order_of_loss() -> None:
+    agent = Agent()
+    agent.explore()
+    assert not any("masked" in t for t in agent.tool_texts()[:3])
+    squeezed = agent.tool_texts(trigger=4_000)
+    assert any("masked" in t for t in squeezed[:3])
