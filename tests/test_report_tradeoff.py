@@ -72,3 +72,21 @@ def test_the_report_plots_tokens_against_cost_for_every_strategy() -> None:
         [ReplayInput(name="s", source="s", events=session())], ["raw"], settings=ReplaySettings(optimum=False)
     )
     assert 'data-chart="tradeoff"' not in render_report(only_raw)
+
+
+def test_a_point_that_pays_on_short_sessions_is_off_the_frontier() -> None:
+    points = [
+        TradeoffPoint(label="a", tokens=0.5, cost=0.74, short_session_cost=1.0),
+        TradeoffPoint(label="cheap-long", tokens=0.45, cost=0.73, short_session_cost=1.08),
+        TradeoffPoint(label="unmeasured", tokens=0.6, cost=0.8),
+    ]
+    assert [p.admissible for p in points] == [True, False, True]
+    assert points[1].sufficient and points[1].why_not == "pays on short sessions"
+    assert [p.label for p in frontier(points)] == ["a"]
+    best = knee(points)
+    assert best is not None and best.label == "a"
+    hollow = [c for c in tradeoff_chart(points, title="t").split("<circle")[1:] if 'fill="none" stroke="#1f77b4"' in c]
+    assert len(hollow) == 1 and "pays on short sessions: up to 1.08" in hollow[0]
+    same_but_measured_at_raw = [points[0], TradeoffPoint(label="cheap-long", tokens=0.45, cost=0.73)]
+    best = knee(same_but_measured_at_raw)
+    assert best is not None and best.label == "cheap-long"

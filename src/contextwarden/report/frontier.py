@@ -63,7 +63,7 @@ def frontier_table(points: Sequence[TradeoffPoint]) -> str:
     best = knee(points)
     rows = []
     for p in sorted(points, key=lambda q: (q.tokens, q.cost)):
-        where = "knee" if p is best else "frontier" if id(p) in on_front else "" if p.sufficient else "insufficient"
+        where = "knee" if p is best else "frontier" if id(p) in on_front else p.why_not
         above = cost_above_frontier(p, points)
         rows.append(
             [

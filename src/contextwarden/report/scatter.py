@@ -6,10 +6,12 @@ useful picture is the trade-off: x is mean input tokens per request as a multipl
 cost as a multiple of raw, and the Pareto frontier (no other point is lower on both) is drawn as
 a line. Its *knee* is the frontier point with the smallest sum of the two ratios.
 
-Fewer tokens bought by forgetting what the agent needs next are no gain, so only *sufficient*
+Fewer tokens bought by forgetting what the agent needs next are no gain, and a saving on long
+sessions bought by paying more than raw on short ones is no default either, so only *admissible*
 points make the frontier: those that keep every fact probe (retention 1.0) and at least
-:data:`SUFFICIENT_EVIDENCE` of the next-action evidence (issue 16's sufficiency) on every transcript.
-The others are drawn hollow, off the frontier. Inline SVG like :mod:`.svg`: no scripts, every label
+:data:`SUFFICIENT_EVIDENCE` of the next-action evidence (issue 16's sufficiency) on every transcript,
+and, where short sessions were measured, cost at most raw on each of them (issue 14). The others are
+drawn hollow, off the frontier. Inline SVG like :mod:`.svg`: no scripts, every label
 escaped, hover details in ``<title>``.
 """
 
@@ -42,24 +44,43 @@ class TradeoffPoint:
     """The fact probes' retention on the transcript that kept the fewest (1.0: every probe, every request)."""
     next_action_evidence: float = 1.0
     """The share of next-action evidence kept on the transcript that kept the least."""
+    short_session_cost: float | None = None
+    """Its cost as a multiple of raw's on the short session where that is highest (None: not measured)."""
 
     @property
     def sufficient(self) -> bool:
         """Whether it keeps every fact probe and :data:`SUFFICIENT_EVIDENCE` of next-action evidence."""
         return self.retention >= 1.0 and self.next_action_evidence >= SUFFICIENT_EVIDENCE
 
+    @property
+    def pays_on_short_sessions(self) -> bool:
+        """Whether it costs more than raw on some short session (where those were measured)."""
+        return self.short_session_cost is not None and self.short_session_cost > 1.0
+
+    @property
+    def admissible(self) -> bool:
+        """Sufficient, and never above raw's cost on a short session: the points the frontier is made of."""
+        return self.sufficient and not self.pays_on_short_sessions
+
+    @property
+    def why_not(self) -> str:
+        """Why it is off the frontier, in a few words ("" when admissible)."""
+        if not self.sufficient:
+            return "insufficient"
+        return "pays on short sessions" if self.pays_on_short_sessions else ""
+
 
 def frontier(points: Sequence[TradeoffPoint]) -> list[TradeoffPoint]:
-    """The Pareto-optimal sufficient points (none other is at most as high on both and lower on one), by tokens."""
+    """The Pareto-optimal admissible points (none other is at most as high on both and lower on one), by tokens."""
     best: list[TradeoffPoint] = []
-    for p in sorted((q for q in points if q.sufficient), key=lambda q: (q.tokens, q.cost)):
+    for p in sorted((q for q in points if q.admissible), key=lambda q: (q.tokens, q.cost)):
         if not best or p.cost < best[-1].cost:
             best.append(p)
     return best
 
 
 def knee(points: Sequence[TradeoffPoint]) -> TradeoffPoint | None:
-    """The frontier point with the least ``tokens + cost`` (both relative to raw); None when none is sufficient."""
+    """The frontier point with the least ``tokens + cost`` (both relative to raw); None when none is admissible."""
     front = frontier(points)
     return min(front, key=lambda p: p.tokens + p.cost, default=None)
 
@@ -81,7 +102,8 @@ def tradeoff_chart(
     body = [
         f'<text class="ct" x="{_LEFT}" y="20">{esc(title)}</text>',
         f'<text class="tl" x="{width - _RIGHT}" y="{_TOP - 4}" text-anchor="end">hollow: under '
-        f"{SUFFICIENT_EVIDENCE:.0%} next-action evidence or a fact probe lost somewhere (off the frontier)</text>",
+        f"{SUFFICIENT_EVIDENCE:.0%} next-action evidence, a fact probe lost, or above raw on a short session "
+        "(off the frontier)</text>",
     ]
     for tick in y_ticks:
         body.append(f'<line class="grid" x1="{_LEFT}" x2="{width - _RIGHT}" y1="{y(tick):.1f}" y2="{y(tick):.1f}"/>')
@@ -106,10 +128,12 @@ def tradeoff_chart(
         radius = 6 if p.highlight else 4
         color = "#d62728" if p.highlight else "#1f77b4"
         tip = f"{p.label}: tokens {p.tokens:.2f}× raw, cost {p.cost:.2f}× raw" + (" (knee)" if p is best else "")
-        # an insufficient point is hollow: it forgets what the agent needs, so it is off the frontier
-        paint = f'fill="{color}"' if p.sufficient else f'fill="none" stroke="{color}" stroke-width="1.5"'
+        # an inadmissible point is hollow: it forgets what the agent needs, or pays on short sessions
+        paint = f'fill="{color}"' if p.admissible else f'fill="none" stroke="{color}" stroke-width="1.5"'
         if not p.sufficient:
             tip += f" (insufficient: retention {p.retention:.3f}, next-action evidence {p.next_action_evidence:.1%})"
+        elif p.pays_on_short_sessions:
+            tip += f" (pays on short sessions: up to {p.short_session_cost:.2f}× raw's cost)"
         body.append(
             f'<circle cx="{x(p.tokens):.1f}" cy="{y(p.cost):.1f}" r="{radius}" {paint}>'
             f"<title>{esc(tip)}</title></circle>"
