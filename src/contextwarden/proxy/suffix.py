@@ -257,3 +257,8 @@ def _entry(messages: list[Any], read: Read, found: _Entry | None, addressed: Add
 
 def _is_assistant(message: object) -> bool:
     return isinstance(message, Mapping) and message.get("role") == "assistant"
+
+
+def last_assistant_reach(events: Sequence[Event]) -> int:
+    """How many of ``events`` come up to and with the last assistant message (0: none)."""
+    return next((i + 1 for i in range(len(events) - 1, -1, -1) if isinstance(events[i], AssistantMessage)), 0)
