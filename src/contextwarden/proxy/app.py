@@ -80,8 +80,7 @@ class Proxy:
 
     @contextlib.asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        timeout = httpx.Timeout(self.settings.timeout, connect=30.0)
-        async with httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(max_connections=256)) as client:
+        async with forward.upstream_client(self.settings) as client:
             self.client = client
             yield
         self.client = None
