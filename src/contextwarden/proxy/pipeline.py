@@ -74,7 +74,10 @@ class Pipeline:
         """Serve ``settings`` with ``store`` for session logs and ``db`` for the proxy's tables."""
         self.settings = settings
         self.store = store
-        self.manager = ContextManager(store, counter=counter, policy=proxy_policy(settings.policy))
+        # a window checkpoint is saved after the answer is out (:meth:`record`), never inside a request's build
+        self.manager = ContextManager(
+            store, counter=counter, policy=proxy_policy(settings.policy), checkpoints="caller"
+        )
         limit = settings.budget_limit
         self.budget = ProxyBudget(TreeBudgetPolicy(limit=limit), db) if limit is not None else None
         self.index = SessionIndex(db, salt=settings.salt)
@@ -233,7 +236,11 @@ class Pipeline:
         usage: UsageReport | None,
         outcome: str | None = None,
     ) -> None:
-        """File the answer: a ledger row (written soon after), then the assistant turn and usage into the log."""
+        """File the answer: a ledger row (written soon after), the assistant turn and usage into the log.
+
+        Then the window's checkpoint, when due: here the answer is already out, so no request waits
+        for it (the manager saves none inside a build).
+        """
         identity = prepared.identity
         # the row first: the request happened even if the log cannot take its turn now
         self.accountant.submit(
@@ -265,6 +272,8 @@ class Pipeline:
             if prepared.pending and identity is not None:
                 prepared.pending = False
                 self.turns.done(identity.session_id)
+        if identity is not None:  # after ``done``: the session's next request does not wait for it
+            self.manager.save_checkpoint(identity.session_id)
 
     def close(self) -> None:
         """Write the remaining ledger rows."""
