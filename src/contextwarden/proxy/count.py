@@ -13,29 +13,37 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
+from ..assemble.manager import ContextManager
 from ..context import ModelContext
 from ..errors import SessionNotFound
 from ..mirror import MIRROR_SUMMARIZER, content_digest, unmirrored
 from ..pairing import normalize_pairing
-from .identity import namespace
+from .identity import SessionIndex, namespace
 from .projected import edited_body, rendered_body
-from .suffix import last_assistant_reach
-
-if TYPE_CHECKING:
-    from .pipeline import Pipeline
+from .suffix import SuffixCache, last_assistant_reach
 
 
-def counted_body(pipeline: Pipeline, raw: bytes, headers: Mapping[str, str], credential: str) -> bytes:
-    """The body to count for an Anthropic ``count_tokens`` request ``raw`` (see the module docstring)."""
-    caller = namespace(credential, pipeline.settings.salt)
-    loaded = pipeline.reader.load("anthropic", raw, caller)
+def counted_body(
+    raw: bytes,
+    headers: Mapping[str, str],
+    credential: str,
+    *,
+    reader: SuffixCache,
+    index: SessionIndex,
+    manager: ContextManager,
+) -> bytes:
+    """The body to count for an Anthropic ``count_tokens`` request ``raw`` (see the module docstring).
+
+    ``reader``, ``index`` and ``manager`` are the proxy pipeline's (the index's salt names the caller).
+    """
+    caller = namespace(credential, index.salt)
+    loaded = reader.load("anthropic", raw, caller)
     body = loaded.body
     if not isinstance(body, dict):
         return raw
-    read = pipeline.reader.read("anthropic", body, caller, loaded=loaded)
-    identity = pipeline.index.find(
+    read = reader.read("anthropic", body, caller, loaded=loaded)
+    identity = index.find(
         credential=credential,
         headers=headers,
         body=body,
@@ -46,7 +54,7 @@ def counted_body(pipeline: Pipeline, raw: bytes, headers: Mapping[str, str], cre
     if identity is None:
         return raw
     try:
-        projection = pipeline.manager.projection(identity.session_id)
+        projection = manager.projection(identity.session_id)
     except SessionNotFound:
         return raw
     compaction = projection.compaction
@@ -54,7 +62,7 @@ def counted_body(pipeline: Pipeline, raw: bytes, headers: Mapping[str, str], cre
         parsed = read.parsed
         history = [*parsed.instructions, *parsed.events]
         digests = [*(content_digest(i) for i in parsed.instructions), *read.digests]
-        new = unmirrored(pipeline.store, identity.session_id, history, digests)
+        new = unmirrored(manager.store, identity.session_id, history, digests)
         if new is None:
             return raw
         added = replace(parsed, instructions=(), events=tuple(new)).to_context().messages

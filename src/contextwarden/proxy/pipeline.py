@@ -154,7 +154,7 @@ class Pipeline:
 
     def prepare_count(self, raw: bytes, headers: Mapping[str, str], credential: str) -> bytes:
         """The body to count for an Anthropic ``count_tokens`` request: what ``/v1/messages`` would forward."""
-        return counted_body(self, raw, headers, credential)
+        return counted_body(raw, headers, credential, reader=self.reader, index=self.index, manager=self.manager)
 
     def _forwarded(
         self,
