@@ -394,3 +394,21 @@ def test_a_checkpoint_missing_a_piece_rebuilds(sql_opener: Opener, monkeypatch: 
     built = request_bytes(cold_build(sql_opener()))
     assert spy.full == 1
     assert built == scratch(sql_opener())
+
+
+def test_a_caller_saved_checkpoint_is_never_written_inside_a_build(opener: Opener) -> None:
+    store = opener()
+    store.create_session("s")
+    manager = ContextManager(store, counter=COUNTER, checkpoints="caller")
+    rng = random.Random(5)
+    append(store, [UserMessage(text="Fix the failing tests.")])
+    for n in range(1, 60):
+        append(store, turn(rng, n))
+        manager.build("s", model=PROFILE, tools=TOOLS)
+    assert store.get_session("s").last_seq > 2 * checkpoints.CHECKPOINT_EVERY
+    assert store.load_checkpoint("s", key()) is None  # type: ignore[attr-defined]
+    assert manager.save_checkpoint("s")  # due: the window moved on by far more than CHECKPOINT_EVERY
+    saved = store.load_checkpoint("s", key())  # type: ignore[attr-defined]
+    assert saved is not None and saved.seq == store.get_session("s").last_seq
+    assert not manager.save_checkpoint("s")  # not due again until the window moves on
+    assert request_bytes(cold_build(store)) == request_bytes(manager.build("s", model=PROFILE, tools=TOOLS))

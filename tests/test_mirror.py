@@ -263,6 +263,14 @@ def test_bad_input_is_refused_with_a_clear_error(store: SessionStore) -> None:
     assert mirror_history(store, "s", []).outcome == "unchanged"
 
 
+def test_bad_input_after_a_known_prefix_is_refused_before_anything_is_written(store: SessionStore) -> None:
+    history = [UserMessage(text="hi"), AssistantMessage(text="hello")]
+    mirror_history(store, "s", history)
+    with pytest.raises(UsageError, match="takes message events"):
+        mirror_history(store, "s", [*history, UsageReport(input_tokens=1), UserMessage(text="more")])  # type: ignore[list-item]
+    assert [e.kind for e in store.read("s")] == ["user", "assistant"]
+
+
 def test_an_exact_history_makes_a_shorter_list_a_rewind(opener: Opener) -> None:
     store = opener()
     mirror_history(store, "s", conversation(3))

@@ -12,6 +12,7 @@ import openai
 import pytest
 
 from _proxy import Rig, rig, without_cache_control
+from contextwarden.assemble.checkpoints import checkpoint_key
 from contextwarden.log.events import AssistantMessage, ToolResult, UsageReport
 from contextwarden.proxy.scripted import Reply
 
@@ -174,6 +175,16 @@ def test_multi_turn_session_is_logged_once_with_real_usage(proxied: Rig, stream:
     blocks = [b for m in last["messages"] if isinstance(m["content"], list) for b in m["content"]]
     signatures = [b["signature"] for b in blocks if b.get("type") == "thinking"]
     assert signatures == ["sig-0==", "sig-1==", "sig-2=="]
+
+
+def test_the_window_checkpoint_is_saved_after_an_answer_not_inside_a_request(proxied: Rig) -> None:
+    _agent_turns(_anthropic(proxied), proxied, 30, stream=True)
+    (session,) = _sessions(proxied)
+    manager = proxied.proxy.pipeline.manager
+    saved = proxied.proxy.store.load_checkpoint(session, checkpoint_key(manager.policy, manager.counter))  # type: ignore[attr-defined]
+    assert saved is not None
+    covered = next(e for e in proxied.proxy.store.read(session) if e.id == saved.event_id)
+    assert isinstance(covered, UsageReport)  # the last event an answer files; a request's build ends on its own
 
 
 def test_client_disconnect_mid_stream_records_an_interrupted_turn(proxied: Rig) -> None:

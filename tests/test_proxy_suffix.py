@@ -101,12 +101,107 @@ def test_anything_but_an_extension_is_read_whole_or_rechained(change: str) -> No
         assert read.reused == 0
 
 
-def test_other_formats_are_read_whole() -> None:
-    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
+def test_openai_responses_bodies_are_read_whole() -> None:
+    items = [{"role": "user", "content": "hi"}, {"type": "message", "role": "assistant", "content": "yo"}]
+    body: dict[str, Any] = {"model": "m", "input": items}
     cache = SuffixCache()
     for _ in range(2):
-        body["messages"] += [{"role": "user", "content": "more"}]
-        assert cache.read("openai_chat", body, "caller").reused == 0
+        body["input"] += [{"role": "user", "content": "more"}]
+        assert cache.read("openai_responses", body, "caller").reused == 0
+
+
+def _chat_body() -> dict[str, Any]:
+    """The same real session as one OpenAI Chat request: a system message, tool calls and tool messages."""
+    transcript = load_transcript(TRANSCRIPT)
+    events = tuple(e for e in transcript.events if e.kind in ("user", "assistant", "tool_result"))
+    parsed = ParsedRequest(
+        format="openai_chat", model="gpt-5", instructions=(Instruction(text="You are terse."),), events=events
+    )
+    return get_codec("openai_chat").render_request(parsed.to_context(), max_tokens=256)
+
+
+def _chat_ends(messages: list[dict[str, Any]]) -> list[int]:
+    """Lengths at which a Chat client would send: after a user message or the last tool message of a turn."""
+    return [
+        k
+        for k in range(1, len(messages) + 1)
+        if messages[k - 1]["role"] in ("user", "tool") and (k == len(messages) or messages[k]["role"] == "assistant")
+    ]
+
+
+def test_an_openai_chat_session_read_from_its_bytes_turn_by_turn_matches_the_whole_parse() -> None:
+    body = _chat_body()
+    messages = body["messages"]
+    ends = _chat_ends(messages)
+    assert messages[0]["role"] == "system" and any(m["role"] == "tool" for m in messages) and len(ends) >= 5
+    cache = SuffixCache()
+    based, reused = [], []
+    for k in ends:
+        raw = _raw({**body, "messages": messages[:k]})
+        loaded = cache.load("openai_chat", raw, "caller")
+        assert loaded.body == json.loads(raw)
+        read = cache.read("openai_chat", loaded.body, "caller", loaded=loaded)
+        _same(read, _whole("openai_chat", json.loads(raw)))
+        assert read.marks is None and read.holders is None
+        based.append(loaded.base is not None)
+        reused.append(read.reused)
+    assert not based[0] and all(based[2:]) and all(r > 0 for r in reused[2:])
+    # the same from parsed bodies, matched against the remembered lists
+    cache = SuffixCache()
+    for k in ends:
+        request = copy.deepcopy({**body, "messages": messages[:k]})
+        read = cache.read("openai_chat", request, "caller")
+        _same(read, _whole("openai_chat", request))
+    assert read.reused > 0
+
+
+@pytest.mark.parametrize("change", ["function_call", "function_message", "named_tool_message", "system"])
+def test_an_openai_chat_tail_that_does_not_read_alone_is_read_whole(change: str) -> None:
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "function_call": {"name": "ls", "arguments": "{}"}},
+        {"role": "function", "name": "ls", "content": "a b"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "text"},
+        {"role": "assistant", "content": "done"},
+        {"role": "user", "content": "again"},
+    ]
+    body = {"model": "m", "messages": messages}
+    cache = SuffixCache()
+    cache.read("openai_chat", body, "caller")
+    longer = copy.deepcopy(body)
+    if change == "function_call":
+        longer["messages"] += [
+            {"role": "assistant", "content": None, "function_call": {"name": "ls", "arguments": "{}"}},
+            {"role": "function", "name": "ls", "content": "c"},
+        ]
+    elif change == "function_message":
+        longer["messages"] += [
+            {"role": "assistant", "content": "ok"},
+            {"role": "function", "name": "ls", "content": "c"},
+        ]
+    elif change == "named_tool_message":
+        longer["messages"] += [
+            {"role": "assistant", "content": "ok"},
+            {"role": "tool", "tool_call_id": "c1", "name": "other", "content": "late"},
+        ]
+    else:
+        longer["messages"][0] = {"role": "system", "content": "Be verbose."}
+        longer["messages"] += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "more"}]
+    read = cache.read("openai_chat", longer, "caller")
+    _same(read, _whole("openai_chat", longer))
+    assert read.reused == 0
+    plain = copy.deepcopy(body)
+    plain["messages"] += [
+        {"role": "assistant", "content": "ok"},
+        {"role": "tool", "tool_call_id": "c1", "content": "x"},
+    ]
+    assert cache.read("openai_chat", plain, "caller").reused > 0  # the same list with a plain tail: suffix only
 
 
 def test_a_lanes_cut_reuses_its_shared_messages_and_equals_a_fresh_cut() -> None:

@@ -62,6 +62,7 @@ class ContextManager:
         policy: PolicyLike | None = None,
         compactor: Compactor | Literal["structured"] | None = "structured",
         tree_budget: TreeBudget | None = None,
+        checkpoints: Literal["build", "caller"] = "build",
     ) -> None:
         """Build requests from ``store``.
 
@@ -71,7 +72,10 @@ class ContextManager:
         ``None`` turns compaction off (an over-budget window then raises
         :class:`BudgetExceededError`). ``tree_budget`` caps what a session and its subagents spend
         together: each build checks it first (raising :class:`~contextwarden.errors.BudgetExhausted`
-        once spent) and delivers its due reminder into the session.
+        once spent) and delivers its due reminder into the session. ``checkpoints`` says who saves a
+        window's checkpoint when it is due: ``"build"`` (the build that finds it due), or
+        ``"caller"`` (only :meth:`save_checkpoint`, for a caller with a moment off the request path,
+        as the proxy has once an answer is sent).
         """
         self.store = store
         self.counter = counter or best_counter()
@@ -82,6 +86,7 @@ class ContextManager:
             compactor = self._structured_compactor(self.policy.budget)
         self.compactor: Compactor | None = compactor
         self.tree_budget = tree_budget
+        self.checkpoints = checkpoints
         self._cache = WindowCache(store, self.counter)
 
     # ------------------------------------------------------------------ sessions
@@ -177,8 +182,19 @@ class ContextManager:
             window = self._window(session_id, resolved)
             self._record_settings(session_id, window, settings)
             context = self._plan_and_assemble(session_id, window, settings)
-            self._cache.save(session_id, resolved, window)  # the same window: a compaction re-opens it in place
+            if self.checkpoints == "build":
+                self._cache.save(session_id, resolved, window)  # the same window: a compaction re-opens it in place
             return context, window.projection.last_seq
+
+    def save_checkpoint(self, session_id: str, *, policy: PolicyLike | None = None) -> bool:
+        """Catch the session's window up and save its checkpoint if it is due; whether one was saved.
+
+        Due means the window moved on by :data:`~.checkpoints.CHECKPOINT_EVERY` events since the
+        last checkpoint this manager saved (see ``checkpoints`` in the constructor).
+        """
+        resolved = self._resolve(policy)
+        with self._session_lock(session_id):
+            return self._cache.save(session_id, resolved, self._window(session_id, resolved))
 
     def _record_settings(self, session_id: str, window: Window, settings: BuildSettings) -> None:
         if window.recorded == settings:

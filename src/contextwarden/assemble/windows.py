@@ -123,13 +123,15 @@ class WindowCache:
         note_settings(window, events)
         return window
 
-    def save(self, session_id: str, policy: ContextPolicy, window: Window) -> None:
+    def save(self, session_id: str, policy: ContextPolicy, window: Window) -> bool:
         """Save the window's checkpoint when it moved on by :data:`CHECKPOINT_EVERY` events since the last one."""
         if window.projection.last_seq - window.checkpoint_seq < CHECKPOINT_EVERY:
-            return
+            return False
         key = checkpoint_key(policy, self.counter)
         if save_checkpoint(self.store, session_id, key, window.projection, window.recorded_event, memo=window.memo):
             window.checkpoint_seq = window.projection.last_seq
+            return True
+        return False
 
     def forget(self, session_id: str) -> None:
         """Drop the session's cached windows (the next build reloads them from the store)."""

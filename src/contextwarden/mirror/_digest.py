@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+import sys
 from collections.abc import Iterable
 
 from ..log.codec import event_to_dict
@@ -51,7 +52,8 @@ def content_digest(event: Event) -> str:
     h = hashlib.blake2b(struct.pack(f"<{len(data)}Q", *map(len, data)), digest_size=16)
     for chunk in data:
         h.update(chunk)
-    return h.hexdigest()
+    # interned: equal digests are then one object, and comparing two lists of them is pointer work
+    return sys.intern(h.hexdigest())
 
 
 def _parts(parts: Iterable[BinaryPart]) -> list[list[str]]:

@@ -40,17 +40,14 @@ def mirror_history(
     other kinds than :data:`MIRRORED_KINDS` in ``history`` are refused with a ``UsageError``.
     Appended events get fresh ids, so a caller may pass the same objects on every call.
     """
-    for event in history:
-        if event.kind not in MIRRORED_KINDS:
-            raise UsageError(
-                f"mirror_history takes message events ({', '.join(sorted(MIRRORED_KINDS))}), got {event.kind!r}"
-            )
     if digests is None:
         digests = [content_digest(e) for e in history]
     elif len(digests) != len(history):
         raise UsageError(f"mirror_history got {len(digests)} digests for {len(history)} events")
     chain = chains.get(store, session_id)
     with chain.lock:
+        # what matches the chain digests like messages the log holds (a digest covers the kind): not checked again
+        _check_kinds(history[_common_prefix(chain.digests, digests) :])
         for _ in range(_MAX_ATTEMPTS):
             chain.refresh(store)
             try:
@@ -106,6 +103,14 @@ def _sync(
     if start is not None:
         return record_trim(store, chain, history, lead=common, start=start, policies=policies)
     return record_reset(store, chain, history, common, policies=policies)
+
+
+def _check_kinds(events: Sequence[Event]) -> None:
+    for event in events:
+        if event.kind not in MIRRORED_KINDS:
+            raise UsageError(
+                f"mirror_history takes message events ({', '.join(sorted(MIRRORED_KINDS))}), got {event.kind!r}"
+            )
 
 
 def _common_prefix(log: Sequence[str], client: Sequence[str]) -> int:

@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import threading
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -23,6 +25,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from ..log.store import SessionStore
 from ..providers.classify import is_context_overflow
@@ -36,6 +39,9 @@ from .settings import ProxySettings
 from .tee import StreamTee, parse_body
 
 log = logging.getLogger("contextwarden.proxy")
+
+SENT_WAIT_SECONDS = 60.0
+"""How long the recorder waits for an answer's last byte to be sent before it files the answer anyway."""
 
 MODEL_ROUTES = {
     "/v1/messages": "anthropic",
@@ -74,15 +80,14 @@ class Proxy:
 
     @contextlib.asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        timeout = httpx.Timeout(self.settings.timeout, connect=30.0)
-        async with httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(max_connections=256)) as client:
+        async with forward.upstream_client(self.settings) as client:
             self.client = client
             yield
         self.client = None
 
     # ------------------------------------------------------------------ model calls
 
-    async def _model_call(self, request: Request) -> Response:
+    async def _model_call(self, request: Request) -> Response | _Answer:
         fmt = MODEL_ROUTES[request.url.path]
         raw = await request.body()
         headers = {k.lower(): v for k, v in request.headers.items()}
@@ -98,9 +103,12 @@ class Proxy:
             self._recorder.submit(self._record, prepared, 0, None, None, REFUSED)
             body = refusal_body(fmt, prepared.refused)
             return Response(body, status_code=REFUSAL_STATUS, media_type="application/json")
-        return await self._forward(request, prepared, raw, retry=True)
+        sent = threading.Event()
+        return _Answer(await self._forward(request, prepared, raw, sent, retry=True), sent)
 
-    async def _forward(self, request: Request, prepared: Prepared, raw: bytes, *, retry: bool) -> Response:
+    async def _forward(
+        self, request: Request, prepared: Prepared, raw: bytes, sent: threading.Event, *, retry: bool
+    ) -> Response:
         upstream = await self._send(request, prepared.body)
         if upstream.status_code != 200 or not prepared.stream:
             data = b"".join([chunk async for chunk in upstream.aiter_raw()])
@@ -108,19 +116,20 @@ class Proxy:
             retried = await self._after_overflow(prepared, raw, upstream, data) if retry else None
             if retried is not None:
                 self.metrics.prepared(retried)
-                return await self._forward(request, retried, raw, retry=False)
+                return await self._forward(request, retried, raw, sent, retry=False)
             assistant, usage = self._read_body(prepared, upstream, data)
-            await self._file(prepared, upstream.status_code, assistant, usage)
+            await self._file(prepared, upstream.status_code, assistant, usage, sent)
             return Response(data, status_code=upstream.status_code, headers=_headers(upstream))
         return StreamingResponse(
-            self._tee(prepared, upstream), status_code=upstream.status_code, headers=_headers(upstream)
+            self._tee(prepared, upstream, sent), status_code=upstream.status_code, headers=_headers(upstream)
         )
 
-    async def _file(self, prepared: Prepared, status: int, assistant: Any, usage: Any) -> None:
-        """File an answer on the recorder thread, while its bytes go to the client.
+    async def _file(self, prepared: Prepared, status: int, assistant: Any, usage: Any, sent: threading.Event) -> None:
+        """Announce an answer before its last byte goes out; file it on the recorder thread once it has.
 
-        The session's next request waits for it (:meth:`Pipeline.answered`), so the client finds
-        its turn in the log without the filing delaying a byte of this answer. The usage goes to the
+        The session's next request waits for the filing (:meth:`Pipeline.answered`), so the client
+        finds its turn in the log; the filing waits for ``sent``, so neither it nor the ledger row
+        it queues competes with the answer's last bytes for the interpreter. The usage goes to the
         budget here, so the task's next request (of any lane) is checked against it.
         """
         budget = self.pipeline.budget
@@ -130,7 +139,7 @@ class Proxy:
             await run_in_threadpool(self.pipeline.answered, prepared, assistant if status == 200 else None)
         except Exception as exc:  # the store may be down; the next request then finds its session anew
             log.warning("contextwarden proxy could not remember a turn: %s: %s", type(exc).__name__, exc)
-        self._recorder.submit(self._record, prepared, status, assistant, usage, None)
+        self._recorder.submit(self._record_sent, sent, prepared, status, assistant, usage)
 
     async def _after_overflow(
         self, prepared: Prepared, raw: bytes, upstream: httpx.Response, data: bytes
@@ -157,7 +166,7 @@ class Proxy:
         )
         return await self.client.send(outgoing, stream=True)
 
-    async def _tee(self, prepared: Prepared, upstream: httpx.Response) -> AsyncIterator[bytes]:
+    async def _tee(self, prepared: Prepared, upstream: httpx.Response, sent: threading.Event) -> AsyncIterator[bytes]:
         tee = StreamTee(prepared.fmt, upstream.headers.get("content-encoding", ""))
         filed = False
         try:
@@ -165,7 +174,7 @@ class Proxy:
                 tee.feed(chunk)
                 if tee.done and not filed:
                     filed = True  # before the client sees the end, so its next request waits for the turn
-                    await self._file(prepared, 200, *tee.result())
+                    await self._file(prepared, 200, *tee.result(), sent)
                 yield chunk
         finally:
             await upstream.aclose()
@@ -181,6 +190,11 @@ class Proxy:
         except Exception as exc:  # the client has its answer; only the record is lost
             log.warning("contextwarden proxy could not read a response: %s", exc)
             return None, None
+
+    def _record_sent(self, sent: threading.Event, prepared: Prepared, status: int, assistant: Any, usage: Any) -> None:
+        if not sent.wait(SENT_WAIT_SECONDS):
+            log.warning("contextwarden proxy filed a turn whose answer was still being sent")
+        self._record(prepared, status, assistant, usage, None)
 
     def _record(self, prepared: Prepared, status: int, assistant: Any, usage: Any, outcome: str | None) -> None:
         try:
@@ -233,6 +247,20 @@ class Proxy:
         self.pipeline.close()
         self.store.close()
         self.db.close()
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """A model call's response, and the event set once it is sent (or its sending ended otherwise)."""
+
+    response: Response
+    sent: threading.Event
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self.response(scope, receive, send)
+        finally:
+            self.sent.set()
 
 
 async def _relay(upstream: httpx.Response) -> AsyncIterator[bytes]:

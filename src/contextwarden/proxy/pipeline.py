@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -18,35 +18,22 @@ from ..context import ModelContext
 from ..errors import ConflictError, SessionExists, SessionNotFound
 from ..log.events import AssistantMessage, Event, UsageReport
 from ..log.store import SessionStore
-from ..mirror import MIRROR_SUMMARIZER, content_digest, mirror_history, unmirrored
+from ..mirror import MIRROR_SUMMARIZER, content_digest, mirror_history
 from ..models import get_profile
-from ..pairing import normalize_pairing
 from ..plan.treebudget import TreeBudgetPolicy
 from ..tokens import TokenCounter
-from ..wire import AddressedBody, ParsedRequest, get_codec
-from . import bodyedit
+from ..wire import AddressedBody
 from ._db import ProxyDB
 from .accounting import Accountant, Job
 from .budget import REFUSED, ProxyBudget, Spent
+from .count import counted_body
 from .identity import Identity, SessionIndex, continued, namespace
 from .ledger import Ledger
 from .policy import proxy_policy
+from .projected import edited_body, rendered_body
 from .settings import ProxySettings
-from .suffix import Read, SuffixCache
+from .suffix import Read, SuffixCache, last_assistant_reach
 from .turns import PendingTurns
-
-
-def _frontier_calls(messages: Sequence[Any], breakpoints: Sequence[int]) -> list[str]:
-    """Call ids of the tool results right after the context's inner breakpoints (the planner's frontier)."""
-    calls = []
-    for point in breakpoints:
-        if 0 <= point < len(messages) - 1 and messages[point + 1].role == "tool":
-            calls.append(messages[point + 1].tool_call_id)
-    return calls
-
-
-CHANGING_ACTIONS = frozenset({"mask", "supersede", "stale", "clear", "truncate"})
-"""Decisions that change what a tool result shows, so the forwarded body changes there."""
 
 
 @dataclass
@@ -87,7 +74,10 @@ class Pipeline:
         """Serve ``settings`` with ``store`` for session logs and ``db`` for the proxy's tables."""
         self.settings = settings
         self.store = store
-        self.manager = ContextManager(store, counter=counter, policy=proxy_policy(settings.policy))
+        # a window checkpoint is saved after the answer is out (:meth:`record`), never inside a request's build
+        self.manager = ContextManager(
+            store, counter=counter, policy=proxy_policy(settings.policy), checkpoints="caller"
+        )
         limit = settings.budget_limit
         self.budget = ProxyBudget(TreeBudgetPolicy(limit=limit), db) if limit is not None else None
         self.index = SessionIndex(db, salt=settings.salt)
@@ -124,11 +114,13 @@ class Pipeline:
         read = self.reader.read(fmt, body, caller, loaded=loaded)
         parsed, root, prepared.chain = read.parsed, read.root, read.chain
         prepared.root = root
-        reach = next(
-            (i + 1 for i in range(len(parsed.events) - 1, -1, -1) if isinstance(parsed.events[i], AssistantMessage)), 0
-        )
         identity = identity or self.index.identify(
-            credential=credential, headers=headers, body=body, root=root, chain=prepared.chain, reach=reach
+            credential=credential,
+            headers=headers,
+            body=body,
+            root=root,
+            chain=prepared.chain,
+            reach=last_assistant_reach(parsed.events),
         )
         prepared.identity = identity
         self._ensure(identity.session_id)
@@ -161,55 +153,8 @@ class Pipeline:
         return prepared
 
     def prepare_count(self, raw: bytes, headers: Mapping[str, str], credential: str) -> bytes:
-        """The body to count for an Anthropic ``count_tokens`` request: what ``/v1/messages`` would forward.
-
-        Counting must not change the session, so this only reads: the session is looked up (never
-        created), nothing is ingested and nothing is planned. The log's standing reductions are
-        applied to the client's body, the way :meth:`prepare` applies them; the new messages at the
-        end are not reduced yet, as they would not be in the next request either. A window compacted
-        by the planner is rendered from the log, as :meth:`prepare` forwards it, followed by the
-        client's messages the log does not hold yet. A request of no known session, or one whose
-        history no longer extends the log (a trim or rewind the next request would record), is
-        counted as the client sent it.
-        """
-        caller = namespace(credential, self.settings.salt)
-        loaded = self.reader.load("anthropic", raw, caller)
-        body = loaded.body
-        if not isinstance(body, dict):
-            return raw
-        read = self.reader.read("anthropic", body, caller, loaded=loaded)
-        identity = self.index.find(
-            credential=credential,
-            headers=headers,
-            body=body,
-            root=read.root,
-            chain=read.chain,
-            reach=_reach(read.parsed),
-        )
-        if identity is None:
-            return raw
-        try:
-            projection = self.manager.projection(identity.session_id)
-        except SessionNotFound:
-            return raw
-        compaction = projection.compaction
-        if compaction is not None and compaction.summarizer != MIRROR_SUMMARIZER:
-            parsed = read.parsed
-            history = [*parsed.instructions, *parsed.events]
-            digests = [*(content_digest(i) for i in parsed.instructions), *read.digests]
-            new = unmirrored(self.store, identity.session_id, history, digests)
-            if new is None:
-                return raw
-            added = replace(parsed, instructions=(), events=tuple(new)).to_context().messages
-            # paired again as a whole: a call the window ends with is answered by the client's new result
-            joined, _ = normalize_pairing([*(i.message for i in projection.list.items), *added])
-            ctx = ModelContext(model=parsed.model, system=projection.system, messages=tuple(joined))
-            return self._rendered(parsed, raw, body, ctx)[1]
-        messages, _, _ = projection.normalized()
-        edited = self._edited(
-            "anthropic", raw, body, messages, projection.decisions, read=read, addressed=loaded.addressed
-        )
-        return edited[1] if edited is not None else raw
+        """The body to count for an Anthropic ``count_tokens`` request: what ``/v1/messages`` would forward."""
+        return counted_body(raw, headers, credential, reader=self.reader, index=self.index, manager=self.manager)
 
     def _forwarded(
         self,
@@ -229,28 +174,10 @@ class Pipeline:
             # the client's own history (a trim or reset by the client is already in its body); every
             # standing change of the window applies, not only the ones this build made
             standing = projection.decisions
-            return self._edited(
+            return edited_body(
                 parsed.format, raw, body, ctx.messages, standing, ctx.cache_breakpoints, read=read, addressed=addressed
             )
-        return self._rendered(parsed, raw, body, ctx)
-
-    def _rendered(
-        self, parsed: ParsedRequest, raw: bytes, body: dict[str, Any], ctx: ModelContext
-    ) -> tuple[dict[str, Any], bytes]:
-        """A compacted window: the conversation rendered from the log, the client's system, tools and settings kept.
-
-        A compaction is a window event, so the request changes at its front once; rendering is a
-        pure function of the window, so the requests after it extend each other again.
-        """
-        rendered = get_codec(parsed.format).render_request(
-            ctx, model=parsed.model, max_tokens=parsed.max_tokens, extra=parsed.extra
-        )
-        key = "input" if parsed.format == "openai_responses" else "messages"
-        edit = bodyedit.Edit(body={k: (rendered.get(key, v) if k == key else v) for k, v in body.items()}, key=key)
-        if parsed.format == "anthropic":
-            bodyedit.mark_tail(edit)
-        dump = bodyedit.client_style(raw, body) or bodyedit.compact
-        return edit.body, dump(edit.body)
+        return rendered_body(parsed, raw, body, ctx)
 
     def compact_for_overflow(self, prepared: Prepared, raw: bytes) -> Prepared | None:
         """After the upstream refused the request as too long: compact once and prepare it again.
@@ -272,48 +199,6 @@ class Pipeline:
         retried = self.prepare(prepared.fmt, raw, {}, "", identity=identity)
         retried.note = "compacted after a context overflow from the upstream"
         return retried
-
-    def _edited(
-        self,
-        fmt: str,
-        raw: bytes,
-        body: dict[str, Any],
-        messages: Sequence[Any],
-        decisions: Sequence[Any],
-        breakpoints: Sequence[int] = (),
-        *,
-        read: Read | None = None,
-        addressed: AddressedBody | None = None,
-    ) -> tuple[dict[str, Any], bytes] | None:
-        """The client's body with the projection's changes applied, or ``None`` when nothing changes.
-
-        ``read`` (its counts over the messages) and ``addressed`` (where each message lies in ``raw``)
-        spare the edit a walk of the whole history.
-        """
-        marks, holders = (read.marks, read.holders) if read is not None else (None, None)
-        targets = {d.target for d in decisions if d.action in CHANGING_ACTIONS}
-        replacements = (
-            {
-                m.tool_call_id: m.text
-                for m in messages
-                if m.role == "tool" and m.tool_call_id and targets.intersection(m.source_ids)
-            }
-            if targets
-            else {}
-        )
-        edit = bodyedit.replace_tool_outputs(fmt, body, replacements, holders=holders)
-        edit.addressed = addressed
-        if fmt == "anthropic":
-            edit.breakpoints = bodyedit.count_breakpoints(body, message_marks=marks)
-            bodyedit.mark_tail(edit)
-            for call_id in _frontier_calls(messages, breakpoints):
-                bodyedit.mark_before_result(edit, call_id, holders=holders)
-        if not edit.replaced:
-            return None
-        written = edit.write(raw, body)
-        if written is None:
-            return None  # a serialization we cannot reproduce: forwarding the original is the safe choice
-        return edit.body, written
 
     def _ensure(self, session_id: str) -> None:
         if session_id in self._known:
@@ -351,7 +236,11 @@ class Pipeline:
         usage: UsageReport | None,
         outcome: str | None = None,
     ) -> None:
-        """File the answer: a ledger row (written soon after), then the assistant turn and usage into the log."""
+        """File the answer: a ledger row (written soon after), the assistant turn and usage into the log.
+
+        Then the window's checkpoint, when due: here the answer is already out, so no request waits
+        for it (the manager saves none inside a build).
+        """
         identity = prepared.identity
         # the row first: the request happened even if the log cannot take its turn now
         self.accountant.submit(
@@ -383,6 +272,8 @@ class Pipeline:
             if prepared.pending and identity is not None:
                 prepared.pending = False
                 self.turns.done(identity.session_id)
+        if identity is not None:  # after ``done``: the session's next request does not wait for it
+            self.manager.save_checkpoint(identity.session_id)
 
     def close(self) -> None:
         """Write the remaining ledger rows."""
@@ -409,12 +300,6 @@ class Pipeline:
                 return
             except ConflictError:
                 continue  # another worker appended in between; our turn goes after theirs
-
-
-def _reach(parsed: ParsedRequest) -> int:
-    """How many events of the request come up to and with its last assistant message."""
-    events = parsed.events
-    return next((i + 1 for i in range(len(events) - 1, -1, -1) if isinstance(events[i], AssistantMessage)), 0)
 
 
 def _taken(events: Iterable[Event], digest: str) -> str | None:

@@ -13,9 +13,14 @@ events of the messages before it, and a list that starts with it has no leading 
 misread. A tool result parsed with the suffix whose call was made before the anchor gets its tool's
 name from the reused events, as the whole-body parse would have given it.
 
-Only the Anthropic format takes the short cut (its system prompt is a body field, never a
-message); the others, and any request that matches nothing, are parsed whole. The cache holds
-parsed text, so it is bounded (:data:`MAX_ENTRIES` lists per caller, :data:`MAX_CALLERS` callers).
+The Anthropic and OpenAI Chat formats take the short cut. In Anthropic the system prompt is a body
+field; in Chat it is the list's leading ``system`` / ``developer`` messages, all before the anchor,
+so the remembered read's instructions and root are kept. A Chat list whose new part holds a legacy
+``function_call`` or ``function`` message (numbered across the whole list) or a tool message that
+names its tool (the whole parse prefers its call's name) is parsed whole. OpenAI Responses input
+items do not map one to one onto events, so those bodies, and any request that matches nothing, are
+parsed whole. The cache holds parsed text, so it is bounded (:data:`MAX_ENTRIES` lists per caller,
+:data:`MAX_CALLERS` callers).
 
 The bytes are read the same way (:meth:`SuffixCache.load`): a body that starts with a remembered
 body's bytes up to its anchor is parsed from there on only (:func:`contextwarden.wire.extend_body`),
@@ -40,8 +45,11 @@ from ..wire import AddressedBody, ParsedRequest, RawSpan, address_body, extend_b
 from .bodyedit import count_message_marks, result_holders
 from .identity import continued, history_chain
 
-SUFFIX_FORMATS = frozenset({"anthropic"})
+SUFFIX_FORMATS = frozenset({"anthropic", "openai_chat"})
 """Wire formats whose requests are parsed from the anchor on (see the module docstring)."""
+
+LISTED_INSTRUCTIONS = frozenset({"openai_chat"})
+"""Suffix formats whose system prompt is the list's leading messages rather than a body field."""
 
 MAX_ENTRIES = 8
 """Message lists remembered per caller and format: its main session, side requests, subagents."""
@@ -135,17 +143,12 @@ class SuffixCache:
         with self._lock:
             entries = list(self._callers.get(key, ()))
         found = loaded.base if loaded is not None and loaded.base is not None else _longest_match(entries, messages)
+        if found is not None and fmt == "openai_chat" and not _chat_tail_reads_alone(messages[found.anchor :]):
+            found = None
         read = _whole(fmt, body) if found is None else _from_anchor(fmt, body, messages, found)
         entry = _entry(messages, read, found, loaded.addressed if loaded is not None else None)
-        if entry is None:
-            read = replace(read, marks=count_message_marks(messages), holders=result_holders(messages))
-        else:
-            rest = messages[entry.anchor :]
-            read = replace(
-                read,
-                marks=entry.marks + count_message_marks(rest),
-                holders=result_holders(rest, offset=entry.anchor, into=dict(entry.holders)),
-            )
+        if fmt == "anthropic":  # the marks and result holders count Anthropic content blocks
+            read = _with_counts(read, messages, entry)
         if entry is not None:
             with self._lock:
                 kept = [e for e in self._callers.pop(key, []) if e is not found][: MAX_ENTRIES - 1]
@@ -153,6 +156,18 @@ class SuffixCache:
                 while len(self._callers) > MAX_CALLERS:
                     self._callers.popitem(last=False)
         return read
+
+
+def _with_counts(read: Read, messages: list[Any], entry: _Entry | None) -> Read:
+    """``read`` with its ``cache_control`` marks and tool-result holders, carried from ``entry`` when there is one."""
+    if entry is None:
+        return replace(read, marks=count_message_marks(messages), holders=result_holders(messages))
+    rest = messages[entry.anchor :]
+    return replace(
+        read,
+        marks=entry.marks + count_message_marks(rest),
+        holders=result_holders(rest, offset=entry.anchor, into=dict(entry.holders)),
+    )
 
 
 def _whole(fmt: str, body: Mapping[str, Any]) -> Read:
@@ -189,6 +204,11 @@ def _from_anchor(fmt: str, body: Mapping[str, Any], messages: list[Any], entry: 
     tail = get_codec(fmt).parse_request({**body, "messages": messages[entry.anchor :]})
     cached = entry.read
     cut = entry.anchor_event
+    lead = len(tail.instructions)
+    lead_spans = tail.spans[:lead]
+    if fmt in LISTED_INSTRUCTIONS:  # the tail starts at an assistant message: its system prompt is the cached one
+        tail = replace(tail, instructions=cached.parsed.instructions)
+        lead_spans = cached.parsed.spans[: len(cached.parsed.instructions)]
     tail_events = [_named(e, entry.names) for e in tail.events]
     events: tuple[Event, ...] = (*cached.parsed.events[:cut], *tail_events)
     root = _root(fmt, tail)
@@ -199,11 +219,10 @@ def _from_anchor(fmt: str, body: Mapping[str, Any], messages: list[Any], entry: 
             chain.append(continued(root, chain, item))
     else:  # another system prompt: the same messages chain differently
         chain = history_chain(root, digests)
-    # spans: the tail's instructions, the reused events', then the tail's events at their place in the whole list
-    lead = len(tail.instructions)
+    # spans: the instructions', the reused events', then the tail's events at their place in the whole list
     spans = (
         (
-            *tail.spans[:lead],
+            *lead_spans,
             *cached.parsed.spans[len(cached.parsed.instructions) :][:cut],
             *map(shift, tail.spans[lead:]),
         )
@@ -211,6 +230,18 @@ def _from_anchor(fmt: str, body: Mapping[str, Any], messages: list[Any], entry: 
         else ()
     )
     return Read(parsed=replace(tail, events=events, spans=spans), digests=digests, root=root, chain=chain, reused=cut)
+
+
+def _chat_tail_reads_alone(tail: Sequence[Any]) -> bool:
+    """Whether a Chat list's part from the anchor on parses alone as it does within the whole list."""
+    for message in tail:
+        if not isinstance(message, Mapping):
+            return False
+        if "function_call" in message or message.get("role") == "function":
+            return False  # legacy calls are numbered across the whole list
+        if message.get("role") == "tool" and "name" in message:
+            return False  # the whole parse names the result after its call, which may lie before the anchor
+    return True
 
 
 def _named(event: Event, names: Mapping[str, str]) -> Event:
@@ -257,3 +288,8 @@ def _entry(messages: list[Any], read: Read, found: _Entry | None, addressed: Add
 
 def _is_assistant(message: object) -> bool:
     return isinstance(message, Mapping) and message.get("role") == "assistant"
+
+
+def last_assistant_reach(events: Sequence[Event]) -> int:
+    """How many of ``events`` come up to and with the last assistant message (0: none)."""
+    return next((i + 1 for i in range(len(events) - 1, -1, -1) if isinstance(events[i], AssistantMessage)), 0)

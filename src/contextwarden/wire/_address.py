@@ -77,7 +77,7 @@ def extend_body(raw: bytes, base: AddressedBody, through: int) -> AddressedBody 
     if not 0 <= through < len(base.ends):
         return None
     cut = base.ends[through]
-    if len(raw) <= cut or not raw.startswith(base.raw[:cut]):
+    if len(raw) <= cut or not raw.startswith(memoryview(base.raw)[:cut]):
         return None
     try:
         text = raw[cut:].decode("utf-8", "surrogatepass")
