@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -201,9 +202,10 @@ def test_anthropic_snapshot() -> None:
 def test_anthropic_cache_breakpoints_and_ttl() -> None:
     payload = render_anthropic(CTX, cache_ttl="1h")
     marked = list(_cache_marked(payload))
-    assert len(marked) == 4
+    assert len(marked) == 3
     assert all(block["cache_control"] == {"type": "ephemeral", "ttl": "1h"} for block in marked)
-    assert payload["tools"][-1] in marked and payload["system"][-1] in marked
+    # tools come before the system prompt in the cached prefix: its breakpoint covers them
+    assert payload["system"][-1] in marked and payload["tools"][-1] not in marked
     # Breakpoint 4 (the error result of the parallel calls) and 8 (the final assistant text).
     assert payload["messages"][2]["content"][1] in marked
     assert payload["messages"][-2]["content"][-1] in marked
@@ -223,7 +225,10 @@ def test_anthropic_latest_breakpoints_win() -> None:
     )
     payload = render_anthropic(ctx)
     marked_texts = [b.get("text") for b in _cache_marked(payload) if b in _message_blocks(payload)]
-    assert marked_texts == ["m4", "m5"]
+    assert marked_texts == ["m3", "m4", "m5"]  # system (covering the tools) + the latest three
+    no_system = render_anthropic(dataclasses.replace(ctx, system=""))
+    assert no_system["tools"][-1] in list(_cache_marked(no_system))
+    assert [b.get("text") for b in _cache_marked(no_system) if b in _message_blocks(no_system)] == ["m3", "m4", "m5"]
 
 
 def test_gemini_snapshot() -> None:

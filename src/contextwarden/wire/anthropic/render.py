@@ -214,11 +214,10 @@ def _place_cache_control(
     marker: dict[str, str] = {"type": "ephemeral"}
     if cache_ttl == "1h":
         marker["ttl"] = "1h"
-    marked: list[dict[str, Any]] = []
-    if tools:
-        marked.append(tools[-1])
-    if system:
-        marked.append(system[-1])
+    # The cached prefix runs tools, then system, then messages, so one breakpoint at the end of the system
+    # prompt covers the tools too; the tools get their own only when there is no system prompt. That leaves
+    # three of the four breakpoints for the messages, as the replay's cost model counts them.
+    marked: list[dict[str, Any]] = [system[-1]] if system else [tools[-1]] if tools else []
     wanted: list[Position] = []
     for breakpoint in sorted(set(ctx.cache_breakpoints)):
         if breakpoint < 0:
