@@ -2,7 +2,7 @@
 
 ``POST {base_url}/v1/messages``, the body rendered by the Anthropic wire codec
 (:func:`contextwarden.wire.render_anthropic`: system blocks, ``tool_use`` / ``tool_result`` blocks,
-calls and results paired, cache markers on the last tool and system block). Anthropic
+calls and results paired, a cache marker on the last system block). Anthropic
 reports uncached input, cache writes and cache reads as three separate counts; :class:`Usage`
 adds them up so ``input_tokens`` is the total like every other provider's.
 """

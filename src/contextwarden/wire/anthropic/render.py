@@ -17,8 +17,9 @@ The body is complete: ``model``, ``max_tokens`` (the caller's, else the model pr
 - Thinking is kept only for blocks with a signature (``redacted:`` signatures become
   ``redacted_thinking``); unsigned blocks and OpenAI Responses signatures are dropped. Anthropic opaque
   items go back at their positions, verbatim.
-- ``cache_control`` goes on at most four blocks: the last tool, the last system block, and the last
-  cacheable block of the messages at ``ctx.cache_breakpoints`` (the latest ones when they do not fit).
+- ``cache_control`` goes on at most four blocks: the last system block (the last tool when there is no
+  system prompt; the cached prefix runs tools, system, messages), and the last cacheable block of the
+  messages at ``ctx.cache_breakpoints`` (the latest three when they do not fit).
 
 Tool-call pairing (and unique call ids) come from :func:`contextwarden.pairing.normalize_with_origins`.
 """
