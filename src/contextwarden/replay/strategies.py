@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from ..context import Message, ModelContext, tool_message
+from ..context import Message, ModelContext
 from ..errors import UsageError
 from ..log.events import (
     AssistantMessage,
@@ -35,6 +35,7 @@ from ..log.store._protocol import SessionStore
 from ..models import ModelProfile
 from ..pairing import normalize_pairing
 from ..tokens import TokenCounter
+from ..wire._messages import message_of
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,23 +115,12 @@ class History:
                 self.messages.append(
                     Message(role="system", text=event.text, section="instructions", source_ids=(event.id,))
                 )
-        elif isinstance(event, UserMessage):
-            self.messages.append(Message(role="user", text=event.text, parts=event.parts, source_ids=(event.id,)))
         elif isinstance(event, (Steering, Pin)):
             self.messages.append(Message(role="user", text=event.text, section="pinned", source_ids=(event.id,)))
-        elif isinstance(event, AssistantMessage):
-            self.messages.append(
-                Message(
-                    role="assistant",
-                    text=event.text,
-                    thinking=event.thinking,
-                    tool_calls=event.tool_calls,
-                    opaque=event.opaque,
-                    source_ids=(event.id,),
-                )
-            )
-        elif isinstance(event, ToolResult):
-            self.messages.append(tool_message(event))
+        elif isinstance(event, (UserMessage, AssistantMessage, ToolResult)):
+            message = message_of(event)  # the codecs' own reading, opaque items included
+            if message is not None:
+                self.messages.append(message)
 
     @property
     def system(self) -> str:
