@@ -257,3 +257,13 @@ def test_cli_replay_report_without_the_report_module_is_one_clear_error(
     assert done.value.code == 1
     assert "--report needs contextwarden.report" in capsys.readouterr().err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_the_plain_history_keeps_a_user_messages_opaque_items() -> None:
+    from contextwarden.log.events import OpaquePart, UserMessage
+    from contextwarden.replay.strategies import History
+
+    item = OpaquePart(format="openai_responses", raw_json='{"type":"compaction","encrypted_content":"x"}', position=1)
+    history = History()
+    history.add(UserMessage(text="go on", opaque=(item,)))
+    assert history.messages[0].opaque == (item,)  # sent back to its provider, and paid for, as the raw agent does
