@@ -127,12 +127,13 @@ class ScriptedUpstream:
         reply = self.replies.popleft() if self.replies else Reply()
         if reply.status != 200:
             return Response(reply.error_body, status_code=reply.status, media_type="application/json")
-        blocks, points = self.meter.cut(fmt, body)
+        key = request.headers.get("x-api-key") or request.headers.get("authorization") or ""
+        # a caller's requests extend each other: only the new messages are cut and counted
+        blocks, points = self.meter.cut(fmt, body, lane=(key, fmt, model))
         total = sum(b.tokens for b in blocks)
         if self.max_input_tokens is not None and total > self.max_input_tokens:
             family = "anthropic" if fmt == "anthropic" else "openai"
             return JSONResponse(_OVERFLOW[family], status_code=400)
-        key = request.headers.get("x-api-key") or request.headers.get("authorization") or ""
         with self._lock:
             self._clock += 1.0
             account = self._accounts.setdefault(key, _Account())

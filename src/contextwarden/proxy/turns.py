@@ -41,6 +41,11 @@ class PendingTurns:
                 del self._count[session_id]
             self._changed.notify_all()
 
+    def any_pending(self) -> bool:
+        """Whether a turn of any session is still to be filed (a request could then have to wait)."""
+        with self._changed:
+            return bool(self._count)
+
     def wait(self, session_id: str, timeout: float = WAIT_SECONDS) -> bool:
         """Block until no turn of ``session_id`` is pending; ``False`` if ``timeout`` ran out first."""
         deadline = time.monotonic() + timeout
