@@ -15,7 +15,12 @@ of the time to first byte, and the proxy's overhead over direct and over the pla
 Targets (issue 12): p50 overhead under 5 ms and p99 under 25 ms at 500 messages on this machine, flat
 in session length.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/bench_proxy_latency.py [--requests 40] [--in-process] [--json out.json]
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_proxy_latency.py [--format openai_responses] [--requests 100]
+        [--in-process] [--json out.json]
+
+``--format`` picks the client's wire format: ``anthropic`` (Claude Code, the default) or
+``openai_responses`` (Codex). ``--requests`` is per arm and size; a p99 of fewer than 100 calls is
+their slowest one or two.
 
 ``--in-process`` adds the pipeline alone, timed in the benchmark's own process: CPU and wall time of
 ``prepare`` per request, which a loaded machine disturbs far less than the HTTP figures.
@@ -49,7 +54,27 @@ from contextwarden.proxy.app import Proxy
 from contextwarden.proxy.scripted import ScriptedUpstream
 from contextwarden.proxy.settings import ProxySettings
 
-MODEL = "bench-claude-1m"
+
+@dataclasses.dataclass(frozen=True)
+class Wire:
+    """What a benchmark client of one wire format sends and reads."""
+
+    fmt: str
+    path: str
+    model: str
+    """A 1M-token profile registered for the run (so no reduction interferes)."""
+    like: str
+    """The real profile it copies (prices, tokenizer, cache rules)."""
+    key: str
+    """The body's history list."""
+
+
+WIRES = {
+    "anthropic": Wire("anthropic", "/v1/messages", "bench-claude-1m", "claude-sonnet-4-5", "messages"),
+    "openai_responses": Wire("openai_responses", "/v1/responses", "bench-gpt-1m", "gpt-5", "input"),
+}
+WIRE = WIRES["anthropic"]
+"""The format of this run (``--format``)."""
 SIZES = (10, 500, 2000)
 WORDS = (
     "alpha",
@@ -94,12 +119,32 @@ def _plain_proxy(upstream: str) -> Starlette:
             body(), status_code=response.status_code, headers={"content-type": "text/event-stream"}
         )
 
-    return Starlette(routes=[Route("/v1/messages", relay, methods=["POST"])])
+    return Starlette(routes=[Route(w.path, relay, methods=["POST"]) for w in WIRES.values()])
 
 
 def _message(n: int, role: str) -> dict[str, Any]:
     words = " ".join(WORDS[(n * 7 + k) % len(WORDS)] for k in range(36))
-    return {"role": role, "content": [{"type": "text", "text": f"{role} {n}: {words}"}]}
+    return _said(role, f"{role} {n}: {words}")
+
+
+def _said(role: str, text: str) -> dict[str, Any]:
+    """A history item of ``WIRE``'s format: ``role`` saying ``text``."""
+    if WIRE.fmt == "openai_responses":
+        part = "output_text" if role == "assistant" else "input_text"
+        return {"type": "message", "role": role, "content": [{"type": part, "text": text}]}
+    return {"role": role, "content": [{"type": "text", "text": text}]}
+
+
+def _body(history: list[dict[str, Any]]) -> bytes:
+    limit = "max_output_tokens" if WIRE.fmt == "openai_responses" else "max_tokens"
+    body = {"model": WIRE.model, limit: 64, "stream": True, WIRE.key: history}
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def _headers(key: str) -> dict[str, str]:
+    if WIRE.fmt == "openai_responses":
+        return {"authorization": f"Bearer {key}", "content-type": "application/json"}
+    return {"x-api-key": key, "content-type": "application/json"}
 
 
 def _history(size: int) -> list[dict[str, Any]]:
@@ -108,13 +153,11 @@ def _history(size: int) -> list[dict[str, Any]]:
 
 def _call(client: httpx.Client, url: str, messages: list[dict[str, Any]], key: str) -> tuple[float, float, str]:
     """One streamed call: total ms, ms to the first byte, and the reply's text (the agent sends it back)."""
-    body = json.dumps({"model": MODEL, "max_tokens": 64, "stream": True, "messages": messages}, separators=(",", ":"))
+    body = _body(messages)
     started = time.perf_counter()
     first = 0.0
     raw = bytearray()
-    with client.stream(
-        "POST", url + "/v1/messages", content=body, headers={"x-api-key": key, "content-type": "application/json"}
-    ) as r:
+    with client.stream("POST", url + WIRE.path, content=body, headers=_headers(key)) as r:
         for chunk in r.iter_raw():
             if not first:
                 first = time.perf_counter() - started
@@ -124,18 +167,20 @@ def _call(client: httpx.Client, url: str, messages: list[dict[str, Any]], key: s
 
 
 def _reply_text(stream: bytes) -> str:
-    """The text the SSE stream answered with (its ``text_delta`` s joined)."""
+    """The text the SSE stream answered with (its text deltas joined)."""
     text = []
     for line in stream.decode().splitlines():
         if line.startswith("data:"):
-            delta = json.loads(line[5:]).get("delta", {})
-            if delta.get("type") == "text_delta":
-                text.append(delta["text"])
+            data = json.loads(line[5:])
+            if data.get("type") == "response.output_text.delta":
+                text.append(data["delta"])
+            elif isinstance(data.get("delta"), dict) and data["delta"].get("type") == "text_delta":
+                text.append(data["delta"]["text"])
     return "".join(text)
 
 
 def _reply(text: str) -> dict[str, Any]:
-    return {"role": "assistant", "content": [{"type": "text", "text": text}]}
+    return _said("assistant", text)
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -144,9 +189,9 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _register() -> None:
-    register_profile(
-        dataclasses.replace(get_profile("claude-sonnet-4-5"), name=MODEL, aliases=(), context_window=1_000_000)
-    )
+    for wire in WIRES.values():
+        profile = dataclasses.replace(get_profile(wire.like), name=wire.model, aliases=(), context_window=1_000_000)
+        register_profile(profile)
 
 
 def _serve(role: str, port: int, upstream: str, store: str) -> None:
@@ -265,12 +310,10 @@ def _pipeline_cpu(requests: int, store: str) -> dict[str, Any]:
             cpu: list[float] = []
             wall: list[float] = []
             for n in range(requests + 1):
-                raw = json.dumps(
-                    {"model": MODEL, "max_tokens": 64, "stream": True, "messages": history}, separators=(",", ":")
-                ).encode()
+                raw = _body(history)
                 pipeline.accountant.flush()
                 started_cpu, started = time.thread_time(), time.perf_counter()
-                prepared = pipeline.prepare("anthropic", raw, {"x-api-key": key}, key)
+                prepared = pipeline.prepare(WIRE.fmt, raw, _headers(key), key)
                 if n:  # the first call is the warm-up
                     cpu.append((time.thread_time() - started_cpu) * 1000)
                     wall.append((time.perf_counter() - started) * 1000)
@@ -312,7 +355,10 @@ def _print(size: str, row: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--requests", type=int, default=40, help="Measured calls per arm and size (default 40).")
+    parser.add_argument("--requests", type=int, default=100, help="Measured calls per arm and size (default 100).")
+    parser.add_argument(
+        "--format", choices=sorted(WIRES), default="anthropic", help="The client's wire format (default anthropic)."
+    )
     parser.add_argument("--json", default=None)
     parser.add_argument(
         "--in-process",
@@ -324,6 +370,8 @@ def main() -> None:
     parser.add_argument("--upstream", default="", help=argparse.SUPPRESS)
     parser.add_argument("--store", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global WIRE
+    WIRE = WIRES[args.format]
     if args.serve:
         _serve(args.serve, args.port, args.upstream, args.store)
         return
@@ -346,6 +394,7 @@ def main() -> None:
             in_process = _pipeline_cpu(args.requests, str(Path(tmp) / "in-process.db"))
             for size, row in in_process.items():
                 report[size]["pipeline_in_process"] = row
+    print(f"{WIRE.fmt} ({WIRE.path}), {args.requests} calls per arm and size")
     for size, row in report.items():
         _print(size, row)
         if "pipeline_in_process" in row:

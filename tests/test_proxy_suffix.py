@@ -15,6 +15,7 @@ from contextwarden.mirror import content_digest
 from contextwarden.proxy.bodyedit import count_message_marks
 from contextwarden.proxy.suffix import SuffixCache, _whole
 from contextwarden.wire import ParsedRequest, get_codec
+from contextwarden.wire.openai_responses import is_user_side
 
 TRANSCRIPT = Path(__file__).parent / "data" / "transcripts" / "codex" / "rollout.jsonl"
 
@@ -101,13 +102,85 @@ def test_anything_but_an_extension_is_read_whole_or_rechained(change: str) -> No
         assert read.reused == 0
 
 
-def test_openai_responses_bodies_are_read_whole() -> None:
-    items = [{"role": "user", "content": "hi"}, {"type": "message", "role": "assistant", "content": "yo"}]
-    body: dict[str, Any] = {"model": "m", "input": items}
+def _responses_body() -> dict[str, Any]:
+    """The same real session as one OpenAI Responses request, as Codex sends it.
+
+    ``instructions``, then leading developer and user messages, each assistant turn a run of items
+    (encrypted reasoning and a compaction item among them), tool outputs as ``function_call_output``.
+    """
+    transcript = load_transcript(TRANSCRIPT)
+    events = tuple(e for e in transcript.events if e.kind in ("user", "assistant", "tool_result"))
+    parsed = ParsedRequest(
+        format="openai_responses", model="gpt-5", instructions=(Instruction(text="You are terse."),), events=events
+    )
+    body = get_codec("openai_responses").render_request(parsed.to_context(), max_tokens=256)
+    items: list[dict[str, Any]] = [
+        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "sandbox: none"}]}
+    ]
+    turns = 0
+    for item in body["input"]:
+        if not is_user_side(item) and is_user_side(items[-1]):
+            turns += 1  # the first item of an assistant turn: reasoning goes before it, as a model emits it
+            items.append({"type": "reasoning", "summary": [], "encrypted_content": f"enc-{turns}"})
+            if turns == 3:
+                items.append({"type": "compaction", "encrypted_content": "summary-blob"})
+        items.append(item)
+    return {"model": body["model"], "instructions": "Work in small steps.", **body, "input": items}
+
+
+def _responses_ends(items: list[dict[str, Any]]) -> list[int]:
+    """Lengths at which a Responses client would send: after the user-side items that precede a turn."""
+    return [
+        k
+        for k in range(2, len(items) + 1)
+        if is_user_side(items[k - 1]) and (k == len(items) or not is_user_side(items[k]))
+    ]
+
+
+def test_an_openai_responses_session_read_turn_by_turn_matches_the_whole_parse() -> None:
+    body = _responses_body()
+    items = body["input"]
+    ends = _responses_ends(items)
+    kinds = {i.get("type") for i in items}
+    assert {"reasoning", "compaction", "function_call", "function_call_output"} <= kinds and len(ends) >= 5
+    assert body["instructions"] and items[0]["role"] == "developer"
     cache = SuffixCache()
-    for _ in range(2):
-        body["input"] += [{"role": "user", "content": "more"}]
-        assert cache.read("openai_responses", body, "caller").reused == 0
+    based, reused = [], []
+    for k in ends:
+        raw = _raw({**body, "input": items[:k]})
+        loaded = cache.load("openai_responses", raw, "caller")
+        assert loaded.body == json.loads(raw)
+        read = cache.read("openai_responses", loaded.body, "caller", loaded=loaded)
+        _same(read, _whole("openai_responses", json.loads(raw)))
+        based.append(loaded.base is not None)
+        reused.append(read.reused)
+    assert not based[0] and all(based[2:]) and all(r > 0 for r in reused[2:])
+    # the same from parsed bodies, matched against the remembered lists
+    cache = SuffixCache()
+    for k in ends:
+        request = copy.deepcopy({**body, "input": items[:k]})
+        read = cache.read("openai_responses", request, "caller")
+        _same(read, _whole("openai_responses", request))
+    assert read.reused > 0
+
+
+@pytest.mark.parametrize("change", ["instructions", "developer", "string_input"])
+def test_an_openai_responses_request_that_changes_before_its_anchor_is_read_as_the_whole_parse(change: str) -> None:
+    body = _responses_body()
+    items = body["input"]
+    ends = _responses_ends(items)
+    cache = SuffixCache()
+    cache.read("openai_responses", copy.deepcopy({**body, "input": items[: ends[3]]}), "caller")
+    longer = copy.deepcopy({**body, "input": items[: ends[4]]})
+    if change == "instructions":  # a body field: read afresh, the list's prefix still reused
+        longer["instructions"] = "You are verbose."
+    elif change == "developer":
+        longer["input"][0] = {"type": "message", "role": "developer", "content": "sandbox: full"}
+    else:
+        longer["input"] = "just a question"
+    read = cache.read("openai_responses", longer, "caller")
+    _same(read, _whole("openai_responses", longer))
+    assert (read.reused > 0) == (change == "instructions")
 
 
 def _chat_body() -> dict[str, Any]:

@@ -13,14 +13,16 @@ events of the messages before it, and a list that starts with it has no leading 
 misread. A tool result parsed with the suffix whose call was made before the anchor gets its tool's
 name from the reused events, as the whole-body parse would have given it.
 
-The Anthropic and OpenAI Chat formats take the short cut. In Anthropic the system prompt is a body
+Every request format the proxy serves takes the short cut. In Anthropic the system prompt is a body
 field; in Chat it is the list's leading ``system`` / ``developer`` messages, all before the anchor,
-so the remembered read's instructions and root are kept. A Chat list whose new part holds a legacy
+so the remembered read's instructions are kept; OpenAI Responses has both (``instructions``, read
+afresh, then the input's leading messages, kept). A Chat list whose new part holds a legacy
 ``function_call`` or ``function`` message (numbered across the whole list) or a tool message that
-names its tool (the whole parse prefers its call's name) is parsed whole. OpenAI Responses input
-items do not map one to one onto events, so those bodies, and any request that matches nothing, are
-parsed whole. The cache holds parsed text, so it is bounded (:data:`MAX_ENTRIES` lists per caller,
-:data:`MAX_CALLERS` callers).
+names its tool (the whole parse prefers its call's name) is parsed whole. In Responses an assistant
+turn is the run of items between two items of the user side (:func:`~contextwarden.wire.openai_responses.is_user_side`:
+reasoning, messages and function calls together make one event), so its anchor is the first item of the
+last such run. A request that matches nothing is parsed whole. The cache holds parsed text, so it is
+bounded (:data:`MAX_ENTRIES` lists per caller, :data:`MAX_CALLERS` callers).
 
 The bytes are read the same way (:meth:`SuffixCache.load`): a body that starts with a remembered
 body's bytes up to its anchor is parsed from there on only (:func:`contextwarden.wire.extend_body`),
@@ -42,19 +44,22 @@ from typing import Any
 from ..log.events import AssistantMessage, Event, ToolResult
 from ..mirror import content_digest
 from ..wire import AddressedBody, ParsedRequest, RawSpan, address_body, extend_body, get_codec
+from ..wire._messages import SYSTEM_FIELD
+from ..wire.openai_responses import is_user_side
 from .bodyedit import count_message_marks, result_holders
 from .identity import continued, history_chain
 
-SUFFIX_FORMATS = frozenset({"anthropic", "openai_chat"})
-"""Wire formats whose requests are parsed from the anchor on (see the module docstring)."""
+LIST_KEYS = {"anthropic": "messages", "openai_chat": "messages", "openai_responses": "input"}
+"""Wire formats whose requests are parsed from the anchor on (see the module docstring), and their history list."""
 
-LISTED_INSTRUCTIONS = frozenset({"openai_chat"})
-"""Suffix formats whose system prompt is the list's leading messages rather than a body field."""
+LISTED_INSTRUCTIONS = frozenset({"openai_chat", "openai_responses"})
+"""Formats whose system prompt includes the list's leading messages (after any body field's)."""
 
 MAX_ENTRIES = 8
 """Message lists remembered per caller and format: its main session, side requests, subagents."""
 
-_MESSAGE_PATH = re.compile(r"messages\[(\d+)\]")
+_ITEM_PATH = re.compile(r"(messages|input)\[(\d+)(?::(\d+))?\]")
+"""A span's place in the history list: one item, or a run of items (a Responses assistant turn)."""
 
 MAX_CALLERS = 256
 """Callers (credential and format) remembered; the least recently seen is forgotten first."""
@@ -117,7 +122,8 @@ class SuffixCache:
 
     def load(self, fmt: str, raw: bytes, caller: str) -> Loaded:
         """``raw`` parsed, from a remembered request's anchor on when it extends one (``ValueError`` if not JSON)."""
-        if fmt in SUFFIX_FORMATS:
+        key = LIST_KEYS.get(fmt)
+        if key is not None:
             with self._lock:
                 entries = sorted(self._callers.get((caller, fmt), ()), key=lambda e: -e.anchor)
             for entry in entries:
@@ -125,7 +131,7 @@ class SuffixCache:
                     extended = extend_body(raw, entry.addressed, entry.anchor)
                     if extended is not None:
                         return Loaded(body=extended.body, addressed=extended, base=entry)
-            addressed = address_body(raw, "messages")
+            addressed = address_body(raw, key)
             if addressed is not None:
                 return Loaded(body=addressed.body, addressed=addressed)
         return Loaded(body=json.loads(raw))
@@ -136,8 +142,8 @@ class SuffixCache:
         ``loaded`` is what :meth:`load` returned for ``body``: its match against a remembered request
         is then taken as it is, and the new entry remembers its bytes.
         """
-        messages = body.get("messages")
-        if fmt not in SUFFIX_FORMATS or not isinstance(messages, list):
+        messages = body.get(LIST_KEYS.get(fmt, ""))
+        if not isinstance(messages, list):  # another format, or a Responses ``input`` string
             return _whole(fmt, body)
         key = (caller, fmt)
         with self._lock:
@@ -196,19 +202,24 @@ def _longest_match(entries: Sequence[_Entry], messages: list[Any]) -> _Entry | N
 
 def _from_anchor(fmt: str, body: Mapping[str, Any], messages: list[Any], entry: _Entry) -> Read:
     def shift(span: RawSpan) -> RawSpan:
-        index = _MESSAGE_PATH.match(span.path)
-        if index is None:
+        place = _ITEM_PATH.match(span.path)
+        if place is None:
             return span
-        return RawSpan(f"messages[{int(index[1]) + entry.anchor}]{span.path[index.end() :]}", span.values)
+        at = f"{place[1]}[{int(place[2]) + entry.anchor}" + (f":{int(place[3]) + entry.anchor}]" if place[3] else "]")
+        return RawSpan(at + span.path[place.end() :], span.values)
 
-    tail = get_codec(fmt).parse_request({**body, "messages": messages[entry.anchor :]})
+    tail = get_codec(fmt).parse_request({**body, LIST_KEYS[fmt]: messages[entry.anchor :]})
     cached = entry.read
     cut = entry.anchor_event
     lead = len(tail.instructions)
     lead_spans = tail.spans[:lead]
-    if fmt in LISTED_INSTRUCTIONS:  # the tail starts at an assistant message: its system prompt is the cached one
-        tail = replace(tail, instructions=cached.parsed.instructions)
-        lead_spans = cached.parsed.spans[: len(cached.parsed.instructions)]
+    if fmt in LISTED_INSTRUCTIONS:
+        # the tail starts at an assistant turn: after the body field's instructions (read afresh), the
+        # list's leading messages are the cached read's
+        fields = sum(i.source == SYSTEM_FIELD for i in cached.parsed.instructions)
+        listed = cached.parsed.instructions[fields:]
+        lead_spans = (*lead_spans, *cached.parsed.spans[fields : len(cached.parsed.instructions)])
+        tail = replace(tail, instructions=(*tail.instructions, *listed))
     tail_events = [_named(e, entry.names) for e in tail.events]
     events: tuple[Event, ...] = (*cached.parsed.events[:cut], *tail_events)
     root = _root(fmt, tail)
@@ -258,15 +269,16 @@ def _entry(messages: list[Any], read: Read, found: _Entry | None, addressed: Add
     before it is ``found``'s and was checked when ``found`` was remembered.
     """
     start, start_event = (found.anchor, found.anchor_event) if found is not None else (0, 0)
-    anchor = next((i for i in range(len(messages) - 1, start - 1, -1) if _is_assistant(messages[i])), None)
+    starts = _turn_starts(read.parsed.format, messages, start)
+    anchor = starts[-1] if starts else None
     events = read.parsed.events
     anchor_event = next(
         (i for i in range(len(events) - 1, start_event - 1, -1) if isinstance(events[i], AssistantMessage)), None
     )
     if anchor is None or anchor_event is None:
         return None
-    if sum(map(_is_assistant, messages[start:])) != sum(isinstance(e, AssistantMessage) for e in events[start_event:]):
-        return None  # messages and events do not pair one to one: no anchor to trust
+    if len(starts) != sum(isinstance(e, AssistantMessage) for e in events[start_event:]):
+        return None  # turns and events do not pair one to one: no anchor to trust
     names = dict(found.names) if found is not None else {}
     for event in events[start_event:anchor_event]:
         if isinstance(event, AssistantMessage):
@@ -284,6 +296,24 @@ def _entry(messages: list[Any], read: Read, found: _Entry | None, addressed: Add
         holders=holders,
         addressed=addressed,
     )
+
+
+def _turn_starts(fmt: str, messages: list[Any], start: int) -> list[int]:
+    """Indices from ``start`` on where an assistant turn (one :class:`AssistantMessage` event) begins.
+
+    An assistant message each, or in OpenAI Responses the first item of each run of assistant-side items.
+    """
+    if fmt != "openai_responses":
+        return [i for i in range(start, len(messages)) if _is_assistant(messages[i])]
+    out = []
+    for i in range(start, len(messages)):
+        item = messages[i]
+        if not isinstance(item, Mapping):
+            return []  # the parse refuses such a list; nothing to anchor on
+        before = messages[i - 1] if i > start else None
+        if not is_user_side(item) and (before is None or (isinstance(before, Mapping) and is_user_side(before))):
+            out.append(i)
+    return out
 
 
 def _is_assistant(message: object) -> bool:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from .._codec import Codec, top_level_limit
 from .render import render_openai_responses
-from .request import parse_input, parse_instructions, tool_entries
+from .request import is_user_side, parse_input, parse_instructions, tool_entries
 from .response import parse_openai_responses_response
 from .stream import OpenAIResponsesStream
 
-__all__ = ["CODEC", "parse_openai_responses_response", "render_openai_responses"]
+__all__ = ["CODEC", "is_user_side", "parse_openai_responses_response", "render_openai_responses"]
 
 CODEC = Codec(
     format="openai_responses",

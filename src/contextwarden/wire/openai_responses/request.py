@@ -30,7 +30,7 @@ from .._common import dumps_compact, from_data_url, parse_arguments
 from .._messages import SYSTEM_FIELD
 from .._types import RawSpan
 
-__all__ = ["assistant_turn", "parse_input", "parse_instructions", "tool_entries"]
+__all__ = ["assistant_turn", "is_user_side", "parse_input", "parse_instructions", "tool_entries"]
 
 _FORMAT = "openai_responses"
 _USER_SIDE = frozenset({"function_call_output"})
@@ -83,8 +83,7 @@ def parse_input(items: object, spans: list[RawSpan] | None = None) -> list[Messa
         if not isinstance(raw, Mapping):
             raise ImportFormatError(f"input[{index}] is not an object")
         kind = raw.get("type", "message" if "role" in raw else None)
-        role = raw.get("role")
-        if (kind == "message" and role != "assistant") or kind in _USER_SIDE:
+        if is_user_side(raw):
             flush(index)
             if spans is not None:
                 spans.append(RawSpan(f"input[{index}]", (raw,)))
@@ -93,6 +92,15 @@ def parse_input(items: object, spans: list[RawSpan] | None = None) -> list[Messa
             turn.append(raw)
     flush(len(items))
     return out
+
+
+def is_user_side(item: Mapping[str, Any]) -> bool:
+    """Whether an input item is a message of its own (user, system, developer, a tool's output).
+
+    Every other item belongs to the assistant turn that the items between two such items form.
+    """
+    kind = item.get("type", "message" if "role" in item else None)
+    return (kind == "message" and item.get("role") != "assistant") or kind in _USER_SIDE
 
 
 def _tool_output(item: Mapping[str, Any], names: Mapping[str, str]) -> Message:
