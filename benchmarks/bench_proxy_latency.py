@@ -18,12 +18,9 @@ in session length.
     PYTHONPATH=src .venv/bin/python benchmarks/bench_proxy_latency.py [--format openai_responses] [--requests 100]
         [--in-process] [--json out.json]
 
-``--format`` picks the client's wire format: ``anthropic`` (Claude Code, the default) or
-``openai_responses`` (Codex). ``--requests`` is per arm and size; a p99 of fewer than 100 calls is
-their slowest one or two.
-
-``--in-process`` adds the pipeline alone, timed in the benchmark's own process: CPU and wall time of
-``prepare`` per request, which a loaded machine disturbs far less than the HTTP figures.
+``--format`` picks the client's wire format: ``anthropic`` (Claude Code, the default),
+``openai_chat`` (the OpenAI SDK's chat completions) or ``openai_responses`` (Codex).
+``--requests`` is per arm and size; a p99 of fewer than 100 calls is their slowest one or two.
 """
 
 from __future__ import annotations
@@ -71,6 +68,7 @@ class Wire:
 
 WIRES = {
     "anthropic": Wire("anthropic", "/v1/messages", "bench-claude-1m", "claude-sonnet-4-5", "messages"),
+    "openai_chat": Wire("openai_chat", "/v1/chat/completions", "bench-gpt-1m", "gpt-5", "messages"),
     "openai_responses": Wire("openai_responses", "/v1/responses", "bench-gpt-1m", "gpt-5", "input"),
 }
 WIRE = WIRES["anthropic"]
@@ -132,17 +130,21 @@ def _said(role: str, text: str) -> dict[str, Any]:
     if WIRE.fmt == "openai_responses":
         part = "output_text" if role == "assistant" else "input_text"
         return {"type": "message", "role": role, "content": [{"type": part, "text": text}]}
+    if WIRE.fmt == "openai_chat":
+        return {"role": role, "content": text}
     return {"role": role, "content": [{"type": "text", "text": text}]}
 
 
 def _body(history: list[dict[str, Any]]) -> bytes:
-    limit = "max_output_tokens" if WIRE.fmt == "openai_responses" else "max_tokens"
+    limit = {"openai_responses": "max_output_tokens", "openai_chat": "max_completion_tokens"}.get(
+        WIRE.fmt, "max_tokens"
+    )
     body = {"model": WIRE.model, limit: 64, "stream": True, WIRE.key: history}
     return json.dumps(body, separators=(",", ":")).encode()
 
 
 def _headers(key: str) -> dict[str, str]:
-    if WIRE.fmt == "openai_responses":
+    if WIRE.fmt != "anthropic":
         return {"authorization": f"Bearer {key}", "content-type": "application/json"}
     return {"x-api-key": key, "content-type": "application/json"}
 
@@ -171,8 +173,13 @@ def _reply_text(stream: bytes) -> str:
     text = []
     for line in stream.decode().splitlines():
         if line.startswith("data:"):
+            if line[5:].strip() == "[DONE]":
+                continue
             data = json.loads(line[5:])
-            if data.get("type") == "response.output_text.delta":
+            chat = data.get("choices") or [{}]
+            if chat[0].get("delta", {}).get("content"):
+                text.append(chat[0]["delta"]["content"])
+            elif data.get("type") == "response.output_text.delta":
                 text.append(data["delta"])
             elif isinstance(data.get("delta"), dict) and data["delta"].get("type") == "text_delta":
                 text.append(data["delta"]["text"])
