@@ -34,7 +34,7 @@ from starlette.types import Receive, Scope, Send
 
 from ..log.store import SessionStore, SQLiteStore
 from ..providers.classify import is_context_overflow
-from . import forward
+from . import collector, forward
 from ._db import ProxyDB, open_session_store
 from .budget import REFUSAL_STATUS, REFUSED, refusal_body
 from .failures import with_taxonomy
@@ -87,10 +87,11 @@ class Proxy:
 
     @contextlib.asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        async with forward.upstream_client(self.settings) as client:
-            self.client = client
-            yield
-        self.client = None
+        with collector.between_requests():
+            async with forward.upstream_client(self.settings) as client:
+                self.client = client
+                yield
+            self.client = None
 
     # ------------------------------------------------------------------ model calls
 
@@ -215,6 +216,8 @@ class Proxy:
         except Exception as exc:  # the store may be down; the agent already has its answer
             self.metrics.record_failures.inc()
             log.warning("contextwarden proxy could not record a turn: %s: %s", type(exc).__name__, exc)
+        finally:  # the answer is out: the collector's due passes run now, not inside the next request
+            collector.collect_due()
 
     # ------------------------------------------------------------------ everything else
 

@@ -1,4 +1,5 @@
-"""Where the proxy runs its pipeline: on the event loop on the embedded store, on worker threads otherwise.
+"""Where and when the proxy works: its pipeline on the event loop on the embedded store (on worker
+threads otherwise), and the garbage collector after each answer rather than inside a request.
 
 A step runs on the loop exactly when ``asyncio.get_running_loop()`` works inside it: a worker thread
 has no running loop.
@@ -7,12 +8,14 @@ has no running loop.
 from __future__ import annotations
 
 import asyncio
+import gc
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from _proxy import Rig, rig
+from contextwarden.proxy import collector
 from contextwarden.proxy.pipeline import Pipeline
 
 
@@ -66,3 +69,36 @@ def test_on_postgresql_the_pipeline_runs_on_worker_threads(pg_schema_dsn: str) -
         seen = _spy(r.proxy.pipeline)
         _ask(r, "hello")
     assert seen == {"prepare": [False], "answered": [False]}
+
+
+def test_while_serving_the_collector_waits_for_the_answer_and_the_startup_heap_is_frozen(tmp_path: Path) -> None:
+    before = gc.get_threshold()
+    with rig(str(tmp_path / "s.db")) as r:
+        assert gc.get_threshold()[0] == collector.YOUNG_THRESHOLD and gc.get_freeze_count() > 0
+        _ask(r, "hello")
+        r.proxy.settle()
+        kept = [{"n": n} for n in range(5_000)]  # young objects, far fewer than the raised threshold
+        assert gc.get_count()[0] > len(kept) // 2  # no collection ran by itself (CPython's would at 700)
+        _ask(r, "again")
+        r.proxy.settle()  # the answer is filed: the young generation was collected after it
+        assert gc.get_count()[0] < len(kept) // 5
+        del kept
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+def test_due_passes_collect_the_generations_cpython_would() -> None:
+    gc.collect()
+    thresholds = gc.get_threshold()
+    assert collector.collect_due() == 0
+    for _ in range(thresholds[1]):
+        gc.collect(0)
+    assert collector.collect_due() == 1
+
+
+def test_the_last_proxy_to_stop_restores_the_collectors_settings(tmp_path: Path) -> None:
+    before = gc.get_threshold()
+    with rig(str(tmp_path / "a.db")):
+        with rig(str(tmp_path / "b.db")):
+            assert gc.get_threshold()[0] == collector.YOUNG_THRESHOLD
+        assert gc.get_threshold()[0] == collector.YOUNG_THRESHOLD  # the first proxy still serves
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
