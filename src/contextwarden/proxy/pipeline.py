@@ -1,8 +1,9 @@
 """The proxy's core, one request at a time: identify, ingest the new suffix, project, forward, record.
 
-Everything here is synchronous and runs on a worker thread; the ASGI edge (:mod:`.app`) only moves
-bytes. :meth:`Pipeline.prepare` decides the bytes to forward; :meth:`Pipeline.record` files what
-came back. Any exception inside ``prepare`` is the caller's cue to forward the original bytes.
+Everything here is synchronous; the ASGI edge (:mod:`.app`) moves bytes and decides where it runs
+(on the event loop or a worker thread). :meth:`Pipeline.prepare` decides the bytes to forward;
+:meth:`Pipeline.record` files what came back. Any exception inside ``prepare`` is the caller's cue to
+forward the original bytes.
 """
 
 from __future__ import annotations
