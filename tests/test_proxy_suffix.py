@@ -20,14 +20,17 @@ from contextwarden.wire.openai_responses import is_user_side
 TRANSCRIPT = Path(__file__).parent / "data" / "transcripts" / "codex" / "rollout.jsonl"
 
 
-def _real_body() -> dict[str, Any]:
-    """A real Codex session rendered as one Anthropic request (tool calls and results included)."""
+def _rendered(fmt: str, model: str) -> dict[str, Any]:
+    """A real Codex session rendered as one request of ``fmt`` (tool calls and results included)."""
     transcript = load_transcript(TRANSCRIPT)
     events = tuple(e for e in transcript.events if e.kind in ("user", "assistant", "tool_result"))
-    parsed = ParsedRequest(
-        format="anthropic", model="claude-sonnet-4-5", instructions=(Instruction(text="You are terse."),), events=events
-    )
-    return get_codec("anthropic").render_request(parsed.to_context(), max_tokens=256)
+    parsed = ParsedRequest(format=fmt, model=model, instructions=(Instruction(text="You are terse."),), events=events)
+    return get_codec(fmt).render_request(parsed.to_context(), max_tokens=256)
+
+
+def _real_body() -> dict[str, Any]:
+    """The real session as one Anthropic request."""
+    return _rendered("anthropic", "claude-sonnet-4-5")
 
 
 def _turn_ends(messages: list[dict[str, Any]]) -> list[int]:
@@ -108,12 +111,7 @@ def _responses_body() -> dict[str, Any]:
     ``instructions``, then leading developer and user messages, each assistant turn a run of items
     (encrypted reasoning and a compaction item among them), tool outputs as ``function_call_output``.
     """
-    transcript = load_transcript(TRANSCRIPT)
-    events = tuple(e for e in transcript.events if e.kind in ("user", "assistant", "tool_result"))
-    parsed = ParsedRequest(
-        format="openai_responses", model="gpt-5", instructions=(Instruction(text="You are terse."),), events=events
-    )
-    body = get_codec("openai_responses").render_request(parsed.to_context(), max_tokens=256)
+    body = _rendered("openai_responses", "gpt-5")
     items: list[dict[str, Any]] = [
         {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "sandbox: none"}]}
     ]
@@ -185,12 +183,7 @@ def test_an_openai_responses_request_that_changes_before_its_anchor_is_read_as_t
 
 def _chat_body() -> dict[str, Any]:
     """The same real session as one OpenAI Chat request: a system message, tool calls and tool messages."""
-    transcript = load_transcript(TRANSCRIPT)
-    events = tuple(e for e in transcript.events if e.kind in ("user", "assistant", "tool_result"))
-    parsed = ParsedRequest(
-        format="openai_chat", model="gpt-5", instructions=(Instruction(text="You are terse."),), events=events
-    )
-    return get_codec("openai_chat").render_request(parsed.to_context(), max_tokens=256)
+    return _rendered("openai_chat", "gpt-5")
 
 
 def _chat_ends(messages: list[dict[str, Any]]) -> list[int]:
