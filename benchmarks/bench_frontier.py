@@ -35,25 +35,25 @@ from contextwarden.report.frontier import charts_document, cost_above_frontier, 
 from contextwarden.report.scatter import frontier, knee, tradeoff_chart
 
 SETTINGS = (
-    "contextwarden",  # the default: keep 3, batches of >= 40% of the context, 1 working-set file, exploration reads
-    "contextwarden:no-protect-exploration-reads",  # the default before stop 22
-    "contextwarden:keep=1",
+    "contextwarden",  # the default: keep 1, batches of >= 45% of the context, 1 working-set file, exploration reads
+    "contextwarden:keep=3,min-batch-share=0.4",  # the default before stop 24
+    "contextwarden:no-protect-exploration-reads",
     "contextwarden:keep=2",
+    "contextwarden:keep=3",
     "contextwarden:keep=5",
     "contextwarden:keep=10",
     "contextwarden:min-batch-share=0.2",
     "contextwarden:min-batch-share=0.3",
+    "contextwarden:min-batch-share=0.4",
     "contextwarden:min-batch-share=0.5",
     "contextwarden:min-batch-share=0.6",
     "contextwarden:keep=2,min-batch-share=0.3",
+    "contextwarden:keep=3,min-batch-share=0.3",
     "contextwarden:keep=5,min-batch-share=0.5",
     "contextwarden:working-set-files=2",
     "contextwarden:working-set-files=3",
     "contextwarden:protect-revisited-files=true",
-    "contextwarden:keep=4",
     "contextwarden:working-set-files=2,min-batch-share=0.3",
-    "contextwarden:working-set-files=3,min-batch-share=0.3",
-    "contextwarden:keep=5,min-batch-share=0.3",
     "contextwarden:no-cache-aware",
     "mask-last-n:10",
 )

@@ -25,9 +25,11 @@ WORDS = ["def", "return", "self", "value", "error", "test", "file", "path", "imp
 def _turn(rng: random.Random, n: int) -> list[Event]:
     call = ToolCall(id=f"c{n}", name="bash", arguments={"command": f"pytest tests/test_{n}.py"})
     body = "\n".join(" ".join(rng.choice(WORDS) for _ in range(12)) for _ in range(60))
+    # Fixed event ids: placeholders name the event they replace, so random ids would make two runs'
+    # token counts differ by a few tokens (and this test compares them exactly).
     return [
-        AssistantMessage(text=f"Turn {n}.", tool_calls=(call,)),
-        ToolResult(call_id=call.id, tool_name="bash", output=body),
+        AssistantMessage(id=f"{n:032x}", text=f"Turn {n}.", tool_calls=(call,)),
+        ToolResult(id=f"{n + 10_000:032x}", call_id=call.id, tool_name="bash", output=body),
     ]
 
 

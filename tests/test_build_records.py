@@ -42,7 +42,7 @@ def _agent(path: Path, turns: int = 60) -> tuple[str, ModelContext]:
     for n in range(turns):
         session.build()
         call = ToolCall(id=f"c{n}", name="read_file", arguments={"path": f"src/mod{n % 6}.py"})
-        output = "\n".join(f"def f{n}_{i}(x):  # revision {n}, line {i}" for i in range(150))
+        output = "\n".join(f"def f{n}_{i}(x):  # revision {n}, line {i}" for i in range(400))
         session.append(AssistantMessage(text=f"Reading module {n % 6}.", tool_calls=(call,)))
         session.append(ToolResult(call_id=call.id, tool_name="read_file", output=output))
     last = session.build()

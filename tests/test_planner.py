@@ -179,3 +179,49 @@ def test_horizon_share_is_how_much_longer_a_session_is_expected_to_run() -> None
     short = dataclasses.replace(settings, horizon_share=0.0)  # expected to end now: only the floor of 4 turns
     waiting = plan(p, total=p.total, trigger=10**6, profile=explicit, turns_so_far=20, settings=short)
     assert not waiting.edits and "> 4" in waiting.reason
+
+
+def test_the_first_evicting_batch_pays_for_rewriting_the_whole_request() -> None:
+    """When the retrieval tools join the tool list with it, a batch rewrites everything after the tools, too."""
+    p = projection(*[("bash", body(80, f"log{i}"), {"command": f"make {i}"}) for i in range(8)])
+    settings = PlannerSettings(keep_recent_tool_results=3, min_batch_share=0.0, min_batch_tokens=0, horizon_share=0.5)
+    explicit = get_profile("claude-sonnet-4-5")
+    tools = 40_000  # a large tool list before the conversation in the cached prefix
+    args = {"trigger": 10**6, "profile": explicit, "turns_so_far": 20, "settings": settings}
+    tail_only = plan(p, total=p.total + tools, conversation_tokens=p.total, **args)  # type: ignore[arg-type]
+    assert tail_only.edits
+    joined = plan(p, total=p.total + tools, conversation_tokens=p.total, tools_join=True, **args)  # type: ignore[arg-type]
+    assert not joined.edits and "waiting" in joined.reason
+    turns = float(tail_only.reason.split("pays back in ")[1].split(" ")[0])
+    assert float(joined.reason.split("payback ")[1].split(" ")[0]) > turns
+
+
+def test_a_manager_counts_the_tool_list_its_first_batch_rewrites() -> None:
+    """The retrieval tools join with the first evicting batch: with many tool schemas that batch waits longer."""
+    from contextwarden.context import ToolDefinition
+
+    schema = {
+        "type": "object",
+        "properties": {f"p{i}": {"type": "string", "description": "x " * 40} for i in range(40)},
+    }
+    tools = tuple(ToolDefinition(name=f"tool{i}", description="A tool.", parameters=schema) for i in range(12))
+    planner = PlannerSettings(keep_recent_tool_results=3, min_batch_share=0.0, min_batch_tokens=0, horizon_share=0.5)
+    actions = {}
+    for retrieval in (False, True):
+        store = MemoryStore()
+        store.create_session("s")
+        events: list[Event] = [UserMessage(text="fix it")]
+        for n in range(20):
+            call = ToolCall(id=f"k{n}", name="bash", arguments={"command": f"make {n}"})
+            events += [
+                AssistantMessage(tool_calls=(call,)),
+                ToolResult(call_id=call.id, tool_name="bash", output=body(80, f"log{n}")),
+            ]
+        store.append("s", events, expected_last_seq=0)
+        manager = ContextManager(
+            store, counter=COUNTER, policy=ContextPolicy(planner=planner, retrieval_tools=retrieval)
+        )
+        built = manager.build("s", model=get_profile("claude-sonnet-4-5"), tools=tools)
+        actions[retrieval] = [d.reason for d in built.decisions if d.action == "plan"]
+    assert "batch of" in actions[False][0]
+    assert "waiting" in actions[True][0]

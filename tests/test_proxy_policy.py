@@ -58,3 +58,31 @@ def test_the_proxys_horizon_keeps_a_short_session_at_the_cost_of_going_direct(
     raw = cost(parse_strategy("raw"))
     proxied = cost(ContextWardenStrategy(policy=policy, compact=False))
     assert (proxied > 1.01 * raw) is dearer
+
+
+def test_the_proxy_keeps_three_results_because_its_first_batch_adds_no_tools(tmp_path: Path) -> None:
+    """The library keeps 1 result because its first evicting batch pays for the retrieval tools it adds.
+
+    The proxy adds none, so that batch looks cheap and comes early: with a keep of 1 it costs 1.02x raw on
+    this short real trajectory under gpt-5; the proxy's keep of 3 stays at raw.
+    """
+    from contextwarden.proxy.policy import PROXY_KEEP_RECENT
+
+    policy = _proxy_policy(tmp_path)
+    assert policy.planner.keep_recent_tool_results == PROXY_KEEP_RECENT > PlannerSettings().keep_recent_tool_results
+    counter = best_counter()
+    settings = ReplaySettings(model="gpt-5", optimum=False)
+    (inp,) = load_inputs([str(TRAJECTORY.parent / "gpt4__pydicom-1458.traj")])
+    reference = reference_of(inp, settings, counter)
+
+    def ratio(keep: int) -> float:
+        planner = dataclasses.replace(policy.planner, keep_recent_tool_results=keep)
+        strategy = ContextWardenStrategy(policy=dataclasses.replace(policy, planner=planner), compact=False)
+        runs = [
+            replay_file(inp, s, reference=reference, meter=BlockMeter(counter), settings=settings)  # type: ignore[arg-type]
+            for s in (parse_strategy("raw"), strategy)
+        ]
+        raw, proxied = (sum(r.cost_usd for r in run.requests) for run in runs)
+        return proxied / raw
+
+    assert ratio(PROXY_KEEP_RECENT) <= 1.0 < ratio(1) - 0.01

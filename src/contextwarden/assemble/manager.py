@@ -225,6 +225,7 @@ class ContextManager:
             ),
             kept=projection.exploration_ids() if policy.planner.protect_exploration_reads else frozenset(),
             conversation_tokens=projection.total,
+            tools_join=policy.retrieval_tools and not evicted(projection),
         )
         if decision.edits:
             window_ids.append(self._record_edits(session_id, projection, decision))

@@ -124,6 +124,10 @@ class ContextEdit:
     """Why, for the decision log (for example ``superseded by read of src/a.py at seq 41``)."""
 
 
+EVICTING_EDITS: frozenset[str] = frozenset({"mask", "supersede", "stale", "clear"})
+"""Edit actions that take content out of the window (dropping old thinking does not: nothing to read back)."""
+
+
 # --------------------------------------------------------------------------- events
 
 

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 
 from ..context import ToolDefinition
+from ..log.events import EVICTING_EDITS
 from ..tools import READ_RANGE, RECALL, ToolSpec
 from ..window.projection import Projection
 
@@ -49,7 +50,7 @@ def exposed_tools(
     return tuple(chosen)
 
 
-_EVICTING = frozenset({"mask", "supersede", "stale", "clear", "truncate"})
+_EVICTING = EVICTING_EDITS | {"truncate"}
 
 
 def evicted(projection: Projection) -> bool:

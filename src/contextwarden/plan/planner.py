@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..log.events import ContextEdit
+from ..log.events import EVICTING_EDITS, ContextEdit
 from ..models import ModelProfile
 
 
@@ -62,14 +62,16 @@ class ReductionPool(Protocol):
 class PlannerSettings:
     """Knobs of the planner (part of :class:`~contextwarden.assemble.manager.ContextPolicy`)."""
 
-    keep_recent_tool_results: int = 3
-    """Tool results newer than this many stay verbatim when masking (Anthropic's context editing keeps 3);
-    a tool policy's own ``keep_recent`` raises the floor for its results."""
+    keep_recent_tool_results: int = 1
+    """Tool results newer than this many stay verbatim when masking; a tool policy's own ``keep_recent``
+    raises the floor for its results. Anthropic's context editing keeps 3, and so did this default until
+    the first evicting batch paid for the tool list it rewrites: since then 1 is cheaper on the long
+    replay sessions and still never above raw on the short real ones (docs/benchmarks.md, "Stop 24")."""
     min_batch_tokens: int = 2_048
     """A voluntary batch must save at least this many tokens (the hard budget ignores it)."""
-    min_batch_share: float = 0.4
+    min_batch_share: float = 0.45
     """...and at least this share of the conversation: few, large batches lose the cache less often
-    (measured in docs/benchmarks.md, "Replay"). Under an automatic cache (no write premium) it is a share
+    (measured in docs/benchmarks.md, "Replay" and "Stop 24"). Under an automatic cache (no write premium) it is a share
     of what a batch could still change (less pinned items, placeholders and protected evidence), which
     otherwise grows with what no batch can take out and starves batches late in a session."""
     cache_aware: bool = True
@@ -153,6 +155,7 @@ def plan(
     evidence: frozenset[str] = frozenset(),
     kept: frozenset[str] = frozenset(),
     conversation_tokens: int | None = None,
+    tools_join: bool = False,
 ) -> Plan:
     """Decide the next batch of reductions (see the module docstring).
 
@@ -166,6 +169,10 @@ def plan(
     result on the same thing. ``kept`` names results a voluntary batch leaves alone (the reads of a
     session still exploring) but pressure may mask. Every edit's saving is net (placeholder included)
     and positive.
+
+    ``tools_join`` says tools join the tool list with the first batch that evicts something (the
+    retrieval tools): tool schemas open the cached prefix, so that batch rewrites the whole request,
+    and its payback counts ``total`` as rewritten rather than the tail from its first edit.
     """
     lossless = pool.lossless_edits()
     pressure = total > trigger
@@ -193,8 +200,10 @@ def plan(
         return Plan(reason=f"nothing worth a batch ({saved} tokens reducible, {floor} needed)")
     if not settings.cache_aware:
         return Plan(edits=tuple(batch), saved_tokens=saved, reason="reduce at every request (cache-unaware)")
-    first = min(pool.position(e.target_id) for e in batch)
-    rewritten = pool.tail_tokens(first)
+    if tools_join and any(e.action in EVICTING_EDITS for e in batch):
+        rewritten = total
+    else:
+        rewritten = pool.tail_tokens(min(pool.position(e.target_id) for e in batch))
     turns = payback_turns(rewritten=rewritten, saved=saved, write=write, read=read)
     horizon = settings.expected_turns
     if horizon is None:

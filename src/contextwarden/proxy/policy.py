@@ -12,6 +12,12 @@ PROXY_HORIZON = 1 / 3
 a session to run a third as long again, not half (docs/proxy.md, "Measured")."""
 
 
+PROXY_KEEP_RECENT = 3
+PROXY_MIN_BATCH_SHARE = 0.4
+"""The proxy plans with the planner's earlier floors: without retrieval tools of its own, its first batch
+does not rewrite the tool list, and the matched A/B (docs/proxy.md, "Measured") was tuned on these."""
+
+
 def proxy_policy(preset: str | None = None) -> ContextPolicy:
     """The policy of a proxy planning under the task preset ``preset`` (``None``: the default policy).
 
@@ -22,6 +28,11 @@ def proxy_policy(preset: str | None = None) -> ContextPolicy:
     """
     base = get_task_policy(preset) if preset is not None else ContextPolicy()
     planner = replace(
-        base.planner, drop_old_thinking=False, horizon_share=PROXY_HORIZON, protect_exploration_reads=False
+        base.planner,
+        keep_recent_tool_results=max(base.planner.keep_recent_tool_results, PROXY_KEEP_RECENT),
+        min_batch_share=PROXY_MIN_BATCH_SHARE,
+        drop_old_thinking=False,
+        horizon_share=PROXY_HORIZON,
+        protect_exploration_reads=False,
     )
     return replace(base, retrieval_tools=False, planner=planner)
