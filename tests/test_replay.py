@@ -178,10 +178,7 @@ def test_strategy_names_and_variants() -> None:
     assert parse_strategy("contextwarden:no-compact").policy.compact is False
     what_if = parse_strategy("contextwarden:keep=3,min-batch-share=0.4,frontier")
     assert isinstance(what_if, ContextWardenStrategy) and what_if.frontier_breakpoint
-    if hasattr(what_if.policy.planner, "min_batch_share"):  # the planner has the setting: it is set there
-        assert (what_if.policy.planner.min_batch_share, what_if.min_batch_share) == (0.4, 0.0)
-    else:  # otherwise each build is asked for it
-        assert what_if.min_batch_share == 0.4
+    assert what_if.policy.planner.min_batch_share == 0.4
     with pytest.raises(UsageError, match="unknown contextwarden option"):
         parse_strategy("contextwarden:fast")
     with pytest.raises(UsageError, match="unknown strategy"):

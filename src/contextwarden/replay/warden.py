@@ -10,12 +10,9 @@ counted). Variants take comma-separated options after a colon:
   trigger; ``no-compact`` runs without the compactor; ``task=NAME`` starts from a task preset
   (:func:`~contextwarden.plan.taskpolicies.get_task_policy`: ``coding``, ``research``, ``browser``)
   instead of the default policy, the other options varying it;
-- two what-ifs that change how the builder is driven, not the builder, so a proposed planner or
-  manager change can be measured before it is made: ``min-batch-share=F`` (when the planner has no
-  setting of that name) asks each build for a voluntary batch of at least ``F`` times the current
-  context, through the per-call policy ``ContextManager.build`` accepts; ``frontier`` adds a cache
-  breakpoint right before the oldest tool result a later batch could still change, unless the
-  builder placed one there already.
+- a what-if that changes how the builder's request is sent, not the builder, so a proposed change can be
+  measured before it is made: ``frontier`` adds a cache breakpoint right before the oldest tool result a
+  later batch could still change, unless the builder placed one there already.
 """
 
 from __future__ import annotations
@@ -40,8 +37,6 @@ class ContextWardenStrategy:
     name: str = "contextwarden"
     policy: ContextPolicy = field(default_factory=ContextPolicy)
     compact: bool = True
-    min_batch_share: float = 0.0
-    """What-if: a voluntary batch must save at least this share of the current context."""
     frontier_breakpoint: bool = False
     """What-if: a cache breakpoint before the oldest tool result a later batch could change."""
 
@@ -73,21 +68,12 @@ class _WardenRun:
     def observe(self, event: object) -> None:
         """The manager reads the store itself."""
 
-    def _policy(self) -> ContextPolicy | None:
-        share = self.strategy.min_batch_share
-        if share <= 0:
-            return None
-        policy = self.manager.policy
-        floor = int(share * self.manager.projection(self.env.session_id).total)
-        planner = replace(policy.planner, min_batch_tokens=max(policy.planner.min_batch_tokens, floor))
-        return replace(policy, planner=planner)
-
     def build(self) -> Built:
         store, sid = self.env.store, self.env.session_id
         before = store.get_session(sid).last_seq
         note = ""
         try:
-            ctx = self.manager.build(sid, model=self.env.profile, policy=self._policy())
+            ctx = self.manager.build(sid, model=self.env.profile)
         except BudgetExceededError as exc:
             # Replay keeps going: the request that would not fit is measured as the builder left it.
             projection = self.manager.projection(sid)
@@ -123,7 +109,7 @@ def contextwarden_variant(options: str, *, name: str | None = None) -> ContextWa
     tasks = [o.partition("=")[2] for o in given if o.startswith("task=")]
     base = get_task_policy(tasks[-1]) if tasks else ContextPolicy()
     planner, budget = base.planner, base.budget
-    compact, share, frontier = True, 0.0, False
+    compact, frontier = True, False
     fields = {f.name for f in dataclasses.fields(PlannerSettings)}
     for option in given:
         key, _, value = option.partition("=")
@@ -134,8 +120,6 @@ def contextwarden_variant(options: str, *, name: str | None = None) -> ContextWa
             compact = False
         elif option == "frontier":
             frontier = True
-        elif key == "min-batch-share" and value and attr not in fields:
-            share = convert_option(value, 0.0, option)  # the planner has no such setting: drive it per call
         elif key == "trigger" and value:
             budget = replace(budget, trigger_tokens=convert_option(value, 0, option))
         elif key.startswith("no-") and not value and attr[3:] in fields:
@@ -146,7 +130,6 @@ def contextwarden_variant(options: str, *, name: str | None = None) -> ContextWa
             known = [
                 "no-compact",
                 "frontier",
-                "min-batch-share=F",
                 "keep=N",
                 "min-batch=N",
                 "trigger=N",
@@ -156,6 +139,4 @@ def contextwarden_variant(options: str, *, name: str | None = None) -> ContextWa
             raise UsageError(f"unknown contextwarden option {option!r}; known: {', '.join(known)}")
     label = name or (f"contextwarden:{options}" if options else "contextwarden")
     policy = replace(base, name=label, planner=planner, budget=budget, compact=compact)
-    return ContextWardenStrategy(
-        name=label, policy=policy, compact=compact, min_batch_share=share, frontier_breakpoint=frontier
-    )
+    return ContextWardenStrategy(name=label, policy=policy, compact=compact, frontier_breakpoint=frontier)
