@@ -35,8 +35,10 @@ from contextwarden.report.frontier import charts_document, cost_above_frontier, 
 from contextwarden.report.scatter import frontier, knee, tradeoff_chart
 
 SETTINGS = (
-    "contextwarden",  # the default: keep 1, batches of >= 45% of the context, 1 working-set file, exploration reads
-    "contextwarden:keep=3,min-batch-share=0.4",  # the default before stop 24
+    # the default: keep 1; batches of >= 45% of the conversation under an explicit cache, >= 20% of what a
+    # batch can change under an automatic one; 1 working-set file; exploration reads
+    "contextwarden",
+    "contextwarden:keep=3,min-batch-share=0.4,min-batch-share-automatic=0.4",  # the default before stop 24
     "contextwarden:no-protect-exploration-reads",
     "contextwarden:keep=2",
     "contextwarden:keep=3",
@@ -47,6 +49,10 @@ SETTINGS = (
     "contextwarden:min-batch-share=0.4",
     "contextwarden:min-batch-share=0.5",
     "contextwarden:min-batch-share=0.6",
+    "contextwarden:min-batch-share-automatic=0.1",
+    "contextwarden:min-batch-share-automatic=0.3",
+    "contextwarden:min-batch-share-automatic=0.45",
+    "contextwarden:min-batch-share-automatic=0.6",
     "contextwarden:keep=2,min-batch-share=0.3",
     "contextwarden:keep=3,min-batch-share=0.3",
     "contextwarden:keep=5,min-batch-share=0.5",

@@ -82,7 +82,13 @@ def test_the_batch_floor_is_a_share_of_what_a_batch_can_still_change() -> None:
     p = projection(*[("bash", body(80, f"log{i}"), {"command": f"make {i}"}) for i in range(10)])
     results = [i.id for i in p.items if i.message.role == "tool"]
     evidence = frozenset(results[:6])  # e.g. unresolved failures: never masked
-    settings = PlannerSettings(keep_recent_tool_results=3, min_batch_tokens=0, min_batch_share=0.2, cache_aware=False)
+    settings = PlannerSettings(
+        keep_recent_tool_results=3,
+        min_batch_tokens=0,
+        min_batch_share=0.2,
+        min_batch_share_automatic=0.2,
+        cache_aware=False,
+    )
     decided = plan(
         p, total=p.total, trigger=10**6, profile=PROFILE, turns_so_far=20, settings=settings, evidence=evidence
     )
@@ -225,3 +231,19 @@ def test_a_manager_counts_the_tool_list_its_first_batch_rewrites() -> None:
         actions[retrieval] = [d.reason for d in built.decisions if d.action == "plan"]
     assert "batch of" in actions[False][0]
     assert "waiting" in actions[True][0]
+
+
+def test_each_cache_style_has_its_own_batch_share() -> None:
+    """``min_batch_share`` holds batches under an explicit cache, ``min_batch_share_automatic`` under others."""
+    p = projection(*[("bash", body(80, f"log{i}"), {"command": f"make {i}"}) for i in range(8)])
+    explicit, automatic = get_profile("claude-sonnet-4-5"), get_profile("gpt-4o")
+
+    def batches(profile: object, **shares: float) -> bool:
+        settings = PlannerSettings(keep_recent_tool_results=3, min_batch_tokens=0, cache_aware=False, **shares)  # type: ignore[arg-type]
+        decided = plan(p, total=p.total, trigger=10**6, profile=profile, turns_so_far=20, settings=settings)  # type: ignore[arg-type]
+        return bool(decided.edits)
+
+    assert batches(explicit, min_batch_share=0.1, min_batch_share_automatic=0.99)
+    assert not batches(explicit, min_batch_share=0.99, min_batch_share_automatic=0.1)
+    assert batches(automatic, min_batch_share=0.99, min_batch_share_automatic=0.1)
+    assert not batches(automatic, min_batch_share=0.1, min_batch_share_automatic=0.99)

@@ -70,10 +70,15 @@ class PlannerSettings:
     min_batch_tokens: int = 2_048
     """A voluntary batch must save at least this many tokens (the hard budget ignores it)."""
     min_batch_share: float = 0.45
-    """...and at least this share of the conversation: few, large batches lose the cache less often
-    (measured in docs/benchmarks.md, "Replay" and "Stop 24"). Under an automatic cache (no write premium) it is a share
-    of what a batch could still change (less pinned items, placeholders and protected evidence), which
-    otherwise grows with what no batch can take out and starves batches late in a session."""
+    """...and, under a cache that charges a write premium (Anthropic's breakpoints), at least this share of
+    the conversation: every batch pays that premium again on what it rewrites, so few, large batches cost
+    less (docs/benchmarks.md, "Replay" and "Stop 24")."""
+    min_batch_share_automatic: float = 0.2
+    """...and, under an automatic cache or none (no write premium), at least this share of what a batch
+    could still change (less pinned items, placeholders and protected evidence; a share of everything
+    would grow with what no batch can take out and starve batches late in a session). The payback rule
+    already holds such batches back: any share from 0.05 to 0.25 gave the same, fewest tokens and lowest
+    cost on the long replay sessions under gpt-5 (docs/benchmarks.md, "Stop 24")."""
     cache_aware: bool = True
     """Batch by payback; False reduces at every request as soon as something is reducible."""
     expected_turns: int | None = None
@@ -194,8 +199,11 @@ def plan(
     # a batch can still change, so settled tokens do not starve batches. An explicit cache also charges a
     # write premium on every batch, so there it stays a share of the whole conversation (fewer batches):
     # measured on the generated replay sessions (docs/benchmarks.md), each choice is the cheaper one.
-    settled = pool.settled_tokens(evidence) if write <= 1.0 else 0
-    floor = max(settings.min_batch_tokens, int(settings.min_batch_share * max(conversation - settled, 0)))
+    if write <= 1.0:
+        share, settled = settings.min_batch_share_automatic, pool.settled_tokens(evidence)
+    else:
+        share, settled = settings.min_batch_share, 0
+    floor = max(settings.min_batch_tokens, int(share * max(conversation - settled, 0)))
     if not batch or saved < floor:
         return Plan(reason=f"nothing worth a batch ({saved} tokens reducible, {floor} needed)")
     if not settings.cache_aware:
