@@ -459,13 +459,13 @@ def run_cost(window: int, turns: int, *, mask: bool, reground: bool) -> dict[str
 
 
 def table(rows: list[dict[str, object]], columns: list[str]) -> str:
-    def fmt(v: object) -> str:
-        if isinstance(v, float):
-            return f"{v:.1%}" if v < 1 else f"{v:.2f}"
+    def fmt(v: object, column: str) -> str:
+        if isinstance(v, float):  # shares as percentages, anything else (seconds) as a number
+            return f"{v:.1%}" if column.endswith("share") else f"{v:.2f}"
         return f"{v:,}" if isinstance(v, int) else str(v)
 
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in columns) + " |" for r in rows]
+    lines += ["| " + " | ".join(fmt(r.get(c, ""), c) for c in columns) + " |" for r in rows]
     return "\n".join(lines)
 
 

@@ -105,7 +105,8 @@ def run(*, small: bool = False) -> Experiment:
         note="The state tracks files, tests and errors; it does not track symbols (functions, classes).",
     )
     latest = _latest_reads(script)
-    rows = [_final(script, spec, latest) for spec in ("raw", "mask-last-n:5", "contextwarden", "contextwarden:keep=3")]
+    specs = ("raw", "mask-last-n:5", "contextwarden", "contextwarden:protect-modified-files=0")
+    rows = [_final(script, spec, latest) for spec in specs]
     window = (int(str(rows[2][1])) // 1000 + 1) * 1000
     narrow = small_window(window)
     rows.append(_final(script, "contextwarden", latest, narrow))
@@ -133,9 +134,10 @@ def run(*, small: bool = False) -> Experiment:
         f"Under pressure ({narrow}) contextwarden kept {pressured[2]} working-set files current in "
         f"{pressured[1]:,} tokens, with {pressured[3]:,} tokens of other files' reads; raw kept {by['raw'][2]} with "
         f"{by['raw'][3]:,} such tokens.",
-        f"With keep=3 only {by['contextwarden:keep=3'][2]} of the working set stays current: the planner masks by "
-        "recency (the newest tool results stay) and protects failing evidence, but it does not rank tool results "
-        "by working-set membership, so a working-set file read a few calls ago is masked like any other.",
+        f"Without the protection of modified files (`protect-modified-files=0`) "
+        f"{by['contextwarden:protect-modified-files=0'][2]} of the working set stays current, against "
+        f"{by['contextwarden'][2]} with it: the default keeps only the newest tool result by recency, so the "
+        "current read of a file being changed, a few calls back, would be masked like any other.",
     )
     return Experiment(
         name="working_set",

@@ -247,3 +247,24 @@ def test_each_cache_style_has_its_own_batch_share() -> None:
     assert not batches(explicit, min_batch_share=0.99, min_batch_share_automatic=0.1)
     assert batches(automatic, min_batch_share=0.99, min_batch_share_automatic=0.1)
     assert not batches(automatic, min_batch_share=0.1, min_batch_share_automatic=0.99)
+
+
+def test_the_current_read_of_every_modified_file_is_protected() -> None:
+    """``protect_modified_files``: the files the session changed last keep their latest current read, whatever
+    their rank."""
+    p = projection(
+        ("read_file", body(40, "a v1"), {"path": "src/a.py"}),
+        ("edit_file", "edited", {"path": "src/a.py", "old_string": "x", "new_string": "y"}),
+        ("read_file", body(40, "a v2"), {"path": "src/a.py"}),
+        ("read_file", body(40, "b v1"), {"path": "src/b.py"}),
+        ("edit_file", "edited", {"path": "src/b.py", "old_string": "x", "new_string": "y"}),
+        ("read_file", body(40, "b v2"), {"path": "src/b.py"}),
+        ("bash", body(40, "log"), {"command": "make"}),
+    )
+    reads = {i.message.text.split(" line")[0]: i.id for i in p.items if i.message.role == "tool"}
+    assert reads["a v2"] not in p.protected_ids(0)
+    changed = p.protected_ids(0, modified=3)
+    assert {reads["a v2"], reads["b v2"]} <= changed  # the current reads of both changed files
+    assert reads["a v1"] not in changed and reads["b v1"] not in changed  # stale: a later edit changed them
+    last = p.protected_ids(0, modified=1)
+    assert reads["b v2"] in last and reads["a v2"] not in last  # only the file changed most recently

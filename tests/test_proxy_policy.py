@@ -72,7 +72,7 @@ def test_the_proxy_keeps_three_results_because_its_first_batch_adds_no_tools(tmp
     assert policy.planner.keep_recent_tool_results == PROXY_KEEP_RECENT > PlannerSettings().keep_recent_tool_results
     counter = best_counter()
     settings = ReplaySettings(model="gpt-5", optimum=False)
-    (inp,) = load_inputs([str(TRAJECTORY.parent / "gpt4__pydicom-1458.traj")])
+    (inp,) = load_inputs([str(TRAJECTORY)])
     reference = reference_of(inp, settings, counter)
 
     def ratio(keep: int) -> float:

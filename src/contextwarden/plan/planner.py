@@ -105,6 +105,13 @@ class PlannerSettings:
     one ``working_set_files`` protects; True brought next-action evidence to 1.000 there but cost about
     0.03x raw more under gpt-5 (0.73 -> 0.76), so it is off by default (``protect_exploration_reads``
     reaches 1.000 for less)."""
+    protect_modified_files: int = 3
+    """Also keep the latest current read of this many working-set files the session changed, the most
+    recently touched first (seed 002 §23: files modified are in the working set; 0: none). With a keep of
+    1, recency alone no longer keeps them: in experiments/working_set.py the final request showed 2 of the
+    3 files being fixed without it, 3 with it. Protecting every changed file (up to the working set's 12)
+    cost 10-18% more agent tokens in bench_drift.py's compaction runs, which change a new file every third
+    turn; 3 cost 2-5% there. On the replay sessions (bench_replay.py) it changes no figure."""
     protect_exploration_reads: bool = True
     """While the session has only read (no file changed, no test run, no error unresolved:
     ``TaskState.exploring``), keep the latest current read of every file it read (at most 12) under the

@@ -183,7 +183,7 @@ class Projection:
         latest = (self._ledger.latest_read(key) for key in files)
         return frozenset(i for i in latest if i is not None)
 
-    def protected_ids(self, working_set_files: int, *, revisited: bool = False) -> frozenset[str]:
+    def protected_ids(self, working_set_files: int, *, revisited: bool = False, modified: int = 0) -> frozenset[str]:
         """Tool results never masked (superseding or a later change still replaces them).
 
         The task's evidence (failing tests, unresolved errors) and the latest *current* read of every
@@ -191,11 +191,14 @@ class Projection:
         ``working_set_files`` most relevant working-set files (those rank first, so they count among
         them): a read a later write made stale is no longer current, so it is not protected. With
         ``revisited``, also every working-set file the session has come back to (touched more than
-        once): an agent that re-opened a file re-opens it again.
+        once): an agent that re-opened a file re-opens it again. And of the ``modified`` working-set files
+        the session changed most recently: the agent is working on them.
         """
         state = self.state
         again = [k for k in state.working_set if state.references.get(k, 0) > 1] if revisited else []
-        files = dict.fromkeys((*self.state_builder.task_files, *state.working_set[: max(working_set_files, 0)], *again))
+        changed = [k for k in state.working_set if k in state.files_modified][: max(modified, 0)]
+        head = state.working_set[: max(working_set_files, 0)]
+        files = dict.fromkeys((*self.state_builder.task_files, *head, *again, *changed))
         latest = (self._ledger.latest_read(key) for key in files)
         return state.evidence_ids | frozenset(i for i in latest if i is not None)
 
