@@ -35,10 +35,11 @@ from contextwarden.report.frontier import charts_document, cost_above_frontier, 
 from contextwarden.report.scatter import frontier, knee, tradeoff_chart
 
 SETTINGS = (
-    # the default: keep 1; batches of >= 45% of the conversation under an explicit cache, >= 20% of what a
-    # batch can change under an automatic one; 1 working-set file; exploration reads
+    # the default: keep 1; batches of >= 45% (explicit cache) or 20% (automatic) of what a batch can
+    # change; 1 working-set file, the 3 files changed last; exploration reads
     "contextwarden",
-    "contextwarden:keep=3,min-batch-share=0.4,min-batch-share-automatic=0.4",  # the default before stop 24
+    # the floors before stop 24 (then the explicit-cache share counted the whole conversation, not what can change)
+    "contextwarden:keep=3,min-batch-share=0.4,min-batch-share-automatic=0.4",
     "contextwarden:no-protect-exploration-reads",
     "contextwarden:keep=2",
     "contextwarden:keep=3",

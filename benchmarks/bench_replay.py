@@ -15,9 +15,9 @@ cache models and the lowest of all strategies (raw, masking and the peers; other
 are not competitors); cost <= 1.15x the offline optimum. They are checked per transcript and over all
 of them, and printed with PASS/FAIL; nothing is hidden when one fails.
 
-Besides the default ``contextwarden`` (keep the last tool result, a voluntary batch must save 45% of the
-conversation under an explicit cache and 20% of what it could change under an automatic one, a cache
-breakpoint before the oldest tool result a later batch could change), the table
+Besides the default ``contextwarden`` (keep the last tool result, a voluntary batch must save 45% (explicit
+cache) or 20% (automatic cache) of what it could change, a cache breakpoint before the oldest tool result
+a later batch could change), the table
 carries the earlier planner settings (``keep=10,min-batch-share=0``) and a settings-only alternative
 (``keep=3,min-batch=6000,min-batch-share=0``).
 

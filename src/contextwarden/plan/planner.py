@@ -71,14 +71,15 @@ class PlannerSettings:
     """A voluntary batch must save at least this many tokens (the hard budget ignores it)."""
     min_batch_share: float = 0.45
     """...and, under a cache that charges a write premium (Anthropic's breakpoints), at least this share of
-    the conversation: every batch pays that premium again on what it rewrites, so few, large batches cost
-    less (docs/benchmarks.md, "Replay" and "Stop 24")."""
+    what a batch could still change (the conversation less pinned items, placeholders and protected
+    evidence; a share of everything would grow with what no batch can take out and starve batches late in
+    a session). Every batch pays the premium again on what it rewrites, so few, large batches cost less
+    (docs/benchmarks.md, "Replay" and "Stop 24")."""
     min_batch_share_automatic: float = 0.2
     """...and, under an automatic cache or none (no write premium), at least this share of what a batch
-    could still change (less pinned items, placeholders and protected evidence; a share of everything
-    would grow with what no batch can take out and starve batches late in a session). The payback rule
-    already holds such batches back: any share from 0.05 to 0.25 gave the same, fewest tokens and lowest
-    cost on the long replay sessions under gpt-5 (docs/benchmarks.md, "Stop 24")."""
+    could still change. The payback rule already holds such batches back: any share from 0.05 to 0.25 gave
+    the same, fewest tokens and lowest cost on the long replay sessions under gpt-5 (docs/benchmarks.md,
+    "Stop 24")."""
     cache_aware: bool = True
     """Batch by payback; False reduces at every request as soon as something is reducible."""
     expected_turns: int | None = None
@@ -202,15 +203,11 @@ def plan(
     saved = sum(pool.savings(e) for e in batch)
     conversation = total if conversation_tokens is None else conversation_tokens
     write, read = cache_prices(profile)
-    # An automatic cache re-reads a rewritten tail at the input price: there the floor is a share of what
-    # a batch can still change, so settled tokens do not starve batches. An explicit cache also charges a
-    # write premium on every batch, so there it stays a share of the whole conversation (fewer batches):
-    # measured on the generated replay sessions (docs/benchmarks.md), each choice is the cheaper one.
-    if write <= 1.0:
-        share, settled = settings.min_batch_share_automatic, pool.settled_tokens(evidence)
-    else:
-        share, settled = settings.min_batch_share, 0
-    floor = max(settings.min_batch_tokens, int(share * max(conversation - settled, 0)))
+    # The floor is a share of what a batch can still change, so settled tokens (pinned items, placeholders,
+    # protected evidence) do not starve batches late in a session. An explicit cache charges a write premium
+    # on every batch, so its share is larger (fewer batches).
+    share = settings.min_batch_share if write > 1.0 else settings.min_batch_share_automatic
+    floor = max(settings.min_batch_tokens, int(share * max(conversation - pool.settled_tokens(evidence), 0)))
     if not batch or saved < floor:
         return Plan(reason=f"nothing worth a batch ({saved} tokens reducible, {floor} needed)")
     if not settings.cache_aware:
