@@ -208,6 +208,7 @@ class ContextManager:
         policy, profile = settings.policy, settings.profile
         projection = window.projection
         exposed = self.exposed_tools(settings.tools, projection, policy=policy)
+        offered = any(t.name == READ_RANGE.name for t in exposed)  # the retrieval tools, offered once evicted
         fixed = self._fixed_tokens(projection.system, exposed)
         window_ids: list[str] = []
         made: list[Decision] = []
@@ -227,7 +228,7 @@ class ContextManager:
             ),
             kept=projection.exploration_ids() if policy.planner.protect_exploration_reads else frozenset(),
             conversation_tokens=projection.total,
-            tools_join=policy.retrieval_tools and not evicted(projection),
+            tools_join=policy.retrieval_tools and not offered,
         )
         if decision.edits:
             window_ids.append(self._record_edits(session_id, projection, decision))
