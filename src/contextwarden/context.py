@@ -82,7 +82,7 @@ def tool_message(event: ToolResult, text: str | None = None) -> Message:
 
 
 DecisionAction = Literal[
-    "mask", "supersede", "stale", "drop_thinking", "clear", "truncate", "compact", "pairing", "plan"
+    "mask", "supersede", "stale", "drop_thinking", "clear", "truncate", "recall", "compact", "pairing", "plan"
 ]
 """Every action a :class:`Decision` records."""
 
@@ -93,7 +93,8 @@ class Decision:
 
     action: DecisionAction
     """What was done: an edit of the log's window events (``mask``, ``supersede``, ``stale``,
-    ``drop_thinking``, ``clear``), a cut at ingestion (``truncate``), a compaction (``compact``), a
+    ``drop_thinking``, ``clear``), a cut at ingestion (``truncate``), an earlier output shown in a result
+    that points back to it (``recall``), a compaction (``compact``), a
     repair of call/result pairing (``pairing``), or the planner's note on its choice (``plan``)."""
     target: str
     """The event or item id concerned."""

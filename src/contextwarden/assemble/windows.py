@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 
 from ..context import Decision
 from ..errors import CodecError
-from ..log.events import Compaction, Event, SettingChange
+from ..log.events import Compaction, Event, SettingChange, ToolResult
 from ..log.store._protocol import SessionStore
 from ..plan.policy import ContextPolicy
 from ..tokens import TokenCounter
 from ..window.checkpoint import FragmentMemo
 from ..window.opening import compaction_blocks, latest_compaction
+from ..window.pointers import EarlierOutput
 from ..window.projection import Projection, ProjectionConfig
 from .buildrecord import BUILD_KEY, BuildSettings, build_settings_of
 from .checkpoints import CHECKPOINT_EVERY, checkpoint_key, load_checkpoint, save_checkpoint
@@ -45,14 +46,27 @@ class Window:
     """Whether the last request built offered the retrieval tools (None: none built in this process)."""
 
 
-def projection_config(policy: ContextPolicy, counter: TokenCounter) -> ProjectionConfig:
-    """How ``policy`` projects events."""
+def projection_config(
+    policy: ContextPolicy, counter: TokenCounter, *, earlier_output: EarlierOutput | None = None
+) -> ProjectionConfig:
+    """How ``policy`` projects events (``earlier_output`` reads the session's logged outputs back)."""
     return ProjectionConfig(
         counter=counter,
         tool_policies=policy.tool_policies,
         max_item_tokens=policy.max_item_tokens,
         retrieval=policy.retrieval_tools,
+        earlier_output=earlier_output,
     )
+
+
+def logged_output(store: SessionStore, session_id: str) -> EarlierOutput:
+    """Reads the output of the session's tool result at a seq from ``store`` (one event read)."""
+
+    def read(seq: int) -> str | None:
+        event = next(iter(store.iter_events(session_id, since_seq=max(seq - 1, 0))), None)
+        return event.output if isinstance(event, ToolResult) and event.seq == seq else None
+
+    return read
 
 
 def project(events: Sequence[Event], config: ProjectionConfig) -> Projection:
@@ -99,7 +113,7 @@ class WindowCache:
             return window
         new = self.store.read(session_id, since_seq=window.projection.last_seq)
         if any(isinstance(e, Compaction) for e in new):
-            window.projection = project(self.store.read_window(session_id), projection_config(policy, self.counter))
+            window.projection = project(self.store.read_window(session_id), self._config(session_id, policy))
             window.checkpoint_seq = 0
         else:
             for event in new:
@@ -109,7 +123,7 @@ class WindowCache:
 
     def _open(self, session_id: str, policy: ContextPolicy) -> Window:
         """The session's window, resumed from its checkpoint when one is usable, else projected from the log."""
-        config = projection_config(policy, self.counter)
+        config = self._config(session_id, policy)
         resumed = load_checkpoint(self.store, session_id, checkpoint_key(policy, self.counter), config)
         if resumed is not None:
             projection, settings, newer = resumed
@@ -122,6 +136,9 @@ class WindowCache:
         window = Window(projection=project(events, config))
         note_settings(window, events)
         return window
+
+    def _config(self, session_id: str, policy: ContextPolicy) -> ProjectionConfig:
+        return projection_config(policy, self.counter, earlier_output=logged_output(self.store, session_id))
 
     def save(self, session_id: str, policy: ContextPolicy, window: Window) -> bool:
         """Save the window's checkpoint when it moved on by :data:`CHECKPOINT_EVERY` events since the last one."""

@@ -6,7 +6,7 @@ import hashlib
 import json
 import struct
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from ..log.codec import event_to_dict
 from ..log.events import (
@@ -37,7 +37,7 @@ def content_digest(event: Event) -> str:
     if isinstance(event, UserMessage):
         texts += [event.text, _canonical([_parts(event.parts), _opaque(event.opaque)])]
     elif isinstance(event, AssistantMessage):
-        calls = [[c.id, c.name, c.arguments] for c in event.tool_calls]
+        calls = [[c.id, c.name, _filled_in_dropped(c.arguments)] for c in event.tool_calls]
         thinking = [[b.text, b.signature] for b in event.thinking]
         texts += [event.text, _canonical([calls, thinking, _opaque(event.opaque)])]
     elif isinstance(event, ToolResult):
@@ -61,8 +61,39 @@ def _parts(parts: Iterable[BinaryPart]) -> list[list[str]]:
 
 
 def _opaque(items: Iterable[OpaquePart]) -> list[list[object]]:
-    # provider items kept verbatim (encrypted reasoning...) are content the client sends back
-    return [[item.format, item.position, item.raw_json] for item in items]
+    # provider items kept verbatim (encrypted reasoning...) are content the client sends back, in its
+    # own serialization: compared as JSON values (any key order), with null members taken as absent
+    return [[item.format, item.position, _without_nulls(_loaded(item.raw_json))] for item in items]
+
+
+def _filled_in_dropped(arguments: Mapping[str, object]) -> dict[str, object]:
+    """A call's arguments without the members a client fills in with an empty or false default.
+
+    A client that echoes the model's call with its tool's defaults written out has not changed
+    what the model said; ``True``, ``0`` and every other value still count.
+    """
+    return {k: v for k, v in arguments.items() if not _is_filled_in(v)}
+
+
+def _is_filled_in(value: object) -> bool:
+    if value is False or value is None:
+        return True
+    return isinstance(value, (str, list, tuple, dict)) and len(value) == 0
+
+
+def _loaded(raw: str) -> object:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def _without_nulls(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 def _canonical(value: object) -> str:

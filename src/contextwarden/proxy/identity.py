@@ -25,6 +25,7 @@ the session's length.
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import time
 import uuid
@@ -59,11 +60,26 @@ def client_session_id(headers: Mapping[str, str], body: Mapping[str, Any]) -> st
             return f"{name}={headers[name]}"
     metadata = body.get("metadata")
     if isinstance(metadata, Mapping) and isinstance(metadata.get("user_id"), str) and metadata["user_id"]:
-        return f"user_id={metadata['user_id']}"
+        user_id = metadata["user_id"]
+        inner = _json_session_id(user_id)
+        # Claude Code now writes a JSON object here whose session id is the one its header carries
+        return f"{CLIENT_ID_HEADERS[0]}={inner}" if inner else f"user_id={user_id}"
     key = body.get("prompt_cache_key")
     if isinstance(key, str) and key:
         return f"prompt_cache_key={key}"
     return ""
+
+
+def _json_session_id(text: str) -> str:
+    """The ``session_id`` of a JSON object written as a string, or empty."""
+    if not text.startswith("{"):
+        return ""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return ""
+    inner = value.get("session_id") if isinstance(value, dict) else None
+    return inner if isinstance(inner, str) else ""
 
 
 def history_chain(root: str, digests: Sequence[str]) -> list[str]:

@@ -30,7 +30,7 @@ from .budget import REFUSED, ProxyBudget, Spent
 from .count import counted_body
 from .identity import Identity, SessionIndex, continued, namespace
 from .ledger import Ledger
-from .policy import proxy_policy
+from .policy import provider_clears_tool_results, proxy_policy, without_masking
 from .projected import edited_body, rendered_body
 from .settings import ProxySettings
 from .suffix import Read, SuffixCache, last_assistant_reach
@@ -79,6 +79,8 @@ class Pipeline:
         self.manager = ContextManager(
             store, counter=counter, policy=proxy_policy(settings.policy), checkpoints="caller"
         )
+        self._deferring = without_masking(self.manager.policy)
+        """The policy of a request whose provider clears old tool results itself."""
         limit = settings.budget_limit
         self.budget = ProxyBudget(TreeBudgetPolicy(limit=limit), db) if limit is not None else None
         self.index = SessionIndex(db, salt=settings.salt)
@@ -140,7 +142,8 @@ class Pipeline:
         )
         prepared.logged_seq = mirrored.last_seq
         profile = get_profile(prepared.model)
-        ctx = self.manager.build(identity.session_id, model=profile, tools=parsed.tools)
+        policy = self._deferring if provider_clears_tool_results(body) else None
+        ctx = self.manager.build(identity.session_id, model=profile, tools=parsed.tools, policy=policy)
         edited = self._forwarded(identity.session_id, read, raw, body, ctx, addressed=loaded.addressed)
         prepared.client_body = body
         prepared.projected_body = edited[0] if edited is not None else body

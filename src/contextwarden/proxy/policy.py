@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from ..plan.policy import ContextPolicy
 from ..plan.taskpolicies import get_task_policy
@@ -35,3 +37,21 @@ def proxy_policy(preset: str | None = None) -> ContextPolicy:
         protect_exploration_reads=False,
     )
     return replace(base, retrieval_tools=False, planner=planner)
+
+
+def provider_clears_tool_results(body: Mapping[str, Any]) -> bool:
+    """Whether the client asks the provider to clear old tool results itself (Anthropic ``context_management``).
+
+    The provider then drops them server-side once the request passes the client's trigger; masking them
+    here as well would save nothing more and would still cost the cache rewrites.
+    """
+    management = body.get("context_management")
+    edits = management.get("edits") if isinstance(management, Mapping) else None
+    return isinstance(edits, list) and any(
+        isinstance(e, Mapping) and str(e.get("type", "")).startswith("clear_tool_uses") for e in edits
+    )
+
+
+def without_masking(policy: ContextPolicy) -> ContextPolicy:
+    """``policy`` with only lossless reductions: for a request whose provider clears tool results itself."""
+    return replace(policy, planner=replace(policy.planner, mask=False))

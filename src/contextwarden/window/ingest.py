@@ -15,6 +15,7 @@ from ..log.events import Event, JSONValue, ToolCall
 from ..tokens import TokenCounter
 from .accounting import message_tokens
 from .items import ContextItem, Tier
+from .pointers import EarlierOutput
 from .policies.presets import ToolPolicy
 from .policies.truncate import truncate_output
 
@@ -36,6 +37,9 @@ class ProjectionConfig:
     """Hard cap of every item (seed 003 rule 4)."""
     retrieval: bool = True
     """The model is given ``read_range``: markers and placeholders may tell it to call it."""
+    earlier_output: EarlierOutput | None = None
+    """Reads a logged tool output back by seq, so a result that points back to one the window no
+    longer shows can show it (:mod:`.pointers`); ``None``: pointers stay as the client sent them."""
 
 
 def bound_arguments(call: ToolCall) -> tuple[ToolCall, bool]:

@@ -38,6 +38,7 @@ from .editqueue import EditQueue, ToolRecord
 from .ingest import MAX_ARGUMENT_CHARS, ProjectionConfig, bound_arguments, bounded_text, message_item
 from .items import REDUCED, ContextItem, ItemList, Tier
 from .lifecycle import ResourceLedger
+from .pointers import points_back, recalled
 from .policies.placeholders import extract_sources
 from .policies.presets import apply_policy, policy_for
 from .policies.resources import resources_of
@@ -347,8 +348,22 @@ class Projection:
                     tokens_saved=max(cut.original_tokens - policy.max_tokens, 0),
                 )
             )
-        text = cut.text
         resources = resources_of(call, policy.category) if call is not None else ()
+        if self.config.earlier_output is not None and points_back(event.output):
+            found = recalled(
+                event,
+                resources,
+                self.list.items,
+                policy,
+                earlier_output=self.config.earlier_output,
+                counter=self.config.counter,
+                max_tokens=self.config.max_item_tokens,
+                retrievable=self.config.retrieval,
+            )
+            if found is not None:
+                cut, decision = found
+                self.decisions.append(decision)
+        text = cut.text
         proposals, notes = self._ledger.observe(event, call, resources, policy, self.list, self.queue.shrinkable)
         if notes:
             text = f"{text}\n{notes}"

@@ -86,14 +86,21 @@ def parse_messages(messages: object, spans: list[RawSpan] | None = None) -> list
     out: list[Message] = []
     names: dict[str, str] = {}
     for index, raw in enumerate(messages):
-        if not isinstance(raw, Mapping) or raw.get("role") not in ("user", "assistant"):
-            raise ImportFormatError(f"messages[{index}] is not an object with role 'user' or 'assistant'")
+        if not isinstance(raw, Mapping) or raw.get("role") not in ("user", "assistant", "system"):
+            raise ImportFormatError(f"messages[{index}] is not an object with role 'user', 'assistant' or 'system'")
         content = raw.get("content")
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         if not isinstance(blocks, list):
             raise ImportFormatError(f"messages[{index}].content must be a string or a list of blocks")
         valid = [b for b in blocks if isinstance(b, Mapping)]
-        if raw["role"] == "assistant":
+        if raw["role"] == "system":
+            # a system message inside the conversation (Claude Code's agent catalog, its reminders): an
+            # instruction at its place, whose bytes the proxy forwards as the client sent them
+            texts = [str(b.get("text", "")) for b in valid if b.get("type") == "text"]
+            out.append(Message(role="system", text="\n\n".join(texts), section="instructions"))
+            if spans is not None:
+                spans.append(RawSpan(f"messages[{index}]", (raw,)))
+        elif raw["role"] == "assistant":
             message = assistant_content(valid)
             names.update((call.id, call.name) for call in message.tool_calls)
             out.append(message)

@@ -1,0 +1,239 @@
+"""Today's clients' request shapes through the proxy: managed, never a fall-back, no restart they did not make.
+
+Claude Code puts ``role: "system"`` messages inside ``messages``, sends top-level fields the proxy does
+not know (``context_management``, ``output_config``), writes its tools' defaults into the calls it
+echoes (``"replace_all": false``) and answers a re-read of an unchanged file with a pointer back to
+the earlier result. Codex echoes its reasoning items in its own key order with ``"content": null``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from _proxy import Rig, rig
+from contextwarden.log.events import Compaction, ContextEditBatch
+from contextwarden.proxy._reply import Reply
+from contextwarden.proxy.identity import client_session_id
+from contextwarden.proxy.scripted import ScriptedUpstream
+
+BIG = "\n".join(f"line {i}: " + "x" * 60 for i in range(1500))
+HEADERS = {"x-api-key": "k1", "anthropic-version": "2023-06-01", "x-claude-code-session-id": "cc-1"}
+POINTER = "Wasted call \u2014 file unchanged since your last Read. Refer to that earlier tool_result instead."
+
+
+def _claude_body(messages: list[Any], **extra: Any) -> dict[str, Any]:
+    tools = [
+        {"name": n, "description": f"{n} tool", "input_schema": {"type": "object", "properties": {}}}
+        for n in ("Bash", "Read", "Edit", "Agent")
+    ]
+    return {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 32000,
+        "system": [{"type": "text", "text": "You are a coding agent. " * 60, "cache_control": {"type": "ephemeral"}}],
+        "messages": messages,
+        "tools": tools,
+        "stream": True,
+        **extra,
+    }
+
+
+def _post(r: Rig, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+    with httpx.Client(timeout=60) as client:
+        resp = client.post(r.url + "/v1/messages", json=body, headers=headers or HEADERS)
+        assert resp.status_code == 200, resp.text
+
+
+def _call(call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "assistant", "content": [{"type": "tool_use", "id": call_id, "name": name, "input": args}]}
+
+
+def _result(call_id: str, output: str) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": output}]}
+
+
+def _window_events(r: Rig) -> Counter[str]:
+    store = r.proxy.pipeline.store
+    out: Counter[str] = Counter()
+    for info in store.list_sessions():
+        for event in store.iter_events(info.id):
+            if isinstance(event, Compaction):
+                out[f"compaction:{event.details.get('mirror', event.summarizer)}"] += 1
+            elif isinstance(event, ContextEditBatch):
+                out["edits"] += 1
+    return out
+
+
+def _claude_session(
+    r: Rig,
+    up: ScriptedUpstream,
+    steps: int,
+    *,
+    echo: Any,
+    extra: dict[str, Any] | None = None,
+    system_messages: bool = True,
+) -> list[Any]:
+    """A Claude Code-shaped session: reads of large files, edits echoed through ``echo``, system messages."""
+    messages: list[Any] = [{"role": "user", "content": [{"type": "text", "text": "Fix the bug in big.py"}]}]
+    if system_messages:
+        messages.append({"role": "system", "content": "Available agent types: general-purpose, Explore"})
+    for step in range(steps):
+        name, args = (
+            ("Edit", {"file_path": "/r/a.py", "old_string": "a", "new_string": "b"})
+            if step % 3 == 2
+            else (
+                "Read",
+                {"file_path": f"/r/f{step}.py"},
+            )
+        )
+        call_id = f"toolu_{step:02d}"
+        up.push(Reply(text="", tool_calls=((call_id, name, args),)))
+        _post(r, _claude_body(messages, **(extra or {})))
+        messages = [
+            *messages,
+            _call(call_id, name, echo(name, args)),
+            _result(call_id, BIG if name == "Read" else "ok"),
+        ]
+        if step % 5 == 4 and system_messages:
+            messages.append({"role": "system", "content": "<system-reminder>the task list is empty</system-reminder>"})
+    return messages
+
+
+def _with_defaults(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {**args, "replace_all": False} if name == "Edit" else args
+
+
+def test_system_messages_inside_messages_are_managed_and_forwarded_verbatim(tmp_path: Path) -> None:
+    up = ScriptedUpstream()
+    extra = {
+        "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+        "output_config": {"effort": "high"},
+    }
+    with rig(str(tmp_path / "s.db"), upstream=up) as r:
+        _claude_session(r, up, 12, echo=lambda n, a: a, extra=extra)
+        outcomes = Counter(row.outcome for row in r.rows())
+        forwarded = r.forwarded("/v1/messages")
+    assert outcomes["fallback"] == 0 and outcomes["passthrough"] == 0, outcomes
+    assert outcomes["projected"] > 0
+    last = forwarded[-1]
+    assert last["context_management"] == extra["context_management"] and last["output_config"] == {"effort": "high"}
+    systems = [m for m in last["messages"] if m["role"] == "system"]
+    assert len(systems) == 3 and systems[0]["content"].startswith("Available agent types")
+
+
+def test_client_filled_in_defaults_do_not_restart_the_window(tmp_path: Path) -> None:
+    up = ScriptedUpstream()
+    with rig(str(tmp_path / "s.db"), upstream=up) as r:
+        # no system messages: before they were read, such a request was not managed at all
+        _claude_session(r, up, 12, echo=_with_defaults, system_messages=False)
+        events = _window_events(r)
+        sessions = r.proxy.pipeline.store.list_sessions()
+    assert events["compaction:reset"] == 0, events
+    assert len(sessions) == 1
+
+
+def test_a_real_edit_of_an_echoed_call_still_restarts(tmp_path: Path) -> None:
+    up = ScriptedUpstream()
+
+    def edited(name: str, args: dict[str, Any]) -> dict[str, Any]:
+        return {**args, "new_string": "changed by the client"} if name == "Edit" else args
+
+    with rig(str(tmp_path / "s.db"), upstream=up) as r:
+        _claude_session(r, up, 6, echo=edited, system_messages=False)
+        events = _window_events(r)
+    assert events["compaction:reset"] >= 1, events
+
+
+def test_a_pointer_back_to_a_masked_read_shows_the_earlier_output(tmp_path: Path) -> None:
+    up = ScriptedUpstream()
+    with rig(str(tmp_path / "s.db"), upstream=up) as r:
+        messages = _claude_session(r, up, 12, echo=lambda n, a: a, system_messages=False)
+        # the agent reads f0.py again; the client answers with a pointer instead of the file
+        up.push(Reply(text="", tool_calls=(("toolu_again", "Read", {"file_path": "/r/f0.py"}),)))
+        _post(r, _claude_body(messages))
+        first = r.forwarded("/v1/messages")[-1]
+        masked = [
+            b for m in first["messages"] if m["role"] == "user" and isinstance(m["content"], list)
+            for b in m["content"] if b.get("tool_use_id") == "toolu_00"
+        ]  # fmt: skip
+        assert masked and BIG not in json.dumps(masked), "the first read should be masked by now"
+        messages = [*messages, _call("toolu_again", "Read", {"file_path": "/r/f0.py"}), _result("toolu_again", POINTER)]
+        _post(r, _claude_body(messages))
+        sent = r.forwarded("/v1/messages")[-1]
+    again = next(b for b in sent["messages"][-1]["content"] if b.get("tool_use_id") == "toolu_again")
+    text = again["content"] if isinstance(again["content"], str) else json.dumps(again["content"])
+    assert "line 0: " in text and "toolu_00" in text
+
+
+def test_a_pointer_to_a_result_still_shown_is_left_alone(tmp_path: Path) -> None:
+    up = ScriptedUpstream()
+    with rig(str(tmp_path / "s.db"), upstream=up) as r:
+        messages = [{"role": "user", "content": "Look at f.py"}]
+        for call_id in ("toolu_a", "toolu_b"):
+            up.push(Reply(text="", tool_calls=((call_id, "Read", {"file_path": "/r/f.py"}),)))
+            _post(r, _claude_body(messages))
+            output = "short file\n" if call_id == "toolu_a" else POINTER
+            messages = [*messages, _call(call_id, "Read", {"file_path": "/r/f.py"}), _result(call_id, output)]
+        _post(r, _claude_body(messages))
+        sent = r.forwarded("/v1/messages")[-1]
+    assert sent["messages"][-1]["content"][0]["content"] == POINTER
+
+
+def test_provider_side_clearing_of_tool_uses_is_not_paid_for_twice(tmp_path: Path) -> None:
+    clearing = {"context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]}}
+    counts = {}
+    for name, extra in (("plain", {}), ("clearing", clearing)):
+        up = ScriptedUpstream()
+        with rig(str(tmp_path / f"{name}.db"), upstream=up) as r:
+            _claude_session(r, up, 12, echo=lambda n, a: a, extra=extra, system_messages=False)
+            counts[name] = _window_events(r)["edits"]
+    assert counts["plain"] > 0
+    assert counts["clearing"] == 0, counts
+
+
+@pytest.mark.parametrize(
+    ("user_id", "expected"),
+    [
+        (json.dumps({"device_id": "d1", "account_uuid": "", "session_id": "s-42"}), "x-claude-code-session-id=s-42"),
+        ("user_abc_account_x_session_s-42", "user_id=user_abc_account_x_session_s-42"),
+    ],
+)
+def test_client_session_id_from_a_json_user_id(user_id: str, expected: str) -> None:
+    assert client_session_id({}, {"metadata": {"user_id": user_id}}) == expected
+
+
+def _responses_body(items: list[Any]) -> dict[str, Any]:
+    return {"model": "gpt-5", "instructions": "You are Codex. " * 40, "input": items, "stream": True, "tools": []}
+
+
+def test_reasoning_items_echoed_in_the_clients_own_order_do_not_restart(tmp_path: Path) -> None:
+    up = ScriptedUpstream()
+    with rig(str(tmp_path / "s.db"), upstream=up) as r:
+        items: list[Any] = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}]
+        key = {"authorization": "Bearer sk-1", "session_id": "codex-1"}
+        for step in range(8):
+            call_id = f"call_{step}"
+            call = (call_id, "shell", {"cmd": "ls"})
+            up.push(Reply(text="", thinking=(f"thought {step}", f"enc{step}"), tool_calls=(call,)))
+            with httpx.Client(timeout=60) as client:
+                resp = client.post(r.url + "/v1/responses", json=_responses_body(items), headers=key)
+                assert resp.status_code == 200, resp.text
+            answered = [json.loads(line[6:]) for line in resp.text.splitlines() if line.startswith("data: {")]
+            done = next(e for e in answered if e.get("type") == "response.completed")["response"]["output"]
+            echoed = []
+            for item in done:
+                if item["type"] == "reasoning":  # the client's own key order, and a null it fills in
+                    item = {"content": None, **{k: item[k] for k in reversed(list(item))}}
+                echoed.append(item)
+            items = [*items, *echoed, {"type": "function_call_output", "call_id": call_id, "output": BIG}]
+        events = _window_events(r)
+        outcomes = Counter(row.outcome for row in r.rows())
+        sessions = r.proxy.pipeline.store.list_sessions()
+    assert outcomes["fallback"] == 0, outcomes
+    assert events["compaction:reset"] == 0, events
+    assert len(sessions) == 1
