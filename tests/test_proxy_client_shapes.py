@@ -237,3 +237,33 @@ def test_reasoning_items_echoed_in_the_clients_own_order_do_not_restart(tmp_path
     assert outcomes["fallback"] == 0, outcomes
     assert events["compaction:reset"] == 0, events
     assert len(sessions) == 1
+
+
+def _shell_reads(*commands: tuple[str, str]) -> dict[str, Any]:
+    from contextwarden.log.events import AssistantMessage, ToolCall, ToolResult, UserMessage
+    from contextwarden.log.store.memory import MemoryStore
+    from contextwarden.tokens import HeuristicCounter
+    from contextwarden.window.policies.presets import CODING_TOOL_POLICIES
+    from contextwarden.window.projection import Projection, ProjectionConfig
+
+    events: list[Any] = [UserMessage(text="fix engine.py")]
+    for n, (command, output) in enumerate(commands):
+        call = ToolCall(id=f"k{n}", name="shell", arguments={"command": command})
+        events += [AssistantMessage(tool_calls=(call,)), ToolResult(call_id=f"k{n}", tool_name="shell", output=output)]
+    store = MemoryStore()
+    store.create_session("p")
+    projection = Projection(ProjectionConfig(counter=HeuristicCounter(), tool_policies=CODING_TOOL_POLICIES))
+    for event in store.append("p", events, expected_last_seq=0):
+        projection.add(event)
+    return {i.message.tool_call_id: i.id in projection.candidates for i in projection.items if i.message.role == "tool"}
+
+
+ENGINE = "\n".join(f"def f{i}(x):\n    return x + {i}" for i in range(900))
+
+
+def test_a_whole_read_the_client_cut_supersedes_nothing() -> None:
+    lines = ENGINE.splitlines()
+    cut = "\n".join([*lines[:100], "[... omitted 1600 of 1800 lines ...]", *lines[-100:]])
+    ranged = "\n".join(lines[:450])
+    assert _shell_reads(("sed -n 1,450p engine.py", ranged), ("cat engine.py", cut)) == {"k0": False, "k1": False}
+    assert _shell_reads(("sed -n 1,450p engine.py", ranged), ("cat engine.py", ENGINE))["k0"] is True

@@ -41,7 +41,7 @@ from .lifecycle import ResourceLedger
 from .pointers import points_back, recalled
 from .policies.placeholders import extract_sources
 from .policies.presets import apply_policy, policy_for
-from .policies.resources import resources_of
+from .policies.resources import as_shown, resources_of
 from .state import MAX_WORKING_SET, StateBuilder, TaskState
 
 __all__ = ["MAX_ARGUMENT_CHARS", "Projection", "ProjectionConfig", "message_tokens"]
@@ -348,7 +348,7 @@ class Projection:
                     tokens_saved=max(cut.original_tokens - policy.max_tokens, 0),
                 )
             )
-        resources = resources_of(call, policy.category) if call is not None else ()
+        resources = as_shown(resources_of(call, policy.category), event.output) if call is not None else ()
         if self.config.earlier_output is not None and points_back(event.output):
             found = recalled(
                 event,

@@ -37,6 +37,7 @@ from ._shell import classify, shell_touches
 __all__ = [
     "Resource",
     "affects",
+    "as_shown",
     "classify_command",
     "command_of",
     "command_program",
@@ -137,6 +138,35 @@ def normalize_url(url: str) -> str:
         return url.strip()
     path = parts.path if parts.path not in ("", "/") else ""
     return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), path, parts.query, ""))
+
+
+CLIENT_CUT_PART = "as the client cut it"
+"""The ``part`` of a whole read whose output the client itself cut (it shows head and tail only)."""
+
+_CLIENT_CUTS = (
+    re.compile(r"\[\.\.\. omitted \d+ of \d+ lines \.\.\.\]"),  # Codex, line-based
+    re.compile(r"\u2026\s*\d+ (?:tokens|chars|characters|bytes|lines) truncated\s*\u2026"),  # Codex, token-based
+    re.compile(r"\[\.\.\.\s*\d+ (?:tokens|chars|characters|bytes|lines) (?:truncated|omitted)\s*\.\.\.\]"),
+    re.compile(r"<response clipped>"),  # SWE-agent's editor
+)
+"""Markers clients put where they cut a tool's output before the model (and the proxy) saw it."""
+
+
+def as_shown(resources: tuple[Resource, ...], output: str) -> tuple[Resource, ...]:
+    """``resources`` as the output shows them: whole reads of an output the client cut are partial.
+
+    A read that shows only a file's head and tail does not cover an earlier read of any part of it.
+    """
+    if not any(r.access == "read" and r.kind == "file" and not r.part for r in resources):
+        return resources
+    if not any(cut.search(output) for cut in _CLIENT_CUTS):
+        return resources
+    return tuple(
+        Resource(kind=r.kind, key=r.key, access=r.access, part=CLIENT_CUT_PART)
+        if r.access == "read" and r.kind == "file" and not r.part
+        else r
+        for r in resources
+    )
 
 
 def covers(newer: Resource, older: Resource) -> bool:
