@@ -267,3 +267,36 @@ def test_a_whole_read_the_client_cut_supersedes_nothing() -> None:
     ranged = "\n".join(lines[:450])
     assert _shell_reads(("sed -n 1,450p engine.py", ranged), ("cat engine.py", cut)) == {"k0": False, "k1": False}
     assert _shell_reads(("sed -n 1,450p engine.py", ranged), ("cat engine.py", ENGINE))["k0"] is True
+
+
+def _results(body: dict[str, Any]) -> dict[str, str]:
+    return {
+        block["tool_use_id"]: json.dumps(block.get("content"))
+        for message in body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    }
+
+
+def test_a_real_restart_keeps_every_placeholder_the_model_has_seen(tmp_path: Path) -> None:
+    up = ScriptedUpstream()
+    with rig(str(tmp_path / "s.db"), upstream=up) as r:
+        messages: list[Any] = [{"role": "user", "content": "Fix f.py"}]
+        for step in range(10):  # the same file read again and again: each read supersedes the one before
+            call_id = f"toolu_{step:02d}"
+            up.push(Reply(text="", tool_calls=((call_id, "Read", {"file_path": "/r/f.py"}),)))
+            _post(r, _claude_body(messages))
+            output = BIG.replace("line 0:", f"version {step} line 0:")
+            messages = [*messages, _call(call_id, "Read", {"file_path": "/r/f.py"}), _result(call_id, output)]
+        _post(r, _claude_body(messages))
+        before = _results(r.forwarded("/v1/messages")[-1])
+        placeholders = {k for k, v in before.items() if "line 0: " not in v}
+        assert placeholders, "earlier reads should be replaced by now"
+        # the client clears the content of its latest read (as Claude Code's own clearing does)
+        edited = [*messages[:-1], _result("toolu_09", "[Old tool result content cleared]")]
+        _post(r, _claude_body(edited))
+        after = _results(r.forwarded("/v1/messages")[-1])
+        events = _window_events(r)
+    assert events["compaction:reset"] == 1, events
+    assert {k: after[k] for k in placeholders} == {k: before[k] for k in placeholders}

@@ -27,6 +27,7 @@ from ..wire import AddressedBody
 from ._db import ProxyDB
 from .accounting import Accountant, Job
 from .budget import REFUSED, ProxyBudget, Spent
+from .carryover import carried_edits
 from .count import counted_body
 from .identity import Identity, SessionIndex, continued, namespace
 from .ledger import Ledger
@@ -141,6 +142,12 @@ class Pipeline:
             policies=self.manager.policy.tool_policies,
         )
         prepared.logged_seq = mirrored.last_seq
+        if mirrored.outcome == "reset" and mirrored.window_event is not None:
+            carried = carried_edits(self.store, identity.session_id, mirrored.window_event, mirrored.appended)
+            if carried is not None:
+                with contextlib.suppress(ConflictError):  # another writer came first: the plain restart stands
+                    stored = self.store.append(identity.session_id, [carried], expected_last_seq=mirrored.last_seq)
+                    prepared.logged_seq = stored[-1].seq
         profile = get_profile(prepared.model)
         policy = self._deferring if provider_clears_tool_results(body) else None
         ctx = self.manager.build(identity.session_id, model=profile, tools=parsed.tools, policy=policy)
