@@ -300,3 +300,32 @@ def test_a_real_restart_keeps_every_placeholder_the_model_has_seen(tmp_path: Pat
         events = _window_events(r)
     assert events["compaction:reset"] == 1, events
     assert {k: after[k] for k in placeholders} == {k: before[k] for k in placeholders}
+
+
+def test_inspect_shows_a_proxied_session_as_it_was_forwarded(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from contextwarden.cli.inspect import command as inspect_command
+
+    db = str(tmp_path / "s.db")
+    up = ScriptedUpstream()
+    with rig(db, upstream=up) as r:
+        messages = _claude_session(r, up, 12, echo=lambda n, a: a, system_messages=False)
+        up.push(Reply(text="", tool_calls=(("toolu_x", "Bash", {"command": "ls"}),)))
+        _post(r, _claude_body(messages))
+        edited = [*messages[:-1], _result("toolu_11", "[Old tool result content cleared]")]  # the client's rewind
+        up.push(Reply(text="done"))
+        _post(r, _claude_body(edited))
+        assert _window_events(r)["compaction:reset"] == 1
+        forwarded = r.forwarded("/v1/messages")
+        (session,) = r.proxy.pipeline.store.list_sessions()
+    assert session.metadata.get("client_session") == "cc-1"
+    result = CliRunner().invoke(inspect_command, [session.id, "--store", db, "--turn", str(len(forwarded)), "--json"])
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.output)
+    assert shown["turns"] == len(forwarded) + 1  # every forwarded request, then the one it would build now
+    assert {item["section"] for item in shown["items"]} <= {"conversation", "tool_output", "instructions"}
+    sent = _results(forwarded[-1])
+    tool_items = [i for i in shown["items"] if i["role"] == "tool"]
+    assert len(tool_items) == len(sent)
+    assert not any("_dup" in json.dumps(i) for i in shown["items"])

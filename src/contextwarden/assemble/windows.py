@@ -55,6 +55,7 @@ def projection_config(
         tool_policies=policy.tool_policies,
         max_item_tokens=policy.max_item_tokens,
         retrieval=policy.retrieval_tools,
+        client_window_notes=policy.client_window_notes,
         earlier_output=earlier_output,
     )
 
@@ -73,7 +74,8 @@ def project(events: Sequence[Event], config: ProjectionConfig) -> Projection:
     """The projection of a window's events (they start at its compaction, if any)."""
     compaction = latest_compaction(events)
     projection = Projection(config, compaction=compaction)
-    if compaction is not None:
+    # a mirrored trim or rewind records ``details["mirror"]``: the client's own window, not a summary
+    if compaction is not None and (config.client_window_notes or "mirror" not in compaction.details):
         projection.add_blocks(compaction_blocks(compaction, config.counter))
     for event in events:
         if isinstance(event, Compaction):

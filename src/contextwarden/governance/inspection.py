@@ -15,13 +15,14 @@ from typing import Any
 from ..assemble.manager import ContextPolicy
 from ..context import SECTIONS, Decision, ModelContext
 from ..errors import UsageError
-from ..log.events import AssistantMessage, ToolCall
+from ..log.events import ToolCall
 from ..log.store import SessionStore
 from ..models import get_profile
 from ..tokens import TokenCounter, best_counter
 from ..window.items import ContextItem, Tier
 from ._contexts import ContextRequestOptions, request_from_context
 from ._diff import CAUSES, find_break, shared_prefix_tokens
+from ._proxied import is_proxied, is_request
 from .metrics import cacheable
 from .session import ReplayedTurn, rebuild_as_sent, replay_session
 
@@ -183,7 +184,8 @@ def inspect_session(
     Raises :class:`UsageError` for a turn the session does not have, or one that cannot be built.
     """
     counter = counter or best_counter()
-    count = 1 + sum(1 for e in store.iter_events(session_id) if isinstance(e, AssistantMessage))
+    proxied = is_proxied(store.get_session(session_id).metadata)
+    count = 1 + sum(1 for e in store.iter_events(session_id) if is_request(e, proxied=proxied))
     if turn is not None and not 1 <= turn <= count:
         raise UsageError(
             f"session {session_id!r} has {count} request(s) (the last is the next one); there is no turn {turn}"

@@ -52,6 +52,7 @@ from ..window.items import ContextItem
 from ..window.policies.presets import policy_for
 from ._contexts import ContextRequestOptions, request_from_context
 from ._items import fragment_tag
+from ._proxied import copy_client_window_event, is_client_window_event, is_proxied, is_request
 from .lint import Finding, Linter, LintOptions, LintReport
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
@@ -108,6 +109,9 @@ class _Replay:
             self.store, counter=counter, policy=self.policy, compactor=WindowCompactor(self.store, counter=counter)
         )
         self.pending: list[Event] = []
+        self.pending_seqs: list[int] = []
+        self.seq_map: dict[int, int] = {}
+        """The log's seq -> the copy's, of every event copied so far."""
         self.window: list[str] = []
         self.injected: set[str] = set()
         self.caps: dict[str, int] = {}
@@ -135,7 +139,8 @@ class _Replay:
             return []
         last = self.store.get_session(self.session_id).last_seq
         stored = self.store.append(self.session_id, self.pending, expected_last_seq=last)
-        self.pending = []
+        self.seq_map.update(zip(self.pending_seqs, (e.seq for e in stored), strict=True))
+        self.pending, self.pending_seqs = [], []
         return stored
 
 
@@ -174,6 +179,7 @@ def replay_session(
         profile=resolve_profile(model) if model is not None else None, tools=tuple(tools) or None, policy=policy
     )
     replay = _Replay(session_id, policy=policy, counter=counter)
+    proxied = is_proxied(info.metadata)
     current = str(info.metadata.get("model") or DEFAULT_MODEL)
     recorded: BuildSettings | None = None
     turn = 0
@@ -184,7 +190,7 @@ def replay_session(
         if isinstance(event, SettingChange):
             recorded = build_settings_of(event) or recorded
             current = event.model or current
-        if isinstance(event, AssistantMessage):
+        if isinstance(event, AssistantMessage) and is_request(event, proxied=proxied):
             if waiting is not None:
                 yield waiting
             turn += 1
@@ -192,10 +198,16 @@ def replay_session(
             settings = fixed.settings(recorded, event.model or current)
             waiting = _build(replay, turn, event, settings, flushed, items_at == turn)
         replay.last_original_seq = event.seq
+        if proxied and is_client_window_event(event):
+            replay.flush()
+            copy_client_window_event(replay.store, session_id, event, replay.seq_map)
+            replay.note(event)
+            continue
         copied = _copy(event)
         if copied is not None:
             replay.note(copied)
             replay.pending.append(copied)
+            replay.pending_seqs.append(event.seq)
     if waiting is not None:
         yield waiting
     if final:

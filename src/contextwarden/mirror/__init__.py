@@ -52,12 +52,13 @@ session, kept from its tail), ``_match`` (:func:`mirror_history`: compare and ap
 
 from __future__ import annotations
 
-from ._chain import MIRROR_SUMMARIZER, mirrored_events
+from ._chain import CARRIED_EDITS, MIRROR_SUMMARIZER, mirrored_events
 from ._digest import MIRRORED_KINDS, content_digest
 from ._match import mirror_history, unmirrored
 from ._result import MirrorResult, Outcome
 
 __all__ = [
+    "CARRIED_EDITS",
     "MIRRORED_KINDS",
     "MIRROR_SUMMARIZER",
     "MirrorResult",

@@ -20,6 +20,10 @@ from ._digest import MIRRORED_KINDS, content_digest
 MIRROR_SUMMARIZER = "mirror"
 """The ``summarizer`` of the window events the mirror records."""
 
+CARRIED_EDITS = "carried over the client's restart"
+"""The ``reason`` of a batch recording a window's standing edits again on the new copies after the client's
+rewind or edit: the client's doing, like the restart itself, not a planner's decision."""
+
 
 @dataclass
 class Chain:

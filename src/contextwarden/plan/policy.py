@@ -44,6 +44,10 @@ class ContextPolicy:
     """Expose ``read_range`` and ``recall`` so evicted content can be read back (served by
     :meth:`~contextwarden.assemble.manager.ContextManager.retrieve`). When False, no truncation marker or
     placeholder names them: markers name only tools the model was given."""
+    client_window_notes: bool = True
+    """Open a window that the client's own trim or rewind started (a mirrored history) with the block that
+    keeps the goal pinned and a note saying what changed. False: the client's copy alone, as a proxy
+    forwards it (the client's list is the whole history it means to send)."""
     retrieval_max_tokens: int = 4_000
     """Cap of one retrieval answer."""
 

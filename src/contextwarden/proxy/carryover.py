@@ -16,10 +16,7 @@ from collections.abc import Sequence
 
 from ..log.events import Compaction, ContextEdit, ContextEditBatch, Event
 from ..log.store import SessionStore
-from ..mirror import MIRRORED_KINDS, content_digest
-
-CARRIED = "carried over the client's restart"
-"""The reason of the batch that carries the old window's edits to the new copies."""
+from ..mirror import CARRIED_EDITS, MIRRORED_KINDS, content_digest
 
 
 def carried_edits(
@@ -45,7 +42,7 @@ def carried_edits(
                     target_id=targets.popleft(), action=edit.action, replacement=edit.replacement, reason=edit.reason
                 )
             )
-    return ContextEditBatch(edits=tuple(edits), reason=CARRIED) if edits else None
+    return ContextEditBatch(edits=tuple(edits), reason=CARRIED_EDITS) if edits else None
 
 
 def _standing(store: SessionStore, session_id: str, before_seq: int) -> list[tuple[str, ContextEdit]]:

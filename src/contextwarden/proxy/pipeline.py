@@ -17,7 +17,7 @@ from typing import Any
 from ..assemble.manager import ContextManager
 from ..context import ModelContext
 from ..errors import ConflictError, SessionExists, SessionNotFound
-from ..log.events import AssistantMessage, Event, UsageReport
+from ..log.events import AssistantMessage, Event, JSONValue, UsageReport
 from ..log.store import SessionStore
 from ..mirror import MIRROR_SUMMARIZER, content_digest, mirror_history
 from ..models import get_profile
@@ -29,7 +29,7 @@ from .accounting import Accountant, Job
 from .budget import REFUSED, ProxyBudget, Spent
 from .carryover import carried_edits
 from .count import counted_body
-from .identity import Identity, SessionIndex, continued, namespace
+from .identity import Identity, SessionIndex, client_session_id, continued, namespace
 from .ledger import Ledger
 from .policy import provider_clears_tool_results, proxy_policy, without_masking
 from .projected import edited_body, rendered_body
@@ -127,7 +127,7 @@ class Pipeline:
             reach=last_assistant_reach(parsed.events),
         )
         prepared.identity = identity
-        self._ensure(identity.session_id)
+        self._ensure(identity.session_id, client_session_id(headers, body))
         self.turns.wait(identity.session_id)  # the previous answer's turn goes into the log first
         if self.budget is not None and (spent := self.budget.check(identity)).exhausted:
             prepared.outcome, prepared.note, prepared.refused = REFUSED, spent.message, spent
@@ -211,14 +211,18 @@ class Pipeline:
         retried.note = "compacted after a context overflow from the upstream"
         return retried
 
-    def _ensure(self, session_id: str) -> None:
+    def _ensure(self, session_id: str, client_session: str = "") -> None:
         if session_id in self._known:
             return
         try:
             self.store.get_session(session_id)
         except SessionNotFound:
+            metadata: dict[str, JSONValue] = {"source": "proxy"}
+            if client_session:  # ``name=value``: what the client calls this session, as listings show it
+                name, _, value = client_session.partition("=")
+                metadata.update(client_session=value, title=f"proxy: {name} {value}")
             with contextlib.suppress(SessionExists):  # another worker created it first
-                self.store.create_session(session_id, metadata={"source": "proxy"})
+                self.store.create_session(session_id, metadata=metadata)
         self._known.add(session_id)
 
     # ------------------------------------------------------------------ after the answer

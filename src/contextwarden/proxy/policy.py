@@ -36,7 +36,7 @@ def proxy_policy(preset: str | None = None) -> ContextPolicy:
         horizon_share=PROXY_HORIZON,
         protect_exploration_reads=False,
     )
-    return replace(base, retrieval_tools=False, planner=planner)
+    return replace(base, retrieval_tools=False, client_window_notes=False, planner=planner)
 
 
 def provider_clears_tool_results(body: Mapping[str, Any]) -> bool:

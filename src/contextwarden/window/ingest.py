@@ -37,6 +37,8 @@ class ProjectionConfig:
     """Hard cap of every item (seed 003 rule 4)."""
     retrieval: bool = True
     """The model is given ``read_range``: markers and placeholders may tell it to call it."""
+    client_window_notes: bool = True
+    """A window opened by the client's own trim or rewind starts with the pinned block and a note."""
     earlier_output: EarlierOutput | None = None
     """Reads a logged tool output back by seq, so a result that points back to one the window no
     longer shows can show it (:mod:`.pointers`); ``None``: pointers stay as the client sent them."""
