@@ -329,3 +329,16 @@ def test_inspect_shows_a_proxied_session_as_it_was_forwarded(tmp_path: Path) -> 
     tool_items = [i for i in shown["items"] if i["role"] == "tool"]
     assert len(tool_items) == len(sent)
     assert not any("_dup" in json.dumps(i) for i in shown["items"])
+
+
+def test_null_members_a_client_writes_into_an_echoed_turn_change_nothing() -> None:
+    from contextwarden.mirror import content_digest
+    from contextwarden.wire import get_codec
+
+    def turn(text_block: dict[str, Any]) -> Any:
+        body = _claude_body([{"role": "user", "content": "hi"}, {"role": "assistant", "content": [text_block]}])
+        return get_codec("anthropic").parse_request(body).events[-1]
+
+    plain = turn({"type": "text", "text": "done"})
+    echoed = turn({"type": "text", "text": "done", "citations": None})
+    assert content_digest(plain) == content_digest(echoed)

@@ -153,8 +153,11 @@ def assistant_content(blocks: Sequence[Mapping[str, Any]]) -> Message:
 
 
 def _plain(block: Mapping[str, Any], keys: frozenset[str] | set[str]) -> bool:
-    """Whether the block has only fields the renderer writes back (``cache_control`` aside)."""
-    return all(key in keys or key in _IGNORED for key in block)
+    """Whether the block has only fields the renderer writes back (``cache_control`` aside).
+
+    A member set to ``null`` says nothing (a client echoing ``"citations": null`` sent the same text).
+    """
+    return all(key in keys or key in _IGNORED or block[key] is None for key in block)
 
 
 def _opaque(block: Mapping[str, Any], position: int) -> OpaquePart:
