@@ -76,6 +76,10 @@ class ScriptedAgent:
     """The step answered to each task request (``len(steps)``: the final answer)."""
     side_calls: int = 0
     """Requests that were not the task's."""
+    issued: list[tuple[str, str]] = field(default_factory=list)
+    """Every thinking block issued, as ``(text, signature)`` (Responses: ``("", encrypted_content)``)."""
+    issued_for: dict[int, tuple[str, str]] = field(default_factory=dict)
+    """The thinking issued in answer to each task request, by the request's position."""
 
     def __call__(self, fmt: str, body: dict[str, Any]) -> Reply:
         """The next move for one request."""
@@ -98,6 +102,9 @@ class ScriptedAgent:
         if thinking_on:
             text = f"{note} The plan continues from the last result."
             thinking = (text, signature(text) if fmt == "anthropic" else encrypted(text))
+            sent = thinking if fmt == "anthropic" else ("", thinking[1])
+            self.issued.append(sent)
+            self.issued_for[len(self.played) - 1] = sent
         if step >= len(self.script.steps):
             return Reply(text=self.script.final, thinking=thinking, output_tokens=40, ident=f"cwconf{step:03d}")
         move = self.script.steps[step]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..models import get_profile
+from ..models import ModelProfile, get_profile
 from ..replay.costmodel import CacheSimulator, RequestCost
 from ..tokens import TokenCounter, best_counter
 from ..wire.blocks import BlockMeter
@@ -50,6 +51,8 @@ class Received:
     usage: RequestCost | None = None
     status: int = 200
     """The status it was answered with."""
+    at: float = field(default_factory=time.time)
+    """When it arrived (Unix time)."""
 
 
 Agent = Callable[[str, dict[str, Any]], Reply]
@@ -88,8 +91,8 @@ class ScriptedUpstream:
         """Answer from :meth:`push`-ed replies, or ``agent``; refuse what a provider would.
 
         That is prompts over ``max_input_tokens``, and with ``strict`` anything :mod:`._validate` finds.
-        ``bill_as`` maps a model name to the registered profile whose cache rules bill it (a client's
-        newest default model, before it has a profile of its own).
+        ``bill_as`` maps a model name the registry does not know (a client's newest default) to the
+        registered profile whose prices and cache rules bill it; a known model bills as itself.
         """
         self.bill_as = dict(bill_as or {})
         self.agent = agent
@@ -132,6 +135,10 @@ class ScriptedUpstream:
     async def _models(self, request: Request) -> Response:
         self.received.append(Received(path=request.url.path, headers=dict(request.headers), body=b""))
         return JSONResponse({"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+
+    def _profile(self, model: str) -> ModelProfile:
+        profile = get_profile(model)
+        return profile if profile.known or model not in self.bill_as else get_profile(self.bill_as[model])
 
     def _next_reply(self, fmt: str, body: dict[str, Any]) -> Reply:
         if self.agent is not None:
@@ -187,9 +194,7 @@ class ScriptedUpstream:
             account = self._accounts.setdefault(key, _Account())
             simulator = account.simulators.get(f"{fmt}/{model}")
             if simulator is None:
-                simulator = account.simulators[f"{fmt}/{model}"] = CacheSimulator(
-                    get_profile(self.bill_as.get(model, model))
-                )
+                simulator = account.simulators[f"{fmt}/{model}"] = CacheSimulator(self._profile(model))
             cost = simulator.observe(blocks, at=self._clock, output_tokens=reply.output_tokens, breakpoints=points)
         received.usage = cost
         if body.get("stream"):
