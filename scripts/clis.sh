@@ -4,6 +4,11 @@
 #
 #   bash scripts/clis.sh          # install (once, cached) and print one NAME=/path line per CLI
 #
+# Pinned: Claude Code 2.1.332 and Codex 0.171.0, the current releases, which the conformance suite
+# and the recorded fixtures (tests/data/recorded/) were made with; Gemini CLI 0.61.0. Claude Code
+# 2.1.197 also passes the task directly and, unlike 2.1.332, answers a re-read of an unchanged file
+# with "file unchanged since your last Read" (its fixture is recorded too).
+#
 # Each line it prints on stdout is an environment assignment the tests read:
 #   CONTEXTWARDEN_CLAUDE_BIN   Claude Code (@anthropic-ai/claude-code)
 #   CONTEXTWARDEN_CODEX_BIN    Codex (@openai/codex)
@@ -11,8 +16,10 @@
 # A CLI that cannot be installed is reported on stderr and left out; its tests skip saying why.
 #
 # Environment:
-#   CONTEXTWARDEN_CLI_VERSIONS  "pinned" (default) or "latest": the newest published versions instead,
-#                               to see whether a client changed its request shapes
+#   CONTEXTWARDEN_CLI_VERSIONS  "pinned" (default); "latest": the newest published versions instead, to
+#                               see whether a client changed its request shapes; or NAME=VERSION pairs,
+#                               comma-separated (names: claude-code, codex, gemini-cli), e.g.
+#                               "claude-code=2.1.197", the others pinned
 #   CW_CLI_CACHE                where the installs are kept (default /root/.cache/cw-clis), one
 #                               prefix per <package>@<version>
 #
@@ -38,6 +45,12 @@ fi
 
 install_one() {
     local pkg="$1" version="$2" var="$3" bin="$4"
+    local name="${pkg##*/}" pair
+    for pair in ${WHICH//,/ }; do
+        if [ "${pair%%=*}" = "$name" ] && [ "${pair#*=}" != "$pair" ]; then
+            version="${pair#*=}"
+        fi
+    done
     if [ "$WHICH" = "latest" ]; then
         version="$(timeout 120 npm view "$pkg" version 2>/dev/null)" || { log "cannot resolve $pkg@latest"; return 0; }
     fi

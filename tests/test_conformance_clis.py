@@ -19,6 +19,7 @@ import pytest
 from contextwarden.proxy import agentcli
 from contextwarden.proxy.agenttask import COMMIT_SUBJECT
 from contextwarden.proxy.conformance import (
+    MODEL_PATHS,
     ArmResult,
     cause,
     cause_kind,
@@ -107,7 +108,7 @@ def test_task_completes(arm_of, client: str, arm: str) -> None:  # type: ignore[
 def test_no_request_is_refused_upstream(arm_of, client: str, arm: str) -> None:  # type: ignore[no-untyped-def]
     result = arm_of(client, arm)
     assert result.upstream.refusals == []
-    assert [r.path for r in result.upstream.received if r.status != 200] == []
+    assert [r.path for r in result.upstream.received if r.path in MODEL_PATHS and r.status != 200] == []
     assert [row.note for row in result.rows if row.outcome == "upstream_error"] == []
 
 

@@ -145,6 +145,7 @@ def claude_code_script(repo: Path, python: str = sys.executable) -> Script:
         bash(9),
         read("data/log.txt", "processed batch", offset=100, limit=200),
         bash(10),
+        read("test_engine.py", ""),  # unchanged since its only read: Claude Code may answer "unchanged"
         bash(11),
         bash(12),
         Step(tool="Edit", arguments={"file_path": engine, "old_string": BUG_LINE, "new_string": FIXED_LINE}, expect=""),
