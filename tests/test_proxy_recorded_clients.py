@@ -24,6 +24,7 @@ from _proxy import rig
 from contextwarden.log.events import Compaction, Event
 from contextwarden.proxy.agentcli import BILL_AS
 from contextwarden.proxy.agentscript import RecordedAgent
+from contextwarden.proxy.conformance import UNCHANGED_READ, hidden_references
 from contextwarden.proxy.ledger import LedgerRow
 from contextwarden.proxy.scripted import ScriptedUpstream
 
@@ -54,6 +55,12 @@ class Replay:
     stats: dict[str, Any]
     events: list[Event]
     upstream: ScriptedUpstream
+    sent: list[dict[str, Any]]
+    """The recorded bodies, as the client sent them."""
+
+    def forwarded(self) -> list[dict[str, Any]]:
+        """The bodies that reached the upstream, in the same order."""
+        return [json.loads(r.body) for r in self.upstream.received if r.path in MODEL_PATHS]
 
 
 _CACHE: dict[tuple[str, str], Replay] = {}
@@ -81,7 +88,7 @@ def replay(name: str, mode: str, tmp: Path) -> Replay:
         rows = r.rows()
         store = r.proxy.store
         events = [e for s in store.list_sessions() for e in store.read(s.id)]
-        result = Replay(rows, r.proxy.pipeline.ledger.stats(), events, upstream)
+        result = Replay(rows, r.proxy.pipeline.ledger.stats(), events, upstream, bodies)
     _CACHE[(name, mode)] = result
     return result
 
@@ -128,3 +135,45 @@ def test_the_ledger_prices_what_the_upstream_billed(
     billed = sum(r.usage.cost_usd for r in result.upstream.received if r.usage is not None)
     assert billed > 0
     assert math.isclose(result.stats["total"]["cost_usd"], billed, rel_tol=0.02), (result.stats["total"], billed)
+
+
+def test_claude_code_2_1_197_points_back_to_earlier_reads() -> None:
+    """The fixture holds what the next test needs: Claude Code's answer to an unchanged re-read."""
+    last = json.loads([r for r in _load("claude-code-2.1.197") if r["path"] == "/v1/messages"][-1]["body"])
+    assert UNCHANGED_READ in json.dumps(last["messages"])
+
+
+@pytest.mark.parametrize("mode", ["observe", "manage"])
+def test_a_result_the_client_points_back_to_is_forwarded_as_sent(
+    tmp_path_factory: pytest.TempPathFactory, mode: str
+) -> None:
+    result = replay("claude-code-2.1.197", mode, tmp_path_factory.getbasetemp())
+    forwarded = result.forwarded()
+    assert len(forwarded) == len(result.sent)
+    assert hidden_references(result.sent, forwarded) == []
+
+
+def test_hidden_references_finds_a_masked_read_the_client_points_back_to() -> None:
+    def body(first_result: str) -> dict[str, Any]:
+        read = {"file_path": "/r/engine.py"}
+        return {
+            "messages": [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": read}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": first_result}]},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "Read", "input": read}]},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "t2", "content": f"Wasted call — {UNCHANGED_READ}."}
+                    ],
+                },
+            ]
+        }
+
+    sent = body("1\tdef total(values):")
+    assert hidden_references([sent], [sent]) == []
+    masked = body("[output elided; the agent can run it again]")
+    assert hidden_references([sent], [masked]) == [
+        "request 0: the Read of /r/engine.py that t2 points back to was not forwarded as sent"
+    ]

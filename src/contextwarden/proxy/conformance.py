@@ -230,3 +230,50 @@ def _thinking(fmt: str, body: Mapping[str, Any]) -> list[str]:
         if isinstance(item, Mapping) and item.get("type") == "reasoning":
             found.append(json.dumps(["", item.get("encrypted_content")]))
     return found
+
+
+UNCHANGED_READ = "file unchanged since your last Read"
+"""Claude Code's answer to a re-read of an unchanged file; it points the model back to the earlier result."""
+
+
+def _results_by_call(body: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """An Anthropic body's tool calls by id, and its ``(call id, result text)`` pairs in order."""
+    calls: dict[str, Any] = {}
+    results: list[tuple[str, str]] = []
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, Mapping):
+                continue
+            if block.get("type") == "tool_use":
+                calls[str(block.get("id"))] = block
+            elif block.get("type") == "tool_result":
+                results.append((str(block.get("tool_use_id")), json.dumps(block.get("content"))))
+    return calls, results
+
+
+def hidden_references(sent: Sequence[Mapping[str, Any]], forwarded: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Earlier results the client points back to that the forwarded request no longer shows as sent.
+
+    ``sent[k]`` is what the client sent and ``forwarded[k]`` what reached the upstream. When a result
+    says the file is unchanged since the last Read, the last earlier Read of that file must be
+    forwarded exactly as the client sent it: it is the only copy the model is told to use.
+    """
+    out: list[str] = []
+    for k, (mine, theirs) in enumerate(zip(sent, forwarded, strict=False)):
+        calls, results = _results_by_call(mine)
+        forwarded_results = dict(_results_by_call(theirs)[1])
+        for i, (call_id, text) in enumerate(results):
+            if UNCHANGED_READ not in text:
+                continue
+            path = calls.get(call_id, {}).get("input", {}).get("file_path")
+            earlier = [
+                (c, t)
+                for c, t in results[:i]
+                if calls.get(c, {}).get("name") == "Read"
+                and calls[c].get("input", {}).get("file_path") == path
+                and UNCHANGED_READ not in t
+            ]
+            if earlier and forwarded_results.get(earlier[-1][0]) != earlier[-1][1]:
+                out.append(f"request {k}: the Read of {path} that {call_id} points back to was not forwarded as sent")
+    return out
