@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Set up and run the whole test suite with the real services it needs:
-# PostgreSQL (a throwaway cluster), the llama.cpp server with SmolLM2, and headless Chromium.
+# PostgreSQL (a throwaway cluster), the llama.cpp server with SmolLM2, headless Chromium, and the real
+# agent CLIs (Claude Code, Codex, Gemini CLI from npm at pinned versions; CONTEXTWARDEN_CLI_VERSIONS=latest
+# for the newest) that the proxy conformance tests run.
 # Each service that cannot be had is reported, and the tests that need it skip saying why.
 #
 #   bash scripts/test.sh [pytest args...]
@@ -31,6 +33,11 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver) \
         >/dev/null 2>&1 || echo "test.sh: chromium unavailable; browser tests will skip" >&2
 fi
+
+# install (once, cached in $CW_CLI_CACHE) and export CONTEXTWARDEN_CLAUDE_BIN, _CODEX_BIN, _GEMINI_BIN
+while read -r line; do
+    [ -n "$line" ] && export "$line"
+done < <(bash scripts/clis.sh)
 
 # build (once, cached) + install + start; prints CONTEXTWARDEN_LLM_URL=... last
 if line="$(bash scripts/llama_server.sh up | tail -n 1)" && [ -n "$line" ]; then

@@ -12,8 +12,9 @@ class Reply:
 
     text: str = "ok"
     """The visible answer."""
-    tool_calls: tuple[tuple[str, str, dict[str, Any]], ...] = ()
-    """Tool calls as ``(id, name, arguments)``."""
+    tool_calls: tuple[tuple[str, str, dict[str, Any] | str], ...] = ()
+    """Tool calls as ``(id, name, arguments)``; string arguments make a Responses custom tool call
+    (a freeform tool such as Codex's ``apply_patch``), whose input is that text."""
     thinking: tuple[str, str] | None = None
     """A reasoning block as ``(text, signature)``; Responses renders it as encrypted reasoning."""
     output_tokens: int = 8
@@ -22,5 +23,8 @@ class Reply:
     """Anything but 200 returns ``error_body`` with this status instead of an answer."""
     error_body: bytes = b""
     """The body of a scripted error."""
+    ident: str = ""
+    """Makes the response's ids unique (``msg_<ident>``, ``resp_<ident>``, ``rs_<ident>``...), as a real
+    provider's are; a client that groups blocks by message id needs it. Empty: fixed ids."""
     delay: float = 0.0
     """Seconds to wait between streamed events (to test a client that leaves mid-stream)."""

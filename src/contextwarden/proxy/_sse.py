@@ -46,28 +46,42 @@ def _anthropic_content(reply: Reply) -> list[dict[str, Any]]:
 def _responses_output(reply: Reply) -> list[dict[str, Any]]:
     output: list[dict[str, Any]] = []
     if reply.thinking is not None:
-        output.append({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": reply.thinking[1]})
+        output.append(
+            {"type": "reasoning", "id": f"rs_{reply.ident or 1}", "summary": [], "encrypted_content": reply.thinking[1]}
+        )
     if reply.text:
         output.append(
             {
                 "type": "message",
-                "id": "msg_1",
+                "id": f"msg_{reply.ident or 1}",
                 "role": "assistant",
                 "status": "completed",
                 "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
             }
         )
-    output += [
-        {
-            "type": "function_call",
-            "id": f"fc_{i}",
-            "call_id": i,
-            "name": n,
-            "arguments": json.dumps(a),
-            "status": "completed",
-        }
-        for i, n, a in reply.tool_calls
-    ]
+    for i, n, a in reply.tool_calls:
+        if isinstance(a, str):
+            output.append(
+                {
+                    "type": "custom_tool_call",
+                    "id": f"ctc_{i}",
+                    "status": "completed",
+                    "call_id": i,
+                    "name": n,
+                    "input": a,
+                }
+            )
+        else:
+            output.append(
+                {
+                    "type": "function_call",
+                    "id": f"fc_{i}",
+                    "call_id": i,
+                    "name": n,
+                    "arguments": json.dumps(a),
+                    "status": "completed",
+                }
+            )
     return output
 
 
@@ -82,7 +96,7 @@ def complete(fmt: str, model: str, reply: Reply, cost: RequestCost) -> dict[str,
     usage = _usage(fmt, cost)
     if fmt == "anthropic":
         return {
-            "id": "msg_scripted",
+            "id": f"msg_{reply.ident or 'scripted'}",
             "type": "message",
             "role": "assistant",
             "model": model,
@@ -107,7 +121,7 @@ def complete(fmt: str, model: str, reply: Reply, cost: RequestCost) -> dict[str,
             "usage": usage,
         }
     return {
-        "id": "resp_scripted",
+        "id": f"resp_{reply.ident or 'scripted'}",
         "object": "response",
         "created_at": 0,
         "status": "completed",
@@ -222,6 +236,9 @@ def _responses_stream(model: str, reply: Reply, cost: RequestCost) -> list[bytes
             )
         )
         seq += 1
+        if item["type"] in ("function_call", "custom_tool_call"):
+            out += _call_deltas(item, index, seq)
+            seq += 2
         if item["type"] == "message":
             delta = {
                 "type": "response.output_text.delta",
@@ -239,3 +256,26 @@ def _responses_stream(model: str, reply: Reply, cost: RequestCost) -> list[bytes
         seq += 1
     out.append(_event("response.completed", {"type": "response.completed", "sequence_number": seq, "response": final}))
     return out
+
+
+def _call_deltas(item: dict[str, Any], index: int, seq: int) -> list[bytes]:
+    """A tool call's argument (or freeform input) delta and done events, as the Responses API streams them."""
+    custom = item["type"] == "custom_tool_call"
+    kind = "response.custom_tool_call_input" if custom else "response.function_call_arguments"
+    text = item["input"] if custom else item["arguments"]
+    field = "input" if custom else "arguments"
+    delta = {
+        "type": f"{kind}.delta",
+        "sequence_number": seq,
+        "item_id": item["id"],
+        "output_index": index,
+        "delta": text,
+    }
+    done = {
+        "type": f"{kind}.done",
+        "sequence_number": seq + 1,
+        "item_id": item["id"],
+        "output_index": index,
+        field: text,
+    }
+    return [_event(f"{kind}.delta", delta), _event(f"{kind}.done", done)]

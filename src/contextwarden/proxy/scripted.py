@@ -7,7 +7,11 @@ prefix written at a ``cache_control`` breakpoint, within 20 blocks, writes for n
 a minimum cacheable length; OpenAI: automatic prefix reuse from 1,024 tokens in 128-token steps).
 The usage it reports is therefore the bill a real provider would send for those bytes.
 
-It answers from a queue of :class:`Reply` s (a text answer when the queue is empty), records every
+It answers from a queue of :class:`Reply` s (a text answer when the queue is empty), or from an
+``agent``: a function of each request that plays the model's next move (a scripted agent driving a
+real client's tools). Made ``strict``, it refuses what the real API would refuse (:mod:`._validate`)
+with a 400 in the provider's error shape, and keeps the reasons in :attr:`ScriptedUpstream.refusals`.
+It records every
 request's raw bytes and headers, and can fail on purpose (a status and body of your choice, or a
 context overflow above ``max_input_tokens``). Simulated time advances one second per request, so
 cache lifetimes never expire in a test.
@@ -17,9 +21,11 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 from starlette.applications import Starlette
@@ -27,11 +33,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..models import get_profile
+from ..models import ModelProfile, get_profile
 from ..replay.costmodel import CacheSimulator, RequestCost
 from ..tokens import TokenCounter, best_counter
 from ..wire.blocks import BlockMeter
-from . import _sse
+from . import _sse, _validate
 from ._reply import Reply
 
 
@@ -43,6 +49,14 @@ class Received:
     headers: dict[str, str]
     body: bytes
     usage: RequestCost | None = None
+    status: int = 200
+    """The status it was answered with."""
+    at: float = field(default_factory=time.time)
+    """When it arrived (Unix time)."""
+
+
+Agent = Callable[[str, dict[str, Any]], Reply]
+"""Plays the model: the reply to one request body of a wire format (``anthropic``, ``openai_responses``...)."""
 
 
 @dataclass
@@ -70,8 +84,21 @@ class ScriptedUpstream:
         *,
         counter: TokenCounter | None = None,
         max_input_tokens: int | None = None,
+        agent: Agent | None = None,
+        strict: bool = False,
+        bill_as: Mapping[str, str] | None = None,
     ) -> None:
-        """Answer from :meth:`push`-ed replies; refuse prompts over ``max_input_tokens`` as a provider would."""
+        """Answer from :meth:`push`-ed replies, or ``agent``; refuse what a provider would.
+
+        That is prompts over ``max_input_tokens``, and with ``strict`` anything :mod:`._validate` finds.
+        ``bill_as`` maps a model name the registry does not know (a client's newest default) to the
+        registered profile whose prices and cache rules bill it; a known model bills as itself.
+        """
+        self.bill_as = dict(bill_as or {})
+        self.agent = agent
+        self.strict = strict
+        self.refusals: list[tuple[int, list[str]]] = []
+        """Each refused request's index in :attr:`received` and the reasons it was refused."""
         self.meter = BlockMeter(counter or best_counter())
         self.max_input_tokens = max_input_tokens
         self.replies: deque[Reply] = deque()
@@ -86,6 +113,7 @@ class ScriptedUpstream:
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
                 Route("/v1/responses", self._responses, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
+                Route("/{path:path}", self._unknown, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
             ]
         )
 
@@ -108,6 +136,26 @@ class ScriptedUpstream:
         self.received.append(Received(path=request.url.path, headers=dict(request.headers), body=b""))
         return JSONResponse({"object": "list", "data": [{"id": "scripted", "object": "model"}]})
 
+    def _profile(self, model: str) -> ModelProfile:
+        profile = get_profile(model)
+        return profile if profile.known or model not in self.bill_as else get_profile(self.bill_as[model])
+
+    def _next_reply(self, fmt: str, body: dict[str, Any]) -> Reply:
+        if self.agent is not None:
+            return self.agent(fmt, body)
+        return self.replies.popleft() if self.replies else Reply()
+
+    async def _unknown(self, request: Request) -> Response:
+        """Anything else is recorded (to see what a client asks for) and answered 404."""
+        raw = await request.body()
+        self.received.append(Received(path=request.url.path, headers=dict(request.headers), body=raw, status=404))
+        return _error(
+            "anthropic" if request.url.path.startswith("/v1/messages") else "openai",
+            404,
+            "not_found_error",
+            "not found",
+        )
+
     async def _count_tokens(self, request: Request) -> Response:
         raw = await request.body()
         self.received.append(Received(path=request.url.path, headers=dict(request.headers), body=raw))
@@ -124,8 +172,14 @@ class ScriptedUpstream:
             model = str(body["model"])
         except (ValueError, KeyError, TypeError):
             return _error(fmt, 400, "invalid_request_error", "request body is not valid JSON with a model")
-        reply = self.replies.popleft() if self.replies else Reply()
+        wrong = _validate.problems(fmt, body) if self.strict else []
+        if wrong:
+            self.refusals.append((len(self.received) - 1, wrong))
+            received.status = 400
+            return _error(fmt, 400, "invalid_request_error", "; ".join(wrong))
+        reply = self._next_reply(fmt, body)
         if reply.status != 200:
+            received.status = reply.status
             return Response(reply.error_body, status_code=reply.status, media_type="application/json")
         key = request.headers.get("x-api-key") or request.headers.get("authorization") or ""
         # a caller's requests extend each other: only the new messages are cut and counted
@@ -133,13 +187,14 @@ class ScriptedUpstream:
         total = sum(b.tokens for b in blocks)
         if self.max_input_tokens is not None and total > self.max_input_tokens:
             family = "anthropic" if fmt == "anthropic" else "openai"
+            received.status = 400
             return JSONResponse(_OVERFLOW[family], status_code=400)
         with self._lock:
             self._clock += 1.0
             account = self._accounts.setdefault(key, _Account())
             simulator = account.simulators.get(f"{fmt}/{model}")
             if simulator is None:
-                simulator = account.simulators[f"{fmt}/{model}"] = CacheSimulator(get_profile(model))
+                simulator = account.simulators[f"{fmt}/{model}"] = CacheSimulator(self._profile(model))
             cost = simulator.observe(blocks, at=self._clock, output_tokens=reply.output_tokens, breakpoints=points)
         received.usage = cost
         if body.get("stream"):

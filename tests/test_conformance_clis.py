@@ -1,0 +1,166 @@
+"""Claude Code and Codex, unmodified, on a long coding task through the proxy: direct, observe, manage.
+
+The real CLIs (``scripts/clis.sh`` installs them and exports ``CONTEXTWARDEN_CLAUDE_BIN`` and
+``CONTEXTWARDEN_CODEX_BIN``; ``CONTEXTWARDEN_CLI_VERSIONS=latest`` installs the newest instead) run
+their own tools in a scratch git repository while the strict scripted upstream plays the model from a
+script and refuses whatever the real API would refuse. Each arm runs once per module; each check
+is its own test. A check that fails only because of a known proxy bug is marked ``xfail(strict=True)``
+naming the bug, so it turns red the day the bug is fixed and the mark must go.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from contextwarden.proxy import agentcli
+from contextwarden.proxy.agenttask import COMMIT_SUBJECT
+from contextwarden.proxy.conformance import (
+    MODEL_PATHS,
+    ArmResult,
+    cause,
+    cause_kind,
+    prefix_breaks,
+    run_arm,
+    thinking_problems,
+    unexplained_breaks,
+)
+
+CLIENTS = ("claude-code", "codex")
+PROXIED = ("observe", "manage")
+
+SYSTEM_MESSAGES = (
+    "known proxy bug: Claude Code's system-role messages inside `messages` make every request fall back "
+    "(ImportFormatError: messages[1] is not an object with role 'user' or 'assistant')"
+)
+UNKNOWN_MODEL = (
+    "known proxy bug: the client's default model ({model}) has no profile, so the ledger prices every "
+    "request at $0 while the provider bills it"
+)
+RESERIALIZATION = (
+    "known proxy bug: Codex echoes its reasoning items in its own key order with `content: null`; the "
+    "proxy reads that as a history edit and restarts the window on every request"
+)
+
+KNOWN: dict[tuple[str, str, str], str] = {
+    ("no_fallbacks", "claude-code", "observe"): SYSTEM_MESSAGES,
+    ("no_fallbacks", "claude-code", "manage"): SYSTEM_MESSAGES,
+    ("ledger", "claude-code", "observe"): UNKNOWN_MODEL.format(model="claude-opus-5-5"),
+    ("ledger", "claude-code", "manage"): UNKNOWN_MODEL.format(model="claude-opus-5-5"),
+    ("ledger", "codex", "observe"): UNKNOWN_MODEL.format(model="gpt-5.5"),
+    ("ledger", "codex", "manage"): UNKNOWN_MODEL.format(model="gpt-5.5"),
+    ("window_causes", "codex", "observe"): RESERIALIZATION,
+    ("window_causes", "codex", "manage"): RESERIALIZATION,
+}
+"""Checks that fail today because of a known proxy bug: ``(check, client, arm) -> the bug``."""
+
+_RUNS: dict[tuple[str, str], ArmResult] = {}
+
+
+def _params(check: str, arms: tuple[str, ...]) -> list[object]:
+    out: list[object] = []
+    for client in CLIENTS:
+        for arm in arms:
+            reason = KNOWN.get((check, client, arm))
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            out.append(pytest.param(client, arm, marks=marks, id=f"{client}-{arm}"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def arm_of(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """Runs (once per module) and returns one client's arm."""
+
+    def get(client: str, arm: str) -> ArmResult:
+        binary = agentcli.binary(client)
+        if binary is None:
+            pytest.skip(f"{client} is not installed ({agentcli.BIN_ENV[client]} unset): run scripts/clis.sh")
+        if (client, arm) not in _RUNS:
+            _RUNS[(client, arm)] = run_arm(client, binary, arm, tmp_path_factory.mktemp(f"{client}-{arm}"))
+        return _RUNS[(client, arm)]
+
+    return get
+
+
+def _why(result: ArmResult) -> str:
+    return f"exit {result.cli.returncode}; stderr: {result.cli.stderr[-1500:]}; stdout: {result.cli.stdout[-1500:]}"
+
+
+@pytest.mark.parametrize(("client", "arm"), _params("completes", ("direct", *PROXIED)))
+def test_task_completes(arm_of, client: str, arm: str) -> None:  # type: ignore[no-untyped-def]
+    result = arm_of(client, arm)
+    assert result.cli.returncode == 0, _why(result)
+    assert result.agent.failures == []
+    assert result.agent.played[-1] == len(result.agent.script.steps), result.agent.played
+    assert result.state == {
+        "fixed": True,
+        "notes": True,
+        "subject": COMMIT_SUBJECT,
+        "commits": 2,
+        "clean": True,
+    }
+
+
+@pytest.mark.parametrize(("client", "arm"), _params("no_upstream_errors", ("direct", *PROXIED)))
+def test_no_request_is_refused_upstream(arm_of, client: str, arm: str) -> None:  # type: ignore[no-untyped-def]
+    result = arm_of(client, arm)
+    assert result.upstream.refusals == []
+    assert [r.path for r in result.upstream.received if r.path in MODEL_PATHS and r.status != 200] == []
+    assert [row.note for row in result.rows if row.outcome == "upstream_error"] == []
+
+
+@pytest.mark.parametrize(("client", "arm"), _params("no_fallbacks", PROXIED))
+def test_no_request_falls_back(arm_of, client: str, arm: str) -> None:  # type: ignore[no-untyped-def]
+    result = arm_of(client, arm)
+    assert len(result.rows) >= len(result.task_requests())
+    notes = sorted({row.note for row in result.rows if row.outcome == "fallback"})
+    assert notes == []
+    assert [w for w in result.warnings if "fell back" in w] == []
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_the_client_itself_extends_each_request(arm_of, client: str) -> None:  # type: ignore[no-untyped-def]
+    """The baseline: without the proxy, each request extends the previous one (so any break is the proxy's)."""
+    result = arm_of(client, "direct")
+    bodies = [json.loads(r.body) for r in result.task_requests()]
+    assert prefix_breaks(result.fmt, bodies) == []
+
+
+@pytest.mark.parametrize(("client", "arm"), _params("window_causes", PROXIED))
+def test_every_prefix_break_is_a_window_event_with_a_real_cause(arm_of, client: str, arm: str) -> None:  # type: ignore[no-untyped-def]
+    result = arm_of(client, arm)
+    assert unexplained_breaks(result) == []
+    assert [e.kind for e in result.window_events() if not cause(e)] == []
+    # the clients never edit, trim or rewind their history on this task (the direct arm shows it),
+    # so a window restarted from "the client's copy" had no real cause
+    restarts = [cause(e) for e in result.window_events() if cause_kind(e).startswith("client")]
+    assert restarts == [], f"{len(restarts)} restarts, first: {restarts[:1]}"
+
+
+@pytest.mark.parametrize(("client", "arm"), _params("thinking", ("direct", *PROXIED)))
+def test_thinking_and_reasoning_come_back_byte_for_byte(arm_of, client: str, arm: str) -> None:  # type: ignore[no-untyped-def]
+    result = arm_of(client, arm)
+    assert result.agent.issued, "the client did not turn thinking on"
+    assert thinking_problems(result) == []
+
+
+@pytest.mark.parametrize(("client", "arm"), _params("ledger", PROXIED))
+def test_the_ledger_agrees_with_the_stand_ins_bill(arm_of, client: str, arm: str) -> None:  # type: ignore[no-untyped-def]
+    result = arm_of(client, arm)
+    direct = arm_of(client, "direct")
+    total = result.stats["total"]
+    assert math.isclose(total["cost_usd"], result.bill_usd(), rel_tol=0.02), (total, result.bill_usd())
+    # the counterfactual the ledger prices is what the direct arm was really billed
+    assert math.isclose(total["client_cost_usd"], direct.bill_usd(), rel_tol=0.05), (total, direct.bill_usd())
+
+
+def test_recordings_are_of_the_pinned_versions() -> None:
+    """The fixtures the fast replay tests use are named for the versions ``scripts/clis.sh`` pins."""
+    script = (Path(__file__).parents[1] / "scripts" / "clis.sh").read_text()
+    recorded = {p.name for p in (Path(__file__).parent / "data" / "recorded").glob("*.jsonl.xz")}
+    for package, name in (("@anthropic-ai/claude-code", "claude-code"), ("@openai/codex", "codex")):
+        line = next(x for x in script.splitlines() if x.strip().startswith(f'"{package} '))
+        assert f"{name}-{line.split()[1]}.jsonl.xz" in recorded

@@ -1,0 +1,195 @@
+"""The strict scripted upstream refuses, with a 400 in the provider's shape, what the real API refuses."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from contextwarden.proxy._validate import encrypted, signature
+from contextwarden.proxy.agentscript import TASK_MARKER, ScriptedAgent
+from contextwarden.proxy.agenttask import claude_code_script, codex_script
+from contextwarden.proxy.scripted import ScriptedUpstream
+from contextwarden.proxy.serve import BackgroundServer
+
+
+@pytest.fixture
+def strict() -> Iterator[tuple[ScriptedUpstream, httpx.Client]]:
+    upstream = ScriptedUpstream(strict=True)
+    with BackgroundServer(upstream.app) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+        yield upstream, client
+
+
+def _anthropic(messages: list[Any], **extra: Any) -> dict[str, Any]:
+    return {"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": messages, **extra}
+
+
+def _think(text: str) -> dict[str, Any]:
+    return {"type": "thinking", "thinking": text, "signature": signature(text)}
+
+
+CALL = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}
+RESULT = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py"}
+ON = {"thinking": {"type": "enabled", "budget_tokens": 1024}}
+
+ANTHROPIC_REFUSED = {
+    "orphan tool_result": (_anthropic([{"role": "user", "content": [RESULT]}]), "unexpected `tool_use_id`"),
+    "tool_use without result": (
+        _anthropic(
+            [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": [CALL]},
+                {"role": "user", "content": "next"},
+            ]
+        ),
+        "without `tool_result`",
+    ),
+    "two user turns": (
+        _anthropic(
+            [
+                {"role": "user", "content": "a"},
+                {"role": "assistant", "content": "b"},
+                {"role": "assistant", "content": "c"},
+            ]
+        ),
+        "alternate",
+    ),
+    "assistant first": (
+        _anthropic([{"role": "assistant", "content": "a"}, {"role": "user", "content": "b"}]),
+        "alternate",
+    ),
+    "empty text": (_anthropic([{"role": "user", "content": [{"type": "text", "text": ""}]}]), "non-empty"),
+    "five breakpoints": (
+        _anthropic(
+            [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": f"t{i}", "cache_control": {"type": "ephemeral"}} for i in range(5)
+                    ],
+                }
+            ]
+        ),
+        "A maximum of 4 blocks with cache_control",
+    ),
+    "thinking after text": (
+        _anthropic(
+            [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": [{"type": "text", "text": "x"}, _think("t"), CALL]},
+                {"role": "user", "content": [RESULT]},
+            ],
+            **ON,
+        ),
+        "cannot follow text",
+    ),
+    "tool call without thinking": (
+        _anthropic(
+            [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": [CALL]},
+                {"role": "user", "content": [RESULT]},
+            ],
+            **ON,
+        ),
+        "Expected `thinking`",
+    ),
+    "edited thinking": (
+        _anthropic(
+            [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": [{**_think("plan"), "thinking": "plan, edited"}, CALL]},
+                {"role": "user", "content": [RESULT]},
+            ],
+            **ON,
+        ),
+        "Invalid `signature`",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(ANTHROPIC_REFUSED))
+def test_anthropic_refusals(strict: tuple[ScriptedUpstream, httpx.Client], case: str) -> None:
+    upstream, client = strict
+    body, words = ANTHROPIC_REFUSED[case]
+    answer = client.post("/v1/messages", json=body)
+    assert answer.status_code == 400
+    error = answer.json()
+    assert error["type"] == "error" and error["error"]["type"] == "invalid_request_error"
+    assert words in error["error"]["message"]
+    assert len(upstream.refusals) == 1
+
+
+def test_anthropic_accepts_a_valid_conversation_with_system_messages_and_thinking(
+    strict: tuple[ScriptedUpstream, httpx.Client],
+) -> None:
+    upstream, client = strict
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "system", "content": "a reminder"},
+        {"role": "assistant", "content": [_think("plan"), CALL]},
+        {"role": "user", "content": [RESULT]},
+    ]
+    assert client.post("/v1/messages", json=_anthropic(messages, **ON)).status_code == 200
+    assert upstream.refusals == []
+
+
+def _responses(items: list[Any]) -> dict[str, Any]:
+    return {"model": "gpt-5", "input": items}
+
+
+FC = {"type": "function_call", "call_id": "call_1", "name": "exec_command", "arguments": "{}"}
+FCO = {"type": "function_call_output", "call_id": "call_1", "output": "ok"}
+USER = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
+
+RESPONSES_REFUSED = {
+    "orphan output": ([USER, FCO], "No tool call found"),
+    "call without output": ([USER, FC], "No tool output found"),
+    "custom output for a function call": ([USER, FC, {**FCO, "type": "custom_tool_call_output"}], "No tool call found"),
+    "foreign encrypted reasoning": (
+        [USER, {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAAforged"}],
+        "could not be verified",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(RESPONSES_REFUSED))
+def test_responses_refusals(strict: tuple[ScriptedUpstream, httpx.Client], case: str) -> None:
+    _, client = strict
+    items, words = RESPONSES_REFUSED[case]
+    answer = client.post("/v1/responses", json=_responses(items))
+    assert answer.status_code == 400
+    assert answer.json()["error"]["type"] == "invalid_request_error"
+    assert words in answer.json()["error"]["message"]
+
+
+def test_responses_accepts_issued_reasoning(strict: tuple[ScriptedUpstream, httpx.Client]) -> None:
+    _, client = strict
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": encrypted("plan")}
+    assert client.post("/v1/responses", json=_responses([USER, reasoning, FC, FCO])).status_code == 200
+
+
+def test_lenient_upstream_keeps_answering_what_it_always_did() -> None:
+    upstream = ScriptedUpstream()
+    with BackgroundServer(upstream.app) as server:
+        answer = httpx.post(server.url + "/v1/messages", json=_anthropic([{"role": "user", "content": [RESULT]}]))
+    assert answer.status_code == 200
+
+
+def test_the_agent_plays_the_step_after_the_newest_call_and_checks_its_result(tmp_path: Any) -> None:
+    script = codex_script(tmp_path)
+    agent = ScriptedAgent(script)
+    prompt = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": TASK_MARKER}]}
+    first = agent("openai_responses", {"input": [prompt]})
+    call_id, name, _ = first.tool_calls[0]
+    assert (call_id, name) == ("call_cwconf000", "exec_command")
+    output = {"type": "function_call_output", "call_id": call_id, "output": "nothing useful"}
+    call = {"type": "function_call", "call_id": call_id, "name": name, "arguments": "{}"}
+    second = agent("openai_responses", {"input": [prompt, call, output]})
+    assert second.tool_calls[0][0] == "call_cwconf001"
+    assert agent.failures and "step 0" in agent.failures[0]  # the result lacked what the step expects
+    assert agent("openai_responses", {"input": [USER]}).tool_calls == ()  # not the task: a side call
+    assert agent.side_calls == 1
+    assert claude_code_script(tmp_path).steps[1].tool == "Read"
