@@ -256,8 +256,9 @@ def hidden_references(sent: Sequence[Mapping[str, Any]], forwarded: Sequence[Map
     """Earlier results the client points back to that the forwarded request no longer shows as sent.
 
     ``sent[k]`` is what the client sent and ``forwarded[k]`` what reached the upstream. When a result
-    says the file is unchanged since the last Read, the last earlier Read of that file must be
-    forwarded exactly as the client sent it: it is the only copy the model is told to use.
+    says the file is unchanged since the last Read, the model must see that earlier Read: forwarded
+    exactly as the client sent it, or its content shown in the pointer's own result (the proxy's
+    choice when the earlier one is masked: the newest result changes no cached prefix).
     """
     out: list[str] = []
     for k, (mine, theirs) in enumerate(zip(sent, forwarded, strict=False)):
@@ -274,6 +275,20 @@ def hidden_references(sent: Sequence[Mapping[str, Any]], forwarded: Sequence[Map
                 and calls[c].get("input", {}).get("file_path") == path
                 and UNCHANGED_READ not in t
             ]
-            if earlier and forwarded_results.get(earlier[-1][0]) != earlier[-1][1]:
+            if not earlier or forwarded_results.get(earlier[-1][0]) == earlier[-1][1]:
+                continue
+            head = _text_of(earlier[-1][1])[:200]
+            if not head or head not in _text_of(forwarded_results.get(call_id, "")):
                 out.append(f"request {k}: the Read of {path} that {call_id} points back to was not forwarded as sent")
     return out
+
+
+def _text_of(dumped: str) -> str:
+    """The text of a tool result's JSON-dumped ``content`` (a string, or text blocks joined)."""
+    try:
+        value = json.loads(dumped)
+    except ValueError:
+        return dumped
+    if isinstance(value, list):
+        return "\n".join(str(b.get("text", "")) for b in value if isinstance(b, Mapping))
+    return value if isinstance(value, str) else ""

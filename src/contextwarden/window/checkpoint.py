@@ -64,7 +64,7 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
         "_shrinkable", "_thinking_floor", "_thinking_ids", "_tool_floor", "_tool_ids", "candidates", "counter",
         "items", "retrievable",
     }),
-    ResourceLedger: frozenset({"_fingerprints", "_readers", "_runs", "_writers"}),
+    ResourceLedger: frozenset({"_fingerprints", "_pointers", "_readers", "_runs", "_writers"}),
     StateBuilder: frozenset({
         "_calls", "_named_paths", "_named_text", "_open_file", "_pending", "_seen_user", "_state", "_task_files",
         "policies",
@@ -201,6 +201,7 @@ def _projection_data(p: Projection, policies: list[ToolPolicy]) -> dict[str, Any
             "writers": ledger._writers,
             "runs": ledger._runs,
             "fingerprints": ledger._fingerprints,
+            "pointers": ledger._pointers,
         },
         "queue": {
             "candidates": list(queue.candidates.values()),

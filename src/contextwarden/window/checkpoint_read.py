@@ -98,6 +98,7 @@ def _restore_ledger(ledger: ResourceLedger, raw: Mapping[str, Any]) -> None:
     ledger._writers = _id_lists(raw["writers"])
     ledger._runs = _id_lists(raw["runs"])
     ledger._fingerprints = {str(k): str(v) for k, v in raw["fingerprints"].items()}
+    ledger._pointers = {str(k): str(v) for k, v in raw.get("pointers", {}).items()}
 
 
 def _call(raw: Any, items: Sequence[ContextItem]) -> ToolCall:

@@ -48,6 +48,20 @@ class ResourceLedger:
         self._writers: dict[str, list[str]] = {}
         self._runs: dict[str, list[str]] = {}
         self._fingerprints: dict[str, str] = {}
+        self._pointers: dict[str, str] = {}
+        """A result that points back to an earlier read (:mod:`.pointers`) -> the file it points to."""
+
+    def point(self, result_id: str, key: str) -> None:
+        """Record that result ``result_id`` points the model back to the earlier read of file ``key``."""
+        self._pointers[result_id] = key
+
+    def pointed_files(self, items: ItemList) -> list[str]:
+        """Files a result still shown points back to: their latest read is what the model is told to use."""
+        return [
+            key
+            for result_id, key in self._pointers.items()
+            if (item := items.get(result_id)) is not None and item.state not in REDUCED
+        ]
 
     def latest_read(self, key: str) -> str | None:
         """The id of the latest read of file ``key`` that no later write made stale, if any."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ..context import Decision
 from ..log.events import ToolResult
@@ -41,6 +41,41 @@ EarlierOutput = Callable[[int], "str | None"]
 def points_back(output: str) -> bool:
     """Whether a tool output is a pointer to an earlier result rather than content."""
     return len(output) <= MAX_POINTER_CHARS and any(p.search(output) for p in POINTER_PATTERNS)
+
+
+@dataclass(frozen=True)
+class PointerRead:
+    """How a result that points back is projected."""
+
+    resources: tuple[Resource, ...]
+    """What it counts as having touched (no read of the file unless the earlier output is shown)."""
+    cut: Truncation | None = None
+    """The earlier output shown in its place, when the window no longer shows it."""
+    decision: Decision | None = None
+    """The ``recall`` decision saying so."""
+    pointed: tuple[str, ...] = ()
+    """Files whose current read it points the model to (protected while it stands)."""
+
+
+def read_pointer(
+    event: ToolResult,
+    resources: tuple[Resource, ...],
+    items: Sequence[ContextItem],
+    policy: ToolPolicy,
+    earlier_output: EarlierOutput | None,
+    counter: TokenCounter,
+    *,
+    max_tokens: int,
+    retrievable: bool,
+) -> PointerRead:
+    """Project a result that points back: the earlier output shown when the window lost it, else a pointer kept."""
+    if earlier_output is not None:
+        found = recalled(event, resources, items, policy, earlier_output=earlier_output, counter=counter,
+                         max_tokens=max_tokens, retrievable=retrievable)  # fmt: skip
+        if found is not None:
+            return PointerRead(resources=resources, cut=found[0], decision=found[1])
+    reads = tuple(r for r in resources if r.kind == "file" and r.access == "read")
+    return PointerRead(resources=tuple(r for r in resources if r not in reads), pointed=tuple(r.key for r in reads))
 
 
 def recalled(

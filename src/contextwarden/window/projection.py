@@ -38,10 +38,11 @@ from .editqueue import EditQueue, ToolRecord
 from .ingest import MAX_ARGUMENT_CHARS, ProjectionConfig, bound_arguments, bounded_text, message_item
 from .items import REDUCED, ContextItem, ItemList, Tier
 from .lifecycle import ResourceLedger
-from .pointers import points_back, recalled
+from .pointers import points_back, read_pointer
 from .policies.placeholders import extract_sources
-from .policies.presets import apply_policy, policy_for
-from .policies.resources import as_shown, resources_of
+from .policies.presets import ToolPolicy, apply_policy, policy_for
+from .policies.resources import Resource, as_shown, resources_of
+from .policies.truncate import Truncation
 from .state import MAX_WORKING_SET, StateBuilder, TaskState
 
 __all__ = ["MAX_ARGUMENT_CHARS", "Projection", "ProjectionConfig", "message_tokens"]
@@ -199,7 +200,8 @@ class Projection:
         again = [k for k in state.working_set if state.references.get(k, 0) > 1] if revisited else []
         changed = [k for k in state.working_set if k in state.files_modified][: max(modified, 0)]
         head = state.working_set[: max(working_set_files, 0)]
-        files = dict.fromkeys((*self.state_builder.task_files, *head, *again, *changed))
+        pointed = self._ledger.pointed_files(self.list)
+        files = dict.fromkeys((*self.state_builder.task_files, *head, *again, *changed, *pointed))
         latest = (self._ledger.latest_read(key) for key in files)
         return state.evidence_ids | frozenset(i for i in latest if i is not None)
 
@@ -327,6 +329,19 @@ class Projection:
         )
         self._push(self._message_item(event, message, text_tokens=None if truncated else original))
 
+    def _pointer(
+        self, event: ToolResult, cut: Truncation, resources: tuple[Resource, ...], policy: ToolPolicy
+    ) -> tuple[Truncation, tuple[Resource, ...]]:
+        """A result pointing back to an earlier read (:mod:`.pointers`): its text and the resources it counts as."""
+        config = self.config
+        found = read_pointer(event, resources, self.list.items, policy, config.earlier_output, config.counter,
+                             max_tokens=config.max_item_tokens, retrievable=config.retrieval)  # fmt: skip
+        if found.decision is not None:
+            self.decisions.append(found.decision)
+        for key in found.pointed:
+            self._ledger.point(event.id, key)
+        return found.cut or cut, found.resources
+
     def _add_tool_result(self, event: ToolResult) -> None:
         call = self._calls.get(event.call_id)
         policy = policy_for(event.tool_name, call, self.config.tool_policies)
@@ -349,20 +364,8 @@ class Projection:
                 )
             )
         resources = as_shown(resources_of(call, policy.category), event.output) if call is not None else ()
-        if self.config.earlier_output is not None and points_back(event.output):
-            found = recalled(
-                event,
-                resources,
-                self.list.items,
-                policy,
-                earlier_output=self.config.earlier_output,
-                counter=self.config.counter,
-                max_tokens=self.config.max_item_tokens,
-                retrievable=self.config.retrieval,
-            )
-            if found is not None:
-                cut, decision = found
-                self.decisions.append(decision)
+        if points_back(event.output):
+            cut, resources = self._pointer(event, cut, resources, policy)
         text = cut.text
         proposals, notes = self._ledger.observe(event, call, resources, policy, self.list, self.queue.shrinkable)
         if notes:

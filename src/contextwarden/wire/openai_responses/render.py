@@ -8,17 +8,21 @@ The request is stateless (no ``previous_response_id``): the whole conversation i
   signatures and bare reasoning text are not sent (the API cannot verify them).
 - Tool results with images use the list form of ``function_call_output.output``
   (``input_text`` and ``input_image`` parts).
+- A call of a freeform tool (a ``custom`` tool in ``ctx.tools``, such as Codex's ``apply_patch``, or an
+  undeclared tool whose one argument is ``input`` text) is a ``custom_tool_call``, and its result a
+  ``custom_tool_call_output``.
 - Function tools are sent with ``"strict": false`` because Responses makes them strict by default,
   which would reject ordinary JSON schemas.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from ...context import Message, ModelContext, ToolDefinition
-from ...log.events import BinaryPart
+from ...log.events import BinaryPart, ToolCall
 from ...pairing import normalize_pairing
 from .._common import (
     arguments_text,
@@ -51,9 +55,10 @@ def render_openai_responses(
     ``extra`` adds settings (``reasoning``, ``include``, ``store``, ``stream``...).
     """
     messages, _ = normalize_pairing(ctx.messages)
+    freeform = _Freeform(ctx.tools)
     items: list[dict[str, Any]] = []
     for message in messages:
-        items.extend(_items(message))
+        items.extend(_items(message, freeform))
     body: dict[str, Any] = {"model": model or ctx.model}
     if ctx.system:
         body["instructions"] = clean_text(ctx.system)
@@ -67,12 +72,40 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
     return {"type": "function", **function_spec(tool), "strict": False}
 
 
-def _items(message: Message) -> list[dict[str, Any]]:
+class _Freeform:
+    """Which calls are freeform (``custom_tool_call``), and so which results are ``custom_tool_call_output``.
+
+    A call is freeform when its tool is declared ``custom``, or undeclared with ``input`` text as its only argument.
+    """
+
+    def __init__(self, tools: tuple[ToolDefinition, ...]) -> None:
+        self.custom: set[str] = set()
+        self.declared: set[str] = set()
+        for tool in tools:
+            self.declared.add(tool.name)
+            raw = json.loads(tool.raw_json) if tool.format == _FORMAT and tool.raw_json else None
+            if isinstance(raw, dict) and raw.get("type") == "custom":
+                self.custom.add(tool.name)
+        self.calls: set[str] = set()
+        """Ids of the calls rendered freeform so far."""
+
+    def item(self, call: ToolCall) -> dict[str, Any]:
+        text = call.arguments.get("input")
+        freeform = call.name in self.custom or call.name not in self.declared
+        if freeform and isinstance(text, str) and set(call.arguments) == {"input"}:
+            self.calls.add(call.id)
+            return {"type": "custom_tool_call", "call_id": call.id, "name": call.name, "input": text}
+        return {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": arguments_text(call)}
+
+
+def _items(message: Message, freeform: _Freeform) -> list[dict[str, Any]]:
     images, notes = split_parts(message.parts)
     text = join_text(message.text, notes)
     if message.role == "assistant":
-        return _assistant_items(message, text)
+        return _assistant_items(message, text, freeform)
     if message.role == "tool":
+        if message.tool_call_id in freeform.calls and not images:
+            return [{"type": "custom_tool_call_output", "call_id": message.tool_call_id, "output": text}]
         output: str | list[dict[str, Any]] = text
         if images:
             output = _content(text, images)
@@ -85,7 +118,7 @@ def _items(message: Message) -> list[dict[str, Any]]:
     return [{"type": "message", "role": message.role, "content": content}]
 
 
-def _assistant_items(message: Message, text: str) -> list[dict[str, Any]]:
+def _assistant_items(message: Message, text: str, freeform: _Freeform) -> list[dict[str, Any]]:
     if not text and not message.tool_calls and not has_opaque(message.opaque, _FORMAT):
         return []  # a reasoning item without the output it led to is rejected
     items: list[dict[str, Any]] = []
@@ -98,10 +131,7 @@ def _assistant_items(message: Message, text: str) -> list[dict[str, Any]]:
         items.append({"type": "reasoning", "id": item_id, "summary": summary, "encrypted_content": encrypted})
     if text:
         items.append({"type": "message", "role": "assistant", "content": text})
-    items.extend(
-        {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": arguments_text(call)}
-        for call in message.tool_calls
-    )
+    items.extend(freeform.item(call) for call in message.tool_calls)
     return with_opaque(items, message.opaque, _FORMAT)
 
 

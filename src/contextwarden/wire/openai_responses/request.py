@@ -33,7 +33,7 @@ from .._types import RawSpan
 __all__ = ["assistant_turn", "is_user_side", "parse_input", "parse_instructions", "tool_entries"]
 
 _FORMAT = "openai_responses"
-_USER_SIDE = frozenset({"function_call_output"})
+_USER_SIDE = frozenset({"function_call_output", "custom_tool_call_output"})
 
 
 def parse_instructions(instructions: object, spans: list[RawSpan] | None = None) -> tuple[Instruction, ...]:
@@ -132,6 +132,13 @@ def assistant_turn(items: Sequence[Mapping[str, Any]]) -> Message:
                     id=str(item.get("call_id", "")),
                     name=str(item.get("name", "")),
                     arguments=parse_arguments(str(item.get("arguments") or "")),
+                )
+            )
+        elif kind == "custom_tool_call" and isinstance(item.get("input"), str):
+            # a freeform tool (Codex's apply_patch): its text is the one argument
+            calls.append(
+                ToolCall(
+                    id=str(item.get("call_id", "")), name=str(item.get("name", "")), arguments={"input": item["input"]}
                 )
             )
         else:
