@@ -46,14 +46,10 @@ RESERIALIZATION = (
 )
 
 KNOWN: dict[tuple[str, str, str], str] = {
-    ("no_fallbacks", "claude-code", "observe"): SYSTEM_MESSAGES,
-    ("no_fallbacks", "claude-code", "manage"): SYSTEM_MESSAGES,
     ("ledger", "claude-code", "observe"): UNKNOWN_MODEL.format(model="claude-opus-5-5"),
     ("ledger", "claude-code", "manage"): UNKNOWN_MODEL.format(model="claude-opus-5-5"),
     ("ledger", "codex", "observe"): UNKNOWN_MODEL.format(model="gpt-5.5"),
     ("ledger", "codex", "manage"): UNKNOWN_MODEL.format(model="gpt-5.5"),
-    ("window_causes", "codex", "observe"): RESERIALIZATION,
-    ("window_causes", "codex", "manage"): RESERIALIZATION,
 }
 """Checks that fail today because of a known proxy bug: ``(check, client, arm) -> the bug``."""
 
