@@ -20,7 +20,6 @@ from ..errors import ConflictError, SessionExists, SessionNotFound
 from ..log.events import AssistantMessage, Event, UsageReport
 from ..log.store import SessionStore
 from ..mirror import MIRROR_SUMMARIZER, content_digest, mirror_history
-from ..models import get_profile
 from ..plan.treebudget import TreeBudgetPolicy
 from ..tokens import TokenCounter
 from ..wire import AddressedBody
@@ -30,6 +29,7 @@ from .budget import REFUSED, ProxyBudget, Spent
 from .count import counted_body
 from .identity import Identity, SessionIndex, continued, namespace
 from .ledger import Ledger
+from .modelnote import ModelNotes
 from .policy import proxy_policy
 from .projected import edited_body, rendered_body
 from .settings import ProxySettings
@@ -64,6 +64,8 @@ class Prepared:
     """Whether :meth:`Pipeline.answered` counted its turn as pending (``record`` files it)."""
     refused: Spent | None = None
     """Set when the task's budget is spent: the proxy answers with an error and forwards nothing."""
+    stand_in: str = ""
+    """The listed profile the model was planned with when the table does not name it."""
 
 
 class Pipeline:
@@ -84,6 +86,7 @@ class Pipeline:
         self.index = SessionIndex(db, salt=settings.salt)
         self.reader = SuffixCache()
         self.turns = PendingTurns()
+        self.models = ModelNotes()
         self._known: set[str] = set()
         """Sessions this worker has seen in the store (no lookup before each request)."""
         self.ledger = Ledger(db)
@@ -139,7 +142,8 @@ class Pipeline:
             policies=self.manager.policy.tool_policies,
         )
         prepared.logged_seq = mirrored.last_seq
-        profile = get_profile(prepared.model)
+        profile = self.models.profile(prepared.model, prepared.fmt)
+        prepared.stand_in = profile.family_match or ""
         ctx = self.manager.build(identity.session_id, model=profile, tools=parsed.tools)
         edited = self._forwarded(identity.session_id, read, raw, body, ctx, addressed=loaded.addressed)
         prepared.client_body = body
@@ -190,7 +194,7 @@ class Pipeline:
         if identity is None or compactor is None or self.settings.mode != "manage":
             return None
         projection = self.manager.projection(identity.session_id)
-        profile = get_profile(prepared.model)
+        profile = self.models.profile(prepared.model, prepared.fmt)
         compaction = compactor.compact_window(
             identity.session_id, projection, profile=profile, reason="the upstream reported a context overflow"
         )
