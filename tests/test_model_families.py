@@ -108,6 +108,8 @@ def test_the_proxy_plans_a_stand_in_with_cache_rules_and_says_so_once(
         assert f'contextwarden_proxy_model_stand_ins_total{{model="{model}",profile="{stand_in}"}} 3.0' in metrics
         rows = r.rows()
         assert all(row.cost_usd > 0 and row.client_cost_usd > 0 for row in rows)  # priced, not $0
+        stats = r.proxy.pipeline.ledger.stats()
+        assert len(stats["model_notes"]) == 1 and repr(stand_in) in stats["model_notes"][0]
 
 
 def test_a_listed_model_gets_no_note(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -115,4 +117,5 @@ def test_a_listed_model_gets_no_note(tmp_path: Path, caplog: pytest.LogCaptureFi
     with rig(str(tmp_path / "s.db")) as r:
         _turns(r, "claude-sonnet-4-5", 2)
         assert not any("not in the model table" in rec.getMessage() for rec in caplog.records)
+        assert r.proxy.pipeline.ledger.stats()["model_notes"] == []
         assert "contextwarden_proxy_model_stand_ins_total{" not in httpx.get(r.url + "/metrics").text
