@@ -274,7 +274,7 @@ def read_reference(
         cache_ttl=_cache_ttl(usage.values()),
         own_window_event_at=window_at,
         reasoning=reasoning,
-        resets=cache_resets(usage, profiles, before=window_at),
+        resets={} if override else cache_resets(usage, profiles, before=window_at),  # another model, another cache
     )
 
 
