@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from _proxy import rig
+from contextwarden.cli import main
 from contextwarden.models import get_profile, resolve_profile
 from contextwarden.proxy.bodyedit import count_breakpoints
 from contextwarden.proxy.scripted import Reply
@@ -95,7 +96,7 @@ def _turns(r: object, model: str, turns: int) -> None:
     ("model", "stand_in"), [("claude-opus-4-8", "claude-opus-4-6"), ("acme-coder", "claude-sonnet-4-5")]
 )
 def test_the_proxy_plans_a_stand_in_with_cache_rules_and_says_so_once(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, model: str, stand_in: str
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str], model: str, stand_in: str
 ) -> None:
     caplog.set_level(logging.WARNING, logger="contextwarden.proxy")
     with rig(str(tmp_path / "s.db")) as r:
@@ -110,6 +111,10 @@ def test_the_proxy_plans_a_stand_in_with_cache_rules_and_says_so_once(
         assert all(row.cost_usd > 0 and row.client_cost_usd > 0 for row in rows)  # priced, not $0
         stats = r.proxy.pipeline.ledger.stats()
         assert len(stats["model_notes"]) == 1 and repr(stand_in) in stats["model_notes"][0]
+    capsys.readouterr()
+    main(["proxy", "stats", "--store", str(tmp_path / "s.db")])
+    printed = " ".join(capsys.readouterr().out.split())
+    assert f"warning: model {model!r} is not in the model table: planned and priced as {stand_in!r}" in printed
 
 
 def test_a_listed_model_gets_no_note(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
