@@ -124,3 +124,13 @@ def test_a_listed_model_gets_no_note(tmp_path: Path, caplog: pytest.LogCaptureFi
         assert not any("not in the model table" in rec.getMessage() for rec in caplog.records)
         assert r.proxy.pipeline.ledger.stats()["model_notes"] == []
         assert "contextwarden_proxy_model_stand_ins_total{" not in httpx.get(r.url + "/metrics").text
+
+
+def test_a_frameworks_declared_window_beats_a_family_guess(tmp_path: Path) -> None:
+    from contextwarden.integrations._core import Warden
+    from contextwarden.log.store import MemoryStore
+
+    warden = Warden(MemoryStore())
+    assert warden.profile("gpt-5.4", context_window=64_000).context_window == 64_000
+    assert warden.profile("gpt-5.4").context_window == get_profile("gpt-5.2").context_window
+    assert warden.profile("gpt-5", context_window=64_000).context_window == 400_000  # a listed model's own
