@@ -134,3 +134,12 @@ def test_a_frameworks_declared_window_beats_a_family_guess(tmp_path: Path) -> No
     assert warden.profile("gpt-5.4", context_window=64_000).context_window == 64_000
     assert warden.profile("gpt-5.4").context_window == get_profile("gpt-5.2").context_window
     assert warden.profile("gpt-5", context_window=64_000).context_window == 400_000  # a listed model's own
+
+
+def test_a_command_line_model_of_a_known_family_is_accepted_with_a_note(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    transcript = Path(__file__).resolve().parent / "data" / "transcripts" / "claude-code" / "session.jsonl"
+    main(["replay", "-q", "--no-optimum", "--strategy", "raw", "--model", "claude-opus-4-8", str(transcript)])
+    printed = capsys.readouterr()
+    assert "note: model 'claude-opus-4-8' is not in the model table: using 'claude-opus-4-6'" in printed.err
