@@ -105,6 +105,8 @@ def test_the_proxy_plans_a_stand_in_with_cache_rules_and_says_so_once(
         assert len(notes) == 1 and repr(model) in notes[0] and repr(stand_in) in notes[0]
         # planned under Anthropic's cache rules: the proxy places breakpoints
         assert all(count_breakpoints(body) >= 1 for body in r.forwarded("/v1/messages"))
+        # and the stand-in upstream, simulating Anthropic, caches them
+        assert any(rec.usage is not None and rec.usage.cache_read_tokens > 0 for rec in r.upstream.received)
         metrics = httpx.get(r.url + "/metrics").text
         assert f'contextwarden_proxy_model_stand_ins_total{{model="{model}",profile="{stand_in}"}} 3.0' in metrics
         rows = r.rows()

@@ -27,12 +27,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..models import get_profile
 from ..replay.costmodel import CacheSimulator, RequestCost
 from ..tokens import TokenCounter, best_counter
 from ..wire.blocks import BlockMeter
 from . import _sse
 from ._reply import Reply
+from .modelnote import endpoint_profile
 
 
 @dataclass
@@ -139,7 +139,7 @@ class ScriptedUpstream:
             account = self._accounts.setdefault(key, _Account())
             simulator = account.simulators.get(f"{fmt}/{model}")
             if simulator is None:
-                simulator = account.simulators[f"{fmt}/{model}"] = CacheSimulator(get_profile(model))
+                simulator = account.simulators[f"{fmt}/{model}"] = CacheSimulator(endpoint_profile(model, fmt))
             cost = simulator.observe(blocks, at=self._clock, output_tokens=reply.output_tokens, breakpoints=points)
         received.usage = cost
         if body.get("stream"):
