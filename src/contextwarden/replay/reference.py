@@ -285,19 +285,19 @@ RESET_SHARE = 0.9
 def cache_resets(
     usage: Mapping[int, UsageReport], profiles: Sequence[ModelProfile], *, before: int = NO_WINDOW_EVENT
 ) -> dict[int, int]:
-    """Requests whose billed read fell below what the request before them had just cached, and that read.
+    """Requests whose billed read fell below what the model's previous request had cached, and that read.
 
-    A provider-side miss (a cache evicted early, a request routed elsewhere) shows in the usage and
-    no transcript predicts it; the replay takes it from there, as it takes the warm start. Only
-    where the cost model expects every eligible prefix to hit: Gemini's implicit cache gets a
-    measured hit share instead (:data:`~contextwarden.replay.costmodel.IMPLICIT_HIT_SHARE`). Requests
-    from ``before`` on (the agent's own compaction) are left out: their prefix changed for real.
+    A provider-side miss no transcript predicts, taken from the usage as the warm start is. Not for
+    Gemini (a measured hit share models it) nor from ``before`` on (the agent's own compaction).
     """
     resets: dict[int, int] = {}
-    for i, u in usage.items():
-        previous = usage.get(i - 1)
+    last: dict[str, UsageReport] = {}  # the previous call of the same model (a side call uses another cache)
+    for i, u in sorted(usage.items()):
         profile = profiles[i] if i < len(profiles) else None
-        if i >= before or previous is None or profile is None or IMPLICIT_HIT_SHARE.get(profile.cache_style, 1.0) < 1.0:
+        if profile is None:
+            continue
+        previous, last[profile.name] = last.get(profile.name), u
+        if i >= before or previous is None or IMPLICIT_HIT_SHARE.get(profile.cache_style, 1.0) < 1.0:
             continue
         cached = previous.cache_read_tokens + previous.cache_write_tokens
         if cached >= max(profile.min_cacheable_tokens, 1) and u.cache_read_tokens < RESET_SHARE * cached:
