@@ -94,3 +94,12 @@ def test_replay_prints_import_warnings_and_names_a_family_stand_in(
     printed = capsys.readouterr()
     assert "warning: " in printed.err and "skipped 2 leading line(s) that are not JSON" in printed.err
     assert "model 'claude-sonnet-4-9' is not in the model table" in " ".join(printed.out.split())
+
+
+def test_a_json_document_after_a_preamble_is_read_whole(tmp_path: Path) -> None:
+    doc = tmp_path / "run.traj.json"
+    doc.write_text(PREAMBLE + json.dumps(json.loads(GEMINI[0].read_text()), indent=2))
+    transcript = load_transcript(doc)
+    assert transcript.format == "mini-swe-agent"
+    assert len(transcript.events) == len(load_transcript(GEMINI[0]).events)
+    assert transcript.warnings[0].startswith("skipped 2 leading line(s) that are not JSON")
