@@ -40,6 +40,7 @@ def test_platform_spellings_of_a_listed_model_are_that_model(name: str, listed: 
     ("name", "family"),
     [
         ("claude-opus-4-8", "claude-opus-4-6"),
+        ("claude-opus-4-10", "claude-opus-4-6"),  # a two-digit minor is not Opus 4.1
         ("claude-opus-4-8-20260101", "claude-opus-4-6"),
         ("us.anthropic.claude-opus-4-8-v1:0", "claude-opus-4-6"),
         ("claude-opus-4-8@20260101", "claude-opus-4-6"),

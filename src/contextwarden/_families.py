@@ -31,7 +31,7 @@ _TAIL: Final = re.compile(
     r"(?:[-@](?:\d{4}-\d{2}-\d{2}|\d{8}|\d{2}-\d{4}|\d{2}-\d{2}|\d{3,4}|latest|preview|exp|v\d+)|:\d+)+$"
 )
 # One pattern per vendor: the family key is (vendor, tier/variant), the version a tuple of ints.
-_CLAUDE_NEW: Final = re.compile(r"^claude-(opus|sonnet|haiku)-(\d+)(?:[-.](\d))?(?![\d.])")
+_CLAUDE_NEW: Final = re.compile(r"^claude-(opus|sonnet|haiku)-(\d+)(?:[-.](\d{1,2}))?(?![\d.])")
 _CLAUDE_OLD: Final = re.compile(r"^claude-(\d+)(?:[-.](\d))?-(opus|sonnet|haiku)")
 _GPT: Final = re.compile(r"^gpt-(\d+)(?:\.(\d+))?((?:-[a-z]+)*)$")
 _O_SERIES: Final = re.compile(r"^o(\d+)((?:-[a-z]+)*)$")
