@@ -4,7 +4,10 @@ Corpora:
 - ``real``: the bundled real trajectories (``src/contextwarden/data/trajectories``: SWE-agent and OpenHands,
   MIT; the same files as ``/work/shared/data``), 2 to 21 requests each;
 - ``generated``: long coding-agent sessions from ``generate_sessions.py`` (50-70 requests, calibrated
-  against the Complexity Trap figures; see its docstring).
+  against the Complexity Trap figures; see its docstring);
+- ``swebench-gemini3`` (with ``--shared DIR``): the real long mini-swe-agent sessions with Gemini 3 Pro
+  on SWE-bench Verified (``DIR/trajs/*.traj.json``, 18-145 requests; ``--shared-limit N`` takes every
+  k-th file for N of them).
 
 Models: ``gpt-5`` (OpenAI-style automatic prefix caching, reads at 0.1x) and ``claude-sonnet-4-5``
 (Anthropic-style explicit breakpoints, writes 1.25x for 5 minutes, reads 0.1x).
@@ -22,6 +25,7 @@ carries the earlier planner settings (``keep=10,min-batch-share=0``) and a setti
 (``keep=3,min-batch=6000,min-batch-share=0``).
 
     .venv/bin/python benchmarks/bench_replay.py [--sessions 8] [--json out/bench_replay.json]
+        [--shared ../shared/data/mini-swe-agent-gemini3 [--shared-limit 20]] [--corpora swebench-gemini3]
 """
 
 from __future__ import annotations
@@ -53,6 +57,9 @@ STRATEGIES = (
     "contextwarden",
     "contextwarden:keep=10,min-batch-share=0",
     "contextwarden:keep=3,min-batch=6000,min-batch-share=0",
+    "contextwarden:task=coding",
+    "contextwarden:task=research",
+    "contextwarden:task=browser",
     "langchain-context-editing",
     "openai-agents-trimmer",
     "openhands-condenser",
@@ -62,25 +69,34 @@ TARGET_MIN_REQUESTS = 30
 
 def _table(results: ReplayResults, title: str) -> None:
     ran = [s for s in results.strategies if not s.skipped]
-    raw = next(s.figures() for s in ran if s.name == "raw")
+    raw_strategy = next(s for s in ran if s.name == "raw")
+    raw = raw_strategy.figures()
+    raw_costs = [_cost(f) for f in raw_strategy.per_file]
     print(f"\n{title}")
     print(
         f"{'strategy':<52}{'req':>5}{'mean in':>9}{'×raw':>6}{'cost $':>9}{'×raw':>6}{'×opt':>6}{'hit':>6}"
-        f"{'win':>5}{'ret':>7}{'nae':>7}{'reread':>7}{'ovf':>4}"
+        f"{'win':>5}{'ret':>7}{'nae':>7}{'reread':>7}{'ovf':>4}{'>1.01':>6}{'worst':>6}"
     )
     for s in ran:
         f = s.figures()
         opt = f["optimum_ratio"]
+        per_file = [_cost(pf) / rc for pf, rc in zip(s.per_file, raw_costs, strict=True) if rc]
         print(
             f"{s.name:<52}{f['requests']:>5}{f['input_tokens_mean']:>9,.0f}"
             f"{f['input_tokens_mean'] / raw['input_tokens_mean']:>6.2f}{f['cost_usd']:>9.3f}"
             f"{f['cost_usd'] / raw['cost_usd']:>6.2f}{(opt or 0):>6.2f}{f['cache_hit_ratio']:>6.0%}"
             f"{f['window_events']:>5}{f['retention']:>7.3f}"
             f"{f['probe_retention'].get('next_action_evidence', 1.0):>7.3f}{f['reread_rate']:>7.1%}{f['overflows']:>4}"
+            f"{sum(r > 1.01 for r in per_file):>6}{max(per_file, default=1.0):>6.2f}"
         )
     for s in results.strategies:
         if s.skipped:
             print(f"{s.name:<52}skipped: {s.skipped}")
+
+
+def _cost(file: Any) -> float:
+    """A transcript's cache-adjusted cost under one strategy (summarizer calls included)."""
+    return float(file.figures()["cost_usd"])
 
 
 def _checks(figures: dict[str, Any], raw: dict[str, Any], others: list[float]) -> dict[str, Any]:
@@ -160,6 +176,11 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=list(MODELS))
     parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES))
     parser.add_argument("--json", default=None, help="write every figure (per file, per request) here")
+    parser.add_argument("--shared", default=None, help="a mini-swe-agent-gemini3 directory (its trajs/*.traj.json)")
+    parser.add_argument("--shared-limit", type=int, default=0, help="take N of the shared sessions (0: all)")
+    parser.add_argument(
+        "--corpora", nargs="+", default=None, help="only these corpora (real, generated, swebench-gemini3)"
+    )
     args = parser.parse_args()
     counter = default_counter()
     print(
@@ -176,7 +197,14 @@ def main() -> None:
             generated.append(path)
             report.setdefault("calibration", []).append({"file": path.name, **calibration(doc, counter.count)})
         corpora = {"real": [str(p) for p in REAL], "generated": [str(p) for p in generated]}
+        if args.shared:
+            shared = sorted(Path(args.shared, "trajs").glob("*.traj.json"))
+            if args.shared_limit and args.shared_limit < len(shared):
+                shared = shared[:: len(shared) // args.shared_limit][: args.shared_limit]
+            corpora["swebench-gemini3"] = [str(p) for p in shared]
         for corpus, files in corpora.items():
+            if args.corpora and corpus not in args.corpora:
+                continue
             inputs = load_inputs(files)
             for model in args.models:
                 started = time.perf_counter()

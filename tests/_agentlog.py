@@ -21,9 +21,14 @@ GOAL = "Fix the sum function in src/calc.py: sum(2, 3) returns 23 but should ret
 CONSTRAINT = "Do not change the public interface of sum."
 
 
-def profile(window: int = 40_000, *, name: str = "test-model", max_output: int = 4_000) -> ModelProfile:
-    """A known model profile with a chosen window."""
-    return dataclasses.replace(get_profile("gpt-4o"), name=name, context_window=window, max_output_tokens=max_output)
+def profile(window: int = 40_000, *, name: str = "test-model", max_output: int | None = None) -> ModelProfile:
+    """A known model profile with a chosen window.
+
+    Its max output (unless given) is 4,000 up to a 32,768 window and 32,768 above, so the compaction
+    reserve, which follows the max output, stays the 32,768 these tests' small windows were sized for.
+    """
+    output = max_output if max_output is not None else (4_000 if window <= 32_768 else 32_768)
+    return dataclasses.replace(get_profile("gpt-4o"), name=name, context_window=window, max_output_tokens=output)
 
 
 class Agent:

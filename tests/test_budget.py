@@ -144,3 +144,16 @@ def test_policy_overrides_and_validation() -> None:
             BudgetPolicy(**bad)  # type: ignore[arg-type]
     with pytest.raises(dataclasses.FrozenInstanceError):
         BudgetPolicy().reserve_tokens = 1  # type: ignore[misc]
+
+
+def test_the_reserve_scales_with_the_models_max_output() -> None:
+    policy = BudgetPolicy()
+    declared = ModelProfile(name="declared-64k", context_window=65_536, max_output_tokens=4_096)
+    assert policy.reserve_for(declared) == 8_192
+    assert policy.trigger_for(declared) == 55_705  # floor(0.85 · 65,536), not 65,536 − 32,768
+    assert policy.trigger_for(get_profile("gpt-4o")) == 108_800  # 16,384 of output
+    assert policy.reserve_for(get_profile("claude-sonnet-4-5")) == DEFAULT_RESERVE_TOKENS  # capped
+    assert policy.trigger_for(get_profile("claude-sonnet-4-5")) == 167_232
+    fixed = BudgetPolicy(reserve_tokens=DEFAULT_RESERVE_TOKENS)
+    assert fixed.trigger_for(declared) == 65_536 - 32_768  # a set reserve is used as is
+    assert policy.summary_max_tokens(get_profile("gpt-4o")) == 16_384  # a summary's length does not scale

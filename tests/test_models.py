@@ -120,7 +120,7 @@ def test_get_profile_resolves_aliases_prefixes_and_snapshots(requested: str, res
     assert profile.known and profile.name == resolved
 
 
-@pytest.mark.parametrize("requested", ["o3-mini", "gpt-4o-audio-preview-x", "llama-3-70b", "gpt-6-codex"])
+@pytest.mark.parametrize("requested", ["gpt-4o-audio-preview-x", "llama-3-70b", "mistral-large-2411", "o3-pro"])
 def test_unknown_models_get_a_flagged_generic_profile(requested: str) -> None:
     profile = get_profile(requested)
     assert not profile.known and profile.name == requested

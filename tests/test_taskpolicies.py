@@ -177,3 +177,19 @@ def test_a_replay_strategy_runs_under_a_task_preset(tmp_path: Path) -> None:
         return sum(r.input_tokens for r in result.requests)
 
     assert tokens("contextwarden:task=research") < tokens("contextwarden:task=coding") == tokens("contextwarden")
+
+
+def test_the_coding_preset_differs_from_the_default_exactly_as_the_docs_say() -> None:
+    default, coding = ContextPolicy(), get_task_policy("coding")
+    assert coding.tool_policies[4:] == default.tool_policies  # the same 12 defaults, four in front
+    assert [p.name for p in coding.tool_policies[:4]] == [
+        "coding:tests",
+        "coding:diagnostics",
+        "coding:diffs",
+        "coding:working_set",
+    ]
+    assert [p.keep_recent for p in coding.tool_policies[:4]] == [5, 5, 12, 12]
+    assert (default.planner.keep_recent_tool_results, coding.planner.keep_recent_tool_results) == (1, 10)
+    assert replace(coding, name=default.name, tool_policies=default.tool_policies, planner=default.planner) == default
+    text = (Path(__file__).resolve().parents[1] / "docs" / "library.md").read_text()
+    assert "`keep_recent_tool_results=10`" in text and "PlannerSettings(keep_recent_tool_results=1)" in text

@@ -5,8 +5,10 @@ seed 000 (Ink's ``compaction.ts``):
 
 - usable input = window − reserved output − tool schema tokens − safety margin (the hard limit a
   request must never exceed);
-- compaction trigger = min(floor(0.85 · window), window − reserve), reserve 32,768 by default,
-  compared *strictly*: a context exactly at the trigger does not compact;
+- compaction trigger = min(floor(0.85 · window), window − reserve), compared *strictly*: a context
+  exactly at the trigger does not compact. The reserve scales with the model: its max output, at
+  least 8,192 and at most 32,768 (Ink's fixed figure), so a 64K model with 4,096 tokens of output
+  compacts at 55,705 (0.85 of its window) rather than at 32,768;
 - a window no larger than the reserve gets max(1, floor(0.85 · window)): it fixes when to
   compact, not whether a summary request fits in so small a window;
 - an unknown window has no trigger (``None``); a caller that has a window from elsewhere (a
@@ -128,8 +130,9 @@ def summary_max_tokens(profile: ModelProfile, reserve: int = DEFAULT_RESERVE_TOK
 class BudgetPolicy:
     """Budget settings for one agent; vary it with :func:`dataclasses.replace`."""
 
-    reserve_tokens: int = DEFAULT_RESERVE_TOKENS
-    """Room kept below the window for the response and the summary request."""
+    reserve_tokens: int | None = None
+    """Room kept below the window for the response and the summary request; ``None``: the model's max
+    output, at least ``DEFAULT_RESERVED_OUTPUT`` (8,192) and at most ``DEFAULT_RESERVE_TOKENS`` (32,768)."""
     trigger_ratio: float = DEFAULT_TRIGGER_RATIO
     """Compact at this fraction of the window at the latest."""
     trigger_tokens: int | None = None
@@ -143,7 +146,7 @@ class BudgetPolicy:
     """The window assumed when a profile's is unknown."""
 
     def __post_init__(self) -> None:
-        if self.reserve_tokens < 0 or self.fallback_window < 1 or not 0.0 < self.trigger_ratio <= 1.0:
+        if (self.reserve_tokens or 0) < 0 or self.fallback_window < 1 or not 0.0 < self.trigger_ratio <= 1.0:
             raise UsageError("need reserve_tokens >= 0, fallback_window >= 1 and 0 < trigger_ratio <= 1")
         if self.trigger_tokens is not None and self.trigger_tokens < 1:
             raise UsageError("trigger_tokens must be at least 1")
@@ -161,11 +164,22 @@ class BudgetPolicy:
         if self.trigger_tokens is not None:
             return self.trigger_tokens
         window = profile.input_window
-        if window is None:
-            return max(1, self.fallback_window - self.reserve_tokens)
-        trigger = compaction_trigger(window, reserve=self.reserve_tokens, ratio=self.trigger_ratio)
+        if window is None:  # a guessed window keeps the whole reserve
+            return max(1, self.fallback_window - self._fixed_reserve)
+        trigger = compaction_trigger(window, reserve=self.reserve_for(profile), ratio=self.trigger_ratio)
         assert trigger is not None
         return trigger
+
+    @property
+    def _fixed_reserve(self) -> int:
+        """The reserve where no model scales it: a guessed window, a summary's length."""
+        return DEFAULT_RESERVE_TOKENS if self.reserve_tokens is None else self.reserve_tokens
+
+    def reserve_for(self, profile: ModelProfile) -> int:
+        """The room kept below ``profile``'s window: the setting, else scaled with the model's max output."""
+        if self.reserve_tokens is not None:
+            return self.reserve_tokens
+        return min(DEFAULT_RESERVE_TOKENS, max(profile.max_output_tokens, DEFAULT_RESERVED_OUTPUT))
 
     def should_compact(self, tokens: int, profile: ModelProfile) -> bool:
         """Whether a context of ``tokens`` must be compacted for ``profile`` (strictly above)."""
@@ -189,4 +203,4 @@ class BudgetPolicy:
 
     def summary_max_tokens(self, profile: ModelProfile) -> int:
         """Return the output budget of a summary request for ``profile``."""
-        return summary_max_tokens(profile, self.reserve_tokens)
+        return summary_max_tokens(profile, self._fixed_reserve)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, get_args
 
+from ._families import bare_name, stand_in_name
 from .errors import ConfigError, UnknownModelError
 
 if sys.version_info >= (3, 11):
@@ -100,6 +101,10 @@ class ModelProfile:
     """Other names :func:`get_profile` resolves to this profile."""
     known: bool = True
     """``False`` for the generic fallback made up for a name the registry does not know."""
+    family_match: str | None = None
+    """Set when the registry does not hold this name and the profile is the registered
+    ``family_match``'s figures under it (a newer model of a known family, a platform spelling);
+    callers say so rather than pass it off as a listed model."""
 
     def __post_init__(self) -> None:
         problems = _validate(self)
@@ -179,7 +184,9 @@ def _validate(p: ModelProfile) -> list[str]:
 # --------------------------------------------------------------------------- TOML
 
 
-_FIELDS: Final = {f.name: f for f in dataclasses.fields(ModelProfile) if f.name not in ("name", "known")}
+_FIELDS: Final = {
+    f.name: f for f in dataclasses.fields(ModelProfile) if f.name not in ("name", "known", "family_match")
+}
 _INT_FIELDS: Final = {
     "context_window",
     "max_output_tokens",
@@ -291,14 +298,12 @@ _lock = threading.RLock()
 _profiles: dict[str, ModelProfile] = {}
 _aliases: dict[str, str] = {}
 _loaded = False
+_stand_ins: dict[str, ModelProfile] = {}
 
-# Snapshot and version suffixes a request may add to a registered name: dates (2024-08-06,
-# 20250929, 05-20), "latest", "preview", "exp", Bedrock versions (v1:0), OpenAI's 0613-style.
+# Snapshot suffixes of a registered name: dates, latest, preview, exp, v1:0, OpenAI's 0613-style.
 _SUFFIX: Final = re.compile(
     r"(?:[-@:](?:\d{4}-\d{2}-\d{2}|\d{8}|\d{2}-\d{2}|\d{3,4}|latest|preview|exp|v\d+(?::\d+)?))+"
 )
-# Provider or platform prefixes: openai/, models/ (Gemini), anthropic. and us.anthropic. (Bedrock).
-_PREFIX: Final = re.compile(r"^(?:[\w.-]+/)+|^(?:[a-z]{2}\.)?anthropic\.")
 
 
 def _registry() -> dict[str, ModelProfile]:
@@ -324,6 +329,7 @@ def register_profile(profile: ModelProfile) -> None:
                     del _aliases[alias.lower()]
         _profiles[key] = profile
         _aliases.pop(key, None)
+        _stand_ins.clear()
         for alias in profile.aliases:
             _aliases[alias.lower()] = key
 
@@ -341,17 +347,31 @@ def _lookup(name: str) -> ModelProfile | None:
     return None
 
 
-def get_profile(name: str) -> ModelProfile:
+def get_profile(name: str, *, provider: Provider | None = None) -> ModelProfile:
     """Return the profile for a model name, alias, prefixed name or dated snapshot.
 
-    An unknown name gets the ``generic`` profile renamed after the request, with ``known=False``.
+    A name of a known family (``claude-opus-4-8``, ``us.anthropic.claude-opus-4-8-v1:0``) gets the
+    nearest registered version's figures under its own name, ``family_match`` naming it; with
+    ``provider`` (who serves the endpoint) any other name gets that provider's default so. Anything
+    else gets the ``generic`` profile renamed after the request, with ``known=False``.
     """
     requested = name.strip()
-    found = _lookup(requested) or _lookup(_PREFIX.sub("", requested))
+    found = _lookup(requested) or _lookup(bare_name(requested))  # without platform prefixes and tails
     if found is not None:
         return found
-    generic = _registry()["generic"]
-    return dataclasses.replace(generic, name=requested or "generic", aliases=(), known=False)
+    key = f"{provider or ''}:{requested.lower()}"
+    with _lock:
+        cached = _stand_ins.get(key)
+        if cached is None:
+            profiles = _registry()
+            listed = [p.name for p in profiles.values() if p.provider != "generic"]
+            base = profiles.get(stand_in_name(requested, provider, listed) or "")
+            if base is not None and requested:
+                cached = dataclasses.replace(base, name=requested, aliases=(), family_match=base.name)
+            else:
+                cached = dataclasses.replace(profiles["generic"], name=requested or "generic", aliases=(), known=False)
+            _stand_ins[key] = cached
+    return cached
 
 
 def list_profiles() -> list[ModelProfile]:

@@ -199,9 +199,14 @@ def _check_model(ctx: click.Context, param: click.Parameter, value: str | None) 
     from ..models import resolve_profile
 
     try:
-        resolve_profile(value)  # the one rule the library applies too
+        profile = resolve_profile(value)  # the one rule the library applies too
     except UnknownModelError as exc:
         raise click.BadParameter(str(exc)) from None
+    if profile.family_match is not None:
+        click.echo(
+            f"note: model {value!r} is not in the model table: using {profile.family_match!r}, its family",
+            err=True,
+        )
     return value
 
 

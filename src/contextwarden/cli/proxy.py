@@ -164,6 +164,8 @@ def stats(session_id: str | None, as_json: bool, taxonomy: bool, store_url: str 
             "-" if s["cost_ratio"] is None else f"{s['cost_ratio']:.3f}",
         )
     Console().print(table)
+    for note in report["model_notes"]:
+        click.echo(f"warning: {note}")
     if taxonomy:
         _print_failures(report["sessions"])
 

@@ -114,6 +114,9 @@ def command(
     finally:
         if store is not None:
             store.close()
+    for inp in inputs:
+        for warning in inp.warnings:
+            click.echo(f"warning: {inp.source}: {warning}", err=True)
     settings = ReplaySettings(
         model=model,
         interval_seconds=interval,

@@ -69,20 +69,31 @@ def read_source(path: str | Path) -> SourceDocument:
         if first is None:
             raise ImportFormatError(f"{name}: the file is empty")
         stripped = first.lstrip()
-        if stripped[0] not in "{[":
-            raise ImportFormatError(f"{name}: not a JSON or JSON Lines transcript (it starts with {stripped[:20]!r})")
+        skipped: list[tuple[int, str]] = []
+        while stripped[0] not in "{[":
+            # Lines a shell or wrapper printed before the capture (``bash: no job control in this shell``)
+            skipped.append((number, stripped.rstrip()))
+            fh.seek(offset)
+            fh.readline()
+            more, offset, number = _first_nonblank_line(fh, name, offset=fh.tell(), number=number + 1)
+            if more is None or len(skipped) >= _MAX_PREAMBLE_LINES:
+                raise ImportFormatError(
+                    f"{name}: not a JSON or JSON Lines transcript (it starts with {skipped[0][1][:20]!r})"
+                )
+            first, stripped = more, more.lstrip()
+        preamble = _preamble_warning(skipped)
         value = _parse_object_line(first)
         if value is not None:
             rest = fh.read(1)
             while rest and rest.isspace():
                 rest = fh.read(1)
             if not rest:  # one line holding one object: a JSON document
-                return _scrubbed(SourceDocument(path=name, document=value), first)
+                return _warned(_scrubbed(SourceDocument(path=name, document=value), first), preamble)
             fh.seek(offset)
-            return _read_lines(fh, name, offset, number)
-        fh.seek(0)
+            return _warned(_read_lines(fh, name, offset, number), preamble)
+        fh.seek(offset)
         raw = fh.read()
-    text = _decode(raw, name, 0, last=True)
+    text = _decode(raw, name, offset, last=True)
     del raw  # the text alone is enough from here on
     try:
         document = json.loads(text)
@@ -90,7 +101,22 @@ def read_source(path: str | Path) -> SourceDocument:
         raise ImportFormatError(f"{name}: JSON nested too deeply to read") from None
     except json.JSONDecodeError as exc:
         raise ImportFormatError(f"{name}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}") from None
-    return _scrubbed(SourceDocument(path=name, document=document), text)
+    return _warned(_scrubbed(SourceDocument(path=name, document=document), text), preamble)
+
+
+_MAX_PREAMBLE_LINES = 20
+"""Leading non-JSON lines skipped before a file is called no transcript."""
+
+
+def _preamble_warning(skipped: list[tuple[int, str]]) -> str:
+    if not skipped:
+        return ""
+    shown = "; ".join(f"line {n}: {text[:80]!r}" for n, text in skipped)
+    return f"skipped {len(skipped)} leading line(s) that are not JSON ({shown})"
+
+
+def _warned(doc: SourceDocument, warning: str) -> SourceDocument:
+    return dataclasses.replace(doc, warnings=(warning, *doc.warnings)) if warning else doc
 
 
 def _decode(raw: bytes, name: str, offset: int, *, last: bool) -> str:
@@ -110,12 +136,11 @@ def _decode(raw: bytes, name: str, offset: int, *, last: bool) -> str:
         ) from None
 
 
-def _first_nonblank_line(fh: IO[bytes], name: str) -> tuple[str | None, int, int]:
-    """The first line holding more than white space, its file offset and its 1-based number."""
-    offset = 0
-    for number, raw in enumerate(fh, start=1):
+def _first_nonblank_line(fh: IO[bytes], name: str, *, offset: int = 0, number: int = 1) -> tuple[str | None, int, int]:
+    """The first line from ``offset`` (line ``number``) holding more than white space, its offset and number."""
+    for line_number, raw in enumerate(fh, start=number):
         if raw.strip():
-            return _decode(raw, name, offset, last=not raw.endswith(b"\n")), offset, number
+            return _decode(raw, name, offset, last=not raw.endswith(b"\n")), offset, line_number
         offset += len(raw)
     return None, offset, 0
 

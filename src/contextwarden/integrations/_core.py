@@ -84,11 +84,14 @@ class Warden:
         self.retrieval = retrieval
 
     def profile(self, name: str, *, context_window: int | None = None) -> ModelProfile:
-        """The profile to plan for: the fixed one, else the named one (the framework's window when ours is unknown)."""
+        """The profile to plan for: the fixed one, else the named one.
+
+        The framework's window wins when ours is unknown or only its family's guess.
+        """
         if isinstance(self.model, ModelProfile):
             return self.model
         profile = get_profile(self.model or name or "generic")
-        if not profile.known and context_window:
+        if (not profile.known or profile.family_match) and context_window:
             profile = replace(profile, context_window=context_window)
         return profile
 

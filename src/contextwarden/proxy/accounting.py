@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..log.events import UsageReport
-from ..models import ModelProfile, get_profile
+from ..models import ModelProfile
 from ..replay.costmodel import CacheSimulator
 from ..tokens import TokenCounter
 from ..wire.blocks import BlockMeter
 from .ledger import Ledger, LedgerRow
+from .modelnote import endpoint_profile
 
 log = logging.getLogger("contextwarden.proxy")
 
@@ -91,7 +92,7 @@ class Accountant:
 
     def row(self, job: Job) -> LedgerRow:
         """The ledger row of one job (advances the session's simulated caches)."""
-        profile = get_profile(job.model) if job.model else None
+        profile = endpoint_profile(job.model, job.fmt) if job.model else None
         usage = job.usage
         output = usage.output_tokens if usage else 0
         client_tokens = forwarded = 0

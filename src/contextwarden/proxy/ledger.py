@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from ._db import ProxyDB
+from .modelnote import endpoint_profile, stand_in_note
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,9 +94,11 @@ class Ledger:
     def stats(self, session_id: str | None = None) -> dict[str, Any]:
         """Totals per session and overall: requests, fall-backs, tokens, billed cost and saving."""
         per: dict[str, dict[str, Any]] = {}
+        models: set[tuple[str, str]] = set()
         for row in self.rows(session_id):
             s = per.setdefault(row.session_id, _empty(row.session_id, row.model, row.mode))
             _add(s, row)
+            models.add((row.model, row.format))
         total = _empty("", "", "")
         for s in per.values():
             for key in _SUMS:
@@ -103,7 +106,8 @@ class Ledger:
         for s in [*per.values(), total]:
             s["saving_usd"] = round(s["client_cost_usd"] - s["effective_cost_usd"], 6)
             s["cost_ratio"] = round(s["effective_cost_usd"] / s["client_cost_usd"], 4) if s["client_cost_usd"] else None
-        return {"sessions": list(per.values()), "total": total}
+        notes = sorted({stand_in_note(endpoint_profile(m, f)) for m, f in models if m} - {""})
+        return {"sessions": list(per.values()), "total": total, "model_notes": notes}
 
 
 _SUMS = (

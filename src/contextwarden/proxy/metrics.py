@@ -43,6 +43,12 @@ class ProxyMetrics:
             "Estimated USD saved against the clients' own requests under the same cache rules.",
             registry=self.registry,
         )
+        self.stand_ins = Counter(
+            "contextwarden_proxy_model_stand_ins",
+            "Model calls for a model the model table does not name, by the listed profile planned and priced for it.",
+            ["model", "profile"],
+            registry=self.registry,
+        )
         self.added = Histogram(
             "contextwarden_proxy_added_seconds",
             "Time the proxy spent on a model call before forwarding it.",
@@ -55,6 +61,8 @@ class ProxyMetrics:
         self.requests.labels(prepared.fmt, prepared.outcome).inc()
         if prepared.outcome == "fallback":
             self.fallbacks.inc()
+        if prepared.stand_in:
+            self.stand_ins.labels(prepared.model, prepared.stand_in).inc()
         self.added.observe(prepared.added_ms / 1000)
 
     def accounted(self, row: LedgerRow) -> None:

@@ -20,7 +20,6 @@ from ..errors import ConflictError, SessionExists, SessionNotFound
 from ..log.events import AssistantMessage, Event, JSONValue, UsageReport
 from ..log.store import SessionStore
 from ..mirror import MIRROR_SUMMARIZER, content_digest, mirror_history
-from ..models import get_profile
 from ..plan.treebudget import TreeBudgetPolicy
 from ..tokens import TokenCounter
 from ..wire import AddressedBody
@@ -31,6 +30,7 @@ from .carryover import carried_edits
 from .count import counted_body
 from .identity import Identity, SessionIndex, client_session_id, continued, namespace
 from .ledger import Ledger
+from .modelnote import ModelNotes
 from .policy import provider_clears_tool_results, proxy_policy, without_masking
 from .projected import edited_body, rendered_body
 from .settings import ProxySettings
@@ -65,6 +65,8 @@ class Prepared:
     """Whether :meth:`Pipeline.answered` counted its turn as pending (``record`` files it)."""
     refused: Spent | None = None
     """Set when the task's budget is spent: the proxy answers with an error and forwards nothing."""
+    stand_in: str = ""
+    """The listed profile the model was planned with when the table does not name it."""
 
 
 class Pipeline:
@@ -87,6 +89,7 @@ class Pipeline:
         self.index = SessionIndex(db, salt=settings.salt)
         self.reader = SuffixCache()
         self.turns = PendingTurns()
+        self.models = ModelNotes()
         self._known: set[str] = set()
         """Sessions this worker has seen in the store (no lookup before each request)."""
         self.ledger = Ledger(db)
@@ -148,7 +151,8 @@ class Pipeline:
                 with contextlib.suppress(ConflictError):  # another writer came first: the plain restart stands
                     stored = self.store.append(identity.session_id, [carried], expected_last_seq=mirrored.last_seq)
                     prepared.logged_seq = stored[-1].seq
-        profile = get_profile(prepared.model)
+        profile = self.models.profile(prepared.model, prepared.fmt)
+        prepared.stand_in = profile.family_match or ""
         policy = self._deferring if provider_clears_tool_results(body) else None
         ctx = self.manager.build(identity.session_id, model=profile, tools=parsed.tools, policy=policy)
         edited = self._forwarded(identity.session_id, read, raw, body, ctx, addressed=loaded.addressed)
@@ -200,7 +204,7 @@ class Pipeline:
         if identity is None or compactor is None or self.settings.mode != "manage":
             return None
         projection = self.manager.projection(identity.session_id)
-        profile = get_profile(prepared.model)
+        profile = self.models.profile(prepared.model, prepared.fmt)
         compaction = compactor.compact_window(
             identity.session_id, projection, profile=profile, reason="the upstream reported a context overflow"
         )

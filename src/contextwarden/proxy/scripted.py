@@ -39,6 +39,7 @@ from ..tokens import TokenCounter, best_counter
 from ..wire.blocks import BlockMeter
 from . import _sse, _validate
 from ._reply import Reply
+from .modelnote import endpoint_profile
 
 
 @dataclass
@@ -136,8 +137,8 @@ class ScriptedUpstream:
         self.received.append(Received(path=request.url.path, headers=dict(request.headers), body=b""))
         return JSONResponse({"object": "list", "data": [{"id": "scripted", "object": "model"}]})
 
-    def _profile(self, model: str) -> ModelProfile:
-        profile = get_profile(model)
+    def _profile(self, model: str, fmt: str) -> ModelProfile:
+        profile = endpoint_profile(model, fmt)
         return profile if profile.known or model not in self.bill_as else get_profile(self.bill_as[model])
 
     def _next_reply(self, fmt: str, body: dict[str, Any]) -> Reply:
@@ -194,7 +195,7 @@ class ScriptedUpstream:
             account = self._accounts.setdefault(key, _Account())
             simulator = account.simulators.get(f"{fmt}/{model}")
             if simulator is None:
-                simulator = account.simulators[f"{fmt}/{model}"] = CacheSimulator(self._profile(model))
+                simulator = account.simulators[f"{fmt}/{model}"] = CacheSimulator(self._profile(model, fmt))
             cost = simulator.observe(blocks, at=self._clock, output_tokens=reply.output_tokens, breakpoints=points)
         received.usage = cost
         if body.get("stream"):

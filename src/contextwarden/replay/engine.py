@@ -157,6 +157,8 @@ class _FileReplay:
         index = len(self.out.records)
         out_tokens = self.reference.output_tokens(index, output_tokens(event, self.meter.counter))
         profile = self.reference.profile_of(index)
+        if index in self.reference.resets:  # the provider lost its cache here, whatever was sent
+            self._sim(profile).forget(blocks, keep_tokens=self.reference.resets[index])
         cost = self._sim(profile).observe(
             blocks, at=self.clock(index), output_tokens=out_tokens, breakpoints=breakpoints
         )
@@ -304,6 +306,13 @@ def replay(
     for inp, ref in zip(inputs, references, strict=True):
         if ref.model_source == "default":
             notes.append(f"{inp.name} names no model: priced and budgeted as {ref.profile.name} (pass --model)")
+        for stand_in in sorted(
+            {p.name: p for p in ref.request_profiles if p.family_match}.values(), key=lambda p: p.name
+        ):
+            notes.append(
+                f"{inp.name}: model {stand_in.name!r} is not in the model table: "
+                f"priced and budgeted as {stand_in.family_match!r}, its family (pass --model to choose)"
+            )
     optimum: dict[str, float | None] = {}
     if settings.optimum:
         for inp, ref, meter in zip(inputs, references, meters, strict=True):

@@ -26,6 +26,8 @@ class ReplayInput:
     """The transcript format, when read from a file."""
     metadata: dict[str, JSONValue] = field(default_factory=dict)
     """Format-specific facts (model, usage totals...)."""
+    warnings: tuple[str, ...] = ()
+    """What the importer skipped or repaired while reading the file."""
 
     @property
     def requests(self) -> int:
@@ -45,7 +47,12 @@ def load_inputs(
             t = load_transcript(spec, format=format)
             inputs.append(
                 ReplayInput(
-                    name=Path(spec).stem, source=str(spec), events=t.events, format=t.format, metadata=dict(t.metadata)
+                    name=Path(spec).stem,
+                    source=str(spec),
+                    events=t.events,
+                    format=t.format,
+                    metadata=dict(t.metadata),
+                    warnings=tuple(t.warnings),
                 )
             )
             continue

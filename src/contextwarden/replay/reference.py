@@ -47,7 +47,7 @@ from ..models import ModelProfile, get_profile, list_profiles
 from ..tokens import CalibratedCounter, TokenCounter
 from ..wire.openai_chat import render_openai_chat
 from ._measure import align
-from .costmodel import Block, BlockMeter, CacheSimulator, CacheTTL, CostSettings
+from .costmodel import IMPLICIT_HIT_SHARE, Block, BlockMeter, CacheSimulator, CacheTTL, CostSettings
 from .reasoning import TurnReasoning, resent_reasoning
 from .strategies import History, plain_context
 
@@ -162,6 +162,8 @@ class Reference:
     """The first request after a window event the agent itself made (a compaction)."""
     reasoning: Mapping[str, int] = field(default_factory=dict)
     """Response id → the reasoning tokens the later requests of its turn are billed for (see :mod:`.reasoning`)."""
+    resets: Mapping[int, int] = field(default_factory=dict)
+    """Request index → the tokens it really read, where the provider lost the cache (see :func:`cache_resets`)."""
 
     def simulator(self, profile: ModelProfile, ttl: CacheTTL | None, *, at: float) -> CacheSimulator:
         """A fresh cache for ``profile`` (``ttl`` None: the transcript's own), warm if the session began warm.
@@ -272,7 +274,35 @@ def read_reference(
         cache_ttl=_cache_ttl(usage.values()),
         own_window_event_at=window_at,
         reasoning=reasoning,
+        resets={} if override else cache_resets(usage, profiles, before=window_at),  # another model, another cache
     )
+
+
+RESET_SHARE = 0.9
+"""A billed read below this share of what the previous request had just cached is a cache reset."""
+
+
+def cache_resets(
+    usage: Mapping[int, UsageReport], profiles: Sequence[ModelProfile], *, before: int = NO_WINDOW_EVENT
+) -> dict[int, int]:
+    """Requests whose billed read fell below what the model's previous request had cached, and that read.
+
+    A provider-side miss no transcript predicts, taken from the usage as the warm start is. Not for
+    Gemini (a measured hit share models it) nor from ``before`` on (the agent's own compaction).
+    """
+    resets: dict[int, int] = {}
+    last: dict[str, UsageReport] = {}  # the previous call of the same model (a side call uses another cache)
+    for i, u in sorted(usage.items()):
+        profile = profiles[i] if i < len(profiles) else None
+        if profile is None:
+            continue
+        previous, last[profile.name] = last.get(profile.name), u
+        if i >= before or previous is None or IMPLICIT_HIT_SHARE.get(profile.cache_style, 1.0) < 1.0:
+            continue
+        cached = previous.cache_read_tokens + previous.cache_write_tokens
+        if cached >= max(profile.min_cacheable_tokens, 1) and u.cache_read_tokens < RESET_SHARE * cached:
+            resets[i] = u.cache_read_tokens
+    return resets
 
 
 def _hidden_prefix(
