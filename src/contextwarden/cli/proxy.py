@@ -54,6 +54,14 @@ from ._policy import chosen_policy
     help="Weighted tokens (output + uncached input / 4) a client session and its subagents may spend; "
     "then its requests get an error instead of being forwarded. Default: no budget.",
 )
+@click.option(
+    "--admin-token",
+    envvar="CONTEXTWARDEN_PROXY_ADMIN_TOKEN",
+    default=None,
+    metavar="TOKEN",
+    help="Operator token: sent as the API key to /contextwarden/stats or the live page, it reads every "
+    "session (env CONTEXTWARDEN_PROXY_ADMIN_TOKEN). Without it each caller reads its own key's sessions.",
+)
 @store_option
 @click.pass_context
 def command(
@@ -66,6 +74,7 @@ def command(
     allow_remote: bool,
     policy_name: str | None,
     budget_limit: int | None,
+    admin_token: str | None,
     store_url: str | None,
 ) -> None:
     """Run the proxy: point ANTHROPIC_BASE_URL or an OpenAI base_url at it (see docs/proxy.md).
@@ -95,9 +104,11 @@ def command(
         store_url=store_url,
         policy=policy_name,
         budget_limit=budget_limit,
+        admin_token=admin_token,
     )
     proxy = Proxy(settings)
     click.echo(f"contextwarden proxy ({mode}) on http://{host}:{port}", err=True)
+    click.echo(f"live view: http://{host}:{port}/contextwarden/ (enter your agent's API key there)", err=True)
     try:
         uvicorn.run(proxy.app, host=host, port=port, log_level="warning")
     finally:

@@ -25,6 +25,7 @@ from ..plan.treebudget import TreeBudgetPolicy
 from ..tokens import TokenCounter
 from ..wire import AddressedBody
 from ._db import ProxyDB
+from .access import deployment_salts
 from .accounting import Accountant, Job
 from .budget import REFUSED, ProxyBudget, Spent
 from .count import counted_body
@@ -81,7 +82,9 @@ class Pipeline:
         )
         limit = settings.budget_limit
         self.budget = ProxyBudget(TreeBudgetPolicy(limit=limit), db) if limit is not None else None
-        self.index = SessionIndex(db, salt=settings.salt)
+        self.salt = settings.salt or deployment_salts(db)[0]
+        """Keys each caller's namespace: the configured salt, else the store's own."""
+        self.index = SessionIndex(db, salt=self.salt)
         self.reader = SuffixCache()
         self.turns = PendingTurns()
         self._known: set[str] = set()
@@ -99,7 +102,7 @@ class Pipeline:
         ``identity`` skips the session lookup (a retry of a request already identified).
         """
         started = time.perf_counter()
-        caller = namespace(credential, self.settings.salt)
+        caller = namespace(credential, self.salt)
         try:
             loaded = self.reader.load(fmt, raw, caller)
         except ValueError:
