@@ -42,6 +42,9 @@ POLICY = (
 )
 """The page's Content-Security-Policy: nothing runs or loads but the page's own files."""
 
+PREVIEW_CHARS = 160
+"""How much of a reduced message the page shows beside its decision."""
+
 _ASSETS = {
     "": ("live.html", "text/html"),
     "live.js": ("live.js", "text/javascript"),
@@ -163,7 +166,10 @@ class LiveView:
             return cached[1]
         try:
             view = inspect_session(store, session_id, counter=self.proxy.pipeline.manager.counter).to_dict()
-            del view["items"]  # every message's preview: the page shows the composition, not the transcript
+            # the page shows the composition and what each reduction hit, not every message
+            previews = {item["source"]: item["preview"] for item in view.pop("items")}
+            for decision in view["decisions"]:
+                decision["what"] = " ".join(previews.get(decision["target"], "").split())[:PREVIEW_CHARS]
         except ContextWardenError as exc:
             view = {"error": str(exc)}
         with self._lock:

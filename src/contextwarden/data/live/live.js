@@ -68,7 +68,8 @@ function sessionRow(s, notes, isTotal) {
   tr.append(num(s.saving_usd, "$" + usd(s.saving_usd)));
   tr.append(num(s.cost_ratio === null ? "" : s.cost_ratio, s.cost_ratio === null ? "-" : Number(s.cost_ratio).toFixed(3)));
   const events = notes ? notes.window_events : [];
-  tr.append(el("td", isTotal ? "" : events.map((e) => `${e.kind}: ${e.cause}`).join("; ") || "none", "text"));
+  const last = events.length ? events[events.length - 1] : null;
+  tr.append(el("td", isTotal ? "" : last ? `${events.length}; last: ${last.kind}: ${last.cause}` : "none", "text"));
   tr.append(el("td", isTotal ? "" : (notes ? notes.warnings.join("; ") : ""), "text warn"));
   if (!isTotal) {
     if (s.session_id === selected) tr.classList.add("selected");
@@ -87,7 +88,7 @@ function renderSessions(data) {
   headerRow(table, [
     ["session", "text"], ["model", "text"], ["mode", "text"], ["requests"], ["fall-backs"], ["sent"],
     ["forwarded"], ["cache read"], ["cache write"], ["billed $"], ["direct $"], ["saving $"], ["ratio"],
-    ["window events (cause)", "text"], ["warnings", "text"],
+    ["window events (the last one's cause)", "text"], ["warnings", "text"],
   ]);
   for (const s of data.stats.sessions) table.append(sessionRow(s, data.notes[s.session_id], false));
   table.append(sessionRow(data.stats.total, null, true));
@@ -198,6 +199,7 @@ function renderWindow(view) {
   composition("tiers", "tier", view.tiers, view.total_tokens, view.window);
   simpleTable("decisions", [
     ["action", (d) => d.action, "text"], ["recall id", (d) => d.target, "text"],
+    ["what the model sees now", (d) => d.what, "text"],
     ["saved", (d) => (d.tokens_saved ? int(d.tokens_saved) : "")], ["why", (d) => d.reason, "text"],
   ], view.decisions);
 }
