@@ -69,7 +69,7 @@ function sessionRow(s, notes, isTotal) {
   tr.append(num(s.cost_ratio === null ? "" : s.cost_ratio, s.cost_ratio === null ? "-" : Number(s.cost_ratio).toFixed(3)));
   const events = notes ? notes.window_events : [];
   const last = events.length ? events[events.length - 1] : null;
-  tr.append(el("td", isTotal ? "" : last ? `${events.length}; last: ${last.kind}: ${last.cause}` : "none", "text"));
+  tr.append(el("td", isTotal ? "" : last ? `${events.length}, last: ${last.kind}` : "none", "text"));
   tr.append(el("td", isTotal ? "" : (notes ? notes.warnings.join("; ") : ""), "text warn"));
   if (!isTotal) {
     if (s.session_id === selected) tr.classList.add("selected");
@@ -88,7 +88,7 @@ function renderSessions(data) {
   headerRow(table, [
     ["session", "text"], ["model", "text"], ["mode", "text"], ["requests"], ["fall-backs"], ["sent"],
     ["forwarded"], ["cache read"], ["cache write"], ["billed $"], ["direct $"], ["saving $"], ["ratio"],
-    ["window events (the last one's cause)", "text"], ["warnings", "text"],
+    ["window events", "text"], ["warnings", "text"],
   ]);
   for (const s of data.stats.sessions) table.append(sessionRow(s, data.notes[s.session_id], false));
   table.append(sessionRow(data.stats.total, null, true));
