@@ -31,6 +31,7 @@ from .budget import REFUSED, ProxyBudget, Spent
 from .count import counted_body
 from .identity import Identity, SessionIndex, continued, namespace
 from .ledger import Ledger
+from .notices import Notices
 from .policy import proxy_policy
 from .projected import edited_body, rendered_body
 from .settings import ProxySettings
@@ -89,6 +90,7 @@ class Pipeline:
         self.turns = PendingTurns()
         self._known: set[str] = set()
         """Sessions this worker has seen in the store (no lookup before each request)."""
+        self.notices = Notices()
         self.ledger = Ledger(db)
         self.accountant = Accountant(self.ledger, self.manager.counter)
 
@@ -142,7 +144,9 @@ class Pipeline:
             policies=self.manager.policy.tool_policies,
         )
         prepared.logged_seq = mirrored.last_seq
+        self.notices.mirrored(identity.session_id, mirrored)
         profile = get_profile(prepared.model)
+        self.notices.profile(prepared.model, profile)
         ctx = self.manager.build(identity.session_id, model=profile, tools=parsed.tools)
         edited = self._forwarded(identity.session_id, read, raw, body, ctx, addressed=loaded.addressed)
         prepared.client_body = body

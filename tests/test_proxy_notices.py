@@ -1,0 +1,37 @@
+"""The proxy logs one line when a client restarts a window, and one per unknown model."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from _proxy import rig
+
+
+def _lines(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "contextwarden.proxy" and text in r.getMessage()]
+
+
+def test_an_unknown_model_is_logged_once_and_a_restarted_window_with_its_cause(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="contextwarden.proxy")
+    with rig(str(tmp_path / "s.db")) as r:
+        client = r.anthropic("key-a", **{"x-contextwarden-session": "one-task"})  # one session throughout
+        history = [{"role": "user", "content": "first question"}]
+        for n in range(3):
+            reply = client.messages.create(model="house-model-7", max_tokens=8, messages=history)
+            history += [
+                {"role": "assistant", "content": reply.content[0].text},
+                {"role": "user", "content": f"question {n}"},
+            ]
+        assert len(_lines(caplog, "unknown model 'house-model-7'")) == 1
+        assert "generic profile" in _lines(caplog, "unknown model")[0]
+        # the client edits its own history: the first answer is not what the model said
+        edited = [history[0], {"role": "assistant", "content": "something else"}, *history[2:]]
+        client.messages.create(model="claude-sonnet-4-5", max_tokens=8, messages=edited)
+        (restart,) = _lines(caplog, "restarted the window")
+        assert "(reset)" in restart and "changed its history" in restart
+        assert not _lines(caplog, "unknown model 'claude-sonnet-4-5'")
