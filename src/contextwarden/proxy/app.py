@@ -82,7 +82,13 @@ class Proxy:
         self.app = Starlette(
             routes=[
                 Route("/contextwarden/stats", self._stats, methods=["GET"]),
-                *LiveView(self).routes(),
+                *LiveView(
+                    access=self.access,
+                    ledger=self.pipeline.ledger,
+                    store=self.store,
+                    counter=self.pipeline.manager.counter,
+                    settle=self.settle,
+                ).routes(),
                 Route("/metrics", self._metrics, methods=["GET"]),
                 *(Route(path, self._model_call, methods=["POST"]) for path in MODEL_ROUTES),
                 Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),

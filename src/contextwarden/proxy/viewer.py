@@ -18,6 +18,7 @@ the page's Content-Security-Policy allows no script but its own file.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -33,8 +34,10 @@ from ..mirror import MIRROR_SUMMARIZER
 from ..models import get_profile
 
 if TYPE_CHECKING:
-    from .app import Proxy
-    from .ledger import LedgerRow
+    from ..log.store import SessionStore
+    from ..tokens import TokenCounter
+    from .access import Access
+    from .ledger import Ledger, LedgerRow
 
 POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
@@ -86,9 +89,20 @@ def window_event(event: Event) -> dict[str, Any] | None:
 class LiveView:
     """The page's routes over one proxy; window events and inspections are cached per session."""
 
-    def __init__(self, proxy: Proxy) -> None:
-        """Serve ``proxy``'s records."""
-        self.proxy = proxy
+    def __init__(
+        self,
+        *,
+        access: Access,
+        ledger: Ledger,
+        store: SessionStore,
+        counter: TokenCounter,
+        settle: Callable[[], None],
+    ) -> None:
+        """Serve the proxy's ``ledger`` and ``store`` to the readers ``access`` admits.
+
+        ``settle`` waits until every answer so far is in the ledger; ``counter`` is the proxy's.
+        """
+        self.access, self.ledger, self.store, self.counter, self.settle = access, ledger, store, counter, settle
         self._lock = threading.Lock()
         self._events: dict[str, tuple[int, list[dict[str, Any]]]] = {}
         self._inspections: dict[str, tuple[int, dict[str, Any]]] = {}
@@ -110,19 +124,19 @@ class LiveView:
         return Response(_asset(found[0]), media_type=found[1], headers=headers)
 
     async def _sessions(self, request: Request) -> Response:
-        viewer = self.proxy.access.viewer(request.headers.items())
-        await run_in_threadpool(self.proxy.settle)
-        stats = await run_in_threadpool(self.proxy.pipeline.ledger.stats, None, visible=viewer.sees)
+        viewer = self.access.viewer(request.headers.items())
+        await run_in_threadpool(self.settle)
+        stats = await run_in_threadpool(self.ledger.stats, None, visible=viewer.sees)
         notes = await run_in_threadpool(self._notes, stats["sessions"])
         return _json({"stats": stats, "notes": notes, "operator": viewer.everyone})
 
     async def _session(self, request: Request) -> Response:
         session_id = request.query_params.get("id", "")
-        viewer = self.proxy.access.viewer(request.headers.items())
+        viewer = self.access.viewer(request.headers.items())
         if not viewer.sees(session_id):  # another caller's session looks like no session at all
             return _json({"error": f"no session {session_id!r} for this key"}, status=404)
-        await run_in_threadpool(self.proxy.settle)
-        rows = await run_in_threadpool(self.proxy.pipeline.ledger.rows, session_id)
+        await run_in_threadpool(self.settle)
+        rows = await run_in_threadpool(self.ledger.rows, session_id)
         window = await run_in_threadpool(self._inspection, session_id)
         return _json({"session_id": session_id, "rows": [_row(r) for r in rows], "window": window})
 
@@ -140,7 +154,7 @@ class LiveView:
 
     def _window_events(self, session_id: str) -> list[dict[str, Any]]:
         """The session's window events, read incrementally (only events newer than the last read)."""
-        store = self.proxy.store
+        store = self.store
         with self._lock:
             since, known = self._events.get(session_id, (0, []))
         try:
@@ -155,7 +169,7 @@ class LiveView:
 
     def _inspection(self, session_id: str) -> dict[str, Any] | None:
         """The window the next request would see, rebuilt when the session has grown."""
-        store = self.proxy.store
+        store = self.store
         try:
             last = store.get_session(session_id).last_seq
         except SessionNotFound:
@@ -165,7 +179,7 @@ class LiveView:
         if cached is not None and cached[0] == last:
             return cached[1]
         try:
-            view = inspect_session(store, session_id, counter=self.proxy.pipeline.manager.counter).to_dict()
+            view = inspect_session(store, session_id, counter=self.counter).to_dict()
             # the page shows the composition and what each reduction hit, not every message
             previews = {item["source"]: item["preview"] for item in view.pop("items")}
             for decision in view["decisions"]:
