@@ -18,17 +18,15 @@ taxonomy over its sessions), and the test double
 
 from __future__ import annotations
 
-try:
-    import starlette  # noqa: F401
-    import uvicorn  # noqa: F401
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError("the proxy needs its extra: pip install 'contextwarden[proxy]'") from exc
+from .._extras import require
 
-from ._reply import Reply
-from .app import Proxy
-from .ledger import Ledger, LedgerRow
-from .scripted import ScriptedUpstream
-from .serve import BackgroundServer
-from .settings import ProxySettings
+require("proxy", "starlette", "uvicorn", "prometheus_client")
+
+from ._reply import Reply  # noqa: E402  (after the check: these import the extra's modules)
+from .app import Proxy  # noqa: E402
+from .ledger import Ledger, LedgerRow  # noqa: E402
+from .scripted import ScriptedUpstream  # noqa: E402
+from .serve import BackgroundServer  # noqa: E402
+from .settings import ProxySettings  # noqa: E402
 
 __all__ = ["BackgroundServer", "Ledger", "LedgerRow", "Proxy", "ProxySettings", "Reply", "ScriptedUpstream"]
