@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
         hint = install_hint(exc)
         if hint is None:
             _fail(exc, _unexpected(exc), 1)
-        _fail(exc, f"error: {_one_line(hint)}", 1)
+        _fail(exc, f"error: {' '.join(hint.split())}", 1)
     except Exception as exc:
         _fail(exc, _unexpected(exc), 1)
 
