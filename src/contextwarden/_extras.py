@@ -10,6 +10,7 @@ MODULE_EXTRAS = {
     "starlette": "proxy",
     "uvicorn": "proxy",
     "prometheus_client": "proxy",
+    "anthropic": "proxy",
     "psycopg": "postgres",
     "bpe_openai": "tokenizers",
     "tiktoken": "tiktoken",

@@ -22,12 +22,15 @@ from ..log.store import SessionStore, open_store
 from ..replay import ReplayResults, ReplaySettings, load_inputs, replay
 from ..replay.engine import DEFAULT_MODEL
 from ..report import write_report
+from ..report.verdict import verdict
 from ._common import echo_json, json_options, model_option, progress, store_option
 
 DEMO_STRATEGIES: tuple[str, ...] = ("raw", "mask-last-n:10", "contextwarden")
 """What the demo compares: no management, SWE-agent-style masking, and contextwarden's default policy."""
-DEFAULT_TRAJECTORY = "ctf__i_got_id_demo"
-"""The longest bundled SWE-agent trajectory (21 model calls)."""
+DEFAULT_TRAJECTORY = "psf__requests-1142.traj"
+"""A real long session (mini-swe-agent with Gemini 3 Pro on SWE-bench Verified, 71 model calls) whose
+history grows enough for contextwarden to matter: under the default model it costs less than the raw
+history and than masking, and keeps every probe (docs/benchmarks.md, "The demo's session")."""
 REPORT_NAME = "contextwarden-report.html"
 """The report's file name inside ``--out``."""
 
@@ -141,4 +144,7 @@ def command(out_dir: Path, trajectory: str, model: str, as_json: bool, store_url
     calls = results.strategies[0].figures()["requests"] if results.strategies else 0
     click.echo(f"{verb} {Path(done['trajectory']).name} as session {done['session']}: {calls} model calls replayed")
     _print(results)
+    sentence = verdict(results)
+    if sentence:
+        click.echo(sentence)
     click.echo(f"report: {done['report']}  ({done['seconds']:.1f} s)")
