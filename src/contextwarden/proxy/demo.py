@@ -11,7 +11,7 @@ the proxy did to that session: tokens forwarded against tokens sent, billed cost
 from __future__ import annotations
 
 import json
-import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +25,7 @@ from ..tokens import best_counter
 from ..wire import ParsedRequest, get_codec
 from ._reply import Reply
 from .app import Proxy
+from .identity import EXPLICIT_HEADER
 from .scripted import ScriptedUpstream
 from .serve import BackgroundServer
 from .settings import ProxySettings
@@ -33,20 +34,6 @@ DEMO_KEY = "demo-key"
 """The API key the demo's client sends (the scripted upstream accepts any; the live page asks for it)."""
 MAX_TOKENS = 1024
 """``max_tokens`` of every demo request."""
-
-
-@dataclass(frozen=True)
-class ProxyDemo:
-    """What one run did."""
-
-    session_id: str
-    """The proxy's session for the transcript."""
-    stats: dict[str, Any]
-    """The ledger's figures for the demo key (as ``/contextwarden/stats`` shows them)."""
-    url: str
-    """The proxy's base URL."""
-    seconds: float
-    """Wall time of the run."""
 
 
 def conversation(events: list[Event], model: str) -> tuple[Any, list[dict[str, Any]]]:
@@ -119,7 +106,9 @@ def play(rig: Running, transcript: Path, *, model: str, advance: Callable[[int],
     upstream, proxy, url = rig.upstream, rig.proxy, rig.url
     system, messages = conversation(list(load_transcript(transcript).events), model)
     counter = best_counter()
-    with anthropic.Anthropic(base_url=url, api_key=DEMO_KEY, max_retries=0) as client:
+    # a session of its own on every run, even on a store an earlier run filled with the same history
+    run = {EXPLICIT_HEADER: f"demo-{uuid.uuid4().hex[:12]}"}
+    with anthropic.Anthropic(base_url=url, api_key=DEMO_KEY, max_retries=0, default_headers=run) as client:
         for i, message in enumerate(messages):
             if message["role"] != "assistant" or i == 0:
                 continue
@@ -131,30 +120,10 @@ def play(rig: Running, transcript: Path, *, model: str, advance: Callable[[int],
                 advance(1)
     proxy.settle()
     viewer = proxy.access.viewer([("authorization", f"Bearer {DEMO_KEY}")])
-    sessions = proxy.pipeline.ledger.stats(visible=viewer.sees)["sessions"]
-    return str(sessions[-1]["session_id"]) if sessions else ""
+    mine = [row.session_id for row in proxy.pipeline.ledger.rows() if viewer.sees(row.session_id)]
+    return mine[-1] if mine else ""
 
 
 def requests_in(transcript: Path) -> int:
     """How many model calls playing ``transcript`` makes."""
     return sum(isinstance(e, AssistantMessage) for e in load_transcript(transcript).events)
-
-
-def run(
-    store_url: str | None,
-    transcript: Path,
-    *,
-    model: str,
-    port: int = 0,
-    advance: Callable[[int], None] | None = None,
-    then: Callable[[ProxyDemo], None] | None = None,
-) -> ProxyDemo:
-    """Play ``transcript`` through a fresh proxy on ``store_url``; ``then`` runs while the proxy still serves."""
-    started = time.perf_counter()
-    with running(store_url, port=port) as rig:
-        session = play(rig, transcript, model=model, advance=advance)
-        stats = rig.proxy.pipeline.ledger.stats(session)
-        done = ProxyDemo(session_id=session, stats=stats, url=rig.url, seconds=time.perf_counter() - started)
-        if then is not None:
-            then(done)
-    return done
