@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from _proxy import Rig, rig
 from contextwarden.proxy._db import ProxyDB
@@ -128,3 +129,21 @@ def _salt(url: str) -> str:
         return deployment_salts(db)[0]
     finally:
         db.close()
+
+
+@pytest.mark.postgres
+def test_workers_on_one_postgresql_store_agree_on_its_salt(pg_schema_dsn: str) -> None:
+    with rig(pg_schema_dsn) as one, rig(pg_schema_dsn) as two:  # two proxies, one database
+        assert one.proxy.pipeline.salt == two.proxy.pipeline.salt == _salt(pg_schema_dsn)
+        _ask(one, "key-a", "task on worker one")
+        (session,) = _ids(_stats(two, **{"x-api-key": "key-a"}))  # the other worker reads it as the key's
+        assert _under(session, "key-a", _salt(pg_schema_dsn))
+
+
+def test_sessions_made_without_a_key_are_read_without_one(tmp_path: Path) -> None:
+    with rig(str(tmp_path / "s.db")) as r:
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 8, "messages": [{"role": "user", "content": "local"}]}
+        assert httpx.post(r.url + "/v1/messages", json=body).status_code == 200  # a local model needs no key
+        _ask(r, "key-a")
+        (keyless,) = _stats(r)["sessions"]
+        assert keyless["session_id"] not in _ids(_stats(r, **{"x-api-key": "key-a"}))
