@@ -22,7 +22,7 @@ from .._extras import require
 from ..importers import load_transcript
 from ..log.events import AssistantMessage, Event, Instruction
 from ..tokens import best_counter
-from ..wire import ParsedRequest, get_codec
+from ..wire import ParsedRequest, WireFormat, get_codec
 from ._reply import Reply
 from .app import Proxy
 from .identity import EXPLICIT_HEADER
@@ -36,8 +36,8 @@ MAX_TOKENS = 1024
 """``max_tokens`` of every demo request."""
 
 
-def conversation(events: list[Event], model: str) -> tuple[Any, list[dict[str, Any]]]:
-    """A transcript as one Anthropic request body's ``system`` and ``messages`` (thinking left out).
+def conversation(events: list[Event], model: str, *, fmt: WireFormat = "anthropic") -> tuple[Any, list[dict[str, Any]]]:
+    """A transcript as one ``fmt`` request body's ``system`` (Anthropic) and ``messages`` (thinking left out).
 
     The scripted upstream answers with one reasoning block at most, so the history carries none.
     """
@@ -50,22 +50,29 @@ def conversation(events: list[Event], model: str) -> tuple[Any, list[dict[str, A
     while lead < len(kept) and isinstance(kept[lead], Instruction):
         lead += 1
     instructions = tuple(e for e in kept[:lead] if isinstance(e, Instruction))
-    parsed = ParsedRequest(format="anthropic", model=model, instructions=instructions, events=tuple(kept[lead:]))
-    body = get_codec("anthropic").render_request(parsed.to_context(), model=model, max_tokens=MAX_TOKENS)
+    parsed = ParsedRequest(format=fmt, model=model, instructions=instructions, events=tuple(kept[lead:]))
+    body = get_codec(fmt).render_request(parsed.to_context(), model=model, max_tokens=MAX_TOKENS)
     return body.get("system"), list(body["messages"])
 
 
-def reply_of(message: dict[str, Any], count: Callable[[str], int]) -> Reply:
+def reply_of(message: dict[str, Any], count: Callable[[str], int], *, fmt: WireFormat = "anthropic") -> Reply:
     """The scripted upstream's answer that says exactly what the transcript's assistant ``message`` said."""
-    content = message["content"]
-    blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
-    text = "\n".join(b["text"] for b in blocks if b["type"] == "text")
-    calls = tuple((b["id"], b["name"], b["input"]) for b in blocks if b["type"] == "tool_use")
+    if fmt == "anthropic":
+        content = message["content"]
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        text = "\n".join(b["text"] for b in blocks if b["type"] == "text")
+        calls = tuple((b["id"], b["name"], b["input"]) for b in blocks if b["type"] == "tool_use")
+    else:  # OpenAI Chat
+        text = message.get("content") or ""
+        calls = tuple(
+            (c["id"], c["function"]["name"], json.loads(c["function"]["arguments"] or "{}"))
+            for c in message.get("tool_calls") or ()
+        )
     return Reply(text=text, tool_calls=calls, output_tokens=max(1, count(json.dumps(message))))
 
 
 def with_cached_tail(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A copy whose last block carries ``cache_control``, as Claude Code sends it."""
+    """A copy of Anthropic ``messages`` whose last block carries ``cache_control``, as Claude Code sends it."""
     out: list[dict[str, Any]] = json.loads(json.dumps(messages))
     last = out[-1]
     if isinstance(last["content"], str):
