@@ -123,3 +123,10 @@ def test_demo_runs_as_the_installed_command(in_tmp: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "report: contextwarden-report.html" in done.stdout
     assert "mask-last-n:10" in done.stdout and (in_tmp / REPORT_NAME).is_file()
+
+
+def test_the_sentence_claims_no_saving_where_there_is_none(in_tmp: Path) -> None:
+    result = CliRunner().invoke(cli, ["demo", "--trajectory", "gpt4__test-repo-i1"])  # 5 calls: nothing to reduce
+    assert result.exit_code == 0, result.output
+    (sentence,) = [line for line in result.output.splitlines() if line.startswith("Over 5 model calls")]
+    assert "saves nothing here" in sentence and "1.00x the raw history" in sentence

@@ -154,3 +154,13 @@ def test_the_curl_lines_answer_from_a_real_proxy(tmp_path: Path) -> None:
             assert done.returncode == 0, f"{doc}: {line}: {done.stderr}"
             if "/contextwarden/stats" in line and "session=ID" not in line:
                 assert '"requests":1' in done.stdout.replace(" ", ""), done.stdout  # the key's own session
+
+
+def test_every_toml_block_parses() -> None:
+    blocks = [(doc, block) for doc in DOCS for block in _blocks(doc, "toml")]
+    assert blocks  # the Codex provider of docs/proxy.md
+    for doc, block in blocks:
+        try:
+            tomllib.loads(block)
+        except tomllib.TOMLDecodeError as exc:
+            pytest.fail(f"{doc}: a TOML block does not parse: {exc}")
