@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import httpx
 import pytest
 
 from _proxy import rig
@@ -35,3 +36,10 @@ def test_an_unknown_model_is_logged_once_and_a_restarted_window_with_its_cause(
         (restart,) = _lines(caplog, "restarted the window")
         assert "(reset)" in restart and "changed its history" in restart
         assert not _lines(caplog, "unknown model 'claude-sonnet-4-5'")
+        # the live page lists the same: the restart as a window event with its cause, both as warnings
+        live = httpx.get(r.url + "/contextwarden/live/sessions", headers={"x-api-key": "key-a"}).json()
+        (notes,) = live["notes"].values()
+        (event,) = notes["window_events"]
+        assert event["kind"] == "restart (reset)" and "changed its history" in event["cause"]
+        assert any(w.startswith("unknown model 'house-model-7'") for w in notes["warnings"])
+        assert any(w.startswith("restart (reset)") for w in notes["warnings"])
