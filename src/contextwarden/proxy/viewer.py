@@ -110,16 +110,13 @@ class LiveView:
     def routes(self) -> list[Route]:
         """The page, its two files and its two JSON endpoints."""
         return [
-            Route("/contextwarden/", self._page, methods=["GET"]),
-            Route("/contextwarden/{name:str}", self._page, methods=["GET"]),
+            *(Route(f"/contextwarden/{name}", self._page, methods=["GET"]) for name in _ASSETS),
             Route("/contextwarden/live/sessions", self._sessions, methods=["GET"]),
             Route("/contextwarden/live/session", self._session, methods=["GET"]),
         ]
 
     async def _page(self, request: Request) -> Response:
-        found = _ASSETS.get(request.path_params.get("name", ""))
-        if found is None:
-            return Response("not found", status_code=404, media_type="text/plain")
+        found = _ASSETS[request.url.path.removeprefix("/contextwarden/")]
         headers = {"content-security-policy": POLICY, "x-content-type-options": "nosniff", "cache-control": "no-store"}
         return Response(_asset(found[0]), media_type=found[1], headers=headers)
 
