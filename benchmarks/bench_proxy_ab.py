@@ -39,14 +39,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate_sessions import generate
 
 from contextwarden.importers import load_transcript
-from contextwarden.log.events import AssistantMessage, Instruction
 from contextwarden.models import get_profile
 from contextwarden.proxy.app import Proxy
-from contextwarden.proxy.scripted import Reply, ScriptedUpstream
+from contextwarden.proxy.demo import conversation, reply_of, with_cached_tail
+from contextwarden.proxy.scripted import ScriptedUpstream
 from contextwarden.proxy.serve import BackgroundServer
 from contextwarden.proxy.settings import ProxySettings
 from contextwarden.tokens import best_counter
-from contextwarden.wire import ParsedRequest, get_codec
+from contextwarden.wire import get_codec
 
 DATA = Path("/work/shared/data")
 MODELS = {"anthropic": "claude-sonnet-4-5", "openai_chat": "gpt-5"}
@@ -66,47 +66,7 @@ def _sources(generated: int) -> list[tuple[str, list[Any]]]:
 
 def _history(fmt: str, events: list[Any]) -> tuple[Any, list[dict[str, Any]]]:
     """The transcript rendered once in ``fmt``: (system, messages). Thinking left out."""
-    events = [
-        e if not isinstance(e, AssistantMessage) else AssistantMessage(text=e.text, tool_calls=e.tool_calls, id=e.id)
-        for e in events
-        if e.kind in ("instruction", "user", "assistant", "tool_result")
-    ]
-    lead = 0
-    while lead < len(events) and isinstance(events[lead], Instruction):
-        lead += 1
-    parsed = ParsedRequest(
-        format=fmt, model=MODELS[fmt], instructions=tuple(events[:lead]), events=tuple(events[lead:])
-    )  # type: ignore[arg-type]
-    body = get_codec(fmt).render_request(parsed.to_context(), model=MODELS[fmt], max_tokens=1024)
-    return body.get("system"), body["messages"]
-
-
-def _reply(fmt: str, message: dict[str, Any], count: Any) -> Reply:
-    if fmt == "anthropic":
-        blocks = (
-            message["content"]
-            if isinstance(message["content"], list)
-            else [{"type": "text", "text": message["content"]}]
-        )
-        text = "\n".join(b["text"] for b in blocks if b["type"] == "text")
-        calls = tuple((b["id"], b["name"], b["input"]) for b in blocks if b["type"] == "tool_use")
-    else:
-        text = message.get("content") or ""
-        calls = tuple(
-            (c["id"], c["function"]["name"], json.loads(c["function"]["arguments"] or "{}"))
-            for c in message.get("tool_calls") or ()
-        )
-    return Reply(text=text, tool_calls=calls, output_tokens=max(1, count(json.dumps(message))))
-
-
-def _mark_tail(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A copy whose last block carries ``cache_control``, as Claude Code sends it."""
-    out = json.loads(json.dumps(messages))
-    last = out[-1]
-    if isinstance(last["content"], str):
-        last["content"] = [{"type": "text", "text": last["content"]}]
-    last["content"][-1]["cache_control"] = {"type": "ephemeral"}
-    return out
+    return conversation(events, MODELS[fmt], fmt=fmt)
 
 
 def _arm(
@@ -123,10 +83,10 @@ def _arm(
         for i, message in enumerate(messages):
             if message["role"] != "assistant" or i == 0:
                 continue
-            upstream.push(_reply(fmt, message, count))
+            upstream.push(reply_of(message, count, fmt=fmt))
             if fmt == "anthropic":
                 r = client.messages.create(
-                    model=MODELS[fmt], max_tokens=1024, system=system, messages=_mark_tail(messages[:i])
+                    model=MODELS[fmt], max_tokens=1024, system=system, messages=with_cached_tail(messages[:i])
                 )
                 read, write = r.usage.cache_read_input_tokens or 0, r.usage.cache_creation_input_tokens or 0
                 total, output = r.usage.input_tokens + read + write, r.usage.output_tokens

@@ -58,10 +58,13 @@ def rig(
     store: Any = None,
     policy: str | None = None,
     budget_limit: int | None = None,
+    admin_token: str | None = None,
+    salt: str | None = None,
 ) -> Iterator[Rig]:
     """An upstream and a proxy forwarding to it, storing in ``store_url`` (or in ``store``).
 
-    ``policy`` and ``budget_limit`` are the proxy's ``--policy`` and ``--budget-limit``.
+    ``policy``, ``budget_limit`` and ``admin_token`` are the proxy's ``--policy``, ``--budget-limit``
+    and ``--admin-token``; ``salt`` its ``CONTEXTWARDEN_PROXY_SALT``.
     """
     upstream = upstream or ScriptedUpstream()
     with BackgroundServer(upstream.app) as up:
@@ -72,6 +75,8 @@ def rig(
             store_url=store_url,
             policy=policy,
             budget_limit=budget_limit,
+            admin_token=admin_token,
+            salt=salt,
         )
         proxy = Proxy(settings, store=store)
         try:

@@ -45,17 +45,33 @@ def test_demo_imports_into_the_default_sqlite_store_replays_and_writes_the_repor
     finally:
         store.close()
     out = result.output
-    assert f"imported {DEFAULT_TRAJECTORY}.traj as session {session}" in out
-    for name in DEMO_STRATEGIES:
-        assert name in out
+    name = bundled_trajectories()[DEFAULT_TRAJECTORY].name
+    assert f"imported {name} as session {session}" in out
+    for strategy in DEMO_STRATEGIES:
+        assert strategy in out
     assert f"{calls} model calls replayed" in out and ("o200k_base" in out or "heuristic" in out)
     html = report.read_text(encoding="utf-8")
     assert html.count('data-chart="composition"') == len(DEMO_STRATEGIES)
-    assert "Transcript, request by request" in html and "CTF challenge" in html
+    assert "Transcript, request by request" in html and "ALWAYS sending content length" in html
+    # the first screen says what the replay found, in one sentence, in the table's terms
+    sentence = next(line for line in out.splitlines() if line.startswith(f"Over {calls} model calls contextwarden"))
+    assert sentence in html.split("<h2>")[0] + html.split("<h2>")[1]  # before the first table
+    assert "contextwarden costs $" in sentence and "keeping every probe" in sentence
 
     again = CliRunner().invoke(cli, ["demo"])
     assert again.exit_code == 0, again.output
-    assert f"reused {DEFAULT_TRAJECTORY}.traj as session {session}" in again.output
+    assert f"reused {name} as session {session}" in again.output
+
+
+def test_the_demo_session_shows_contextwarden_cheaper_than_raw_and_masking_keeping_every_probe(in_tmp: Path) -> None:
+    result = CliRunner().invoke(cli, ["demo", "--json"])
+    assert result.exit_code == 0, result.output
+    figures = {s["name"]: s for s in json.loads(result.output)["strategies"]}
+    ours, raw, masked = figures["contextwarden"], figures["raw"], figures["mask-last-n:10"]
+    assert raw["requests"] >= 50  # a long session, not a short one where nothing needs reducing
+    assert ours["cost_usd"] < raw["cost_usd"] and ours["cost_usd"] < masked["cost_usd"]
+    assert ours["input_tokens_total"] < raw["input_tokens_total"]
+    assert ours["retention"] == 1.0 and min(ours["probe_retention"].values()) == 1.0
 
 
 def test_demo_json_with_explicit_store_and_out(in_tmp: Path) -> None:
@@ -107,3 +123,10 @@ def test_demo_runs_as_the_installed_command(in_tmp: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "report: contextwarden-report.html" in done.stdout
     assert "mask-last-n:10" in done.stdout and (in_tmp / REPORT_NAME).is_file()
+
+
+def test_the_sentence_claims_no_saving_where_there_is_none(in_tmp: Path) -> None:
+    result = CliRunner().invoke(cli, ["demo", "--trajectory", "gpt4__test-repo-i1"])  # 5 calls: nothing to reduce
+    assert result.exit_code == 0, result.output
+    (sentence,) = [line for line in result.output.splitlines() if line.startswith("Over 5 model calls")]
+    assert "saves nothing here" in sentence and "1.00x the raw history" in sentence

@@ -45,7 +45,7 @@ PLACE: dict[str, str] = {
     **dict.fromkeys(("manager", "buildrecord", "session", "subagents", "retrieval"), "assemble"),
     "_render": "wire",
     **dict.fromkeys(
-        (*EDGES, "__init__", "governance", "providers", "mirror", "loop", "testing", "data"),
+        (*EDGES, "__init__", "governance", "providers", "mirror", "loop", "testing", "data", "_extras"),
         OUTSIDE,
     ),
 }

@@ -35,6 +35,7 @@ from _integration_script import (
     tool_name,
     tool_output,
 )
+from contextwarden import ModelProfile
 from contextwarden.integrations.langchain import ContextWardenMiddleware
 from contextwarden.log.store import SQLiteStore
 from contextwarden.models import get_profile
@@ -192,3 +193,23 @@ def test_without_retrieval_no_text_names_a_missing_tool(tmp_path: Path) -> None:
     last = " ".join(str(m.content) for m in model.received[-1])
     assert "read_range(" not in last and "recall(" not in last
     assert "not retrievable in this session" in last  # the placeholders still name the output they replace
+
+
+def test_a_guessed_model_profile_is_said_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    with caplog.at_level(logging.WARNING, logger="contextwarden.integrations"):
+        model = RecordingModel(messages=iter(script(0, 3)))  # a fake model: no name contextwarden knows
+        agent_for(model, [ContextWardenMiddleware(store, session_id="guess")]).invoke(
+            {"messages": [{"role": "user", "content": GOAL}]}
+        )
+    guessed = [r.getMessage() for r in caplog.records if "no profile for model" in r.getMessage()]
+    assert len(model.received) == 4 and len(guessed) == 1  # four calls, one line
+    assert "128,000-token window" in guessed[0] and "model=ModelProfile(" in guessed[0]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="contextwarden.integrations"):
+        model = RecordingModel(messages=iter(script(0, 1)))
+        named = ContextWardenMiddleware(
+            store, session_id="named", model=ModelProfile(name="local", context_window=8192)
+        )
+        agent_for(model, [named]).invoke({"messages": [{"role": "user", "content": GOAL}]})
+    assert "no profile for model" not in caplog.text

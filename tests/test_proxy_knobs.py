@@ -219,11 +219,12 @@ def _counts(entry: dict[str, Any]) -> dict[str, int]:
 
 def test_stats_tag_each_proxied_sessions_context_failures(tmp_path: Path) -> None:
     store = str(tmp_path / "s.db")
-    with rig(store) as r:
+    with rig(store, admin_token="operator") as r:
         _research(r, 6)  # 2K-token pages and little else: tool output dominates every later request
         r.anthropic("other").messages.create(model=SONNET, max_tokens=8, messages=[{"role": "user", "content": "hi"}])
-        served = httpx.get(r.url + "/contextwarden/stats", params={"taxonomy": "1"}).json()
-        plain = httpx.get(r.url + "/contextwarden/stats").json()
+        operator = {"x-api-key": "operator"}  # every key's sessions
+        served = httpx.get(r.url + "/contextwarden/stats", params={"taxonomy": "1"}, headers=operator).json()
+        plain = httpx.get(r.url + "/contextwarden/stats", headers=operator).json()
         events = sum(len(r.proxy.store.read(s.id)) for s in r.proxy.store.list_sessions())
     assert "taxonomy" not in plain["sessions"][0]
     by_requests = sorted(served["sessions"], key=lambda s: s["requests"])

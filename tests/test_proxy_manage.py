@@ -158,7 +158,7 @@ def test_store_failure_falls_back_to_the_original_bytes_then_recovers(tmp_path: 
 def test_stats_endpoint_reports_per_session_totals(tmp_path: Path) -> None:
     with rig(str(tmp_path / "s.db")) as r:
         _session(r, 3)
-        stats = httpx.get(r.url + "/contextwarden/stats").json()
+        stats = httpx.get(r.url + "/contextwarden/stats", headers={"x-api-key": "k"}).json()  # the session's key
         (session,) = stats["sessions"]
         assert session["requests"] == 3
         assert session["input_tokens"] == sum(rec.usage.input_tokens for rec in r.upstream.received if rec.usage)

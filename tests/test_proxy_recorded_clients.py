@@ -32,15 +32,6 @@ RECORDED = Path(__file__).parent / "data" / "recorded"
 MODEL_PATHS = ("/v1/messages", "/v1/responses")
 _DROP = {"host", "content-length", "x-api-key", "authorization", "accept-encoding", "connection"}
 
-SYSTEM_MESSAGES = (
-    "known proxy bug: Claude Code's system-role messages inside `messages` make every request fall back "
-    "(ImportFormatError: messages[1] is not an object with role 'user' or 'assistant')"
-)
-RESERIALIZATION = (
-    "known proxy bug: Codex echoes its reasoning items in its own key order with `content: null`; the "
-    "proxy reads that as a history edit and restarts the window"
-)
-UNKNOWN_MODEL = "known proxy bug: the client's default model ({}) has no profile, so the ledger prices it at $0"
 
 FIXTURES = {
     "claude-code-2.1.332": ("anthropic", "claude-opus-5-5"),
@@ -125,9 +116,7 @@ def test_a_client_that_never_edits_its_history_never_restarts_the_window(
     assert restarts == [], f"{len(restarts)} restarts; first: {restarts[0].summary if restarts else ''}"
 
 
-@pytest.mark.parametrize(
-    ("name", "mode"), _cases({name: UNKNOWN_MODEL.format(model) for name, (_, model) in FIXTURES.items()})
-)
+@pytest.mark.parametrize(("name", "mode"), _cases({}))
 def test_the_ledger_prices_what_the_upstream_billed(
     tmp_path_factory: pytest.TempPathFactory, name: str, mode: str
 ) -> None:

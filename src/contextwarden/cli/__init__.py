@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 import click
 
+from .._extras import install_hint
 from ..errors import ContextWardenError
 from ._common import FLAGS, VERBOSE_ENV, flag_options, verbose
 
@@ -124,13 +125,20 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
     except (ContextWardenError, OSError) as exc:
         _fail(exc, f"error: {_one_line(exc)}", 1)
+    except ImportError as exc:  # an optional dependency is missing: say which extra brings it
+        hint = install_hint(exc)
+        if hint is None:
+            _fail(exc, _unexpected(exc), 1)
+        _fail(exc, f"error: {' '.join(hint.split())}", 1)
     except Exception as exc:
-        _fail(
-            exc,
-            f"error: unexpected {type(exc).__name__}: {_one_line(exc)} (a bug: rerun with --verbose "
-            f"or {VERBOSE_ENV}=1 for the traceback and report it)",
-            1,
-        )
+        _fail(exc, _unexpected(exc), 1)
+
+
+def _unexpected(exc: BaseException) -> str:
+    return (
+        f"error: unexpected {type(exc).__name__}: {_one_line(exc)} (a bug: rerun with --verbose "
+        f"or {VERBOSE_ENV}=1 for the traceback and report it)"
+    )
 
 
 def _tolerant_streams() -> None:

@@ -22,12 +22,15 @@ from ..log.store import SessionStore, open_store
 from ..replay import ReplayResults, ReplaySettings, load_inputs, replay
 from ..replay.engine import DEFAULT_MODEL
 from ..report import write_report
+from ..report.verdict import verdict
 from ._common import echo_json, json_options, model_option, progress, store_option
 
 DEMO_STRATEGIES: tuple[str, ...] = ("raw", "mask-last-n:10", "contextwarden")
 """What the demo compares: no management, SWE-agent-style masking, and contextwarden's default policy."""
-DEFAULT_TRAJECTORY = "ctf__i_got_id_demo"
-"""The longest bundled SWE-agent trajectory (21 model calls)."""
+DEFAULT_TRAJECTORY = "psf__requests-1142.traj"
+"""A real long session (mini-swe-agent with Gemini 3 Pro on SWE-bench Verified, 71 model calls) whose
+history grows enough for contextwarden to matter: under the default model it costs less than the raw
+history and than masking, and keeps every probe (docs/benchmarks.md, "The demo's session")."""
 REPORT_NAME = "contextwarden-report.html"
 """The report's file name inside ``--out``."""
 
@@ -116,13 +119,48 @@ def run_demo(
     help="Which bundled real trajectory to use.",
 )
 @model_option(default=DEFAULT_MODEL, help="Model profile to budget and price for.")
+@click.option(
+    "--proxy",
+    "through_proxy",
+    is_flag=True,
+    help="Instead: play the trajectory through the proxy (a bundled scripted upstream, the official Anthropic "
+    "SDK as the client), offline; print the ledger and the live page's address.",
+)
+@click.option("--serve", is_flag=True, help="With --proxy: keep the proxy and its live page up until Ctrl-C.")
+@click.option(
+    "--port", default=0, type=click.IntRange(0, 65535), help="With --proxy: the proxy's port (default: a free one)."
+)
 @json_options()
 @store_option
-def command(out_dir: Path, trajectory: str, model: str, as_json: bool, store_url: str | None) -> None:
+def command(
+    out_dir: Path,
+    trajectory: str,
+    model: str,
+    through_proxy: bool,
+    serve: bool,
+    port: int,
+    as_json: bool,
+    store_url: str | None,
+) -> None:
     """Replay a bundled real trajectory with raw, masking and contextwarden; print the table, write the report.
 
-    The trajectory is imported into the session store first (reused on later runs).
+    The trajectory is imported into the session store first (reused on later runs). With --proxy
+    it goes through the proxy instead, as an agent's session would.
     """
+    if through_proxy:
+        from ._demo_proxy import proxy_demo
+
+        proxy_demo(
+            bundled_trajectories()[trajectory],
+            model=model,
+            store_url=store_url,
+            port=port,
+            serve=serve,
+            as_json=as_json,
+        )
+        return
+    if serve:
+        raise click.UsageError("--serve goes with --proxy")
     done = run_demo(store_url=store_url, trajectory=trajectory, model=model, out=out_dir, show_progress=not as_json)
     results: ReplayResults = done["results"]
     if as_json:
@@ -141,4 +179,7 @@ def command(out_dir: Path, trajectory: str, model: str, as_json: bool, store_url
     calls = results.strategies[0].figures()["requests"] if results.strategies else 0
     click.echo(f"{verb} {Path(done['trajectory']).name} as session {done['session']}: {calls} model calls replayed")
     _print(results)
+    sentence = verdict(results)
+    if sentence:
+        click.echo(sentence)
     click.echo(f"report: {done['report']}  ({done['seconds']:.1f} s)")

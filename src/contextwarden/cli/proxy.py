@@ -54,6 +54,14 @@ from ._policy import chosen_policy
     help="Weighted tokens (output + uncached input / 4) a client session and its subagents may spend; "
     "then its requests get an error instead of being forwarded. Default: no budget.",
 )
+@click.option(
+    "--admin-token",
+    envvar="CONTEXTWARDEN_PROXY_ADMIN_TOKEN",
+    default=None,
+    metavar="TOKEN",
+    help="Operator token: sent as the API key to /contextwarden/stats or the live page, it reads every "
+    "session (env CONTEXTWARDEN_PROXY_ADMIN_TOKEN). Without it each caller reads its own key's sessions.",
+)
 @store_option
 @click.pass_context
 def command(
@@ -66,6 +74,7 @@ def command(
     allow_remote: bool,
     policy_name: str | None,
     budget_limit: int | None,
+    admin_token: str | None,
     store_url: str | None,
 ) -> None:
     """Run the proxy: point ANTHROPIC_BASE_URL or an OpenAI base_url at it (see docs/proxy.md).
@@ -95,9 +104,11 @@ def command(
         store_url=store_url,
         policy=policy_name,
         budget_limit=budget_limit,
+        admin_token=admin_token,
     )
     proxy = Proxy(settings)
     click.echo(f"contextwarden proxy ({mode}) on http://{host}:{port}", err=True)
+    click.echo(f"live view: http://{host}:{port}/contextwarden/ (enter your agent's API key there)", err=True)
     try:
         uvicorn.run(proxy.app, host=host, port=port, log_level="warning")
     finally:
@@ -136,38 +147,60 @@ def stats(session_id: str | None, as_json: bool, taxonomy: bool, store_url: str 
     if as_json:
         echo_json(report)
         return
-    table = Table(title="contextwarden proxy ledger")
-    for name in (
-        "session",
-        "mode",
-        "requests",
-        "fallbacks",
-        "sent",
-        "forwarded",
-        "cache read",
-        "billed $",
-        "direct $",
-        "ratio",
-    ):
-        table.add_column(name, justify="left" if name in ("session", "mode") else "right")
-    for s in [*report["sessions"], {**report["total"], "session_id": "total"}]:
-        table.add_row(
-            s["session_id"],
-            s["mode"],
-            str(s["requests"]),
-            str(s["fallbacks"]),
-            f"{s['client_tokens']:,}",
-            f"{s['forwarded_tokens']:,}",
-            f"{s['cache_read_tokens']:,}",
-            f"{s['effective_cost_usd']:.4f}",
-            f"{s['client_cost_usd']:.4f}",
-            "-" if s["cost_ratio"] is None else f"{s['cost_ratio']:.3f}",
-        )
-    Console().print(table)
+    out = Console()
+    table, dropped = _ledger_table(report, out.width)
+    out.print(table)
+    if dropped:
+        out.print(f"(left out to fit {out.width} columns: {', '.join(dropped)}; --json has every figure)")
     for note in report["model_notes"]:
         click.echo(f"warning: {note}")
     if taxonomy:
         _print_failures(report["sessions"])
+
+
+_LEDGER_COLUMNS = (
+    ("session", lambda s: s["session_id"]),
+    ("mode", lambda s: s["mode"]),
+    ("requests", lambda s: str(s["requests"])),
+    ("fallbacks", lambda s: str(s["fallbacks"])),
+    ("sent", lambda s: f"{s['client_tokens']:,}"),
+    ("forwarded", lambda s: f"{s['forwarded_tokens']:,}"),
+    ("cache read", lambda s: f"{s['cache_read_tokens']:,}"),
+    ("billed $", lambda s: f"{s['effective_cost_usd']:.4f}"),
+    ("direct $", lambda s: f"{s['client_cost_usd']:.4f}"),
+    ("ratio", lambda s: "-" if s["cost_ratio"] is None else f"{s['cost_ratio']:.3f}"),
+)
+"""The ledger table's columns and how each cell is written."""
+
+_DROP_ORDER = ("cache read", "mode", "fallbacks", "forwarded", "requests")
+"""Columns left out, in this order, while the table is wider than the terminal."""
+
+_SESSION_MIN = 12
+"""The narrowest the session column gets (its ids wrap; figures never do)."""
+
+
+def _ledger_table(report: dict[str, Any], width: int) -> tuple[Table, list[str]]:
+    """The ledger as a table no wider than ``width``: ids wrap, figures stay whole, columns go if they must."""
+    rows = [*report["sessions"], {**report["total"], "session_id": "total"}]
+    cells = {name: [cell(s) for s in rows] for name, cell in _LEDGER_COLUMNS}
+    need = {name: max(len(name), *(len(c) for c in cells[name])) for name, _ in _LEDGER_COLUMNS}
+    need["session"] = _SESSION_MIN
+    kept = [name for name, _ in _LEDGER_COLUMNS]
+    dropped: list[str] = []
+    for name in _DROP_ORDER:
+        if sum(need[k] for k in kept) + 3 * len(kept) + 1 <= width:
+            break
+        kept.remove(name)
+        dropped.append(name)
+    table = Table(title="contextwarden proxy ledger")
+    for name in kept:
+        if name == "session":
+            table.add_column(name, overflow="fold", min_width=_SESSION_MIN)
+        else:
+            table.add_column(name, justify="left" if name == "mode" else "right", no_wrap=True, min_width=need[name])
+    for i in range(len(rows)):
+        table.add_row(*(cells[name][i] for name in kept))
+    return table, dropped
 
 
 def _print_failures(sessions: list[dict[str, Any]]) -> None:

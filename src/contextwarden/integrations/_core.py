@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..assemble.manager import ContextManager, ContextPolicy
+from ..budget import FALLBACK_CONTEXT_WINDOW
 from ..context import ModelContext, ToolDefinition
 from ..log.events import Instruction, UsageReport
 from ..log.store import SessionStore, open_store
@@ -82,6 +83,8 @@ class Warden:
         self.policy = replace(policy or self.manager.policy, retrieval_tools=retrieval)
         self.model = model
         self.retrieval = retrieval
+        self._guessed: set[str] = set()
+        """Model names planned for without a profile (each is logged once)."""
 
     def profile(self, name: str, *, context_window: int | None = None) -> ModelProfile:
         """The profile to plan for: the fixed one, else the named one.
@@ -90,9 +93,23 @@ class Warden:
         """
         if isinstance(self.model, ModelProfile):
             return self.model
-        profile = get_profile(self.model or name or "generic")
-        if (not profile.known or profile.family_match) and context_window:
+        requested = self.model or name
+        profile = get_profile(requested or "generic")
+        # a name the table lacks, a family's stand-in or no name at all: the framework's window is better
+        guessed = not profile.known or bool(profile.family_match) or not requested
+        if guessed and context_window:
             profile = replace(profile, context_window=context_window)
+        if guessed and profile.name not in self._guessed:
+            self._guessed.add(profile.name)  # once per model and adapter: every call would repeat it
+            window = profile.context_window or FALLBACK_CONTEXT_WINDOW
+            source = "the framework's" if context_window else "a default"
+            logger.warning(
+                "contextwarden: no profile for model %r; planning for %s %s-token window "
+                "(pass model=ModelProfile(name=..., context_window=...) to plan for the real one)",
+                profile.name,
+                source,
+                f"{window:,}",
+            )
         return profile
 
     def mirror(self, session_id: str, fmt: WireFormat, body: Mapping[str, Any]) -> MirrorResult:

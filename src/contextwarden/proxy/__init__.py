@@ -12,23 +12,23 @@ record), :mod:`.identity` (which session a request belongs to), :mod:`.bodyedit`
 the client's own bytes), :mod:`.tee` (reading a stream as it passes), :mod:`.ledger` and
 :mod:`.accounting` (the money), :mod:`.metrics` (Prometheus), :mod:`.policy` (the task preset it
 plans under), :mod:`.budget` (a weighted-token budget per task), :mod:`.failures` (the failure
-taxonomy over its sessions), and the test double
-:mod:`.scripted` (a provider that bills with the prompt-cache rules) with :mod:`.serve`.
+taxonomy over its sessions), :mod:`.access` (who may read which sessions, and the store's salt),
+:mod:`.viewer` (the live page), :mod:`.notices` (its one-line log notices), and the test double
+:mod:`.scripted` (a provider that bills with the prompt-cache rules) with :mod:`.serve`, which
+:mod:`.demo` plays a real transcript through.
 """
 
 from __future__ import annotations
 
-try:
-    import starlette  # noqa: F401
-    import uvicorn  # noqa: F401
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError("the proxy needs its extra: pip install 'contextwarden[proxy]'") from exc
+from .._extras import require
 
-from ._reply import Reply
-from .app import Proxy
-from .ledger import Ledger, LedgerRow
-from .scripted import ScriptedUpstream
-from .serve import BackgroundServer
-from .settings import ProxySettings
+require("proxy", "starlette", "uvicorn", "prometheus_client")
+
+from ._reply import Reply  # noqa: E402  (after the check: these import the extra's modules)
+from .app import Proxy  # noqa: E402
+from .ledger import Ledger, LedgerRow  # noqa: E402
+from .scripted import ScriptedUpstream  # noqa: E402
+from .serve import BackgroundServer  # noqa: E402
+from .settings import ProxySettings  # noqa: E402
 
 __all__ = ["BackgroundServer", "Ledger", "LedgerRow", "Proxy", "ProxySettings", "Reply", "ScriptedUpstream"]

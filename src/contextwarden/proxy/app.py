@@ -36,12 +36,14 @@ from ..log.store import SessionStore, SQLiteStore
 from ..providers.classify import is_context_overflow
 from . import collector, forward
 from ._db import ProxyDB, open_session_store
+from .access import Access, deployment_salts
 from .budget import REFUSAL_STATUS, REFUSED, refusal_body
 from .failures import with_taxonomy
 from .metrics import ProxyMetrics
 from .pipeline import Pipeline, Prepared
 from .settings import ProxySettings
 from .tee import StreamTee, parse_body
+from .viewer import LiveView
 
 log = logging.getLogger("contextwarden.proxy")
 
@@ -67,6 +69,9 @@ class Proxy:
         self.store = store or open_session_store(settings.store_url)
         self.db = db or ProxyDB(settings.store_url)
         self.pipeline = Pipeline(settings, self.store, self.db)
+        legacy = () if settings.salt else deployment_salts(self.db)[1]
+        self.access = Access(salt=self.pipeline.salt, legacy_salts=legacy, admin_token=settings.admin_token)
+        """Who may read which sessions' records (the stats and the live page)."""
         self.metrics = ProxyMetrics()
         self.pipeline.accountant.on_row = self.metrics.accounted
         self.client: httpx.AsyncClient | None = None
@@ -77,6 +82,13 @@ class Proxy:
         self.app = Starlette(
             routes=[
                 Route("/contextwarden/stats", self._stats, methods=["GET"]),
+                *LiveView(
+                    access=self.access,
+                    ledger=self.pipeline.ledger,
+                    store=self.store,
+                    counter=self.pipeline.manager.counter,
+                    settle=self.settle,
+                ).routes(),
                 Route("/metrics", self._metrics, methods=["GET"]),
                 *(Route(path, self._model_call, methods=["POST"]) for path in MODEL_ROUTES),
                 Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
@@ -242,8 +254,9 @@ class Proxy:
 
     async def _stats(self, request: Request) -> Response:
         session = request.query_params.get("session") or None
+        viewer = self.access.viewer(request.headers.items())
         await run_in_threadpool(self.settle)
-        stats = await run_in_threadpool(self.pipeline.ledger.stats, session)
+        stats = await run_in_threadpool(self.pipeline.ledger.stats, session, visible=viewer.sees)
         if request.query_params.get("taxonomy") in ("1", "true"):
             stats = await run_in_threadpool(with_taxonomy, self.store, stats, counter=self.pipeline.manager.counter)
         return JSONResponse(stats)

@@ -12,6 +12,7 @@ saving contextwarden *would* have made is ``client_cost_usd - projected_cost_usd
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -61,6 +62,11 @@ class LedgerRow:
     at: float = 0.0
     """Unix time (set on record)."""
 
+    @property
+    def effective_cost_usd(self) -> float:
+        """What the request costs with contextwarden: billed when managed, estimated when only observed."""
+        return self.projected_cost_usd if self.mode == "observe" else self.cost_usd
+
 
 _COLUMNS = [f.name for f in fields(LedgerRow)]
 
@@ -91,12 +97,20 @@ class Ledger:
             params = (session_id,)
         return [LedgerRow(**dict(zip(_COLUMNS, r, strict=True))) for r in self.db.execute(sql + " ORDER BY at", params)]
 
-    def stats(self, session_id: str | None = None) -> dict[str, Any]:
-        """Totals per session and overall: requests, fall-backs, tokens, billed cost and saving."""
+    def stats(self, session_id: str | None = None, *, visible: Callable[[str], bool] | None = None) -> dict[str, Any]:
+        """Totals per session and overall: requests, fall-backs, tokens, billed cost and saving.
+
+        ``visible``: only the sessions it accepts (by id) count, in the sessions and in the total.
+        """
         per: dict[str, dict[str, Any]] = {}
         models: set[tuple[str, str]] = set()
         for row in self.rows(session_id):
-            s = per.setdefault(row.session_id, _empty(row.session_id, row.model, row.mode))
+            if visible is not None and not visible(row.session_id):
+                continue
+            s = per.get(row.session_id)
+            if s is None:
+                s = per[row.session_id] = _empty(row.session_id, row.model, row.mode)
+                s["model_note"] = stand_in_note(endpoint_profile(row.model, row.format)) if row.model else ""
             _add(s, row)
             models.add((row.model, row.format))
         total = _empty("", "", "")
@@ -143,5 +157,4 @@ def _add(s: dict[str, Any], row: LedgerRow) -> None:
     s["output_tokens"] += row.output_tokens
     s["cost_usd"] += row.cost_usd
     s["client_cost_usd"] += row.client_cost_usd
-    # what the request costs with contextwarden: billed when managed, estimated when only observed
-    s["effective_cost_usd"] += row.projected_cost_usd if row.mode == "observe" else row.cost_usd
+    s["effective_cost_usd"] += row.effective_cost_usd

@@ -24,6 +24,7 @@ from ..plan.treebudget import TreeBudgetPolicy
 from ..tokens import TokenCounter
 from ..wire import AddressedBody
 from ._db import ProxyDB
+from .access import deployment_salts
 from .accounting import Accountant, Job
 from .budget import REFUSED, ProxyBudget, Spent
 from .carryover import carried_edits
@@ -31,6 +32,7 @@ from .count import counted_body
 from .identity import Identity, SessionIndex, client_session_id, continued, namespace
 from .ledger import Ledger
 from .modelnote import ModelNotes
+from .notices import log_restart
 from .policy import provider_clears_tool_results, proxy_policy, without_masking
 from .projected import edited_body, rendered_body
 from .settings import ProxySettings
@@ -86,7 +88,9 @@ class Pipeline:
         """The policy of a request whose provider clears old tool results itself."""
         limit = settings.budget_limit
         self.budget = ProxyBudget(TreeBudgetPolicy(limit=limit), db) if limit is not None else None
-        self.index = SessionIndex(db, salt=settings.salt)
+        self.salt = settings.salt or deployment_salts(db)[0]
+        """Keys each caller's namespace: the configured salt, else the store's own."""
+        self.index = SessionIndex(db, salt=self.salt)
         self.reader = SuffixCache()
         self.turns = PendingTurns()
         self.models = ModelNotes()
@@ -105,7 +109,7 @@ class Pipeline:
         ``identity`` skips the session lookup (a retry of a request already identified).
         """
         started = time.perf_counter()
-        caller = namespace(credential, self.settings.salt)
+        caller = namespace(credential, self.salt)
         try:
             loaded = self.reader.load(fmt, raw, caller)
         except ValueError:
@@ -145,6 +149,7 @@ class Pipeline:
             policies=self.manager.policy.tool_policies,
         )
         prepared.logged_seq = mirrored.last_seq
+        log_restart(identity.session_id, mirrored)
         if mirrored.outcome == "reset" and mirrored.window_event is not None:
             carried = carried_edits(self.store, identity.session_id, mirrored.window_event, mirrored.appended)
             if carried is not None:

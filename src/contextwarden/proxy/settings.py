@@ -11,6 +11,7 @@ Mode = Literal["manage", "observe"]
 ANTHROPIC_UPSTREAM_ENV = "CONTEXTWARDEN_ANTHROPIC_UPSTREAM"
 OPENAI_UPSTREAM_ENV = "CONTEXTWARDEN_OPENAI_UPSTREAM"
 SALT_ENV = "CONTEXTWARDEN_PROXY_SALT"
+ADMIN_TOKEN_ENV = "CONTEXTWARDEN_PROXY_ADMIN_TOKEN"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,8 +26,12 @@ class ProxySettings:
     """Base URL OpenAI-protocol requests (``/v1/chat/completions``, ``/v1/responses``, the rest) go to."""
     store_url: str | None = None
     """The session store (``None``: ``.contextwarden/sessions.db``; a ``postgresql://`` DSN for many workers)."""
-    salt: str = "contextwarden"
-    """Mixed into the hash of each caller's credential that namespaces its sessions."""
+    salt: str | None = None
+    """Mixed into the hash of each caller's credential that namespaces its sessions (``None``: the
+    random salt kept in the store, shared by every worker on it; :mod:`.access`)."""
+    admin_token: str | None = None
+    """An operator token: sent as a credential to the stats and the live page, it reads every
+    session (``None``: each caller reads its own credential's sessions only)."""
     timeout: float = 600.0
     """Seconds to wait for the upstream (model calls can be long)."""
     policy: str | None = None
@@ -43,7 +48,7 @@ class ProxySettings:
 
 
 def settings_from_env(**overrides: object) -> ProxySettings:
-    """Settings from the environment (``CONTEXTWARDEN_*_UPSTREAM``, ``CONTEXTWARDEN_PROXY_SALT``), then overrides."""
+    """Settings from the environment (the ``*_ENV`` variables above), then ``overrides``."""
     values: dict[str, object] = {}
     if os.environ.get(ANTHROPIC_UPSTREAM_ENV):
         values["anthropic_upstream"] = os.environ[ANTHROPIC_UPSTREAM_ENV]
@@ -51,5 +56,7 @@ def settings_from_env(**overrides: object) -> ProxySettings:
         values["openai_upstream"] = os.environ[OPENAI_UPSTREAM_ENV]
     if os.environ.get(SALT_ENV):
         values["salt"] = os.environ[SALT_ENV]
+    if os.environ.get(ADMIN_TOKEN_ENV):
+        values["admin_token"] = os.environ[ADMIN_TOKEN_ENV]
     values.update({k: v for k, v in overrides.items() if v is not None})
     return ProxySettings(**values)  # type: ignore[arg-type]

@@ -32,6 +32,7 @@ from .svg import (
     line_chart,
     stacked_area_chart,
 )
+from .verdict import verdict
 
 CSS = """
 :root{color-scheme:light}
@@ -42,6 +43,7 @@ header p{margin:2px 0;color:#c9d1dd}
 main{padding:8px 28px 40px;max-width:1640px}
 h2{font-size:18px;margin:26px 0 10px}
 h3{font-size:15px;margin:18px 0 8px}
+.verdict{font-size:17px;font-weight:600;margin:18px 0 4px;max-width:1100px}
 section,details{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:10px 16px;margin:14px 0}
 summary{cursor:pointer;font-weight:600;font-size:16px;padding:4px 0}
 .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:12px}
@@ -233,8 +235,11 @@ def _header(results: ReplayResults) -> str:
 
 def _overview(results: ReplayResults, colors: dict[str, str]) -> str:
     figures = [(s.name, colors[s.name], s.figures()) for s in _ran(results)]
+    sentence = verdict(results)
     parts = [
-        '<section id="overview"><h2>Figures over all transcripts</h2>',
+        '<section id="overview">',
+        f'<p class="verdict">{esc(sentence)}</p>' if sentence else "",
+        "<h2>Figures over all transcripts</h2>",
         _tables.figures_table(figures),
         '<p class="note">Cost is cache-adjusted under the model profile\'s cache mechanics; retention is '
         "the share of (request, probe) pairs kept: task, constraints, latest tool result, failing "
