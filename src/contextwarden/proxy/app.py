@@ -7,16 +7,18 @@ are local and short, and the hop to a worker thread and back cost more than they
 a request's 1.5-2 ms at 500 messages, measured) while buying no parallelism under the GIL. On
 PostgreSQL (network round trips) and whenever a session's turn is still being filed, it runs on a
 worker thread, so the loop never waits on the network or on another thread.
-Never break the agent: a failure inside the pipeline forwards the client's original bytes and
-counts a fall-back; upstream errors reach the client with their status, headers and body; a client
-that disconnects mid-stream gets its turn recorded as interrupted, with nothing half-written.
+Never break the agent: a failure inside the pipeline forwards the client's original bytes, unread,
+and counts a fall-back; upstream errors reach the client with their status, headers and body; an
+upstream that cannot be reached gets the client a 502 in its protocol's error shape and the log one
+line; a client that disconnects mid-stream gets its turn recorded as interrupted, with nothing
+half-written.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
+import re
 import threading
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -110,6 +112,8 @@ class Proxy:
             log.warning("contextwarden proxy fell back to pass-through: %s: %s", type(exc).__name__, exc)
             prepared = _fallback(fmt, raw, exc)
         self.metrics.prepared(prepared)
+        if prepared.outcome == "fallback":
+            return await self._fall_back(request, prepared, raw)
         if prepared.refused is not None:  # the task's budget is spent: nothing goes upstream
             self._recorder.submit(self._record, prepared, 0, None, None, REFUSED)
             body = refusal_body(fmt, prepared.refused)
@@ -120,7 +124,11 @@ class Proxy:
     async def _forward(
         self, request: Request, prepared: Prepared, raw: bytes, sent: threading.Event, *, retry: bool
     ) -> Response:
-        upstream = await self._send(request, prepared.body)
+        try:
+            upstream = await self._send(request, prepared.body)
+        except httpx.TransportError as exc:
+            self._recorder.submit(self._record, prepared, 0, None, None, "upstream_error")
+            return self._unreachable(request, exc)
         if upstream.status_code != 200 or not prepared.stream:
             data = b"".join([chunk async for chunk in upstream.aiter_raw()])
             await upstream.aclose()
@@ -170,11 +178,39 @@ class Proxy:
             log.warning("contextwarden proxy could not compact after an overflow: %s: %s", type(exc).__name__, exc)
             return None
 
+    async def _fall_back(self, request: Request, prepared: Prepared, raw: bytes) -> Response:
+        """Forward the client's bytes as they came and relay the answer as it comes; then file its ledger row."""
+        try:
+            upstream = await self._send(request, raw)
+        except httpx.TransportError as exc:
+            self._recorder.submit(self._record, prepared, 0, None, None, "upstream_error")
+            return self._unreachable(request, exc)
+        status = upstream.status_code
+
+        async def relayed() -> AsyncIterator[bytes]:
+            try:
+                async for chunk in _relay(upstream):
+                    yield chunk
+            finally:
+                self._recorder.submit(self._record, prepared, status, None, None, None)
+
+        return StreamingResponse(relayed(), status_code=status, headers=_headers(upstream))
+
+    def _upstream_url(self, request: Request) -> str:
+        url = self.settings.upstream_for(request.url.path) + request.url.path
+        return url + "?" + request.url.query if request.url.query else url
+
+    def _unreachable(self, request: Request, exc: httpx.TransportError) -> Response:
+        """The client's answer when the upstream cannot be reached: a 502 naming it, one log line."""
+        upstream = self.settings.upstream_for(request.url.path)
+        message = f"contextwarden proxy could not reach the upstream {upstream}: {type(exc).__name__}: {exc}"
+        log.warning("%s", message)
+        body = forward.error_body(forward.format_of(request.url.path), message, kind="api_error", code="bad_gateway")
+        return Response(body, status_code=502, media_type="application/json")
+
     async def _send(self, request: Request, body: bytes) -> httpx.Response:
         assert self.client is not None, "the proxy's lifespan did not run"
-        url = self.settings.upstream_for(request.url.path) + request.url.path
-        if request.url.query:
-            url += "?" + request.url.query
+        url = self._upstream_url(request)
         outgoing = forward.build_request(
             self.client, request.method, url, forward.forwarded_headers(request.headers.items()), body
         )
@@ -190,6 +226,8 @@ class Proxy:
                     filed = True  # before the client sees the end, so its next request waits for the turn
                     await self._file(prepared, 200, *tee.result(), sent)
                 yield chunk
+        except httpx.TransportError as exc:  # the status is out: the client sees the stream end early
+            log.warning("contextwarden proxy lost the upstream mid-stream: %s: %s", type(exc).__name__, exc)
         finally:
             await upstream.aclose()
             if not filed:
@@ -222,7 +260,10 @@ class Proxy:
     # ------------------------------------------------------------------ everything else
 
     async def _passthrough(self, request: Request) -> Response:
-        upstream = await self._send(request, await request.body())
+        try:
+            upstream = await self._send(request, await request.body())
+        except httpx.TransportError as exc:
+            return self._unreachable(request, exc)
         return StreamingResponse(_relay(upstream), status_code=upstream.status_code, headers=_headers(upstream))
 
     async def _count_tokens(self, request: Request) -> Response:
@@ -237,7 +278,10 @@ class Proxy:
                 )
             except Exception as exc:  # never break the agent: count what the client sent
                 log.warning("contextwarden proxy counted the client's own request: %s: %s", type(exc).__name__, exc)
-        upstream = await self._send(request, body)
+        try:
+            upstream = await self._send(request, body)
+        except httpx.TransportError as exc:
+            return self._unreachable(request, exc)
         return StreamingResponse(_relay(upstream), status_code=upstream.status_code, headers=_headers(upstream))
 
     async def _stats(self, request: Request) -> Response:
@@ -283,6 +327,8 @@ async def _relay(upstream: httpx.Response) -> AsyncIterator[bytes]:
     try:
         async for chunk in upstream.aiter_raw():
             yield chunk
+    except httpx.TransportError as exc:  # the status is out: the client sees the body end early
+        log.warning("contextwarden proxy lost the upstream mid-answer: %s: %s", type(exc).__name__, exc)
     finally:
         await upstream.aclose()
 
@@ -291,10 +337,13 @@ def _headers(upstream: httpx.Response) -> dict[str, str]:
     return dict(forward.response_headers(upstream))
 
 
+_MODEL = re.compile(rb'"model"\s*:\s*"([^"\\]{1,200})"')
+"""A ``"model": "..."`` member, found by a scan that cannot fail on any body (the ledger's model column)."""
+
+
 def _fallback(fmt: str, raw: bytes, exc: Exception) -> Prepared:
+    """A fall-back: the client's bytes go upstream unread (whatever broke the pipeline may break a parser too)."""
     prepared = Prepared(fmt=fmt, body=raw, outcome="fallback", note=f"{type(exc).__name__}: {exc}"[:300])
-    with contextlib.suppress(ValueError, AttributeError, TypeError):
-        body = json.loads(raw)
-        prepared.model = str(body.get("model", ""))
-        prepared.stream = bool(body.get("stream"))
+    if found := _MODEL.search(raw, 0, 4096):
+        prepared.model = found.group(1).decode("utf-8", "replace")
     return prepared

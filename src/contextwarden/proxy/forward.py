@@ -7,6 +7,7 @@ after the request is built, so the upstream sees the client's header set, creden
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 
 import httpx
@@ -69,3 +70,18 @@ def credential(headers: Iterable[tuple[str, str]]) -> str:
         if found.get(name):
             return found[name]
     return ""
+
+
+def error_body(fmt: str, message: str, *, kind: str, code: str | None = None) -> bytes:
+    """An error body in the shape the client's protocol uses (``fmt``: ``anthropic`` or an OpenAI one)."""
+    error: dict[str, object]
+    if fmt == "anthropic":
+        error = {"type": "error", "error": {"type": kind, "message": message}}
+    else:
+        error = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    return json.dumps(error).encode()
+
+
+def format_of(path: str) -> str:
+    """The wire format whose error shape suits a request on ``path`` (Anthropic's paths start ``/v1/messages``)."""
+    return "anthropic" if path.startswith("/v1/messages") else "openai_chat"
