@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import StoreError
-from ..log.store import DEFAULT_SQLITE_PATH, SessionStore, SQLiteStore, open_store
+from ..log.store import DEFAULT_SQLITE_PATH, SessionStore, SQLiteStore, check_store_url, open_store
 
 _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS contextwarden_proxy_lanes (
@@ -112,6 +112,7 @@ def open_session_store(url: str | None) -> SessionStore:
 def _sqlite_path(url: str | None) -> str:
     if url is None:
         return os.path.join(os.getcwd(), DEFAULT_SQLITE_PATH)
+    check_store_url(url)
     if url in ("memory:", "memory://"):
         return ":memory:"
     if url.startswith("sqlite:///"):
