@@ -6,7 +6,9 @@ store the pipeline runs on the event loop itself whenever nothing can make it wa
 are local and short, and the hop to a worker thread and back cost more than they do (about 0.5 ms of
 a request's 1.5-2 ms at 500 messages, measured) while buying no parallelism under the GIL. On
 PostgreSQL (network round trips) and whenever a session's turn is still being filed, it runs on a
-worker thread, so the loop never waits on the network or on another thread.
+worker thread, so the loop never waits on the network or on another thread; after a fall-back (a
+store locked by another process, say) it runs on worker threads for a while, so a store that makes
+requests wait never stalls the loop (nor ``/metrics``) again.
 Never break the agent: a failure inside the pipeline forwards the client's original bytes, unread,
 and counts a fall-back; upstream errors reach the client with their status, headers and body; an
 upstream that cannot be reached gets the client a 502 in its protocol's error shape and the log one
@@ -20,6 +22,7 @@ import contextlib
 import logging
 import re
 import threading
+import time
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,6 +37,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from ..errors import StoreError
 from ..log.store import SessionStore, SQLiteStore
 from ..providers.classify import is_context_overflow
 from . import collector, forward
@@ -49,6 +53,9 @@ log = logging.getLogger("contextwarden.proxy")
 
 SENT_WAIT_SECONDS = 60.0
 """How long the recorder waits for an answer's last byte to be sent before it files the answer anyway."""
+
+OFF_LOOP_SECONDS = 5.0
+"""After a fall-back, how long pipeline steps run on worker threads only (the store may be making them wait)."""
 
 MODEL_ROUTES = {
     "/v1/messages": "anthropic",
@@ -66,14 +73,16 @@ class Proxy:
     ) -> None:
         """Serve ``settings``; ``store`` and ``db`` default to the ones ``settings.store_url`` names."""
         self.settings = settings
-        self.store = store or open_session_store(settings.store_url)
-        self.db = db or ProxyDB(settings.store_url)
+        self.store = store or open_session_store(settings.store_url, lock_wait=settings.lock_wait)
+        self.db = db or ProxyDB(settings.store_url, lock_wait=settings.lock_wait)
         self.pipeline = Pipeline(settings, self.store, self.db)
         self.metrics = ProxyMetrics()
         self.pipeline.accountant.on_row = self.metrics.accounted
         self.client: httpx.AsyncClient | None = None
         self._on_loop = isinstance(self.store, SQLiteStore) and not self.db.postgres
         """Whether pipeline steps may run on the event loop (module docstring)."""
+        self._off_loop_until = 0.0
+        """Until this ``time.monotonic()``, pipeline steps run on worker threads (set by a fall-back)."""
         # one thread files answers in the order they completed (each session's turns in sequence)
         self._recorder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="contextwarden-recorder")
         self.app = Starlette(
@@ -104,12 +113,13 @@ class Proxy:
         try:
             credential = forward.credential(request.headers.items())
             # a pending turn makes ``prepare`` wait for the recorder thread: never on the loop
-            if self._on_loop and not self.pipeline.turns.any_pending():
+            if self._loop_may_run() and not self.pipeline.turns.any_pending():
                 prepared = self.pipeline.prepare(fmt, raw, headers, credential)
             else:
                 prepared = await run_in_threadpool(self.pipeline.prepare, fmt, raw, headers, credential)
         except Exception as exc:  # never break the agent: forward what the client sent
             log.warning("contextwarden proxy fell back to pass-through: %s: %s", type(exc).__name__, exc)
+            self._off_loop_until = time.monotonic() + OFF_LOOP_SECONDS
             prepared = _fallback(fmt, raw, exc)
         self.metrics.prepared(prepared)
         if prepared.outcome == "fallback":
@@ -155,13 +165,17 @@ class Proxy:
         if budget is not None and prepared.identity is not None and usage is not None:
             budget.spend(prepared.identity, usage)
         try:
-            if self._on_loop:
+            if self._loop_may_run():
                 self.pipeline.answered(prepared, assistant if status == 200 else None)
             else:
                 await run_in_threadpool(self.pipeline.answered, prepared, assistant if status == 200 else None)
         except Exception as exc:  # the store may be down; the next request then finds its session anew
             log.warning("contextwarden proxy could not remember a turn: %s: %s", type(exc).__name__, exc)
         self._recorder.submit(self._record_sent, sent, prepared, status, assistant, usage)
+
+    def _loop_may_run(self) -> bool:
+        """Whether a pipeline step may run on the event loop now (module docstring)."""
+        return self._on_loop and time.monotonic() >= self._off_loop_until
 
     async def _after_overflow(
         self, prepared: Prepared, raw: bytes, upstream: httpx.Response, data: bytes
@@ -286,10 +300,14 @@ class Proxy:
 
     async def _stats(self, request: Request) -> Response:
         session = request.query_params.get("session") or None
-        await run_in_threadpool(self.settle)
-        stats = await run_in_threadpool(self.pipeline.ledger.stats, session)
-        if request.query_params.get("taxonomy") in ("1", "true"):
-            stats = await run_in_threadpool(with_taxonomy, self.store, stats, counter=self.pipeline.manager.counter)
+        try:
+            await run_in_threadpool(self.settle)
+            stats = await run_in_threadpool(self.pipeline.ledger.stats, session)
+            if request.query_params.get("taxonomy") in ("1", "true"):
+                stats = await run_in_threadpool(with_taxonomy, self.store, stats, counter=self.pipeline.manager.counter)
+        except StoreError as exc:  # the database is away: say so, and try again later
+            message = f"the proxy's store cannot be read now: {exc}"
+            return JSONResponse({"error": {"type": "store_unavailable", "message": message}}, status_code=503)
         return JSONResponse(stats)
 
     async def _metrics(self, request: Request) -> Response:
