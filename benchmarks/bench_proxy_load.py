@@ -5,7 +5,7 @@ that each extend the previous one by the upstream's reply and a new user message
 The arms, each a server process of its own against one scripted upstream (its own process too):
 ``direct`` (the upstream itself), ``sqlite`` (``contextwarden proxy`` on a SQLite file) and
 ``postgres`` (on the PostgreSQL server ``CONTEXTWARDEN_PG_DSN`` names; left out without one), each
-with ``--workers`` worker processes. At each level every arm runs ``--rounds`` times, the arms
+once per worker count in ``--workers`` (``sqlite-w2``: two worker processes). At each level every arm runs ``--rounds`` times, the arms
 interleaved, so load on the shared machine falls on all of them alike.
 
 Reported per arm and level: requests per second (all sessions' calls over the wall time), the
@@ -17,7 +17,7 @@ changes the wall-clock figures. Targets at 50 sessions: at least 80% of direct's
 second, added p99 under 50 ms.
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_proxy_load.py [--levels 1,10,50] [--turns 6]
-        [--rounds 2] [--workers 1] [--json out.json]
+        [--rounds 2] [--workers 1,2] [--json out.json]
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -187,7 +188,7 @@ def _print(level: int, row: dict[str, Any]) -> None:
     print(f"{level} concurrent sessions", flush=True)
     for arm, r in row.items():
         line = (
-            f"   {arm:<9} {r['rps']:7.1f} req/s   p50 {r['p50_ms']:7.1f} ms  p99 {r['p99_ms']:7.1f} ms"
+            f"   {arm:<12} {r['rps']:7.1f} req/s   p50 {r['p50_ms']:7.1f} ms  p99 {r['p99_ms']:7.1f} ms"
             f"   cpu {r['cpu_ms_per_call']:5.1f} ms/call"
         )
         if arm != "direct":
@@ -205,7 +206,7 @@ def main() -> None:
     parser.add_argument("--levels", default="1,10,50", help="Concurrent sessions per level (default 1,10,50).")
     parser.add_argument("--turns", type=int, default=6, help="Calls per session (default 6).")
     parser.add_argument("--rounds", type=int, default=2, help="Runs of each arm per level (default 2).")
-    parser.add_argument("--workers", type=int, default=1, help="Proxy worker processes (default 1).")
+    parser.add_argument("--workers", default="1", help="Proxy worker counts, one arm each (default 1; e.g. 1,2).")
     parser.add_argument("--no-postgres", action="store_true", help="Leave the PostgreSQL arm out.")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
@@ -217,26 +218,27 @@ def main() -> None:
             upstream, up = lat._spawn("upstream", "", "")
             processes.append(upstream)
             arms: dict[str, tuple[str, str, int]] = {"direct": (up, "", upstream.pid)}
-            stores = {"sqlite": str(Path(tmp) / "s.db")}
-            if dsn and not args.no_postgres:
-                stores["postgres"] = dsn
-            for arm, store in stores.items():
-                process, url = _spawn_proxy(up, store, args.workers)
-                processes.append(process)
-                arms[arm] = (url, store, process.pid)
+            for count in [int(n) for n in args.workers.split(",")]:
+                stores = {"sqlite": str(Path(tmp) / f"s{count}.db")}
+                if dsn and not args.no_postgres:
+                    stores["postgres"] = dsn
+                for name, store in stores.items():
+                    process, url = _spawn_proxy(up, store, count)
+                    processes.append(process)
+                    arms[f"{name}-w{count}"] = (url, store, process.pid)
             print(
                 f"{lat.WIRE.fmt}, {args.turns} calls per session from {START} messages, {args.rounds} rounds, "
-                f"{args.workers} worker(s)",
+                f"workers {args.workers}",
                 flush=True,
             )
             report = _measure(arms, levels, args.turns, args.rounds)
         finally:
             for process in processes:
-                process.terminate()
-                process.wait(timeout=30)
+                process.send_signal(signal.SIGINT)  # a worker supervisor stops its workers on SIGINT
+                process.wait(timeout=60)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"workers": args.workers, "levels": report}, indent=2))
+        Path(args.json).write_text(json.dumps({"levels": report}, indent=2))
 
 
 if __name__ == "__main__":
