@@ -171,6 +171,7 @@ class Proxy:
                 await run_in_threadpool(self.pipeline.answered, prepared, assistant if status == 200 else None)
         except Exception as exc:  # the store may be down; the next request then finds its session anew
             log.warning("contextwarden proxy could not remember a turn: %s: %s", type(exc).__name__, exc)
+            self._off_loop_until = time.monotonic() + OFF_LOOP_SECONDS
         self._recorder.submit(self._record_sent, sent, prepared, status, assistant, usage)
 
     def _loop_may_run(self) -> bool:
