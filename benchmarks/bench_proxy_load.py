@@ -5,8 +5,9 @@ that each extend the previous one by the upstream's reply and a new user message
 The arms, each a server process of its own against one scripted upstream (its own process too):
 ``direct`` (the upstream itself), ``sqlite`` (``contextwarden proxy`` on a SQLite file) and
 ``postgres`` (on the PostgreSQL server ``CONTEXTWARDEN_PG_DSN`` names; left out without one), each
-once per worker count in ``--workers`` (``sqlite-w2``: two worker processes). At each level every arm runs ``--rounds`` times, the arms
-interleaved, so load on the shared machine falls on all of them alike.
+once per worker count in ``--workers`` (``sqlite-w2``: two worker processes). At each level every
+arm runs ``--rounds`` times, the arms interleaved, so load on the shared machine falls on all of them
+alike.
 
 Reported per arm and level: requests per second (all sessions' calls over the wall time), the
 client's p50 and p99 per call, the added latency (the arm's percentile less the direct arm's at the
