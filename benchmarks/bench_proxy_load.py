@@ -48,9 +48,11 @@ lat.WIRE = dataclasses.replace(lat.WIRES["anthropic"], model="claude-sonnet-4-5"
 """Short sessions of a real profile: nothing to reduce, so the proxy's cost is its own plumbing."""
 
 
-def _spawn_proxy(upstream: str, store: str, workers: int) -> tuple[subprocess.Popen[bytes], str]:
+def _spawn_proxy(upstream: str, store: str, workers: int, src: str = "") -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     env = {**os.environ, "CONTEXTWARDEN_QUIET": "1"}
+    if src:  # another checkout's code (``--compare-src``)
+        env["PYTHONPATH"] = src
     cmd = [
         sys.executable,
         "-m",
@@ -209,6 +211,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="Runs of each arm per level (default 2).")
     parser.add_argument("--workers", default="1", help="Proxy worker counts, one arm each (default 1; e.g. 1,2).")
     parser.add_argument("--no-postgres", action="store_true", help="Leave the PostgreSQL arm out.")
+    parser.add_argument(
+        "--compare-src",
+        default="",
+        help="Also run one-process arms on another checkout's src/ (e.g. the code before a change): '<arm>-base'.",
+    )
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     levels = [int(n) for n in args.levels.split(",")]
@@ -219,6 +226,12 @@ def main() -> None:
             upstream, up = lat._spawn("upstream", "", "")
             processes.append(upstream)
             arms: dict[str, tuple[str, str, int]] = {"direct": (up, "", upstream.pid)}
+            if args.compare_src:
+                for name, store in {"sqlite": str(Path(tmp) / "base.db"), "postgres": dsn}.items():
+                    if store and not (name == "postgres" and args.no_postgres):
+                        process, url = _spawn_proxy(up, store, 1, args.compare_src)
+                        processes.append(process)
+                        arms[f"{name}-base"] = (url, store, process.pid)
             for count in [int(n) for n in args.workers.split(",")]:
                 stores = {"sqlite": str(Path(tmp) / f"s{count}.db")}
                 if dsn and not args.no_postgres:

@@ -23,7 +23,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -78,7 +78,7 @@ class Proxy:
         self.pipeline = Pipeline(settings, self.store, self.db)
         self.metrics = ProxyMetrics()
         self.pipeline.accountant.on_row = self.metrics.accounted
-        self.client: httpx.AsyncClient | None = None
+        self.clients: Iterator[httpx.AsyncClient] | None = None
         self._on_loop = isinstance(self.store, SQLiteStore) and not self.db.postgres
         """Whether pipeline steps may run on the event loop (module docstring)."""
         self._off_loop_until = 0.0
@@ -99,10 +99,10 @@ class Proxy:
     @contextlib.asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
         with collector.between_requests():
-            async with forward.upstream_client(self.settings) as client:
-                self.client = client
+            async with forward.upstream_clients(self.settings) as clients:
+                self.clients = clients
                 yield
-            self.client = None
+            self.clients = None
 
     # ------------------------------------------------------------------ model calls
 
@@ -224,12 +224,13 @@ class Proxy:
         return Response(body, status_code=502, media_type="application/json")
 
     async def _send(self, request: Request, body: bytes) -> httpx.Response:
-        assert self.client is not None, "the proxy's lifespan did not run"
+        assert self.clients is not None, "the proxy's lifespan did not run"
+        client = next(self.clients)
         url = self._upstream_url(request)
         outgoing = forward.build_request(
-            self.client, request.method, url, forward.forwarded_headers(request.headers.items()), body
+            client, request.method, url, forward.forwarded_headers(request.headers.items()), body
         )
-        return await self.client.send(outgoing, stream=True)
+        return await client.send(outgoing, stream=True)
 
     async def _tee(self, prepared: Prepared, upstream: httpx.Response, sent: threading.Event) -> AsyncIterator[bytes]:
         tee = StreamTee(prepared.fmt, upstream.headers.get("content-encoding", ""))

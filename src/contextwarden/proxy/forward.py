@@ -7,8 +7,10 @@ after the request is built, so the upstream sees the client's header set, creden
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 
 import httpx
 
@@ -39,6 +41,27 @@ def upstream_client(settings: ProxySettings) -> httpx.AsyncClient:
     """The proxy's one client for every upstream call: pooled HTTP/1.1 connections, kept alive between calls."""
     timeout = httpx.Timeout(settings.timeout, connect=30.0)
     return httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(max_connections=256))
+
+
+POOLS = 8
+"""Connection pools the upstream calls are spread over (:func:`upstream_clients`)."""
+
+
+@contextlib.asynccontextmanager
+async def upstream_clients(settings: ProxySettings, pools: int = POOLS) -> AsyncIterator[Iterator[httpx.AsyncClient]]:
+    """``pools`` upstream clients taken in turn (an endless iterator), closed on exit.
+
+    httpx's pool walks every connection it holds whenever a request starts or ends, and asks each
+    idle one whether the server closed it (a system call apiece, and a count of the idle ones inside
+    that walk); at 50 concurrent sessions on one pool that walk took about a fifth of the proxy's
+    event loop. Spread over ``pools`` clients, each walk covers an eighth of the connections.
+    """
+    clients = [upstream_client(settings) for _ in range(pools)]
+    try:
+        yield itertools.cycle(clients)
+    finally:
+        for client in clients:
+            await client.aclose()
 
 
 def forwarded_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
