@@ -121,6 +121,17 @@ def assert_anthropic_rules(body: dict[str, Any]) -> None:
         assert last["content"][-1]["text"] == last["content"][-1]["text"].rstrip()
 
 
+def assert_responses_rules(body: dict[str, Any]) -> None:
+    """A ``reasoning`` item goes back with the output it led to: a model output item follows it, not input."""
+    items = body["input"]
+    for n, item in enumerate(items):
+        if item.get("type") == "reasoning":
+            after = next((i for i in items[n + 1 :] if i.get("type") != "reasoning"), None)
+            assert after is not None, "a reasoning item without the output it led to"
+            kind = str(after.get("type"))
+            assert not kind.endswith("_output") and after.get("role", "assistant") == "assistant", items
+
+
 def assert_valid(fmt: str, body: dict[str, Any]) -> None:
     calls, results = calls_and_results(fmt, body)
     assert Counter(calls) == Counter(results), "each call exactly one result and the reverse"
@@ -128,6 +139,8 @@ def assert_valid(fmt: str, body: dict[str, Any]) -> None:
         assert len(set(calls)) == len(calls), "call ids are unique in the request"
     if fmt == "anthropic":
         assert_anthropic_rules(body)
+    if fmt == "openai_responses":
+        assert_responses_rules(body)
     if fmt == "gemini":
         assert body["contents"] and body["contents"][0]["role"] == "user"
 
