@@ -88,6 +88,8 @@ class ProxyDB:
             raise StoreError(f"cannot open the proxy tables: {_one_line(exc)}") from None
         for statement in _SCHEMA:
             self.execute(statement)
+        if not self.postgres:
+            self.execute(f"PRAGMA busy_timeout = {int(lock_wait * 1000)}")
 
     def _connect(self) -> Any:
         if self.postgres:
@@ -98,7 +100,8 @@ class ProxyDB:
         path = _sqlite_path(self._url)
         if path != ":memory:":
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        conn = sqlite3.connect(path, timeout=self._lock_wait, isolation_level=None, check_same_thread=False)
+        # opening (the schema below) may wait as long as the library's stores do; statements after it wait lock_wait
+        conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode = WAL")
         # lanes, prefixes and ledger rows can be rebuilt or lost on power failure without harm
         # (the session log itself keeps the store's own full sync); no fsync per request for them
@@ -154,7 +157,9 @@ def open_session_store(url: str | None, *, lock_wait: float = LOCK_WAIT_SECONDS)
     ``lock_wait`` bounds the wait for another process's write lock (:data:`LOCK_WAIT_SECONDS`).
     """
     if url is None or not url.startswith(("postgresql://", "postgres://", "memory:")):
-        return SQLiteStore(_sqlite_path(url), synchronous="NORMAL", busy_timeout=lock_wait)
+        store = SQLiteStore(_sqlite_path(url), synchronous="NORMAL")  # its schema check may wait as usual
+        store.set_busy_timeout(lock_wait)
+        return store
     return open_store(url)
 
 
