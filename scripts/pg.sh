@@ -3,6 +3,7 @@
 #
 #   bash scripts/pg.sh start   # initdb (first time), start, create the database; prints the DSN on stdout
 #   bash scripts/pg.sh stop    # stop the cluster (the data directory stays; `rm -rf` it to start over)
+#   bash scripts/pg.sh restart [fast|immediate]   # restart it (immediate: as after a crash)
 #   bash scripts/pg.sh dsn     # print the DSN
 #
 # Typical use:  export CONTEXTWARDEN_PG_DSN="$(bash scripts/pg.sh start)"
@@ -83,9 +84,15 @@ stop() {
     fi
 }
 
+restart() {
+    ensure_bin
+    as_owner "$BIN/pg_ctl" -D "$DIR" -l "$DIR/server.log" -m "${1:-fast}" -w -t 60 restart >&2
+}
+
 case "${1:-start}" in
     start) start ;;
     stop) stop ;;
+    restart) restart "${2:-fast}" ;;
     dsn) echo "$DSN" ;;
-    *) log "usage: $0 start|stop|dsn"; exit 2 ;;
+    *) log "usage: $0 start|stop|restart [fast|immediate]|dsn"; exit 2 ;;
 esac

@@ -428,6 +428,10 @@ def _assert_merged_prefix(short: list[dict[str, Any]], full: list[dict[str, Any]
     assert grown[key][: len(last[key])] == last[key]
 
 
+def _thinking(content: list[dict[str, Any]]) -> int:
+    return sum(block["type"] in ("thinking", "redacted_thinking") for block in content)
+
+
 @settings(max_examples=200, deadline=None)
 @given(contexts())
 def test_a_context_prefix_renders_to_a_payload_prefix(ctx: ModelContext) -> None:
@@ -449,7 +453,13 @@ def test_a_context_prefix_renders_to_a_payload_prefix(ctx: ModelContext) -> None
         # turn replaces: the one place a longer context does not extend the shorter one's payload.
         a_open = a_short["messages"] == [{"role": "user", "content": [{"type": "text", "text": OPENING_TEXT}]}]
         _assert_system_prefix(a_short.get("system", []), a_full.get("system", []), not a_open)
-        if not a_open:
+        # Thinking goes first in an Anthropic assistant turn: a later assistant message's thinking joins
+        # the front of the turn the shorter payload ends with, the other place a longer context moves bytes.
+        a_last = len(a_short["messages"]) - 1
+        a_moved = a_short["messages"][a_last]["role"] == "assistant" and _thinking(
+            a_full["messages"][a_last]["content"]
+        ) > _thinking(a_short["messages"][a_last]["content"])
+        if not a_open and not a_moved:
             _assert_merged_prefix(a_short["messages"], a_full["messages"], "content")
         g_short, g_full = render_gemini(short), render_gemini(full)
         g_open = g_short["contents"] == [{"role": "user", "parts": [{"text": OPENING_TEXT}]}]

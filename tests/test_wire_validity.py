@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from contextwarden.assemble.manager import ContextManager
 from contextwarden.context import Message, ModelContext
-from contextwarden.log.events import AssistantMessage, OpaquePart, ToolCall, ToolResult, UserMessage
+from contextwarden.log.events import AssistantMessage, OpaquePart, ThinkingBlock, ToolCall, ToolResult, UserMessage
 from contextwarden.log.store.memory import MemoryStore
 from contextwarden.tokens import HeuristicCounter
 from contextwarden.wire import FORMATS, get_codec
@@ -30,17 +30,21 @@ OPAQUE = {
     "gemini": '{"executableCode":{"language":"PYTHON","code":"print(1)"}}',
 }
 
+THINKING = [ThinkingBlock(text="let me think", signature="sig-1"), ThinkingBlock(text="", signature="redacted:abc")]
+
 user = st.builds(lambda t: Message(role="user", text=t), st.sampled_from(TEXTS))
 assistant = st.builds(
-    lambda t, ids, op: Message(
+    lambda t, ids, op, th: Message(
         role="assistant",
         text=t,
         tool_calls=tuple(ToolCall(id=i, name=f"t{n}") for n, i in enumerate(ids)),
         opaque=tuple(OpaquePart(format=f, raw_json=OPAQUE[f], position=0, kind="x") for f in op),
+        thinking=tuple(th),
     ),
     st.sampled_from(TEXTS),
     st.lists(st.sampled_from(IDS), max_size=3),
     st.lists(st.sampled_from(sorted(OPAQUE)), max_size=2, unique=True),
+    st.lists(st.sampled_from(THINKING), max_size=2),
 )
 result = st.builds(
     lambda i, t: Message(role="tool", text=t, tool_call_id=i, tool_name="t"),
@@ -101,6 +105,10 @@ def assert_anthropic_rules(body: dict[str, Any]) -> None:
             if b["type"] == "tool_result" and isinstance(b.get("content"), str):
                 assert b["content"].strip()
         kinds = [b["type"] for b in m["content"]]
+        if m["role"] == "assistant":  # extended thinking: thinking before any text or tool use
+            answered = [n for n, k in enumerate(kinds) if k in ("text", "tool_use")]
+            thought = [n for n, k in enumerate(kinds) if k in ("thinking", "redacted_thinking")]
+            assert not answered or not thought or max(thought) < min(answered), kinds
         if "tool_result" in kinds:  # results come first in their turn
             assert kinds[: kinds.count("tool_result")] == ["tool_result"] * kinds.count("tool_result")
     for i, m in enumerate(messages):  # each tool_use answered in the very next turn
@@ -113,6 +121,17 @@ def assert_anthropic_rules(body: dict[str, Any]) -> None:
         assert last["content"][-1]["text"] == last["content"][-1]["text"].rstrip()
 
 
+def assert_responses_rules(body: dict[str, Any]) -> None:
+    """A ``reasoning`` item goes back with the output it led to: a model output item follows it, not input."""
+    items = body["input"]
+    for n, item in enumerate(items):
+        if item.get("type") == "reasoning":
+            after = next((i for i in items[n + 1 :] if i.get("type") != "reasoning"), None)
+            assert after is not None, "a reasoning item without the output it led to"
+            kind = str(after.get("type"))
+            assert not kind.endswith("_output") and after.get("role", "assistant") == "assistant", items
+
+
 def assert_valid(fmt: str, body: dict[str, Any]) -> None:
     calls, results = calls_and_results(fmt, body)
     assert Counter(calls) == Counter(results), "each call exactly one result and the reverse"
@@ -120,6 +139,8 @@ def assert_valid(fmt: str, body: dict[str, Any]) -> None:
         assert len(set(calls)) == len(calls), "call ids are unique in the request"
     if fmt == "anthropic":
         assert_anthropic_rules(body)
+    if fmt == "openai_responses":
+        assert_responses_rules(body)
     if fmt == "gemini":
         assert body["contents"] and body["contents"][0]["role"] == "user"
 
@@ -143,7 +164,7 @@ def test_sessions_built_by_the_manager_are_provider_valid(messages: list[Message
         if m.role == "user":
             events.append(UserMessage(text=m.text))
         elif m.role == "assistant":
-            events.append(AssistantMessage(text=m.text, tool_calls=m.tool_calls, opaque=m.opaque))
+            events.append(AssistantMessage(text=m.text, tool_calls=m.tool_calls, opaque=m.opaque, thinking=m.thinking))
         elif m.role == "tool":
             events.append(ToolResult(call_id=m.tool_call_id, tool_name="t", output=m.text))
     if events:

@@ -7,11 +7,27 @@ files are cut at a byte limit (never in the middle of a UTF-8 character).
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 _BINARY_PROBE = 8192
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9._:=+,@-]{1,100}")
+
+
+def safe_file_name(name: str) -> str:
+    """A file name for ``name`` (a session id, a transcript's name) that stays inside its folder.
+
+    A plain name (letters, digits and ``._-:=+,@``, up to 100; not ``.`` or ``..``) is kept as it is. Any
+    other has each other character replaced by ``_`` and a hash of the whole name appended, so two
+    names never share a file and none climbs out of the folder or names a device.
+    """
+    if _PLAIN_NAME.fullmatch(name) and name.strip("."):
+        return name
+    plain = re.sub(r"[^A-Za-z0-9_:=+,@-]", "_", name)[:80]
+    return f"{plain}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,7 +27,8 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
-from ..log.store import SessionStore, open_store
+from ..log.store import SessionStore, check_store_url, open_store
+from ..window.policies.normalize import strip_escapes
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -177,7 +179,7 @@ def default_store_url() -> str:
 
 def missing_store(store_url: str | None) -> str | None:
     """The SQLite path named by ``store_url`` (or the default) when no such file exists, else ``None``."""
-    url = store_url or default_store_url()
+    url = check_store_url(store_url or default_store_url())
     if url.startswith(("postgresql://", "postgres://")) or url in ("memory:", "memory://"):
         return None
     path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else url
@@ -213,3 +215,15 @@ def _check_model(ctx: click.Context, param: click.Parameter, value: str | None) 
 def model_option(*, default: str | None, help: str) -> Callable[[F], F]:
     """Add ``--model NAME``, checked against the model profiles (an unknown name names the known ones)."""
     return click.option("--model", default=default, show_default=default is not None, callback=_check_model, help=help)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def display_text(text: str) -> str:
+    """Make stored text safe for a terminal: escape sequences removed, control characters replaced.
+
+    Lone surrogates (undecodable bytes, which no terminal or UTF-8 stream accepts) become U+FFFD.
+    """
+    text = _SURROGATE.sub("\ufffd", strip_escapes(text))
+    return "".join(c if c.isprintable() else " " for c in text)

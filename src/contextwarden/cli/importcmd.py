@@ -18,18 +18,34 @@ from typing import Any
 
 import click
 
-from ..errors import SessionExists, SessionNotFound
+from ..errors import SessionExists, SessionNotFound, UsageError
 from ..importers import FORMATS, Transcript, file_sha256, load_transcript
 from ..log.events import JSONValue
-from ..log.store import SessionStore, open_store
+from ..log.store import SessionStore, check_new_session_id, open_store
 from ._common import echo_json, json_options, progress, store_option
 
 _NAME_MAX = 120
 
 
+def _session_id(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A session id given on the command line, held to the stores' rule for new sessions."""
+    if value is None:
+        return None
+    try:
+        return check_new_session_id(value, f"{param.opts[0]} name")
+    except UsageError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 @click.command(name="import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--session", "session_name", default=None, help="Session id (several files: NAME, NAME-2, ...).")
+@click.option(
+    "--session",
+    "session_name",
+    default=None,
+    callback=_session_id,
+    help="Session id (several files: NAME, NAME-2, ...).",
+)
 @click.option(
     "--format",
     "format_name",
@@ -41,6 +57,7 @@ _NAME_MAX = 120
     "--as",
     "copy_name",
     default=None,
+    callback=_session_id,
     help="Store a copy under this session id even if the same content was imported before (one file only).",
 )
 @json_options()
@@ -138,8 +155,10 @@ def _exists(store: SessionStore, session_id: str) -> bool:
 
 
 def _clean(stem: str) -> str:
-    # File names can hold characters a session id may not (control characters, lone surrogates).
-    return "".join(c if c.isprintable() else "_" for c in stem)[:_NAME_MAX]
+    # File names can hold characters a session id may not (control characters, lone surrogates, a
+    # backslash, surrounding spaces, nothing but dots): see ``check_new_session_id``.
+    name = "".join(c if c.isprintable() and c != "\\" else "_" for c in stem)[:_NAME_MAX].strip()
+    return name if name.strip(".") else ""
 
 
 def content_hash(path: Path) -> str:

@@ -17,6 +17,7 @@ from ..governance.inspection import Inspection, inspect_session
 from ._common import (
     console,
     default_store_url,
+    display_text,
     echo_json,
     json_options,
     model_option,
@@ -56,7 +57,8 @@ def _items(view: Inspection, width: int) -> Table:
         table.add_column("item")
         for item in view.items:
             cell = Text()
-            for line in (f"{item.role} · {item.section} · {item.tier} · {item.state}", " ".join(item.preview.split())):
+            preview = display_text(" ".join(item.preview.split()))
+            for line in (f"{item.role} · {item.section} · {item.tier} · {item.state}", preview):
                 text = Text(line)
                 text.truncate(room, overflow="ellipsis")
                 cell.append_text(text if not cell else Text("\n").append_text(text))
@@ -85,7 +87,7 @@ def _items(view: Inspection, width: int) -> Table:
             item.tier,
             item.state,
             f"{item.tokens:,}",
-            item.preview,
+            Text(display_text(item.preview)),  # transcript text: no markup, no terminal escapes
             style="dim" if item.state in dim else None,
         )
     return table
@@ -98,18 +100,20 @@ def _decisions(view: Inspection) -> Table:
     table.add_column("saved", justify="right")
     table.add_column("why", overflow="fold")
     for d in view.standing:
-        table.add_row(d.action, d.target, f"{d.tokens_saved:,}" if d.tokens_saved else "", d.reason)
+        saved = f"{d.tokens_saved:,}" if d.tokens_saved else ""
+        table.add_row(d.action, Text(display_text(d.target)), saved, Text(display_text(d.reason)))
     return table
 
 
 def _print(view: Inspection, console: Console, *, show_items: bool) -> None:
     ctx = view.context
-    console.print(
+    headline = (
         f"session {view.session_id}, request {view.turn} of {view.turns}"
         f"{' (the next one)' if view.turn == view.turns else ''}: model {ctx.model}, "
         f"{ctx.total_tokens:,} tokens of a {ctx.budget:,}-token budget, window {view.window:,} "
         f"(counted with {ctx.counter})"
     )
+    console.print(Text(display_text(headline)))
     console.print(_composition("section", view.sections, view))
     console.print(_composition("tier", view.tiers, view))
     if view.turn > 1:
@@ -124,7 +128,7 @@ def _print(view: Inspection, console: Console, *, show_items: bool) -> None:
         console.print(f"window events since the previous request: {', '.join(view.window_events)}")
     plan = [d.reason for d in ctx.decisions if d.action == "plan" and d.reason]
     if plan:
-        console.print(f"planner: {plan[-1]}")
+        console.print(Text(display_text(f"planner: {plan[-1]}")))
     if show_items:
         console.print(_items(view, console.width))
     if view.standing:

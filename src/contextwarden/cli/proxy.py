@@ -62,6 +62,14 @@ from ._policy import chosen_policy
     help="Operator token: sent as the API key to /contextwarden/stats or the live page, it reads every "
     "session (env CONTEXTWARDEN_PROXY_ADMIN_TOKEN). Without it each caller reads its own key's sessions.",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Worker processes on the one port and store: more concurrent sessions than one process serves "
+    "(see docs/proxy.md). Needs a SQLite file or PostgreSQL store.",
+)
 @store_option
 @click.pass_context
 def command(
@@ -75,6 +83,7 @@ def command(
     policy_name: str | None,
     budget_limit: int | None,
     admin_token: str | None,
+    workers: int,
     store_url: str | None,
 ) -> None:
     """Run the proxy: point ANTHROPIC_BASE_URL or an OpenAI base_url at it (see docs/proxy.md).
@@ -92,6 +101,8 @@ def command(
     if host not in LOCAL_HOSTS and not allow_remote:
         raise click.UsageError(f"refusing to listen on {host}: pass --allow-remote to serve beyond localhost")
     chosen_policy(policy_name)  # an unknown preset is a usage error before anything listens
+    if workers > 1 and (store_url or "").startswith("memory:"):
+        raise click.UsageError("--workers needs a store the workers share: a SQLite file or a postgresql:// DSN")
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if host not in LOCAL_HOSTS:
         logging.getLogger("contextwarden.proxy").warning(
@@ -106,6 +117,12 @@ def command(
         budget_limit=budget_limit,
         admin_token=admin_token,
     )
+    if workers > 1:
+        from ..proxy.serve import serve_workers
+
+        click.echo(f"contextwarden proxy ({mode}) on http://{host}:{port}, {workers} workers", err=True)
+        serve_workers(settings, host=host, port=port, workers=workers)
+        return
     proxy = Proxy(settings)
     click.echo(f"contextwarden proxy ({mode}) on http://{host}:{port}", err=True)
     click.echo(f"live view: http://{host}:{port}/contextwarden/ (enter your agent's API key there)", err=True)

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
+from ..errors import UsageError
 from ..importers import FORMATS
 from ..replay import (
     DEFAULT_MODEL,
@@ -31,6 +32,14 @@ from ..replay import (
 )
 from ._common import console as make_console
 from ._common import echo_json, json_options, missing_store, model_option, open_existing_store, progress, store_option
+
+
+def _interval(value: float) -> float:
+    """``--interval``, held to the replay settings' own rule (a finite number of seconds >= 0)."""
+    try:
+        return ReplaySettings(interval_seconds=value).interval_seconds
+    except UsageError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 @click.command(name="replay")
@@ -68,6 +77,7 @@ from ._common import echo_json, json_options, missing_store, model_option, open_
     "--interval",
     type=float,
     default=30.0,
+    callback=lambda ctx, param, value: _interval(value),
     show_default=True,
     help="Seconds between requests when the transcript has no timestamps.",
 )

@@ -29,7 +29,15 @@ from ..log.events import (
 )
 from ..log.store import SessionInfo, SessionStore, count_kinds, export_jsonl, import_jsonl, open_store
 from ._common import console as make_console
-from ._common import echo_json, json_options, missing_store, open_existing_store, print_table, store_option
+from ._common import (
+    display_text,
+    echo_json,
+    json_options,
+    missing_store,
+    open_existing_store,
+    print_table,
+    store_option,
+)
 
 _SUMMARY_WIDTH = 100
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -43,11 +51,6 @@ def _opened(store_url: str | None, *, create: bool = False) -> Iterator[SessionS
         yield store
     finally:
         store.close()
-
-
-def _display(text: str) -> str:
-    """Make stored text safe for a terminal: no lone surrogates, no control characters."""
-    return "".join(c if c.isprintable() else " " for c in _no_surrogates(text))
 
 
 def _no_surrogates(text: str) -> str:
@@ -73,7 +76,7 @@ def _title(info: SessionInfo) -> str:
     for key in ("title", "source", "agent"):
         value = info.metadata.get(key)
         if isinstance(value, str) and value:
-            return _display(value)
+            return display_text(value)
     return ""
 
 
@@ -112,7 +115,7 @@ def summarize(event: Event) -> str:
         text = f"model {event.model or '(unchanged)'} {event.settings or ''}"
     else:
         text = str(getattr(event, "text", ""))
-    text = _display(" ".join(text.split()))
+    text = display_text(" ".join(text.split()))
     return text if len(text) <= _SUMMARY_WIDTH else text[: _SUMMARY_WIDTH - 1] + "…"
 
 
@@ -195,7 +198,7 @@ def show_command(session_id: str, store_url: str | None, last_n: int, as_json: b
     if info.parent_session_id is not None:
         header.add_row("parent", Text(_lineage(info)))
     for key, value in sorted(info.metadata.items()):
-        header.add_row(Text(_display(key)), Text(_display(str(value))))
+        header.add_row(Text(display_text(key)), Text(display_text(str(value))))
     console.print(header)
     kinds = Table("kind", "count", title="events by kind")
     for kind, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):

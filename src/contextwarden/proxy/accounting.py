@@ -4,6 +4,10 @@ Counting a 2,000-message body and pricing it under the cache rules takes longer 
 request, and the agent does not need it to proceed, so a single background thread does it in order
 of arrival (each session's simulated caches see its requests in sequence). :meth:`Accountant.flush`
 waits for it (the stats endpoint and ``proxy stats`` read a complete ledger).
+
+A row the database cannot take now (PostgreSQL restarting, another process holding SQLite's write
+lock) waits in memory, in order, and is written as soon as the database answers again: the thread
+tries again every :data:`RETRY_SECONDS` and before each new row.
 """
 
 from __future__ import annotations
@@ -12,10 +16,12 @@ import logging
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import StoreError
 from ..log.events import UsageReport
 from ..models import ModelProfile
 from ..replay.costmodel import CacheSimulator
@@ -25,6 +31,11 @@ from .ledger import Ledger, LedgerRow
 from .modelnote import endpoint_profile
 
 log = logging.getLogger("contextwarden.proxy")
+
+RETRY_SECONDS = 0.5
+"""How often rows waiting for the database are tried again."""
+MAX_WAITING_ROWS = 100_000
+"""Rows kept while the database is away; beyond this the oldest are dropped (and counted in the log)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,6 +69,11 @@ class Accountant:
         self.meter = BlockMeter(counter)
         self.on_row = on_row
         self._simulators: dict[tuple[str, str], CacheSimulator] = {}
+        self._waiting: deque[LedgerRow] = deque()
+        """Rows computed but not yet written (the database did not take them), oldest first."""
+        self._writing = threading.Lock()
+        self._reported: LedgerRow | None = None
+        """The waiting row the log last told about (one line per outage, not one per retry)."""
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="contextwarden-ledger", daemon=True)
         self._thread.start()
@@ -66,29 +82,66 @@ class Accountant:
         """Queue a job."""
         self._jobs.put(job)
 
+    @property
+    def waiting(self) -> int:
+        """Rows waiting for the database."""
+        return len(self._waiting)
+
     def flush(self) -> None:
-        """Wait until every queued job is in the ledger."""
+        """Wait until every queued job is accounted for, and try once more to write the waiting rows."""
         self._jobs.join()
+        self._write_waiting()
 
     def close(self) -> None:
         """Finish the queue and stop the thread."""
         self._jobs.put(None)
         self._thread.join(timeout=30)
+        if self._waiting:
+            log.warning("contextwarden proxy closed with %d ledger rows the database did not take", self.waiting)
 
     def _run(self) -> None:
         while True:
-            job = self._jobs.get()
+            try:
+                job = self._jobs.get(timeout=RETRY_SECONDS if self._waiting else None)
+            except queue.Empty:
+                self._write_waiting()
+                continue
             try:
                 if job is None:
+                    self._write_waiting()
                     return
-                row = self.row(job)
-                self.ledger.record(row)
-                if self.on_row is not None:
-                    self.on_row(row)
-            except Exception as exc:  # a lost row must not stop the rows after it
-                log.warning("contextwarden proxy could not write a ledger row: %s: %s", type(exc).__name__, exc)
+                self._keep(self.row(job))
+                self._write_waiting()
+            except Exception as exc:  # a row that cannot be computed must not stop the rows after it
+                log.warning("contextwarden proxy could not account a request: %s: %s", type(exc).__name__, exc)
             finally:
                 self._jobs.task_done()
+
+    def _keep(self, row: LedgerRow) -> None:
+        if len(self._waiting) >= MAX_WAITING_ROWS:
+            self._waiting.popleft()
+            log.warning("contextwarden proxy dropped a ledger row: %d rows wait for the database", MAX_WAITING_ROWS)
+        self._waiting.append(row)
+
+    def _write_waiting(self) -> None:
+        """Write waiting rows in order until the database refuses one (it stays first in line)."""
+        with self._writing:
+            while self._waiting:
+                row = self._waiting[0]
+                try:
+                    self.ledger.record(row)
+                except StoreError as exc:
+                    if row is not self._reported:
+                        self._reported = row
+                        log.warning("contextwarden proxy ledger rows wait for the database: %s", exc)
+                    return
+                except Exception as exc:  # a row the database refuses for itself is lost alone
+                    log.warning("contextwarden proxy could not write a ledger row: %s: %s", type(exc).__name__, exc)
+                    self._waiting.popleft()
+                    continue
+                self._waiting.popleft()
+                if self.on_row is not None:
+                    self.on_row(row)
 
     def row(self, job: Job) -> LedgerRow:
         """The ledger row of one job (advances the session's simulated caches)."""

@@ -6,19 +6,24 @@ store the pipeline runs on the event loop itself whenever nothing can make it wa
 are local and short, and the hop to a worker thread and back cost more than they do (about 0.5 ms of
 a request's 1.5-2 ms at 500 messages, measured) while buying no parallelism under the GIL. On
 PostgreSQL (network round trips) and whenever a session's turn is still being filed, it runs on a
-worker thread, so the loop never waits on the network or on another thread.
-Never break the agent: a failure inside the pipeline forwards the client's original bytes and
-counts a fall-back; upstream errors reach the client with their status, headers and body; a client
-that disconnects mid-stream gets its turn recorded as interrupted, with nothing half-written.
+worker thread, so the loop never waits on the network or on another thread; after a fall-back (a
+store locked by another process, say) it runs on worker threads for a while, so a store that makes
+requests wait never stalls the loop (nor ``/metrics``) again.
+Never break the agent: a failure inside the pipeline forwards the client's original bytes, unread,
+and counts a fall-back; upstream errors reach the client with their status, headers and body; an
+upstream that cannot be reached gets the client a 502 in its protocol's error shape and the log one
+line; a client that disconnects mid-stream gets its turn recorded as interrupted, with nothing
+half-written.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
+import re
 import threading
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +37,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from ..errors import StoreError
 from ..log.store import SessionStore, SQLiteStore
 from ..providers.classify import is_context_overflow
 from . import collector, forward
@@ -50,6 +56,9 @@ log = logging.getLogger("contextwarden.proxy")
 SENT_WAIT_SECONDS = 60.0
 """How long the recorder waits for an answer's last byte to be sent before it files the answer anyway."""
 
+OFF_LOOP_SECONDS = 5.0
+"""After a fall-back, how long pipeline steps run on worker threads only (the store may be making them wait)."""
+
 MODEL_ROUTES = {
     "/v1/messages": "anthropic",
     "/v1/chat/completions": "openai_chat",
@@ -66,17 +75,19 @@ class Proxy:
     ) -> None:
         """Serve ``settings``; ``store`` and ``db`` default to the ones ``settings.store_url`` names."""
         self.settings = settings
-        self.store = store or open_session_store(settings.store_url)
-        self.db = db or ProxyDB(settings.store_url)
+        self.store = store or open_session_store(settings.store_url, lock_wait=settings.lock_wait)
+        self.db = db or ProxyDB(settings.store_url, lock_wait=settings.lock_wait)
         self.pipeline = Pipeline(settings, self.store, self.db)
         legacy = () if settings.salt else deployment_salts(self.db)[1]
         self.access = Access(salt=self.pipeline.salt, legacy_salts=legacy, admin_token=settings.admin_token)
         """Who may read which sessions' records (the stats and the live page)."""
         self.metrics = ProxyMetrics()
         self.pipeline.accountant.on_row = self.metrics.accounted
-        self.client: httpx.AsyncClient | None = None
+        self.clients: Iterator[httpx.AsyncClient] | None = None
         self._on_loop = isinstance(self.store, SQLiteStore) and not self.db.postgres
         """Whether pipeline steps may run on the event loop (module docstring)."""
+        self._off_loop_until = 0.0
+        """Until this ``time.monotonic()``, pipeline steps run on worker threads (set by a fall-back)."""
         # one thread files answers in the order they completed (each session's turns in sequence)
         self._recorder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="contextwarden-recorder")
         self.app = Starlette(
@@ -100,10 +111,10 @@ class Proxy:
     @contextlib.asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
         with collector.between_requests():
-            async with forward.upstream_client(self.settings) as client:
-                self.client = client
+            async with forward.upstream_clients(self.settings) as clients:
+                self.clients = clients
                 yield
-            self.client = None
+            self.clients = None
 
     # ------------------------------------------------------------------ model calls
 
@@ -114,14 +125,17 @@ class Proxy:
         try:
             credential = forward.credential(request.headers.items())
             # a pending turn makes ``prepare`` wait for the recorder thread: never on the loop
-            if self._on_loop and not self.pipeline.turns.any_pending():
+            if self._loop_may_run() and not self.pipeline.turns.any_pending():
                 prepared = self.pipeline.prepare(fmt, raw, headers, credential)
             else:
                 prepared = await run_in_threadpool(self.pipeline.prepare, fmt, raw, headers, credential)
         except Exception as exc:  # never break the agent: forward what the client sent
             log.warning("contextwarden proxy fell back to pass-through: %s: %s", type(exc).__name__, exc)
+            self._off_loop_until = time.monotonic() + OFF_LOOP_SECONDS
             prepared = _fallback(fmt, raw, exc)
         self.metrics.prepared(prepared)
+        if prepared.outcome == "fallback":
+            return await self._fall_back(request, prepared, raw)
         if prepared.refused is not None:  # the task's budget is spent: nothing goes upstream
             self._recorder.submit(self._record, prepared, 0, None, None, REFUSED)
             body = refusal_body(fmt, prepared.refused)
@@ -132,7 +146,11 @@ class Proxy:
     async def _forward(
         self, request: Request, prepared: Prepared, raw: bytes, sent: threading.Event, *, retry: bool
     ) -> Response:
-        upstream = await self._send(request, prepared.body)
+        try:
+            upstream = await self._send(request, prepared.body)
+        except httpx.TransportError as exc:
+            self._recorder.submit(self._record, prepared, 0, None, None, "upstream_error")
+            return self._unreachable(request, exc)
         if upstream.status_code != 200 or not prepared.stream:
             data = b"".join([chunk async for chunk in upstream.aiter_raw()])
             await upstream.aclose()
@@ -159,13 +177,18 @@ class Proxy:
         if budget is not None and prepared.identity is not None and usage is not None:
             budget.spend(prepared.identity, usage)
         try:
-            if self._on_loop:
+            if self._loop_may_run():
                 self.pipeline.answered(prepared, assistant if status == 200 else None)
             else:
                 await run_in_threadpool(self.pipeline.answered, prepared, assistant if status == 200 else None)
         except Exception as exc:  # the store may be down; the next request then finds its session anew
             log.warning("contextwarden proxy could not remember a turn: %s: %s", type(exc).__name__, exc)
+            self._off_loop_until = time.monotonic() + OFF_LOOP_SECONDS
         self._recorder.submit(self._record_sent, sent, prepared, status, assistant, usage)
+
+    def _loop_may_run(self) -> bool:
+        """Whether a pipeline step may run on the event loop now (module docstring)."""
+        return self._on_loop and time.monotonic() >= self._off_loop_until
 
     async def _after_overflow(
         self, prepared: Prepared, raw: bytes, upstream: httpx.Response, data: bytes
@@ -182,15 +205,44 @@ class Proxy:
             log.warning("contextwarden proxy could not compact after an overflow: %s: %s", type(exc).__name__, exc)
             return None
 
-    async def _send(self, request: Request, body: bytes) -> httpx.Response:
-        assert self.client is not None, "the proxy's lifespan did not run"
+    async def _fall_back(self, request: Request, prepared: Prepared, raw: bytes) -> Response:
+        """Forward the client's bytes as they came and relay the answer as it comes; then file its ledger row."""
+        try:
+            upstream = await self._send(request, raw)
+        except httpx.TransportError as exc:
+            self._recorder.submit(self._record, prepared, 0, None, None, "upstream_error")
+            return self._unreachable(request, exc)
+        status = upstream.status_code
+
+        async def relayed() -> AsyncIterator[bytes]:
+            try:
+                async for chunk in _relay(upstream):
+                    yield chunk
+            finally:
+                self._recorder.submit(self._record, prepared, status, None, None, None)
+
+        return StreamingResponse(relayed(), status_code=status, headers=_headers(upstream))
+
+    def _upstream_url(self, request: Request) -> str:
         url = self.settings.upstream_for(request.url.path) + request.url.path
-        if request.url.query:
-            url += "?" + request.url.query
+        return url + "?" + request.url.query if request.url.query else url
+
+    def _unreachable(self, request: Request, exc: httpx.TransportError) -> Response:
+        """The client's answer when the upstream cannot be reached: a 502 naming it, one log line."""
+        upstream = self.settings.upstream_for(request.url.path)
+        message = f"contextwarden proxy could not reach the upstream {upstream}: {type(exc).__name__}: {exc}"
+        log.warning("%s", message)
+        body = forward.error_body(forward.format_of(request.url.path), message, kind="api_error", code="bad_gateway")
+        return Response(body, status_code=502, media_type="application/json")
+
+    async def _send(self, request: Request, body: bytes) -> httpx.Response:
+        assert self.clients is not None, "the proxy's lifespan did not run"
+        client = next(self.clients)
+        url = self._upstream_url(request)
         outgoing = forward.build_request(
-            self.client, request.method, url, forward.forwarded_headers(request.headers.items()), body
+            client, request.method, url, forward.forwarded_headers(request.headers.items()), body
         )
-        return await self.client.send(outgoing, stream=True)
+        return await client.send(outgoing, stream=True)
 
     async def _tee(self, prepared: Prepared, upstream: httpx.Response, sent: threading.Event) -> AsyncIterator[bytes]:
         tee = StreamTee(prepared.fmt, upstream.headers.get("content-encoding", ""))
@@ -202,6 +254,8 @@ class Proxy:
                     filed = True  # before the client sees the end, so its next request waits for the turn
                     await self._file(prepared, 200, *tee.result(), sent)
                 yield chunk
+        except httpx.TransportError as exc:  # the status is out: the client sees the stream end early
+            log.warning("contextwarden proxy lost the upstream mid-stream: %s: %s", type(exc).__name__, exc)
         finally:
             await upstream.aclose()
             if not filed:
@@ -234,7 +288,10 @@ class Proxy:
     # ------------------------------------------------------------------ everything else
 
     async def _passthrough(self, request: Request) -> Response:
-        upstream = await self._send(request, await request.body())
+        try:
+            upstream = await self._send(request, await request.body())
+        except httpx.TransportError as exc:
+            return self._unreachable(request, exc)
         return StreamingResponse(_relay(upstream), status_code=upstream.status_code, headers=_headers(upstream))
 
     async def _count_tokens(self, request: Request) -> Response:
@@ -249,16 +306,23 @@ class Proxy:
                 )
             except Exception as exc:  # never break the agent: count what the client sent
                 log.warning("contextwarden proxy counted the client's own request: %s: %s", type(exc).__name__, exc)
-        upstream = await self._send(request, body)
+        try:
+            upstream = await self._send(request, body)
+        except httpx.TransportError as exc:
+            return self._unreachable(request, exc)
         return StreamingResponse(_relay(upstream), status_code=upstream.status_code, headers=_headers(upstream))
 
     async def _stats(self, request: Request) -> Response:
         session = request.query_params.get("session") or None
         viewer = self.access.viewer(request.headers.items())
-        await run_in_threadpool(self.settle)
-        stats = await run_in_threadpool(self.pipeline.ledger.stats, session, visible=viewer.sees)
-        if request.query_params.get("taxonomy") in ("1", "true"):
-            stats = await run_in_threadpool(with_taxonomy, self.store, stats, counter=self.pipeline.manager.counter)
+        try:
+            await run_in_threadpool(self.settle)
+            stats = await run_in_threadpool(self.pipeline.ledger.stats, session, visible=viewer.sees)
+            if request.query_params.get("taxonomy") in ("1", "true"):
+                stats = await run_in_threadpool(with_taxonomy, self.store, stats, counter=self.pipeline.manager.counter)
+        except StoreError as exc:  # the database is away: say so, and try again later
+            message = f"the proxy's store cannot be read now: {exc}"
+            return JSONResponse({"error": {"type": "store_unavailable", "message": message}}, status_code=503)
         return JSONResponse(stats)
 
     async def _metrics(self, request: Request) -> Response:
@@ -296,6 +360,8 @@ async def _relay(upstream: httpx.Response) -> AsyncIterator[bytes]:
     try:
         async for chunk in upstream.aiter_raw():
             yield chunk
+    except httpx.TransportError as exc:  # the status is out: the client sees the body end early
+        log.warning("contextwarden proxy lost the upstream mid-answer: %s: %s", type(exc).__name__, exc)
     finally:
         await upstream.aclose()
 
@@ -304,10 +370,13 @@ def _headers(upstream: httpx.Response) -> dict[str, str]:
     return dict(forward.response_headers(upstream))
 
 
+_MODEL = re.compile(rb'"model"\s*:\s*"([^"\\]{1,200})"')
+"""A ``"model": "..."`` member, found by a scan that cannot fail on any body (the ledger's model column)."""
+
+
 def _fallback(fmt: str, raw: bytes, exc: Exception) -> Prepared:
+    """A fall-back: the client's bytes go upstream unread (whatever broke the pipeline may break a parser too)."""
     prepared = Prepared(fmt=fmt, body=raw, outcome="fallback", note=f"{type(exc).__name__}: {exc}"[:300])
-    with contextlib.suppress(ValueError, AttributeError, TypeError):
-        body = json.loads(raw)
-        prepared.model = str(body.get("model", ""))
-        prepared.stream = bool(body.get("stream"))
+    if found := _MODEL.search(raw, 0, 4096):
+        prepared.model = found.group(1).decode("utf-8", "replace")
     return prepared

@@ -21,13 +21,13 @@ The check before forwarding is a dictionary lookup.
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass
 
 from ..log.events import UsageReport
 from ..plan.treebudget import TreeBudgetPolicy
 from ._db import ProxyDB
+from .forward import error_body
 from .identity import Identity
 
 REFUSED = "budget_exhausted"
@@ -108,9 +108,4 @@ class ProxyBudget:
 
 def refusal_body(fmt: str, spent: Spent) -> bytes:
     """The error body of a refused request, in the shape the client's protocol uses for errors."""
-    error: dict[str, object]
-    if fmt == "anthropic":
-        error = {"type": "error", "error": {"type": "invalid_request_error", "message": spent.message}}
-    else:
-        error = {"error": {"message": spent.message, "type": "invalid_request_error", "param": None, "code": REFUSED}}
-    return json.dumps(error).encode()
+    return error_body(fmt, spent.message, kind="invalid_request_error", code=REFUSED)

@@ -1,16 +1,74 @@
-"""Serving an ASGI app with uvicorn: in the foreground (the CLI) or on a background thread (tests, benchmarks)."""
+"""Serving an ASGI app with uvicorn: in the foreground (the CLI), as worker processes, or in a background thread.
+
+The background thread is for tests and benchmarks.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import json
+import os
 import socket
 import threading
 import time
-from typing import Any
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
+if TYPE_CHECKING:
+    from .settings import ProxySettings
+
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 """Hosts a proxy may bind to without ``--allow-remote``."""
+
+
+WORKER_SETTINGS_ENV = "CONTEXTWARDEN_PROXY_WORKER_SETTINGS"
+"""How the parent hands each worker process the proxy's settings (JSON of :class:`.settings.ProxySettings`)."""
+
+
+def serve_workers(settings: ProxySettings, *, host: str, port: int, workers: int) -> None:
+    """Serve the proxy with ``workers`` processes on one port until interrupted.
+
+    Each worker is a whole proxy (its own connections, threads and caches) on the one store, so a
+    session's requests may reach any of them: they find a session by the history it extends, in the
+    store's tables. The store is opened (and its schema brought up to date) here first, so the
+    workers start on a ready schema rather than racing to create it.
+    """
+    from ._db import ProxyDB, open_session_store
+
+    open_session_store(settings.store_url).close()
+    ProxyDB(settings.store_url).close()
+    os.environ[WORKER_SETTINGS_ENV] = json.dumps(dataclasses.asdict(settings))
+    uvicorn.run(
+        "contextwarden.proxy.serve:worker_app",
+        factory=True,
+        workers=workers,
+        host=host,
+        port=port,
+        log_level="warning",
+    )
+
+
+def worker_app() -> Any:
+    """One worker's proxy (uvicorn's factory): the parent's settings; closed when the worker stops."""
+    from .app import Proxy
+    from .settings import ProxySettings
+
+    proxy = Proxy(ProxySettings(**json.loads(os.environ[WORKER_SETTINGS_ENV])))
+    inner = proxy.app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        try:
+            async with inner(app):
+                yield
+        finally:
+            proxy.close()
+
+    proxy.app.router.lifespan_context = lifespan
+    return proxy.app
 
 
 class BackgroundServer:

@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass
 from typing import Literal
 
+from ._db import LOCK_WAIT_SECONDS
+
 Mode = Literal["manage", "observe"]
 
 ANTHROPIC_UPSTREAM_ENV = "CONTEXTWARDEN_ANTHROPIC_UPSTREAM"
@@ -40,6 +42,9 @@ class ProxySettings:
     budget_limit: int | None = None
     """Weighted tokens (output plus uncached input at a quarter) one task may spend before the proxy
     refuses its requests (:mod:`.budget`); ``None``: no budget."""
+    lock_wait: float = LOCK_WAIT_SECONDS
+    """Seconds a SQLite statement waits for another process's write lock before the request falls
+    back (the ledger's rows wait and are written once the lock is gone)."""
 
     def upstream_for(self, path: str) -> str:
         """The base URL a request path is forwarded to (Anthropic's paths start ``/v1/messages``)."""

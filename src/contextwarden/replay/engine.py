@@ -20,12 +20,12 @@ the transcript itself (a compaction the original agent made) are not replayed: e
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
+from .._files import safe_file_name
 from ..context import SECTIONS
 from ..errors import UsageError
 from ..log.events import AssistantMessage
@@ -281,9 +281,10 @@ def reference_of(inp: ReplayInput, settings: ReplaySettings, counter: TokenCount
 def _dump_file(dump_dir: str | Path | None, strategy: str, name: str) -> IO[str] | None:
     if dump_dir is None:
         return None
-    folder = Path(dump_dir) / strategy.replace(os.sep, "_")
+    # both names may come from transcript data (a session id, a file name): neither leaves the folder
+    folder = Path(dump_dir) / safe_file_name(strategy)
     folder.mkdir(parents=True, exist_ok=True)
-    return (folder / f"{name}.jsonl").open("w", encoding="utf-8")
+    return (folder / f"{safe_file_name(name)}.jsonl").open("w", encoding="utf-8")
 
 
 def replay(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from ..errors import UsageError
 from .costmodel import CacheTTL
 
 
@@ -21,3 +23,10 @@ class ReplaySettings:
     """Compute the offline optimum of every transcript (see :mod:`.optimum`)."""
     summarizer_model: str | None = None
     """The profile summarizer calls are priced with (None: the replay's model)."""
+
+    def __post_init__(self) -> None:
+        """Refuse an interval no clock can keep (negative, NaN or infinite)."""
+        interval = self.interval_seconds
+        usable = isinstance(interval, int | float) and not isinstance(interval, bool)
+        if not usable or not math.isfinite(interval) or interval < 0:
+            raise UsageError(f"interval must be a finite number of seconds >= 0, got {interval!r}")

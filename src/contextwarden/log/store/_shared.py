@@ -39,6 +39,20 @@ def check_id(value: object, what: str = "session id") -> str:
     return value
 
 
+def check_new_session_id(value: object, what: str = "session id") -> str:
+    r"""Return ``value`` if a new session may take it as its id; ``UsageError`` otherwise.
+
+    On top of :func:`check_id`: an id names a session by itself, in a terminal and as a file name
+    (``replay --dump-requests``), so it is not blank, has no leading or trailing whitespace, no path
+    separator (``/``, ``\``) and is not ``.`` or ``..``. Existing sessions keep whatever id they
+    have; only new ones (created, forked, imported) are held to this.
+    """
+    sid = check_id(value, what)
+    if sid != sid.strip() or "/" in sid or "\\" in sid or sid in (".", ".."):
+        raise UsageError(f"invalid {what} {sid!r}: no leading or trailing spaces, no '/' or '\\', and not '.' or '..'")
+    return sid
+
+
 def check_seq(value: object, what: str) -> int:
     """Return ``value`` if it is a non-negative int; ``UsageError`` otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -50,7 +64,7 @@ def new_session_info(
     session_id: str | None, metadata: dict[str, JSONValue] | None, parent_session_id: str | None
 ) -> SessionInfo:
     """Check ``create_session``'s arguments and return the new session's header (a new id if none)."""
-    sid = check_id(session_id if session_id is not None else new_session_id())
+    sid = check_new_session_id(session_id if session_id is not None else new_session_id())
     if parent_session_id is not None:
         check_id(parent_session_id, "parent session id")
     meta = loads_metadata(dumps_metadata(metadata))

@@ -164,7 +164,7 @@ class SQLStore(CheckpointSQL):
     def fork(self, session_id: str, *, at_seq: int, new_session_id: str | None = None) -> SessionInfo:
         """Branch a session after ``at_seq``; the branch shares the prefix without copying it."""
         sh.check_seq(at_seq, "at_seq")
-        new_id = sh.check_id(new_session_id if new_session_id is not None else sh.new_session_id())
+        new_id = sh.check_new_session_id(new_session_id if new_session_id is not None else sh.new_session_id())
         marker = sh.fork_marker(session_id, new_id, at_seq)
         with self._transaction(write=True) as cur:
             # locked, so the parent cannot be deleted until the fork is recorded
@@ -209,7 +209,7 @@ class SQLStore(CheckpointSQL):
         ``events`` is consumed inside the transaction, so a decoding error raised by a lazy
         iterable (a JSONL file read line by line) rolls everything back.
         """
-        tracker = sh.RestoreTracker(sh.check_id(header.id))
+        tracker = sh.RestoreTracker(sh.check_new_session_id(header.id))
         with self._transaction(write=True) as cur:
             self._insert_session(cur, tracker.info(header))
             page: list[sh.Row] = []

@@ -22,7 +22,7 @@ from ...errors import CodecError
 from ..codec import dumps_event, event_from_dict, loads_json
 from ..events import Event, JSONValue
 from ._protocol import SessionInfo, SessionStore
-from ._shared import SupportsRestore, check_id, new_session_id
+from ._shared import SupportsRestore, check_new_session_id, new_session_id
 
 FORMAT = "contextwarden.session/1"
 """The header's ``format`` value; a file with another one is refused."""
@@ -63,7 +63,7 @@ def import_jsonl(store: SessionStore, fp: IO[str] | IO[bytes], *, session_id: st
     pending = None if header is not None else first
     if session_id is None:
         session_id = _default_id(header, pending)
-    check_id(session_id)
+    check_new_session_id(session_id)
     base = header or SessionInfo(id=session_id, created_at=time.time())
     target = SessionInfo(
         id=session_id,

@@ -147,7 +147,7 @@ class MemoryStore:
     def fork(self, session_id: str, *, at_seq: int, new_session_id: str | None = None) -> SessionInfo:
         """Branch a session after ``at_seq``; the branch shares the prefix without copying it."""
         sh.check_seq(at_seq, "at_seq")
-        new_id = sh.check_id(new_session_id if new_session_id is not None else sh.new_session_id())
+        new_id = sh.check_new_session_id(new_session_id if new_session_id is not None else sh.new_session_id())
         marker = sh.fork_marker(session_id, new_id, at_seq)
         with self._lock:
             parent = self._get(session_id).info
@@ -206,7 +206,7 @@ class MemoryStore:
 
     def restore_session(self, header: SessionInfo, events: Iterable[Event]) -> SessionInfo:
         """Create ``header.id`` holding ``events`` at seq 1..n; nothing is stored if anything fails."""
-        tracker = sh.RestoreTracker(sh.check_id(header.id))
+        tracker = sh.RestoreTracker(sh.check_new_session_id(header.id))
         rows = list(tracker.feed(events))
         info = tracker.info(header)
         with self._lock:

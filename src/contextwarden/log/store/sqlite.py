@@ -114,6 +114,11 @@ class SQLiteStore(SQLStore):
         with self._lock:
             self._conn.close()
 
+    def set_busy_timeout(self, seconds: float) -> None:
+        """Wait at most ``seconds`` for another process's lock from now on (opening waited ``busy_timeout``)."""
+        with self._lock:
+            self._conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
+
     @contextmanager
     def _transaction(self, *, write: bool) -> Iterator[Cursor]:
         # IMMEDIATE takes the write lock now, so the last_seq an append reads cannot change before

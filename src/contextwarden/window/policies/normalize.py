@@ -21,7 +21,7 @@ import operator
 import re
 from dataclasses import dataclass
 
-__all__ = ["REPEAT_NOTE", "NormalizedOutput", "normalize_output", "sanitize_output"]
+__all__ = ["REPEAT_NOTE", "NormalizedOutput", "normalize_output", "sanitize_output", "strip_escapes"]
 
 REPEAT_NOTE = "[... previous line repeated {n} more times]"
 """The line that replaces the repeats of a collapsed run (``{n}`` is how many were removed)."""
@@ -53,6 +53,11 @@ class NormalizedOutput:
     """The text the model may see."""
     notes: tuple[str, ...] = ()
     """One short sentence per kind of change, in a fixed order (empty when nothing changed)."""
+
+
+def strip_escapes(text: str) -> str:
+    """``text`` without terminal escape sequences (colours, cursor moves, titles, hyperlinks, screen clears)."""
+    return _ANSI.sub("", text)
 
 
 def _escape_char(match: re.Match[str]) -> str:

@@ -16,7 +16,9 @@ The body is complete: ``model``, ``max_tokens`` (the caller's, else the model pr
   (:func:`call_id`), on the call and its result alike.
 - Thinking is kept only for blocks with a signature (``redacted:`` signatures become
   ``redacted_thinking``); unsigned blocks and OpenAI Responses signatures are dropped. Anthropic opaque
-  items go back at their positions, verbatim.
+  items go back at their positions, verbatim. In an assistant turn, thinking and redacted thinking
+  come before any text or tool use (extended thinking requires it): when consecutive assistant
+  messages merge into one turn, a later message's thinking joins the turn's leading thinking.
 - ``cache_control`` goes on at most four blocks: the last system block (the last tool when there is no
   system prompt; the cached prefix runs tools, system, messages), and the last cacheable block of the
   messages at ``ctx.cache_breakpoints`` (the latest three when they do not fit).
@@ -55,6 +57,7 @@ MAX_CACHE_BREAKPOINTS = 4
 
 _CALL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _CACHEABLE = frozenset({"text", "image", "document", "tool_use", "tool_result"})
+_THINKING = frozenset({"thinking", "redacted_thinking"})
 _OWN_FIELDS = frozenset({"model", "max_tokens", "system", "messages", "tools"})
 _FORMAT = "anthropic"
 
@@ -97,7 +100,10 @@ def render_anthropic(
             if not turns or turns[-1]["role"] != role:
                 turns.append({"role": role, "content": []})
             content: list[dict[str, Any]] = turns[-1]["content"]
-            content.extend(blocks)
+            if role == "assistant":
+                _join_assistant(content, blocks, len(turns) - 1, positions)
+            else:
+                content.extend(blocks)
         positions.append(_last_cacheable(turns) if blocks else (positions[-1] if positions else None))
     if not turns or turns[0]["role"] != "user":
         turns.insert(0, {"role": "user", "content": [{"type": "text", "text": OPENING_TEXT}]})
@@ -166,6 +172,24 @@ def _assistant_blocks(message: Message, text: str) -> list[dict[str, Any]]:
         for call in message.tool_calls
     )
     return with_opaque(blocks, message.opaque, _FORMAT)
+
+
+def _join_assistant(
+    content: list[dict[str, Any]], blocks: list[dict[str, Any]], turn: int, positions: list[Position | None]
+) -> None:
+    """Add a message's ``blocks`` to an assistant turn, its thinking before the turn's text and tool use.
+
+    ``positions`` already placed in this turn move with the blocks they point at.
+    """
+    thinking = [b for b in blocks if b.get("type") in _THINKING]
+    at = next((i for i, b in enumerate(content) if b.get("type") not in _THINKING), len(content))
+    if thinking and at < len(content):
+        content[at:at] = thinking
+        blocks = [b for b in blocks if b.get("type") not in _THINKING]
+        for n, p in enumerate(positions):
+            if p is not None and p[0] == turn and p[1] >= at:
+                positions[n] = (turn, p[1] + len(thinking))
+    content.extend(blocks)
 
 
 def _inline(part: BinaryPart) -> bool:

@@ -5,7 +5,9 @@ The request is stateless (no ``previous_response_id``): the whole conversation i
 - The system prompt goes to ``instructions``; later system or developer messages stay input messages.
 - Reasoning is replayed as ``reasoning`` items only for thinking blocks that carry a Responses signature
   (``"<item id>:<encrypted_content>"``, see :mod:`contextwarden.wire._common`); other providers'
-  signatures and bare reasoning text are not sent (the API cannot verify them).
+  signatures and bare reasoning text are not sent (the API cannot verify them). A reasoning item goes
+  back only with the output it led to (the API rejects one without it): reasoning items an assistant
+  message ends with, its own or opaque ones, are left out.
 - Tool results with images use the list form of ``function_call_output.output``
   (``input_text`` and ``input_image`` parts).
 - A call of a freeform tool (a ``custom`` tool in ``ctx.tools``, such as Codex's ``apply_patch``, or an
@@ -132,7 +134,10 @@ def _assistant_items(message: Message, text: str, freeform: _Freeform) -> list[d
     if text:
         items.append({"type": "message", "role": "assistant", "content": text})
     items.extend(freeform.item(call) for call in message.tool_calls)
-    return with_opaque(items, message.opaque, _FORMAT)
+    items = with_opaque(items, message.opaque, _FORMAT)
+    while items and items[-1].get("type") == "reasoning":  # no output follows it in this message
+        items.pop()
+    return items
 
 
 def _content(text: str, images: list[BinaryPart]) -> list[dict[str, Any]]:
