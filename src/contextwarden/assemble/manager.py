@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ..budget import BudgetPolicy
@@ -36,6 +37,7 @@ from ..tools import READ_RANGE
 from ..window.projection import Projection
 from .breakpoints import breakpoints
 from .buildrecord import BuildSettings, record_event
+from .project import ProjectContext
 from .retrieval import answer_retrieval
 from .session import Session
 from .subagents import SubtaskContext, project_for_subtask
@@ -99,13 +101,17 @@ class ContextManager:
         tools: Sequence[ToolLike] = (),
         policy: PolicyLike | None = None,
         create: bool = False,
+        project: str | Path | ProjectContext | None = None,
     ) -> Session:
         """A handle on one session for an agent loop: append events and build, no seq bookkeeping.
 
         ``model``, ``tools`` and ``policy`` are the defaults of the handle's builds. ``create``
         creates the session when it does not exist (otherwise that is ``SessionNotFound``).
+        ``project`` (a working directory or a :class:`ProjectContext`) starts the log with the
+        system prompt, project rules and catalogs found on disk, and delivers a rule file edited
+        mid-session as a new instruction before the next build (``assemble/project.py``).
         """
-        return Session(self, session_id, model=model, tools=tools, policy=policy, create=create)
+        return Session(self, session_id, model=model, tools=tools, policy=policy, create=create, project=project)
 
     # ------------------------------------------------------------------ window
 

@@ -21,6 +21,7 @@ append. Another writer's append in between still makes the next append raise
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from ..context import ModelContext
 from ..errors import SessionNotFound, UsageError
@@ -28,6 +29,7 @@ from ..log.events import Event, ToolCall, ToolResult, UsageReport
 from ..models import ModelProfile
 from ..plan.exposure import ToolLike
 from ..plan.seams import PolicyLike, WindowManager
+from .project import ProjectContext, ProjectRules, project_context, told_fingerprint
 
 __all__ = ["Session"]
 
@@ -44,6 +46,7 @@ class Session:
         tools: Sequence[ToolLike] = (),
         policy: PolicyLike | None = None,
         create: bool = False,
+        project: str | Path | ProjectContext | None = None,
     ) -> None:
         """Open ``session_id`` through ``manager`` (see :meth:`ContextManager.session`)."""
         self.manager = manager
@@ -58,6 +61,12 @@ class Session:
                 raise
             info = manager.store.create_session(session_id)
         self._last_seq = info.last_seq
+        self.project: ProjectRules | None = None
+        """The project's instruction files, when the handle was opened with ``project=``."""
+        if project is not None:
+            self.project = ProjectRules(project_context(project), manager.counter)
+            told = told_fingerprint(manager.store.read(session_id)) if info.last_seq else None
+            self.append(*(self.project.opening() if told is None else self.project.resume(told)))
 
     @property
     def last_seq(self) -> int:
@@ -83,6 +92,9 @@ class Session:
         chosen = model if model is not None else self.model
         if chosen is None:
             raise UsageError("no model to build for: pass model= to build() or to manager.session()")
+        if self.project is not None:
+            # A rule file edited since the last build reaches the model as a new instruction at the end.
+            self.append(*self.project.update())
         context, seen = self.manager.build_seen(
             self.id,
             model=chosen,
