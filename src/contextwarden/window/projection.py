@@ -34,6 +34,7 @@ from ..log.events import (
     UserMessage,
 )
 from .accounting import Estimate, NormalizedPrefix, anchored_estimate, message_tokens
+from .conflicts import overrides
 from .editqueue import EditQueue, ToolRecord
 from .ingest import MAX_ARGUMENT_CHARS, ProjectionConfig, bound_arguments, bounded_text, message_item
 from .items import REDUCED, ContextItem, ItemList, Tier
@@ -282,11 +283,14 @@ class Projection:
 
     def _add_user(self, event: UserMessage) -> None:
         text, truncated, original = self._bounded_text(event.text, event.id)
+        note = overrides(event.text, self.list.items)
+        if note:
+            text = f"{text}\n{note}"
         goal = not self._seen_user
         self._seen_user = True
         message = Message(role="user", text=text, parts=event.parts, opaque=event.opaque, source_ids=(event.id,))
         tier = Tier.GOAL if goal else Tier.HISTORY
-        counted = None if truncated else original
+        counted = None if truncated or note else original
         self._push(
             self._message_item(
                 event, message, text_tokens=counted, tier=tier, truncated=truncated, original_tokens=original
@@ -298,7 +302,10 @@ class Projection:
             fragment = DEFAULT_REGISTRY.render("steering", event.text, self.config.counter)
         else:
             fragment = DEFAULT_REGISTRY.render("pinned_note", f"{event.label}: {event.text}", self.config.counter)
-        message = Message(role="user", text=fragment.text, source_ids=(event.id,))
+        note = overrides(event.text, self.list.items)
+        message = Message(
+            role="user", text=f"{fragment.text}\n{note}" if note else fragment.text, source_ids=(event.id,)
+        )
         self._push(self._message_item(event, message, tier=Tier.GOAL))
 
     def _add_assistant(self, event: AssistantMessage) -> None:
