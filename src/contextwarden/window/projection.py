@@ -36,7 +36,7 @@ from ..log.events import (
 from .accounting import Estimate, NormalizedPrefix, anchored_estimate, message_tokens
 from .conflicts import overrides
 from .editqueue import EditQueue, ToolRecord
-from .ingest import MAX_ARGUMENT_CHARS, ProjectionConfig, bound_arguments, bounded_text, message_item
+from .ingest import MAX_ARGUMENT_CHARS, ProjectionConfig, bound_assistant, bounded_text, message_item
 from .items import REDUCED, ContextItem, ItemList, Tier
 from .lifecycle import ResourceLedger
 from .policies.placeholders import extract_sources
@@ -309,20 +309,10 @@ class Projection:
         self._push(self._message_item(event, message, tier=Tier.GOAL))
 
     def _add_assistant(self, event: AssistantMessage) -> None:
-        calls: list[ToolCall] = []
+        text, truncated, original, calls, decisions = bound_assistant(event, self.config)
+        self.decisions += decisions
         for call in event.tool_calls:
-            bounded, changed = bound_arguments(call)
-            if changed:
-                self.decisions.append(
-                    Decision(
-                        action="truncate",
-                        target=event.id,
-                        reason=f"oversized arguments of call {call.id} cut in the middle",
-                    )
-                )
             self._calls[call.id] = call
-            calls.append(bounded)
-        text, truncated, original = self._bounded_text(event.text, event.id)
         message = Message(
             role="assistant",
             text=text,
