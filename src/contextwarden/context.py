@@ -82,7 +82,17 @@ def tool_message(event: ToolResult, text: str | None = None) -> Message:
 
 
 DecisionAction = Literal[
-    "mask", "supersede", "stale", "drop_thinking", "clear", "truncate", "compact", "pairing", "plan"
+    "mask",
+    "supersede",
+    "stale",
+    "drop_thinking",
+    "clear",
+    "truncate",
+    "compact",
+    "pairing",
+    "plan",
+    "escape_fragment",
+    "dynamic_prefix",
 ]
 """Every action a :class:`Decision` records."""
 
@@ -94,7 +104,9 @@ class Decision:
     action: DecisionAction
     """What was done: an edit of the log's window events (``mask``, ``supersede``, ``stale``,
     ``drop_thinking``, ``clear``), a cut at ingestion (``truncate``), a compaction (``compact``), a
-    repair of call/result pairing (``pairing``), or the planner's note on its choice (``plan``)."""
+    repair of call/result pairing (``pairing``), the planner's note on its choice (``plan``), an
+    unregistered fragment escaped at ingestion (``escape_fragment``), or values that look dynamic in the
+    system text (``dynamic_prefix``, nothing changed: the caller should move them)."""
     target: str
     """The event or item id concerned."""
     reason: str

@@ -37,6 +37,7 @@ from .accounting import Estimate, NormalizedPrefix, anchored_estimate, message_t
 from .conflicts import overrides
 from .editqueue import EditQueue, ToolRecord
 from .ingest import MAX_ARGUMENT_CHARS, ProjectionConfig, bound_assistant, bounded_text, message_item
+from .injected import dynamic_prefix, escape_unregistered
 from .items import REDUCED, ContextItem, ItemList, Tier
 from .lifecycle import ResourceLedger
 from .policies.placeholders import extract_sources
@@ -256,6 +257,10 @@ class Projection:
         elif role == "user" and item.kind == "user":
             self.queue.add_user(position)
 
+    def _flag(self, decision: Decision | None) -> None:
+        if decision is not None:
+            self.decisions.append(decision)
+
     def _bounded_text(self, text: str, artifact_id: str) -> tuple[str, bool, int]:
         text, truncated, original, decision = bounded_text(text, artifact_id, self.config)
         if decision is not None:
@@ -270,8 +275,12 @@ class Projection:
     def _add_instruction(self, event: Instruction) -> None:
         text, truncated, original = self._bounded_text(event.text, event.id)
         if not self._seen_user and not self.list.items:
+            self._flag(dynamic_prefix(text, event.id))
             self.system_parts.append(text)
             return
+        text, escaped = escape_unregistered(text, event.id)
+        self._flag(escaped)
+        truncated = truncated or escaped is not None
         message = Message(
             role="developer" if event.role == "developer" else "system",
             text=text,
@@ -283,6 +292,8 @@ class Projection:
 
     def _add_user(self, event: UserMessage) -> None:
         text, truncated, original = self._bounded_text(event.text, event.id)
+        text, escaped = escape_unregistered(text, event.id)
+        self._flag(escaped)
         note = overrides(event.text, self.list.items)
         if note:
             text = f"{text}\n{note}"
@@ -290,7 +301,7 @@ class Projection:
         self._seen_user = True
         message = Message(role="user", text=text, parts=event.parts, opaque=event.opaque, source_ids=(event.id,))
         tier = Tier.GOAL if goal else Tier.HISTORY
-        counted = None if truncated or note else original
+        counted = None if truncated or note or escaped else original
         self._push(
             self._message_item(
                 event, message, text_tokens=counted, tier=tier, truncated=truncated, original_tokens=original
