@@ -25,7 +25,8 @@ from pathlib import Path
 
 from ..context import ModelContext
 from ..errors import SessionNotFound, UsageError
-from ..log.events import Event, ToolCall, ToolResult, UsageReport
+from ..fragments import DEFAULT_REGISTRY
+from ..log.events import Event, Instruction, ToolCall, ToolResult, UsageReport, UserMessage
 from ..models import ModelProfile
 from ..plan.exposure import ToolLike
 from ..plan.seams import PolicyLike, WindowManager
@@ -109,6 +110,24 @@ class Session:
         result = self.manager.retrieve(self.id, call, policy=self.policy)
         stored = self.append(result)[0]
         assert isinstance(stored, ToolResult)
+        return stored
+
+    def add_context(self, text: str, *, fragment: str = "additional_context") -> Instruction | UserMessage:
+        """Append context the host supplies (a hook's output, an IDE selection) as one registered fragment.
+
+        ``text`` is wrapped in the markers of the ``fragment`` type of the default registry and held to
+        that type's hard cap (``additional_context``: 1,000 tokens, cut from the middle with a marker naming
+        the full size), then appended in the type's role after the conversation so far. A type registered on
+        ``contextwarden.fragments.DEFAULT_REGISTRY`` may be named instead. Returns the stored event.
+        """
+        rendered = DEFAULT_REGISTRY.render(fragment, text, self.manager.counter)
+        event: Instruction | UserMessage
+        if rendered.type.role == "user":
+            event = UserMessage(text=rendered.text)
+        else:
+            event = Instruction(text=rendered.text, role=rendered.type.role, source=f"fragment:{fragment}")
+        stored = self.append(event)[0]
+        assert isinstance(stored, (Instruction, UserMessage))
         return stored
 
     def record_usage(self, usage: UsageReport) -> None:
