@@ -320,7 +320,7 @@ def test_remote_compaction_keeps_summary_items_and_real_messages_only() -> None:
     assert result.dropped == {
         "developer message": 1,
         "system message": 1,
-        "own fragment (re-rendered)": 1,
+        "injected fragment (re-rendered)": 1,
         "function_call": 1,
     }
 
