@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Literal
 from ..budget import BudgetPolicy
 from ..context import SECTIONS, Decision, ModelContext, ToolDefinition
 from ..errors import BudgetExceededError
-from ..log.events import ContextEditBatch, SettingChange, ToolCall, ToolResult, UsageReport
+from ..log.events import Compaction, ContextEditBatch, SettingChange, ToolCall, ToolResult, UsageReport
 from ..log.store._protocol import SessionStore
 from ..models import ModelProfile, resolve_profile
 from ..plan.compaction.compactor import CompactionSettings, WindowCompactor
@@ -247,7 +247,7 @@ class ContextManager:
                 compacted = Decision(
                     action="compact",
                     target=stored[0].id,
-                    reason=decision.reason,
+                    reason=_compaction_reason(decision.reason, compaction),
                     tokens_saved=max(compaction.tokens_before - compaction.tokens_after, 0),
                 )
                 window = self._window(session_id, policy)  # reloads the window after the compaction
@@ -385,6 +385,14 @@ class ContextManager:
     def forget(self, session_id: str) -> None:
         """Drop the session's cached projections (the next build reloads the window from the store)."""
         self._cache.forget(session_id)
+
+
+def _compaction_reason(reason: str, compaction: Compaction) -> str:
+    """Why it compacted, saying so when the fallback wrote the summary instead of the configured summarizer."""
+    fallback = compaction.details.get("fallback")
+    if not isinstance(fallback, list) or not fallback:
+        return reason
+    return f"{reason}; the summarizer failed, so the fallback wrote the summary ({'; '.join(map(str, fallback))})"
 
 
 def plan_of(decision: Plan) -> Decision:

@@ -19,10 +19,18 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, replace
 
 from ...budget import BudgetPolicy
-from ...errors import Cancelled, CompactionError, ProviderError, SummaryRejected, UsageError
+from ...errors import (
+    Cancelled,
+    CompactionError,
+    ProviderError,
+    SummaryFallbackWarning,
+    SummaryRejected,
+    UsageError,
+)
 from ...log.events import Compaction, JSONValue
 from ...log.store._protocol import SessionStore
 from ...models import ModelProfile, get_profile
@@ -124,12 +132,13 @@ class WindowCompactor:
     def summary_budget(self, profile: ModelProfile, cut: CutPoint, anchors: TaskState) -> int:
         """The most tokens the summary may take in the agent's window.
 
-        The summary output budget, capped by what the window has left once the kept tail, the
-        pinned anchors and the system prompt are in.
+        floor(0.8 · reserve), capped by what the window has left once the kept tail, the pinned anchors
+        and the system prompt are in. The agent model's max output does not bound it: the summary is the
+        summarizing model's output, and a model summarizer caps it at its own model's max output.
         """
         fixed = self.counter.count(pinned_text(anchors, self.counter)) + self.counter.count("\n\n".join(anchors.system))
         room = self.budget.usable_input(profile) - cut.kept_tokens - fixed - 256
-        return max(min(self.budget.summary_max_tokens(profile), room), MIN_SUMMARY_TOKENS)
+        return max(min(self.budget.summary_share(), room), MIN_SUMMARY_TOKENS)
 
     def prepare(
         self,
@@ -301,7 +310,9 @@ class WindowCompactor:
                 raise
             options.check_cancelled("after the summarizer failed")
             result = self.fallback.summarize(data, options=options)
-            return result, f"{self.summarizer.name} failed ({type(exc).__name__}: {exc}); used {result.summarizer}"
+            why = f"{self.summarizer.name} failed ({type(exc).__name__}: {exc}); used {result.summarizer}"
+            warnings.warn(f"compaction: {why}", SummaryFallbackWarning, stacklevel=2)
+            return result, why
 
 
 def _item_text(item: ContextItem) -> str:
