@@ -153,8 +153,8 @@ def build_log(lines: int, *, error_at: int) -> str:
 class Script:
     """Events of a session as an agent would log them, built one action at a time.
 
-    Tool-call ids are unique across every script of the process, so a session built from several
-    scripts never repeats one.
+    Tool-call ids are unique across every script of one experiment run (:func:`run_seeded` numbers them from
+    1 again), so a session built from several scripts never repeats one.
     """
 
     _ids = itertools.count(1)
@@ -417,7 +417,9 @@ SEED = 0
 
 
 def run_seeded(run: Callable[..., Experiment], *, small: bool) -> Experiment:
-    """Run an experiment with seeded event ids (they reach placeholders and markers, so token counts)."""
+    """Run an experiment with seeded event ids and call ids numbered from 1 (both reach the prompts, so the
+    token counts): its page is the same whichever experiments ran before it in the process."""
+    Script._ids = itertools.count(1)
     with seeded_event_ids(SEED):
         return run(small=small)
 
