@@ -6,8 +6,9 @@ import pytest
 
 from _agentlog import COUNTER, Agent, answer, manager, profile, sectioned
 from contextwarden.errors import ServerError, SummaryFallbackWarning
+from contextwarden.log.events import SettingChange
 from contextwarden.log.store.memory import MemoryStore
-from contextwarden.plan.compaction import LLMSummarizer, compact
+from contextwarden.plan.compaction import LLMSummarizer, LLMSummarizerSettings, compact
 from contextwarden.testing import ScriptedProvider
 
 AGENT = profile(40_000, max_output=4_000)
@@ -48,3 +49,31 @@ def test_a_fallback_is_a_decision_of_the_build_and_a_warning() -> None:
             agent.work(1, prefix=f"src/r{r}_")
             reasons += [d.reason for d in mgr.build("s", model=AGENT).decisions if d.action == "compact"]
     assert reasons and all("the fallback wrote the summary" in r and "ServerError" in r for r in reasons)
+
+
+def _thinking_session(store: MemoryStore) -> Agent:
+    agent = Agent(store).start()
+    agent.add(SettingChange(settings={"thinking": "high"}))
+    agent.work(8)
+    return agent
+
+
+def test_the_first_summary_attempt_uses_the_sessions_thinking_level() -> None:
+    store = MemoryStore()
+    agent = _thinking_session(store)
+    provider = ScriptedProvider([answer(sectioned())] * 3)
+    summarizer = LLMSummarizer(provider, model=profile(100_000, name="thinker"), counter=COUNTER)
+    mgr = manager(store, summarizer=summarizer)
+    event = compact(mgr, "s", model=AGENT)
+    assert event is not None and event.details["thinking"] == "high"
+    assert provider.requests[0].thinking == "high"
+    agent.work(8, prefix="src/later")  # the next window holds no SettingChange: the level carries over
+    assert compact(mgr, "s", model=AGENT) is not None
+    assert provider.requests[-1].thinking == "high"
+    named = LLMSummarizer(
+        provider, model=profile(100_000, name="fixed"), counter=COUNTER, settings=LLMSummarizerSettings(thinking="low")
+    )
+    store2 = MemoryStore()
+    _thinking_session(store2)
+    assert compact(manager(store2, summarizer=named), "s", model=AGENT) is not None
+    assert provider.requests[-1].thinking == "low"  # a summarizer's own setting wins
