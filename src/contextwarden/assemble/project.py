@@ -18,12 +18,20 @@ so a handle reopened later compares the files on disk with what the model was la
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..fragments import DEFAULT_REGISTRY
-from ..instructions import AssembledSystem, InstructionOptions, assemble_system, detect_rule_changes, rules_fingerprint
+from ..instructions import (
+    AssembledSystem,
+    InstructionOptions,
+    assemble_system,
+    default_home,
+    detect_rule_changes,
+    rules_fingerprint,
+)
 from ..log.events import Event, Instruction
 from ..tokens import TokenCounter
 
@@ -71,8 +79,27 @@ class ProjectRules:
         """Read the project once; :meth:`opening` or :meth:`update` say what the log needs."""
         self.project = project
         self.counter = counter
+        self._signature = self._stat()
         self.current = self._assemble()
         self._told: AssembledSystem | None = None
+
+    def _stat(self) -> tuple[tuple[str, int, int], ...]:
+        """Size and change time of every place a rule file may be.
+
+        A build re-reads the files only when this changed: a stat per candidate instead of reading and
+        counting every file on every build.
+        """
+        cwd = self.project.cwd.resolve()
+        home = (self.project.home or default_home()).expanduser()
+        found: list[tuple[str, int, int]] = []
+        for directory in (home, *reversed(cwd.parents), cwd):
+            for name in self.project.options.rule_file_names:
+                try:
+                    st = os.stat(directory / name)
+                except OSError:
+                    continue
+                found.append((str(directory / name), st.st_size, st.st_mtime_ns))
+        return tuple(found)
 
     def _assemble(self) -> AssembledSystem:
         return assemble_system(
@@ -102,6 +129,10 @@ class ProjectRules:
 
     def update(self) -> list[Instruction]:
         """Read the rule files again; the instruction to append when they changed, else nothing."""
+        signature = self._stat()
+        if signature == self._signature and self._told is not None:
+            return []
+        self._signature = signature
         self.current = self._assemble()
         if self._told is not None and rules_fingerprint(self._told) == rules_fingerprint(self.current):
             return []
