@@ -35,6 +35,7 @@ from contextwarden.log.events import (
 )
 from contextwarden.replay import Built, RunEnv, Strategy, StrategyRun
 from contextwarden.replay.engine import default_counter
+from contextwarden.testing import seeded_event_ids
 from contextwarden.tokens import TokenCounter
 from contextwarden.wire import render_openai_chat
 
@@ -152,8 +153,8 @@ def build_log(lines: int, *, error_at: int) -> str:
 class Script:
     """Events of a session as an agent would log them, built one action at a time.
 
-    Tool-call ids are unique across every script of the process, so a session built from several
-    scripts never repeats one.
+    Tool-call ids are unique across every script of one experiment run (:func:`run_seeded` numbers them from
+    1 again), so a session built from several scripts never repeats one.
     """
 
     _ids = itertools.count(1)
@@ -411,6 +412,18 @@ def print_experiment(exp: Experiment) -> None:
         console.print(f"- {f}", markup=False)
 
 
+SEED = 0
+"""The seed of every event id an experiment makes: a page regenerates byte for byte (but for its timing)."""
+
+
+def run_seeded(run: Callable[..., Experiment], *, small: bool) -> Experiment:
+    """Run an experiment with seeded event ids and call ids numbered from 1 (both reach the prompts, so the
+    token counts): its page is the same whichever experiments ran before it in the process."""
+    Script._ids = itertools.count(1)
+    with seeded_event_ids(SEED):
+        return run(small=small)
+
+
 def main(run: Callable[..., Experiment], argv: Sequence[str] | None = None) -> int:
     """Parse ``--small``, ``--out``, ``--no-write``; run, print, write the Markdown."""
     parser = argparse.ArgumentParser(description=(run.__doc__ or "").strip().splitlines()[0])
@@ -419,7 +432,7 @@ def main(run: Callable[..., Experiment], argv: Sequence[str] | None = None) -> i
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    exp = run(small=args.small)
+    exp = run_seeded(run, small=args.small)
     seconds = time.perf_counter() - started
     print_experiment(exp)
     if not args.no_write:

@@ -11,6 +11,7 @@ overflows and retention.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from _common import (
     GOAL,
@@ -125,6 +126,13 @@ def _compact_once(rounds: int) -> tuple[list[Table], Compaction, str]:
     return [t1, t2, t3], event, text
 
 
+
+def _repaired(verification: dict[str, Any]) -> str:
+    """What verification repaired, by field, in words."""
+    missing = verification.get("missing")
+    fields = sorted(missing) if isinstance(missing, dict) else []
+    return f"repaired what the summary left out ({', '.join(fields) or 'unnamed fields'})"
+
 def run(*, small: bool = False) -> Experiment:
     """Experiment 5: one structured compaction in detail, then compaction over a whole session in a small window."""
     rounds = 8 if small else 20
@@ -184,7 +192,7 @@ def run(*, small: bool = False) -> Experiment:
     findings = (
         f"One compaction replaced events {event.covered_from_seq}-{event.covered_to_seq} with a "
         f"{counter().count(event.summary):,}-token summary; every seed field has a section, and verification "
-        f"{'found nothing missing' if event.verification.get('ok') else 'repaired ' + str(event.verification)}.",
+        f"{'found nothing missing' if event.verification.get('ok') else _repaired(event.verification)}.",
         "The goal and constraints are not left to the summary: the pinned block restates them verbatim above it.",
         f"In the 12K window contextwarden compacted {by['contextwarden'][5]} time(s), with {by['contextwarden'][4]} "
         f"request(s) over the window; without compaction {by['contextwarden:no-compact'][4]} were over.",

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from _common import DOCS, Experiment, markdown, print_experiment
+from _common import DOCS, Experiment, markdown, print_experiment, run_seeded
 
 EXPERIMENTS: tuple[str, ...] = (
     "budget",
@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     done: list[tuple[Experiment, float]] = []
     for name in args.only:
         started = time.perf_counter()
-        exp: Experiment = importlib.import_module(name).run(small=args.small)
+        exp: Experiment = run_seeded(importlib.import_module(name).run, small=args.small)
         seconds = time.perf_counter() - started
         print_experiment(exp)
         print()

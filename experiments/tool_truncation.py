@@ -19,7 +19,14 @@ from _common import ROOT, Experiment, Script, build_log, counter, grep_output, m
 from contextwarden.assemble.manager import ContextPolicy
 from contextwarden.log.events import Event, JSONValue, ToolCall
 from contextwarden.replay import ContextWardenStrategy, ReplayInput, ReplaySettings, replay
-from contextwarden.window.policies.presets import CODING_TOOL_POLICIES, DEFAULT_TOOL_POLICY, apply_policy, policy_for
+from contextwarden.window.policies.bytecut import truncate_bytes
+from contextwarden.window.policies.presets import (
+    CODING_BYTES_TOOL_POLICIES,
+    CODING_TOOL_POLICIES,
+    DEFAULT_TOOL_POLICY,
+    apply_policy,
+    policy_for,
+)
 from contextwarden.window.policies.truncate import truncate_output
 
 TEXTWRAP = ROOT / "benchmarks" / "corpus" / "python_code.py.txt"
@@ -99,6 +106,9 @@ def _cuts(case: Case, budget: int) -> dict[str, str]:
         "head only": truncate_output(
             case.output, max_tokens=budget, counter=tok, artifact_id="ev_1", head_fraction=1.0, keep_error_lines=False
         ).text,
+        "10,000 bytes under a header (seed 003)": truncate_bytes(
+            case.output, max_bytes=10_000, counter=tok, artifact_id="ev_1"
+        ).text,
     }
 
 
@@ -112,6 +122,10 @@ def _session(rounds: int, scale: int) -> list[Event]:
         s.edit(f"src/pkg/module_{r}.py")
     return s.events
 
+
+
+def _misses(figures: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in figures["probe_misses"].items() if v) or "none"
 
 def run(*, small: bool = False) -> Experiment:
     """Experiment 3: key facts kept per tool at one budget, and per-tool policies against one uniform policy."""
@@ -151,9 +165,13 @@ def run(*, small: bool = False) -> Experiment:
     uniform = ContextWardenStrategy(
         name="contextwarden, one uniform policy", policy=ContextPolicy(tool_policies=(DEFAULT_TOOL_POLICY,))
     )
+    in_bytes = ContextWardenStrategy(
+        name="contextwarden, 10,000 bytes under a header (seed 003)",
+        policy=ContextPolicy(tool_policies=CODING_BYTES_TOOL_POLICIES),
+    )
     results = replay(
         [ReplayInput(name="tools", source="scripted build-and-test session", events=tuple(events))],
-        ["raw", "contextwarden", uniform],
+        ["raw", "contextwarden", uniform, in_bytes],
         settings=ReplaySettings(model="gpt-4o", optimum=False),
         counter=tok,
     )
@@ -189,12 +207,20 @@ def run(*, small: bool = False) -> Experiment:
         note="Retention probes: task, constraints, latest tool result (up to its truncation marker), "
         "latest failing evidence, modified files.",
     )
-    per_tool, one = (results.strategies[1].figures(), results.strategies[2].figures())
+    per_tool, one, byte_cut = (s.figures() for s in results.strategies[1:4])
     findings = (
-        *(f"{name}: {kept}/{total} key facts kept at {budget} tokens." for name, (kept, total) in score.items()),
+        *(
+            f"{name}: {kept}/{total} key facts kept "
+            f"{'in 10,000 bytes' if name.startswith('10,000') else f'at {budget} tokens'}."
+            for name, (kept, total) in score.items()
+        ),
         f"Over the session, per-tool policies sent {per_tool['input_tokens_mean'] / one['input_tokens_mean']:.2f}× "
         f"the tokens of one uniform policy (retention {per_tool['retention']:.0%} against {one['retention']:.0%}): "
         "search output gets a lower cap, tests and logs keep their error lines instead of more head.",
+        f"Seed 003's cut (10,000 bytes from the middle under a warning header, every tool) sent "
+        f"{byte_cut['input_tokens_mean'] / per_tool['input_tokens_mean']:.2f}× the tokens of the per-tool token "
+        f"policies (retention {byte_cut['retention']:.0%} against {per_tool['retention']:.0%}; probe misses: "
+        f"{_misses(byte_cut)} against {_misses(per_tool)}).",
     )
     return Experiment(
         name="tool_truncation",
@@ -202,9 +228,11 @@ def run(*, small: bool = False) -> Experiment:
         setup=f"Four outputs: a {900 * scale}-line build log with one compiler error in the middle (bash), "
         f"{400 * scale + 1} grep hits with the definition first, CPython's Lib/textwrap.py (read_file) and a "
         f"{600 * scale}-test `pytest -v` run with one failure in the middle (tests). Each is cut to {budget} "
-        "tokens by the tool's contextwarden policy, by a uniform middle cut and by a head-only cut. Then a "
+        "tokens by the tool's contextwarden policy, by a uniform middle cut and by a head-only cut, and to 10,000 "
+        "bytes by seed 003's cut (a larger budget: compare the facts, not the tokens). Then a "
         f"scripted session that produces these outputs {rounds} times is replayed with the per-tool "
-        "policies and with one uniform policy for every tool.",
+        "policies, with one uniform policy for every tool, and with seed 003's cut (10,000 bytes from the "
+        "middle under a warning header).",
         shows="Which facts an agent can still act on after truncation (the offline proxy for task success), and "
         "what per-tool policies change in a whole session's tokens.",
         tables=(t1, t2),

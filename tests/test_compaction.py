@@ -24,7 +24,14 @@ from _agentlog import (
     transcript_of,
 )
 from contextwarden.assemble.manager import ContextManager
-from contextwarden.errors import Cancelled, ProviderError, ProviderTimeout, ServerError, SummaryRejected
+from contextwarden.errors import (
+    Cancelled,
+    ProviderError,
+    ProviderTimeout,
+    ServerError,
+    SummaryFallbackWarning,
+    SummaryRejected,
+)
 from contextwarden.log.events import Compaction, Instruction, ToolSetChange
 from contextwarden.log.store.memory import MemoryStore
 from contextwarden.log.store.sqlite import SQLiteStore
@@ -259,7 +266,8 @@ def test_summarizer_failures_fall_back_to_the_structured_summary(failure: object
     store = MemoryStore()
     Agent(store).start().work(8)
     mgr = manager(store, summarizer=llm(ScriptedProvider([failure])))  # type: ignore[list-item]
-    event = compact(mgr, "s", model=MODEL)
+    with pytest.warns(SummaryFallbackWarning, match="used structured"):
+        event = compact(mgr, "s", model=MODEL)
     assert event is not None
     assert event.summarizer == "structured"
     assert event.details["fallback"] and "used structured" in event.details["fallback"][0]
@@ -320,7 +328,7 @@ def test_remote_compaction_keeps_summary_items_and_real_messages_only() -> None:
     assert result.dropped == {
         "developer message": 1,
         "system message": 1,
-        "own fragment (re-rendered)": 1,
+        "injected fragment (re-rendered)": 1,
         "function_call": 1,
     }
 
@@ -441,7 +449,8 @@ def test_bad_summarizer_answers_over_http_fall_back_or_fail_cleanly(bad_server: 
     assert EXPECTED_CAUSE[mode] in f"{type(info.value).__name__} {info.value}"
     assert store.read("s") == before, "a failed compaction appends nothing"
     lenient = manager(store, summarizer=summarizer)
-    event = compact(lenient, "s", model=MODEL)
+    with pytest.warns(SummaryFallbackWarning):
+        event = compact(lenient, "s", model=MODEL)
     assert event is not None and event.summarizer == "structured"
     assert EXPECTED_CAUSE[mode] in event.details["fallback"][0]
     provider.close()

@@ -17,6 +17,7 @@ import pytest
 
 from _agentlog import COUNTER, answer, profile
 from contextwarden.assemble.manager import ContextManager
+from contextwarden.errors import SummaryFallbackWarning
 from contextwarden.importers import load_transcript
 from contextwarden.log.events import Compaction, Event, ToolResult
 from contextwarden.log.store.memory import MemoryStore
@@ -183,11 +184,12 @@ def test_a_rejected_model_summary_falls_back_and_is_never_persisted() -> None:
     )
     manager = ContextManager(store, counter=COUNTER, compactor=compactor)
     made: list[Compaction] = []
-    for e in events:
-        store.append(sid, [e], expected_last_seq=store.get_session(sid).last_seq)
-        if manager.projection(sid).total >= TRIGGER:
-            event = compact(manager, sid, model=profile(8_000))
-            made += [event] if event is not None else []
+    with pytest.warns(SummaryFallbackWarning, match="missing_sections"):  # every fallback is warned of
+        for e in events:
+            store.append(sid, [e], expected_last_seq=store.get_session(sid).last_seq)
+            if manager.projection(sid).total >= TRIGGER:
+                event = compact(manager, sid, model=profile(8_000))
+                made += [event] if event is not None else []
     assert len(made) >= 5 and provider.requests, "the model was asked every time"
     raw = [e for e in store.read("t") if not isinstance(e, Compaction)]
     for event in made:

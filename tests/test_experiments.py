@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import re
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -154,3 +156,30 @@ def test_run_all_writes_the_pages_and_the_index(load: Any, tmp_path: Path) -> No
     index = (tmp_path / "README.md").read_text(encoding="utf-8")
     assert "[stale context](stale_context.md)" in index and "[priority pruning](priority_pruning.md)" in index
     assert (tmp_path / "stale_context.md").is_file() and (tmp_path / "priority_pruning.md").is_file()
+
+
+def _without_timing(page: str) -> str:
+    """A page with the run's own seconds taken out: the only figure that may differ between runs."""
+    page = re.sub(r"\(\d+(?:\.\d+)? s on [^)]*\)", "(… s)", page)
+    return re.sub(r"\| \d+(?:\.\d+)? \|$", "| … |", page, flags=re.M)
+
+
+def test_every_committed_page_is_what_a_fresh_run_writes(load: Any, tmp_path: Path) -> None:
+    # The documented command, in a fresh interpreter: the pages are written that way, and nothing the
+    # other tests ran in this process can reach the figures.
+    run_all = load("run_all")
+    done = subprocess.run(
+        [sys.executable, str(EXPERIMENTS_DIR / "run_all.py"), "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2_000:]
+    docs = EXPERIMENTS_DIR.parent / "docs" / "experiments"
+    for name in [*run_all.EXPERIMENTS, "README"]:
+        fresh = (tmp_path / f"{name}.md").read_text(encoding="utf-8")
+        committed = (docs / f"{name}.md").read_text(encoding="utf-8")
+        assert _without_timing(fresh) == _without_timing(committed), (
+            f"docs/experiments/{name}.md differs from a fresh run: regenerate it with experiments/run_all.py"
+        )

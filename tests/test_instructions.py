@@ -148,10 +148,11 @@ def test_rules_are_global_first_then_far_to_near(repo: Path, home: Path) -> None
     write(repo / "AGENTS.md", "root rules")
     write(repo / "pkg" / "CLAUDE.md", "pkg rules")
     write(repo / "pkg" / "sub" / "AGENTS.md", "sub rules")
-    write(repo.parent / "AGENTS.md", "above the project root: never read")
+    write(repo.parent / "AGENTS.md", "above the project root")
     assembled = assemble_system(repo / "pkg" / "sub", home=home)
     assert sections(assembled) == [
         (str(home / "AGENTS.md"), "global rules"),
+        (str(repo.parent / "AGENTS.md"), "above the project root"),
         (str(repo / "AGENTS.md"), "root rules"),
         (str(repo / "pkg" / "CLAUDE.md"), "pkg rules"),
         (str(repo / "pkg" / "sub" / "AGENTS.md"), "sub rules"),
@@ -182,11 +183,20 @@ def test_one_file_per_directory_by_precedence(repo: Path, home: Path, present: t
     assert found[0][1].lower() == f"from {chosen}".lower()
 
 
-def test_without_a_root_marker_only_the_working_directory_is_read(tmp_path: Path, home: Path) -> None:
+def test_without_a_repository_the_parents_rules_are_read_from_the_filesystem_root(tmp_path: Path, home: Path) -> None:
     outer = tmp_path / "plain"
     write(outer / "AGENTS.md", "outer")
     write(outer / "inner" / "AGENTS.md", "inner")
-    assert [b for _, b in sections(assemble_system(outer / "inner", home=home))] == ["inner"]
+    assert [b for _, b in sections(assemble_system(outer / "inner", home=home))] == ["outer", "inner"]
+
+
+def test_rules_above_the_repository_root_come_first(tmp_path: Path, home: Path) -> None:
+    write(tmp_path / "work" / "CLAUDE.md", "workspace")
+    write(tmp_path / "work" / "repo" / ".git" / "HEAD", "")
+    write(tmp_path / "work" / "repo" / "AGENTS.md", "repo")
+    found = sections(assemble_system(tmp_path / "work" / "repo", home=home))
+    assert [b for _, b in found] == ["workspace", "repo"]
+    assert found[0][0] == str(tmp_path / "work" / "CLAUDE.md")
 
 
 def test_root_markers_and_explicit_root_are_configurable(tmp_path: Path, home: Path) -> None:

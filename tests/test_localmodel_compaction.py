@@ -8,6 +8,7 @@ back to the structured summary), but every request here travels over real HTTP t
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import pytest
 
@@ -15,6 +16,7 @@ from _agentlog import COUNTER, Agent, profile
 from _localmodel import LOCAL_N_CTX, local_model_name, local_provider
 from contextwarden.assemble.manager import ContextManager
 from contextwarden.context import ToolDefinition
+from contextwarden.errors import SummaryFallbackWarning
 from contextwarden.log.events import AssistantMessage, Compaction, UsageReport, UserMessage
 from contextwarden.log.store.memory import MemoryStore
 from contextwarden.log.store.sqlite import SQLiteStore
@@ -91,9 +93,12 @@ def test_a_real_compaction_is_recorded_with_the_servers_usage(tmp_path: object) 
             store, summarizer=summarizer(provider), counter=COUNTER, settings=CompactionSettings(keep_recent_tokens=600)
         )
         manager = ContextManager(store, counter=COUNTER, compactor=compactor)
-        event = compact(manager, "s", model=local_profile(8_192))
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always", SummaryFallbackWarning)
+            event = compact(manager, "s", model=local_profile(8_192))
     assert event is not None
     assert event.summarizer_input_tokens > 100, "the real model read the transcript"
+    assert bool(warned) == bool(event.details["fallback"]), "a fallback is warned of, and only a fallback"
     if event.details["fallback"]:
         assert event.summarizer == "structured"
         assert "rejected" in str(event.details["fallback"]) or "Error" in str(event.details["fallback"])

@@ -301,7 +301,9 @@ def test_supersession_and_staleness_become_placeholders_that_say_by_what() -> No
     ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS, policy=policy)
     tools = [m for m in ctx.messages if m.role == "tool"]
     first_read, b1, b2, failing, second_read = tools[:5]
-    assert "superseded" in first_read.text and "seq" in first_read.text
+    # the later call is named by its tool and call id, as the model sees them; no seq, which it does not
+    later = second_read.tool_call_id
+    assert f"superseded by the later read_file call {later}:" in first_read.text and "seq" not in first_read.text
     assert "lines 10-20" in b1.text and "other lines" in b2.text  # different parts stay current
     assert "superseded" in failing.text  # the later passing run of the same target replaces it
     assert "stale" in second_read.text and "read_range" in second_read.text

@@ -199,14 +199,14 @@ def test_masked_placeholder_keeps_sources() -> None:
     assert "Sources: https://a.org/x." in text
 
 
-def test_superseded_and_stale_placeholders_say_by_what_and_when() -> None:
+def test_superseded_and_stale_placeholders_name_the_later_call() -> None:
     call = _call("Read", file_path="src/a.py")
     result = _result(call)
-    sup = superseded_placeholder(call, result, tokens=1_000, lines=80, by="a newer read of src/a.py", at_seq=41)
-    assert "superseded by a newer read of src/a.py at seq 41" in sup and "\n" not in sup
+    sup = superseded_placeholder(call, result, tokens=1_000, lines=80, by="Read call toolu_41")
+    assert "superseded by the later Read call toolu_41:" in sup and "\n" not in sup and "seq" not in sup
     assert 'artifact_id="evt_123"' in sup
-    stale = stale_placeholder(call, result, tokens=1_000, lines=80, by="Edit of src/a.py", at_seq=45)
-    assert "is stale: Edit of src/a.py at seq 45 changed it" in stale and "\n" not in stale
+    stale = stale_placeholder(call, result, tokens=1_000, lines=80, by="Edit call toolu_45")
+    assert "is stale: the later Edit call toolu_45 changed it" in stale and "\n" not in stale
     assert "read the current version" in stale
 
 

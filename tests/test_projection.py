@@ -150,9 +150,10 @@ def test_the_stale_note_names_the_file_only_when_the_edit_output_does_not() -> N
     named = project(calls(read, ("edit_file", "Updated a.py.", {"path": "a.py", "old_string": "x", "new_string": "y"})))
     silent = project(calls(read, ("write_file", "done", {"path": "a.py", "content": "y"})))
     tool_texts = [[i.message.text for i in p.items if i.message.role == "tool"] for p in (named, silent)]
-    assert tool_texts[0][1].startswith("Updated a.py.\n[note: seq ") and "a.py changed" not in tool_texts[0][1]
-    assert tool_texts[0][1].endswith(" is out of date]")
-    assert tool_texts[1][1].startswith("done\n[note: a.py changed; seq ")
+    read_id = next(i.message.tool_call_id for i in named.items if i.message.role == "tool")
+    assert tool_texts[0][1] == f"Updated a.py.\n[note: the read_file output of call {read_id} is out of date]"
+    assert tool_texts[1][1].startswith("done\n[note: a.py changed; the read_file output of call ")
+    assert "seq" not in tool_texts[0][1] + tool_texts[1][1]
 
 
 def test_supersedable_decides_whether_a_newer_read_replaces_the_older() -> None:

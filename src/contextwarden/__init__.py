@@ -55,6 +55,7 @@ from .log.events import (
 if TYPE_CHECKING:
     from .assemble.buildrecord import BuildSettings
     from .assemble.manager import ContextManager
+    from .assemble.project import ProjectContext
     from .assemble.session import Session
     from .budget import BudgetPolicy
     from .context import Decision, Message, ModelContext, ToolDefinition
@@ -87,6 +88,7 @@ _LAZY: dict[str, str] = {
     "ContextPolicy": ".plan.policy",
     "PlannerSettings": ".plan.planner",
     "BudgetPolicy": ".budget",
+    "ProjectContext": ".assemble.project",
     "Session": ".assemble.session",
     "SessionStore": ".log.store",
     "open_store": ".log.store",
@@ -143,6 +145,7 @@ __all__ = [
     "ModelProfile",
     "Pin",
     "PlannerSettings",
+    "ProjectContext",
     "ProviderError",
     "Session",
     "SessionNotFound",

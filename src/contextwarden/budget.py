@@ -204,3 +204,7 @@ class BudgetPolicy:
     def summary_max_tokens(self, profile: ModelProfile) -> int:
         """Return the output budget of a summary request for ``profile``."""
         return summary_max_tokens(profile, self._fixed_reserve)
+
+    def summary_share(self) -> int:
+        """floor(0.8 · reserve): a summary's output budget before the summarizing model's max output caps it."""
+        return max(1, _floor_fraction(self._fixed_reserve, SUMMARY_RESERVE_SHARE))

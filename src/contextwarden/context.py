@@ -82,7 +82,18 @@ def tool_message(event: ToolResult, text: str | None = None) -> Message:
 
 
 DecisionAction = Literal[
-    "mask", "supersede", "stale", "drop_thinking", "clear", "truncate", "recall", "compact", "pairing", "plan"
+    "mask",
+    "supersede",
+    "stale",
+    "drop_thinking",
+    "clear",
+    "truncate",
+    "recall",
+    "compact",
+    "pairing",
+    "plan",
+    "escape_fragment",
+    "dynamic_prefix",
 ]
 """Every action a :class:`Decision` records."""
 
@@ -94,8 +105,10 @@ class Decision:
     action: DecisionAction
     """What was done: an edit of the log's window events (``mask``, ``supersede``, ``stale``,
     ``drop_thinking``, ``clear``), a cut at ingestion (``truncate``), an earlier output shown in a result
-    that points back to it (``recall``), a compaction (``compact``), a
-    repair of call/result pairing (``pairing``), or the planner's note on its choice (``plan``)."""
+    that points back to it (``recall``), a compaction (``compact``), a repair of call/result pairing
+    (``pairing``), the planner's note on its choice (``plan``), an unregistered fragment escaped at
+    ingestion (``escape_fragment``), or values that look dynamic in the system text (``dynamic_prefix``,
+    nothing changed: the caller should move them)."""
     target: str
     """The event or item id concerned."""
     reason: str

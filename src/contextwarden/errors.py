@@ -25,6 +25,9 @@ The hierarchy::
         ├── MalformedResponse          the answer could not be parsed (empty body, bad JSON)
         └── Cancelled                  the caller cancelled the call
 
+    SummaryFallbackWarning             (a warning, not an error) the configured summarizer failed and the
+                                       fallback wrote the summary; turn the fallback off to get the error
+
 Messages say what happened and what to do next.
 """
 
@@ -147,3 +150,11 @@ class MalformedResponse(ProviderError):
 
 class Cancelled(ProviderError):
     """The call was cancelled by the caller."""
+
+
+class SummaryFallbackWarning(UserWarning):
+    """The configured summarizer failed and the fallback summarizer wrote the compaction's summary.
+
+    The compaction's ``details["fallback"]`` and the build's ``compact`` decision say why.
+    ``CompactionSettings(fallback=False)`` makes the failure an error instead, with the log unchanged.
+    """

@@ -6,7 +6,7 @@ What the model is told before the conversation comes from files on disk (seed 00
   ``APPEND_SYSTEM.md`` adds to it, read from the global home (``~/.contextwarden/``) and, once the user
   has trusted the project (``contextwarden trust``), from the project's ``.contextwarden/``;
 - the **project rules**: the global ``AGENTS.md``, then at most one rule file per directory from the
-  project root down to the working directory (``AGENTS.override.md`` > ``AGENTS.md`` > ``CLAUDE.md``),
+  filesystem root down to the working directory (``AGENTS.override.md`` > ``AGENTS.md`` > ``CLAUDE.md``),
   far to near, each wrapped with its path and XML-escaped, under a total byte cap with a visible note;
 - **catalogs** of skills and subagents: name, description and path only; bodies are read on demand.
   The project's own (``.contextwarden/skills``, ``.contextwarden/agents``) load only once it is trusted.
@@ -116,7 +116,8 @@ class InstructionOptions:
     max_catalog_bytes: int = 6 * 1024
     """Cap on the skills/agents catalog; entries past it are counted in a note."""
     root_markers: tuple[str, ...] = (".git",)
-    """Names whose presence marks the project root (the nearest ancestor of cwd holding one)."""
+    """Names whose presence marks the project root (the nearest ancestor of cwd holding one): where the
+    trusted ``.contextwarden/`` files live. Rule files are looked for from the filesystem root regardless."""
     project_root: Path | None = None
     """Use this root instead of searching for markers. It must contain the working directory."""
     rule_file_names: tuple[str, ...] = RULE_FILE_NAMES
@@ -172,12 +173,15 @@ def _rule_candidates(cwd: Path, root: Path, home: Path, options: InstructionOpti
     global_file = _pick_rule_file(home, options.rule_file_names)
     if global_file is not None:
         found.append((global_file, None))
-    directory = root
-    for part in ("", *cwd.relative_to(root).parts):
-        directory = directory / part if part else directory
+    # The walk starts at the filesystem root, not at the project root: rules a user keeps in a parent
+    # directory (a workspace, a home) apply to a project there with or without a repository. Links in a
+    # file under the project root must stay inside it; above it there is no project to stay inside.
+    for directory in (*reversed(cwd.parents), cwd):
+        if directory == home:
+            continue  # its rule file is the global one, already first
         picked = _pick_rule_file(directory, options.rule_file_names)
         if picked is not None:
-            found.append((picked, root))
+            found.append((picked, root if directory.is_relative_to(root) else None))
     return found
 
 

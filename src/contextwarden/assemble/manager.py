@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ..budget import BudgetPolicy
 from ..context import SECTIONS, Decision, ModelContext, ToolDefinition
 from ..errors import BudgetExceededError
-from ..log.events import ContextEditBatch, SettingChange, ToolCall, ToolResult, UsageReport
+from ..log.events import Compaction, ContextEditBatch, SettingChange, ToolCall, ToolResult, UsageReport
 from ..log.store._protocol import SessionStore
 from ..models import ModelProfile, resolve_profile
 from ..plan.compaction.compactor import CompactionSettings, WindowCompactor
@@ -36,6 +37,7 @@ from ..tools import READ_RANGE
 from ..window.projection import Projection
 from .breakpoints import breakpoints
 from .buildrecord import BuildSettings, record_event
+from .project import ProjectContext
 from .retrieval import answer_retrieval
 from .session import Session
 from .subagents import SubtaskContext, project_for_subtask
@@ -99,13 +101,17 @@ class ContextManager:
         tools: Sequence[ToolLike] = (),
         policy: PolicyLike | None = None,
         create: bool = False,
+        project: str | Path | ProjectContext | None = None,
     ) -> Session:
         """A handle on one session for an agent loop: append events and build, no seq bookkeeping.
 
         ``model``, ``tools`` and ``policy`` are the defaults of the handle's builds. ``create``
         creates the session when it does not exist (otherwise that is ``SessionNotFound``).
+        ``project`` (a working directory or a :class:`ProjectContext`) starts the log with the
+        system prompt, project rules and catalogs found on disk, and delivers a rule file edited
+        mid-session as a new instruction before the next build (``assemble/project.py``).
         """
-        return Session(self, session_id, model=model, tools=tools, policy=policy, create=create)
+        return Session(self, session_id, model=model, tools=tools, policy=policy, create=create, project=project)
 
     # ------------------------------------------------------------------ window
 
@@ -241,7 +247,7 @@ class ContextManager:
                 compacted = Decision(
                     action="compact",
                     target=stored[0].id,
-                    reason=decision.reason,
+                    reason=_compaction_reason(decision.reason, compaction),
                     tokens_saved=max(compaction.tokens_before - compaction.tokens_after, 0),
                 )
                 window = self._window(session_id, policy)  # reloads the window after the compaction
@@ -379,6 +385,14 @@ class ContextManager:
     def forget(self, session_id: str) -> None:
         """Drop the session's cached projections (the next build reloads the window from the store)."""
         self._cache.forget(session_id)
+
+
+def _compaction_reason(reason: str, compaction: Compaction) -> str:
+    """Why it compacted, saying so when the fallback wrote the summary instead of the configured summarizer."""
+    fallback = compaction.details.get("fallback")
+    if not isinstance(fallback, list) or not fallback:
+        return reason
+    return f"{reason}; the summarizer failed, so the fallback wrote the summary ({'; '.join(map(str, fallback))})"
 
 
 def plan_of(decision: Plan) -> Decision:

@@ -21,13 +21,16 @@ append. Another writer's append in between still makes the next append raise
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from ..context import ModelContext
 from ..errors import SessionNotFound, UsageError
-from ..log.events import Event, ToolCall, ToolResult, UsageReport
+from ..fragments import DEFAULT_REGISTRY
+from ..log.events import Event, Instruction, ToolCall, ToolResult, UsageReport, UserMessage
 from ..models import ModelProfile
 from ..plan.exposure import ToolLike
 from ..plan.seams import PolicyLike, WindowManager
+from .project import ProjectContext, ProjectRules, project_context, told_fingerprint
 
 __all__ = ["Session"]
 
@@ -44,6 +47,7 @@ class Session:
         tools: Sequence[ToolLike] = (),
         policy: PolicyLike | None = None,
         create: bool = False,
+        project: str | Path | ProjectContext | None = None,
     ) -> None:
         """Open ``session_id`` through ``manager`` (see :meth:`ContextManager.session`)."""
         self.manager = manager
@@ -58,6 +62,12 @@ class Session:
                 raise
             info = manager.store.create_session(session_id)
         self._last_seq = info.last_seq
+        self.project: ProjectRules | None = None
+        """The project's instruction files, when the handle was opened with ``project=``."""
+        if project is not None:
+            self.project = ProjectRules(project_context(project), manager.counter)
+            told = told_fingerprint(manager.store.read(session_id)) if info.last_seq else None
+            self.append(*(self.project.opening() if told is None else self.project.resume(told)))
 
     @property
     def last_seq(self) -> int:
@@ -83,6 +93,9 @@ class Session:
         chosen = model if model is not None else self.model
         if chosen is None:
             raise UsageError("no model to build for: pass model= to build() or to manager.session()")
+        if self.project is not None:
+            # A rule file edited since the last build reaches the model as a new instruction at the end.
+            self.append(*self.project.update())
         context, seen = self.manager.build_seen(
             self.id,
             model=chosen,
@@ -97,6 +110,24 @@ class Session:
         result = self.manager.retrieve(self.id, call, policy=self.policy)
         stored = self.append(result)[0]
         assert isinstance(stored, ToolResult)
+        return stored
+
+    def add_context(self, text: str, *, fragment: str = "additional_context") -> Instruction | UserMessage:
+        """Append context the host supplies (a hook's output, an IDE selection) as one registered fragment.
+
+        ``text`` is wrapped in the markers of the ``fragment`` type of the default registry and held to
+        that type's hard cap (``additional_context``: 1,000 tokens, cut from the middle with a marker naming
+        the full size), then appended in the type's role after the conversation so far. A type registered on
+        ``contextwarden.fragments.DEFAULT_REGISTRY`` may be named instead. Returns the stored event.
+        """
+        rendered = DEFAULT_REGISTRY.render(fragment, text, self.manager.counter)
+        event: Instruction | UserMessage
+        if rendered.type.role == "user":
+            event = UserMessage(text=rendered.text)
+        else:
+            event = Instruction(text=rendered.text, role=rendered.type.role, source=f"fragment:{fragment}")
+        stored = self.append(event)[0]
+        assert isinstance(stored, (Instruction, UserMessage))
         return stored
 
     def record_usage(self, usage: UsageReport) -> None:

@@ -1,11 +1,16 @@
 """``contextwarden inspect SESSION``: what the model sees on one turn, and why.
 
+``contextwarden inspect --project DIR`` shows what a session started in ``DIR`` would be told first: the
+system prompt's files, the project rule files from the filesystem root down, the catalog, and the notes.
+
 Composition by section and by tier (tokens and share of the window), the prefix shared with the
 previous request (what a provider cache can serve), the items, and the decision log (what was
 truncated, masked, superseded or compacted, and why).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -14,6 +19,8 @@ from rich.text import Text
 
 from ..errors import SessionNotFound, UsageError
 from ..governance.inspection import Inspection, inspect_session
+from ..instructions import assemble_system
+from ..tokens import best_counter
 from ._common import (
     console,
     default_store_url,
@@ -140,8 +147,45 @@ def _print(view: Inspection, console: Console, *, show_items: bool) -> None:
         console.print(f"this request's own decisions: {len(own)} ({', '.join(sorted({d.action for d in own}))})")
 
 
+def _print_project(directory: Path, as_json: bool) -> None:
+    counter = best_counter()
+    assembled = assemble_system(directory, counter=counter)
+    parts = {"system": assembled.system, "project_rules": assembled.project_rules, "catalog": assembled.catalog}
+    tokens = {name: counter.count(text) for name, text in parts.items()}
+    if as_json:
+        echo_json(
+            {
+                "directory": str(directory.resolve()),
+                "tokens": tokens,
+                "rule_files": [f.path for f in assembled.rule_files],
+                "catalog_entries": [{"name": e.name, "path": e.path} for e in assembled.entries],
+                "sources": list(assembled.sources),
+                "notes": list(assembled.notes),
+                **parts,
+            }
+        )
+        return
+    out = console()
+    out.print(f"project {directory.resolve()}: counted with {counter.name}")
+    for name, count in tokens.items():
+        out.print(f"  {name}: {count:,} tokens")
+    for f in assembled.rule_files:
+        out.print(f"  rules  {f.path}{' (cut)' if f.truncated else ''}")
+    for e in assembled.entries:
+        out.print(f"  catalog  {e.name}  {e.path}")
+    for note in assembled.notes:
+        out.print(f"  note: {note}", style="yellow")
+
+
 @click.command(name="inspect")
-@click.argument("session_id")
+@click.argument("session_id", required=False)
+@click.option(
+    "--project",
+    "project",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Show what a session started in this directory is told first (prompt files, rules, catalog).",
+)
 @click.option(
     "--turn", type=int, default=None, help="Which request (1-based; default: the one the manager would build now)."
 )
@@ -151,7 +195,8 @@ def _print(view: Inspection, console: Console, *, show_items: bool) -> None:
 @policy_option
 @store_option
 def command(
-    session_id: str,
+    session_id: str | None,
+    project: Path | None,
     turn: int | None,
     model: str | None,
     as_json: bool,
@@ -162,8 +207,19 @@ def command(
     """Show what the model sees on a session's turn, and why.
 
     The requests are rebuilt with the model profile, tools and policy the session's builds
-    recorded; --model and --policy rebuild them for another.
+    recorded; --model and --policy rebuild them for another. With --project DIR and no session, it
+    shows the instruction files a session in DIR starts with.
     """
+    if session_id is not None and project is not None:
+        raise click.UsageError("give a SESSION_ID or --project DIR, not both")
+    if session_id is None:
+        if project is None:
+            raise click.UsageError("give a SESSION_ID, or --project DIR")
+        try:
+            _print_project(project, as_json)
+        except UsageError as exc:
+            raise click.UsageError(str(exc)) from None
+        return
     policy = chosen_policy(policy_name)
     url = store_url or default_store_url()
     store = open_existing_store(store_url)

@@ -53,6 +53,7 @@ from ..window.policies.presets import policy_for
 from ._contexts import ContextRequestOptions, request_from_context
 from ._items import fragment_tag
 from ._proxied import copy_client_window_event, is_client_window_event, is_proxied, is_request
+from .findings import RuleId
 from .lint import Finding, Linter, LintOptions, LintReport
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
@@ -319,6 +320,10 @@ def _appended(replay: _Replay, ids: tuple[str, ...]) -> list[Event]:
     return [e for e in recent if e.id in wanted]
 
 
+_BUILD_FINDINGS: dict[str, RuleId] = {"dynamic_prefix": "R2", "escape_fragment": "R6"}
+"""Decisions a build records about what it was given, and the rule each breaks."""
+
+
 def _system_findings(store: SessionStore, session_id: str, registry: FragmentRegistry) -> list[Finding]:
     """Tagged blocks in the leading instructions must come from registered fragment types."""
     findings: list[Finding] = []
@@ -372,6 +377,19 @@ def lint_session(
                 )
             )
             continue
+        for decision in turn.context.decisions:
+            # An injected instruction is checked against the registry below; a user's text only here.
+            if decision.action in _BUILD_FINDINGS and decision.target not in turn.injected:
+                linter.add(
+                    Finding(
+                        rule=_BUILD_FINDINGS[decision.action],
+                        request=turn.turn,
+                        line=0,
+                        item=f"event {decision.target}",
+                        message=decision.reason,
+                        details={"decision": decision.action},
+                    )
+                )
         caps = dict(turn.caps)
         for message in turn.context.messages:
             source = message.source_ids[0] if message.source_ids else ""

@@ -32,6 +32,7 @@ from typing import Any
 
 from ..log.events import ToolCall
 from ..models import get_profile
+from ..window.conflicts import EDIT_VERB, OVERRIDE_MARK, forbidden_paths
 from ..window.policies.presets import CODING_TOOL_POLICIES, ToolPolicy, policy_for
 from ..window.policies.resources import Resource, resources_of
 from ..window.state import extract_constraints
@@ -123,15 +124,6 @@ class TaxonomyReport:
         }
 
 
-_EDIT_VERB = re.compile(
-    r"\b(?:modify|change|edit|update|rewrite|patch|delete|remove|refactor|touch)\w*|修改|改动|删除", re.IGNORECASE
-)
-_FORBID = re.compile(
-    r"\b(?:do not|don'?t|never|must not|mustn'?t|no longer)\b.{0,40}?"
-    r"(?:modify|change|edit|update|rewrite|patch|delete|remove|refactor|touch)|不要(?:修改|改|动)",
-    re.IGNORECASE,
-)
-_PATHLIKE = re.compile(r"[\w.-]*[./][\w./-]*\w")
 _PASS_CLAIM = re.compile(
     r"\b(?:all (?:the )?tests? (?:now )?pass|tests? (?:are |now )?passing|tests? passed)\b", re.IGNORECASE
 )
@@ -144,6 +136,8 @@ _OUTDATED = re.compile(
     re.IGNORECASE,
 )
 _MAX_TRACKED = 5_000
+_USER_WORDS = frozenset({"fragment:steering", "fragment:pinned_note"})
+"""Fragments that carry the user's own words: their constraints count like a user message's."""
 
 
 def _call_key(call: ToolCall) -> str:
@@ -254,7 +248,7 @@ class Classifier:
             self._on_call(request, item, call, prev)
         if item.role == "tool" and item.call_id:
             self._on_result(request, item)
-        if item.role == "user" and not item.kind.startswith("fragment:"):
+        if item.role == "user" and (not item.kind.startswith("fragment:") or item.kind in _USER_WORDS):
             self._on_user(request, item)
         if item.role == "assistant" and item.text and prev is not None:
             self._check_claim(request, item, prev)
@@ -300,19 +294,21 @@ class Classifier:
                 self._pending_stale.pop(r.key, None)
 
     def _on_user(self, request: Request, item: RequestItem) -> None:
-        if not self._anchors:
+        if not self._anchors and item.kind not in _USER_WORDS:
             self._anchors.append(("the original goal", item.text.strip()[:300]))
-        for sentence in extract_constraints(item.text)[:20]:
+        text, _, marked = item.text.partition(OVERRIDE_MARK)
+        for sentence in extract_constraints(text)[:20]:
             if len(self._constraints) < 200:
                 self._constraints.setdefault(sentence, item.label)
-            if _FORBID.search(sentence):
-                for path in _PATHLIKE.findall(sentence):
-                    self._forbidden[path] = sentence
-                    self._check_conflict(request, path, sentence)
+        for path, sentence in forbidden_paths(text)[:20]:
+            self._forbidden[path] = sentence
+            self._check_conflict(request, path, sentence, marked)
 
-    def _check_conflict(self, request: Request, path: str, sentence: str) -> None:
+    def _check_conflict(self, request: Request, path: str, sentence: str, marked: str) -> None:
         for other in request.messages:
-            if other.role == "assistant" and path in other.text and _EDIT_VERB.search(other.text):
+            if other.role == "assistant" and path in other.text and EDIT_VERB.search(other.text):
+                if path in marked:
+                    return  # the constraint itself says this plan no longer applies
                 self.tag(
                     Failure.CONFLICTING_CONTEXT,
                     request.number,

@@ -20,7 +20,11 @@ Each line is ``{"timestamp": ..., "type": ..., "payload": {...}}`` with ``type``
 - ``event_msg`` ``token_count``: ``info.last_token_usage`` → :class:`UsageReport` right after the
   response it belongs to (``input_tokens`` already includes ``cached_input_tokens``); repeated reports
   with an unchanged running total are dropped. Other events mirror response items and are skipped.
-- ``compacted`` → :class:`Compaction` with the summary text and ``details.provider_side = true``. A
+- ``compacted`` → :class:`Compaction` with the summary text and ``details.provider_side = true``; its
+  ``replacement_history`` goes through the remote-compaction filter (``filter_remote_items``): the kept
+  summaries and user messages in ``details.remote_items``, what was dropped counted in
+  ``details.remote_dropped`` (developer messages, tool traffic, injected context such as
+  ``<environment_context>``). A
   ``compaction``/``context_compaction`` item (encrypted) is a compaction too, merged with the
   ``compacted`` line that follows it (``details.compaction_item``).
 - ``tool_search_call``/``tool_search_output`` → a ``tool_search`` call and its result (the tools found,
@@ -38,6 +42,7 @@ import json
 from typing import Any
 
 from ..log.events import BinaryPart, JSONValue, ToolCall
+from ..plan.compaction.remote import OWN_MARKERS, filter_remote_items
 from ..wire.openai_responses.request import assistant_turn
 from ..wire.usage import int_field, openai_responses_usage
 from ._builder import TranscriptBuilder
@@ -82,6 +87,11 @@ def load(doc: SourceDocument, options: ImportOptions) -> Transcript:
         reader.read(number, record)
     reader.finish()
     return builder.build()
+
+
+def _injected(text: str) -> bool:
+    """Context Codex or contextwarden injected (AGENTS.md, environment, our own fragments), not a person's words."""
+    return text.lstrip().startswith((*INJECTED_PREFIXES, *OWN_MARKERS))
 
 
 def _is_token_count(record: dict[str, Any]) -> bool:
@@ -169,13 +179,15 @@ class _Reader:
             self.pending_item = None
         history = payload.get("replacement_history")
         if isinstance(history, list):
+            # The transcript a compaction hands back is filtered like any remote one: developer messages,
+            # tool traffic and the harness's injected context go; summaries and what people said stay.
+            items = [item for item in history if isinstance(item, dict)]
+            filtered = filter_remote_items(items, is_own_fragment=_injected)
             details["replacement_history_items"] = len(history)
-            retained = [
-                message_text(item)[0]
-                for item in history
-                if isinstance(item, dict) and item.get("type") == "message" and item.get("role") == "user"
-            ]
-            details["retained_user_messages"] = [t for t in retained if t and not t.startswith(INJECTED_PREFIXES)]
+            details["remote_items"] = list(filtered.kept)
+            details["remote_dropped"] = dict(filtered.dropped)
+            retained = [message_text(item)[0] for item in filtered.kept if item.get("role") == "user"]
+            details["retained_user_messages"] = [t for t in retained if t]
             if any(isinstance(i, dict) and i.get("type") in ("compaction", "compaction_summary") for i in history):
                 details["encrypted"] = True
         message = payload.get("message")

@@ -14,11 +14,17 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal, Union
 
 JSONValue = Union[str, int, float, bool, None, list["JSONValue"], dict[str, "JSONValue"]]  # noqa: UP007 (recursive alias)
 """A value that round-trips through JSON."""
+
+
+_id_source: Callable[[], tuple[int, int]] | None = None
+"""Where ids take their time and random bits from instead of the clock and ``os.urandom`` (see
+``contextwarden.testing.seeded_event_ids``: reproducible runs of scripted sessions)."""
 
 
 def new_event_id() -> str:
@@ -28,8 +34,11 @@ def new_event_id() -> str:
     one after another sit side by side in the stores' unique-id index: a batch of appends
     rewrites a few index pages instead of one random page per event.
     """
-    rand = int.from_bytes(os.urandom(10), "big")
-    millis = time.time_ns() // 1_000_000 & 0xFFFF_FFFF_FFFF
+    if _id_source is None:
+        rand = int.from_bytes(os.urandom(10), "big")
+        millis = time.time_ns() // 1_000_000 & 0xFFFF_FFFF_FFFF
+    else:
+        millis, rand = _id_source()
     value = millis << 80 | 0x7 << 76 | (rand >> 64 & 0xFFF) << 64 | 0b10 << 62 | rand & 0x3FFF_FFFF_FFFF_FFFF
     return f"{value:032x}"
 

@@ -7,7 +7,8 @@ happened into the derived task state, and :meth:`ProbeTracker.check` asks of one
 - ``task``: the original task statement (the first user message), verbatim;
 - ``constraints``: every user constraint known at that point (``TaskState.constraints``), verbatim;
 - ``latest_tool_result``: the most recent tool result, verbatim up to its truncation marker
-  (a result cut at ingestion passes when the part before ``[... output truncated`` is its start);
+  (a result cut at ingestion passes when the part before ``[... output truncated``, or a byte cut's
+  head between its header and ``[… N bytes omitted``, is its start);
 - ``failing_evidence``: the latest failing test run or unresolved error output, the same way,
   until a later run passes or the error is resolved;
 - ``files_modified``: the name of every file modified so far;
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..log.events import AssistantMessage, Event, ToolCall, ToolResult
+from ..window.policies.bytecut import BYTE_CUT_HEADER, BYTE_CUT_MARKER
 from ..window.policies.normalize import normalize_output
 from ..window.policies.presets import CODING_TOOL_POLICIES, policy_for
 from ..window.policies.resources import Resource, command_of, resources_of
@@ -328,7 +330,11 @@ class ProbeTracker:
             original = self._canon[result.id] = _canon_output(result.output)
         if not original:
             return True
-        cut = shown.find(TRUNCATION_MARKER)
+        if shown.startswith(BYTE_CUT_HEADER):  # a byte cut: its header line first, then the head
+            shown = shown.partition("\n")[2]
+            cut = shown.find(BYTE_CUT_MARKER)
+        else:
+            cut = shown.find(TRUNCATION_MARKER)
         if cut < 0:
             return original in _canon_output(shown)
         head = _canon_output(shown[:cut])

@@ -7,7 +7,8 @@ counted). Variants take comma-separated options after a colon:
 - any :class:`~contextwarden.plan.planner.PlannerSettings` field as ``name=value`` (dashes for underscores),
   ``no-<flag>`` for a boolean one (``no-cache-aware``, ``no-mask``); ``keep=N`` and ``min-batch=N`` are
   short for ``keep-recent-tool-results`` and ``min-batch-tokens``; ``trigger=N`` sets the budget
-  trigger; ``no-compact`` runs without the compactor; ``task=NAME`` starts from a task preset
+  trigger; ``tools=PRESET`` uses a tool-policy preset (``coding-bytes``: seed 003's byte truncation);
+  ``no-compact`` runs without the compactor; ``task=NAME`` starts from a task preset
   (:func:`~contextwarden.plan.taskpolicies.get_task_policy`: ``coding``, ``research``, ``browser``)
   instead of the default policy, the other options varying it;
 - a what-if that changes how the builder's request is sent, not the builder, so a proposed change can be
@@ -26,6 +27,7 @@ from ..errors import BudgetExceededError, UsageError
 from ..log.events import Compaction
 from ..plan.planner import PlannerSettings
 from ..plan.taskpolicies import get_task_policy
+from ..window.policies.presets import tool_policy_preset
 from ..window.projection import Projection
 from .strategies import Built, RunEnv, StrategyRun, convert_option, plain_context
 
@@ -108,7 +110,7 @@ def contextwarden_variant(options: str, *, name: str | None = None) -> ContextWa
     given = [o for o in (o.strip() for o in options.split(",")) if o]
     tasks = [o.partition("=")[2] for o in given if o.startswith("task=")]
     base = get_task_policy(tasks[-1]) if tasks else ContextPolicy()
-    planner, budget = base.planner, base.budget
+    planner, budget, tools = base.planner, base.budget, base.tool_policies
     compact, frontier = True, False
     fields = {f.name for f in dataclasses.fields(PlannerSettings)}
     for option in given:
@@ -122,6 +124,8 @@ def contextwarden_variant(options: str, *, name: str | None = None) -> ContextWa
             frontier = True
         elif key == "trigger" and value:
             budget = replace(budget, trigger_tokens=convert_option(value, 0, option))
+        elif key == "tools" and value:
+            tools = tool_policy_preset(value)
         elif key.startswith("no-") and not value and attr[3:] in fields:
             planner = replace(planner, **{attr[3:]: False})
         elif attr in fields and value:
@@ -134,9 +138,10 @@ def contextwarden_variant(options: str, *, name: str | None = None) -> ContextWa
                 "min-batch=N",
                 "trigger=N",
                 "task=NAME",
+                "tools=PRESET",
                 *(f"{f.replace('_', '-')}=..." for f in sorted(fields)),
             ]
             raise UsageError(f"unknown contextwarden option {option!r}; known: {', '.join(known)}")
     label = name or (f"contextwarden:{options}" if options else "contextwarden")
-    policy = replace(base, name=label, planner=planner, budget=budget, compact=compact)
+    policy = replace(base, name=label, planner=planner, budget=budget, compact=compact, tool_policies=tools)
     return ContextWardenStrategy(name=label, policy=policy, compact=compact, frontier_breakpoint=frontier)

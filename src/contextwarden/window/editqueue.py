@@ -104,13 +104,14 @@ class EditQueue:
             return
         if not self.shrinkable(target):
             return
-        # The subject already names the call and its file or target, and the seq names the later result: say
-        # why only when the resource does not (an identical output). Placeholders ride on every later request.
+        # The subject already names the call and its file or target, and the later result is named by its
+        # tool and call id, both of which the model sees: say why only when the resource does not (an
+        # identical output). Placeholders ride on every later request.
         what = f" ({proposal.what})" if proposal.what == "identical output" else ""
-        by_text = f"a later call{what}" if proposal.by.call_id in self._calls else f"{proposal.by.tool_name}{what}"
+        by_text = f"{proposal.by.tool_name} call {proposal.by.call_id}{what}"
         make = superseded_placeholder if proposal.action == "supersede" else stale_placeholder
         text = make(record.call, record.stub, tokens=item.original_tokens, lines=record.lines, by=by_text,
-                    at_seq=proposal.by.seq, retrievable=self.retrievable)  # fmt: skip
+                    retrievable=self.retrievable)  # fmt: skip
         edit = ContextEdit(
             target_id=target,
             action=proposal.action,

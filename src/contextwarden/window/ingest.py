@@ -11,15 +11,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..context import Decision, Message
-from ..log.events import Event, JSONValue, ToolCall
-from ..tokens import TokenCounter
+from ..log.events import AssistantMessage, Event, JSONValue, ThinkingBlock, ToolCall
+from ..tokens import MESSAGE_OVERHEAD, TokenCounter
 from .accounting import message_tokens
 from .items import ContextItem, Tier
 from .pointers import EarlierOutput
 from .policies.presets import ToolPolicy
 from .policies.truncate import truncate_output
 
-__all__ = ["MAX_ARGUMENT_CHARS", "ProjectionConfig", "bound_arguments", "bounded_text", "message_item"]
+__all__ = [
+    "MAX_ARGUMENT_CHARS",
+    "ProjectionConfig",
+    "bound_arguments",
+    "bound_assistant",
+    "bound_calls",
+    "bounded_text",
+    "message_item",
+]
 
 MAX_ARGUMENT_CHARS = 8_000
 """A string tool-call argument longer than this is cut in the middle with a marker."""
@@ -44,13 +52,13 @@ class ProjectionConfig:
     longer shows can show it (:mod:`.pointers`); ``None``: pointers stay as the client sent them."""
 
 
-def bound_arguments(call: ToolCall) -> tuple[ToolCall, bool]:
-    """Cut oversized string arguments in the middle so no assistant item is unbounded."""
+def bound_arguments(call: ToolCall, max_chars: int = MAX_ARGUMENT_CHARS) -> tuple[ToolCall, bool]:
+    """Cut string arguments longer than ``max_chars`` in the middle so no assistant item is unbounded."""
     changed = False
     bounded: dict[str, JSONValue] = {}
     for key, value in call.arguments.items():
-        if isinstance(value, str) and len(value) > MAX_ARGUMENT_CHARS:
-            half = MAX_ARGUMENT_CHARS // 2
+        if isinstance(value, str) and len(value) > max_chars:
+            half = max_chars // 2
             cut = len(value) - 2 * half
             value = f"{value[:half]}\n[... {cut} characters of this argument omitted ...]\n{value[-half:]}"
             changed = True
@@ -58,9 +66,44 @@ def bound_arguments(call: ToolCall) -> tuple[ToolCall, bool]:
     return (replace(call, arguments=bounded) if changed else call), changed
 
 
-def bounded_text(text: str, artifact_id: str, config: ProjectionConfig) -> tuple[str, bool, int, Decision | None]:
-    """``text`` cut to the item cap: the text, whether it was cut, its original tokens and the cut's decision."""
-    limit = config.max_item_tokens
+_MIN_ARGUMENT_CHARS = 200
+"""Arguments are never cut shorter than this, whatever the item cap leaves them."""
+_MIN_TEXT_TOKENS = 256
+"""The answer text keeps at least this much, even beside reasoning that cannot be cut (signed thinking)."""
+
+
+def bound_calls(
+    calls: Sequence[ToolCall], thinking: Sequence[ThinkingBlock], budget: int, counter: TokenCounter
+) -> tuple[list[ToolCall], set[str], int]:
+    """Cut the calls' string arguments until the calls and ``thinking`` fit ``budget`` tokens.
+
+    Each argument is first held to :data:`MAX_ARGUMENT_CHARS`; while the whole is still over ``budget``, every
+    long argument is cut shorter in proportion. Returns the calls, the ids of those cut, and their tokens
+    with the thinking's and the message framing.
+    """
+    max_chars = MAX_ARGUMENT_CHARS
+    while True:
+        cut: set[str] = set()
+        bounded: list[ToolCall] = []
+        for call in calls:
+            shorter, changed = bound_arguments(call, max_chars)
+            bounded.append(shorter)
+            if changed:
+                cut.add(call.id)
+        tokens = message_tokens(Message(role="assistant", tool_calls=tuple(bounded), thinking=tuple(thinking)), counter)
+        if tokens <= budget or max_chars <= _MIN_ARGUMENT_CHARS:
+            return bounded, cut, tokens
+        max_chars = max(_MIN_ARGUMENT_CHARS, int(max_chars * budget / tokens * 0.9))
+
+
+def bounded_text(
+    text: str, artifact_id: str, config: ProjectionConfig, limit: int | None = None
+) -> tuple[str, bool, int, Decision | None]:
+    """``text`` cut to ``limit`` (default the item cap).
+
+    Returns the text, whether it was cut, its original tokens and the cut's decision.
+    """
+    limit = config.max_item_tokens if limit is None else limit
     cut = truncate_output(
         text,
         max_tokens=limit,
@@ -97,3 +140,31 @@ def message_item(
     }
     base.update(fields)
     return ContextItem(**base)  # type: ignore[arg-type]
+
+
+def bound_assistant(
+    event: AssistantMessage, config: ProjectionConfig
+) -> tuple[str, bool, int, list[ToolCall], list[Decision]]:
+    """Hold one assistant message, text, thinking and calls together, to the item cap (seed 003 rule 4).
+
+    The calls get what the text leaves, but at least half the cap when both are long; the text gets the rest.
+    Returns the text, whether it was cut, its original tokens, the bounded calls and the cuts' decisions.
+    """
+    limit = config.max_item_tokens
+    half = limit // 2
+    calls, cut, used = bound_calls(event.tool_calls, event.thinking, limit - half, config.counter)
+    if used > half and event.text:
+        room = limit - min(config.counter.count(event.text) + MESSAGE_OVERHEAD, half)
+        calls, cut, used = bound_calls(event.tool_calls, event.thinking, room, config.counter)
+    decisions = [
+        Decision(action="truncate", target=event.id, reason=f"oversized arguments of call {c.id} cut in the middle")
+        for c in event.tool_calls
+        if c.id in cut
+    ]
+    # ``used`` already holds the message framing, so the text may take exactly what is left.
+    text, truncated, original, decision = bounded_text(
+        event.text, event.id, config, max(limit - used, _MIN_TEXT_TOKENS)
+    )
+    if decision is not None:
+        decisions.append(decision)
+    return text, truncated, original, calls, decisions

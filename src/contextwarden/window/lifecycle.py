@@ -19,7 +19,7 @@ from typing import Literal
 
 from ..log.events import ToolCall, ToolResult
 from .accounting import args_json
-from .items import REDUCED, ItemList
+from .items import REDUCED, ContextItem, ItemList
 from .policies.presets import ToolPolicy
 from .policies.resources import Resource, covers
 
@@ -38,6 +38,14 @@ class Proposal:
     """The newer result."""
     what: str
     """The resource key, or ``identical output``."""
+
+
+def _outputs_of(items: Sequence[ContextItem]) -> tuple[str, bool]:
+    """Name earlier results as the model sees them (the tool, the id of each call); and whether it is plural."""
+    tools = "/".join(dict.fromkeys(item.message.tool_name or "tool" for item in items))
+    ids = ", ".join(item.message.tool_call_id for item in items)
+    plural = len(items) > 1
+    return f"{tools} output{'s' if plural else ''} of call{'s' if plural else ''} {ids}", plural
 
 
 class ResourceLedger:
@@ -100,11 +108,12 @@ class ResourceLedger:
                 # it changed: the model sees that change after the read. Otherwise it is flagged.
                 named = r.key in event.output
                 flagged = (item for o in reads if (item := items.get(o)) is not None and (replaceable(o) or not named))
-                seqs = [str(item.recency) for item in flagged if item.state not in REDUCED]
-                if seqs:
+                shown = [item for item in flagged if item.state not in REDUCED]
+                if shown:
                     # The note rides on every later request: name the file only when the output does not.
                     changed = "" if named else f"{r.key} changed; "
-                    notes.append(f"[note: {changed}seq {', '.join(seqs)} is out of date]")
+                    what, plural = _outputs_of(shown)
+                    notes.append(f"[note: {changed}the {what} {'are' if plural else 'is'} out of date]")
             elif r.kind == "file" and r.access == "read" and not failed:
                 remaining = []
                 for old in self._readers.get(r.key, []):
@@ -119,6 +128,13 @@ class ResourceLedger:
                 if policy.supersedable:
                     older_runs = self._runs.get(r.key, [])
                     proposals += [Proposal(target_id=o, action="supersede", by=event, what=r.key) for o in older_runs]
+                    # An older run still shown verbatim (a failure above a pass) must not read as current.
+                    shown = [
+                        item for o in older_runs if (item := items.get(o)) is not None and item.state not in REDUCED
+                    ]
+                    if shown:
+                        what, _ = _outputs_of(shown)
+                        notes.append(f"[note: this run replaces the earlier {what}: no longer current]")
                     self._runs[r.key] = [event.id]
                 else:
                     self._runs.setdefault(r.key, []).append(event.id)

@@ -34,8 +34,10 @@ from ..log.events import (
     UserMessage,
 )
 from .accounting import Estimate, NormalizedPrefix, anchored_estimate, message_tokens
+from .conflicts import overrides
 from .editqueue import EditQueue, ToolRecord
-from .ingest import MAX_ARGUMENT_CHARS, ProjectionConfig, bound_arguments, bounded_text, message_item
+from .ingest import MAX_ARGUMENT_CHARS, ProjectionConfig, bound_assistant, bounded_text, message_item
+from .injected import dynamic_prefix, escape_unregistered
 from .items import REDUCED, ContextItem, ItemList, Tier
 from .lifecycle import ResourceLedger
 from .pointers import points_back, read_pointer
@@ -258,6 +260,10 @@ class Projection:
         elif role == "user" and item.kind == "user":
             self.queue.add_user(position)
 
+    def _flag(self, decision: Decision | None) -> None:
+        if decision is not None:
+            self.decisions.append(decision)
+
     def _bounded_text(self, text: str, artifact_id: str) -> tuple[str, bool, int]:
         text, truncated, original, decision = bounded_text(text, artifact_id, self.config)
         if decision is not None:
@@ -272,8 +278,12 @@ class Projection:
     def _add_instruction(self, event: Instruction) -> None:
         text, truncated, original = self._bounded_text(event.text, event.id)
         if not self._seen_user and not self.list.items:
+            self._flag(dynamic_prefix(text, event.id))
             self.system_parts.append(text)
             return
+        text, escaped = escape_unregistered(text, event.id)
+        self._flag(escaped)
+        truncated = truncated or escaped is not None
         message = Message(
             role="developer" if event.role == "developer" else "system",
             text=text,
@@ -285,11 +295,16 @@ class Projection:
 
     def _add_user(self, event: UserMessage) -> None:
         text, truncated, original = self._bounded_text(event.text, event.id)
+        text, escaped = escape_unregistered(text, event.id)
+        self._flag(escaped)
+        note = overrides(event.text, self.list.items)
+        if note:
+            text = f"{text}\n{note}"
         goal = not self._seen_user
         self._seen_user = True
         message = Message(role="user", text=text, parts=event.parts, opaque=event.opaque, source_ids=(event.id,))
         tier = Tier.GOAL if goal else Tier.HISTORY
-        counted = None if truncated else original
+        counted = None if truncated or note or escaped else original
         self._push(
             self._message_item(
                 event, message, text_tokens=counted, tier=tier, truncated=truncated, original_tokens=original
@@ -301,24 +316,17 @@ class Projection:
             fragment = DEFAULT_REGISTRY.render("steering", event.text, self.config.counter)
         else:
             fragment = DEFAULT_REGISTRY.render("pinned_note", f"{event.label}: {event.text}", self.config.counter)
-        message = Message(role="user", text=fragment.text, source_ids=(event.id,))
+        note = overrides(event.text, self.list.items)
+        message = Message(
+            role="user", text=f"{fragment.text}\n{note}" if note else fragment.text, source_ids=(event.id,)
+        )
         self._push(self._message_item(event, message, tier=Tier.GOAL))
 
     def _add_assistant(self, event: AssistantMessage) -> None:
-        calls: list[ToolCall] = []
+        text, truncated, original, calls, decisions = bound_assistant(event, self.config)
+        self.decisions += decisions
         for call in event.tool_calls:
-            bounded, changed = bound_arguments(call)
-            if changed:
-                self.decisions.append(
-                    Decision(
-                        action="truncate",
-                        target=event.id,
-                        reason=f"oversized arguments of call {call.id} cut in the middle",
-                    )
-                )
             self._calls[call.id] = call
-            calls.append(bounded)
-        text, truncated, original = self._bounded_text(event.text, event.id)
         message = Message(
             role="assistant",
             text=text,

@@ -62,6 +62,7 @@ _RULE_WORDS = re.compile(
 )
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？;；])\s+|\n+")
 _FAILED_TEST = re.compile(r"^(?:FAILED|ERROR)\s+(\S+)", re.MULTILINE)
+_TEST_FILE = re.compile(r"(?:^|/)(?:test_[\w.-]*|[\w.-]*_test|[\w.-]*\.(?:test|spec))\.\w+$")
 _PYTEST_SUMMARY = re.compile(r"=+ .*?(\d+) (?:failed|error)", re.IGNORECASE)
 
 
@@ -301,6 +302,9 @@ class StateBuilder:
         seen = changed.union(read)
         files = [k for k in touch if k in seen]
         latest = max(files, key=lambda k: touch[k], default="")
+        # The file of a failing test is part of the work even before the agent opens it.
+        files += sorted(t for t in failing if t not in seen and _TEST_FILE.search(t))
+        touch = {**touch, **{k: now for k in files if k not in touch}}
         for key in files:
             group = 0
             if failing and _names(failing, key):

@@ -37,6 +37,9 @@ class SummaryInput:
     anchors_pinned: bool = False
     """The window shows the goal and constraints verbatim in a pinned block, so the summary refers
     to them instead of repeating them."""
+    thinking: str | None = None
+    """The session's thinking level (its latest ``SettingChange`` with ``thinking``): a model summarizer's
+    first attempt uses it unless its own settings name one."""
 
 
 @dataclass(frozen=True, kw_only=True)

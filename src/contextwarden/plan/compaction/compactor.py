@@ -19,11 +19,20 @@
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ...budget import BudgetPolicy
-from ...errors import Cancelled, CompactionError, ProviderError, SummaryRejected, UsageError
-from ...log.events import Compaction, JSONValue
+from ...errors import (
+    Cancelled,
+    CompactionError,
+    ProviderError,
+    SummaryFallbackWarning,
+    SummaryRejected,
+    UsageError,
+)
+from ...log.events import Compaction, Event, JSONValue, SettingChange
 from ...log.store._protocol import SessionStore
 from ...models import ModelProfile, get_profile
 from ...tokens import TokenCounter, best_counter
@@ -124,12 +133,13 @@ class WindowCompactor:
     def summary_budget(self, profile: ModelProfile, cut: CutPoint, anchors: TaskState) -> int:
         """The most tokens the summary may take in the agent's window.
 
-        The summary output budget, capped by what the window has left once the kept tail, the
-        pinned anchors and the system prompt are in.
+        floor(0.8 · reserve), capped by what the window has left once the kept tail, the pinned anchors
+        and the system prompt are in. The agent model's max output does not bound it: the summary is the
+        summarizing model's output, and a model summarizer caps it at its own model's max output.
         """
         fixed = self.counter.count(pinned_text(anchors, self.counter)) + self.counter.count("\n\n".join(anchors.system))
         room = self.budget.usable_input(profile) - cut.kept_tokens - fixed - 256
-        return max(min(self.budget.summary_max_tokens(profile), room), MIN_SUMMARY_TOKENS)
+        return max(min(self.budget.summary_share(), room), MIN_SUMMARY_TOKENS)
 
     def prepare(
         self,
@@ -179,6 +189,7 @@ class WindowCompactor:
             reground=why_reground,
             options=options,
             max_tokens=self.summary_budget(profile, cut, anchors),
+            thinking=(thinking := _thinking_level(window_events, previous)),
         )
         options.check_cancelled("before it was recorded")
         summary, verification = written.text, {}
@@ -205,6 +216,7 @@ class WindowCompactor:
             "summarizer_calls": sum(r.calls for r in written.results),
             "rejected_input_tokens": written.wasted_input,
             "rejected_output_tokens": written.wasted_output,
+            **({"thinking": thinking} if thinking else {}),
         }
         if projection.exposed_tools is not None:
             details["exposed_tools"] = list(projection.exposed_tools)
@@ -239,6 +251,7 @@ class WindowCompactor:
         reground: str,
         options: SummaryOptions,
         max_tokens: int,
+        thinking: str | None,
     ) -> _Written:
         previous = projection.compaction
         summary_tokens = sum(i.tokens for i in projection.items if i.kind == "summary")
@@ -262,6 +275,7 @@ class WindowCompactor:
             max_tokens=max_tokens * 2 // 3 if split else max_tokens,
             anchors_pinned=True,
             replaced_tokens=sum(i.tokens for i in history) + summary_tokens,
+            thinking=thinking,
         )
         result, why = self._summarize(data, options, wasted)
         parts, results = [result.text], [result]
@@ -275,6 +289,7 @@ class WindowCompactor:
                 max_tokens=max_tokens // 3,
                 anchors_pinned=True,
                 replaced_tokens=sum(i.tokens for i in cut.turn_prefix),
+                thinking=thinking,
             )
             result, why = self._summarize(data, options, wasted)
             parts.append(f"{TURN_HEADING}\n\n{_demote(result.text)}")
@@ -301,7 +316,18 @@ class WindowCompactor:
                 raise
             options.check_cancelled("after the summarizer failed")
             result = self.fallback.summarize(data, options=options)
-            return result, f"{self.summarizer.name} failed ({type(exc).__name__}: {exc}); used {result.summarizer}"
+            why = f"{self.summarizer.name} failed ({type(exc).__name__}: {exc}); used {result.summarizer}"
+            warnings.warn(f"compaction: {why}", SummaryFallbackWarning, stacklevel=2)
+            return result, why
+
+
+def _thinking_level(events: Sequence[Event], previous: Compaction | None) -> str | None:
+    """The session's thinking level: its latest ``SettingChange`` naming one, else what the last compaction saw."""
+    for event in reversed(events):
+        if isinstance(event, SettingChange) and isinstance(level := event.settings.get("thinking"), str) and level:
+            return level
+    level = previous.details.get("thinking") if previous is not None else None
+    return level if isinstance(level, str) and level else None
 
 
 def _item_text(item: ContextItem) -> str:

@@ -9,7 +9,10 @@ So, as Codex does (seed 003), :func:`filter_remote_items`
 - keeps summary/compaction items (readable or opaque) and real ``user`` / ``assistant`` messages;
 - drops ``developer`` and ``system`` messages, tool calls and their outputs, reasoning items;
 - drops messages that are our own fragments (pinned anchors, summaries, steering, pins), because
-  :func:`adopt_remote_compaction` re-renders those from the current task state.
+  :func:`adopt_remote_compaction` re-renders those from the current task state;
+- drops user messages that are one tagged block from the harness (``<environment_context>``,
+  ``<user_instructions>``...): they describe the world when the transcript was made, and the local side
+  renders the current ones.
 
 The result is recorded like any compaction: a new window event, nothing rewritten.
 """
@@ -17,6 +20,7 @@ The result is recorded like any compaction: a new window event, nothing rewritte
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -31,6 +35,12 @@ OWN_MARKERS: tuple[str, ...] = (PINNED_START, SUMMARY_START, "<steering>", "<pin
 """Start markers of fragments contextwarden renders itself (they are re-rendered, never adopted)."""
 
 _SUMMARY_TYPES = ("compaction", "compaction_summary", "summary")
+_TAGGED_BLOCK = re.compile(r"\A\s*<([A-Za-z][\w.:-]*)(?:\s[^<>]*)?>.*</\1>\s*\Z", re.DOTALL)
+
+
+def is_foreign_fragment(text: str) -> bool:
+    """Whether ``text`` is wholly one ``<tag>...</tag>`` block: injected by a harness, not said by a person."""
+    return _TAGGED_BLOCK.match(text) is not None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,8 +89,8 @@ def filter_remote_items(
             drop(f"{role} message")
         elif role not in ("user", "assistant"):
             drop(f"{role or 'unknown'} role")
-        elif own(_text(item.get("content"))):
-            drop("own fragment (re-rendered)")
+        elif own(_text(item.get("content"))) or (role == "user" and is_foreign_fragment(_text(item.get("content")))):
+            drop("injected fragment (re-rendered)")
         else:
             kept.append(json.loads(json.dumps(item)))
     return RemoteFilterResult(kept=tuple(kept), dropped=dropped)

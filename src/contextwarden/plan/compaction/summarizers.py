@@ -217,7 +217,7 @@ class LLMSummarizer:
             model=self.profile.name,
             max_tokens=max_tokens,
             temperature=self.settings.temperature,
-            thinking=self.settings.thinking,
+            thinking=self.settings.thinking or data.thinking,
             response_format=response_format(max_tokens) if keys else None,
         )
         responses = self._call_with_retries(request, options, notes)

@@ -159,12 +159,14 @@ def superseded_placeholder(
     tokens: int,
     lines: int,
     by: str,
-    at_seq: int,
     retrievable: bool = True,
 ) -> str:
-    """Render the line that replaces a result made redundant by a newer one (``by`` at ``at_seq``)."""
+    """Render the line that replaces a result made redundant by a newer one.
+
+    ``by`` names the newer result as the model sees it: its tool and the id of its call.
+    """
     return (
-        f"[{_subject(call, result)} superseded by {_one_line(by)} at seq {at_seq}: {_size(tokens, lines)}."
+        f"[{_subject(call, result)} superseded by the later {_one_line(by)}: {_size(tokens, lines)}."
         f" The old one: {_get_back(result, lines, retrievable)}]"
     )
 
@@ -176,11 +178,10 @@ def stale_placeholder(
     tokens: int,
     lines: int,
     by: str,
-    at_seq: int,
     retrievable: bool = True,
 ) -> str:
-    """Render the line that replaces a result a later change made out of date (``by`` at ``at_seq``)."""
+    """Render the line that replaces a result a later change made out of date (``by``: that change's call)."""
     return (
-        f"[{_subject(call, result)} is stale: {_one_line(by)} at seq {at_seq} changed it; read the current version."
+        f"[{_subject(call, result)} is stale: the later {_one_line(by)} changed it; read the current version."
         f" Old output ({_size(tokens, lines)}): {_get_back(result, lines, retrievable)}]"
     )

@@ -17,12 +17,13 @@ import fnmatch
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from ...errors import ConfigError, UsageError
 from ...log.events import ToolCall
 from ..tiers import Tier
+from .bytecut import truncate_bytes
 from .normalize import normalize_output, sanitize_output
 from .resources import classify_command, command_of, command_program
 from .truncate import Truncation, truncate_output
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BROWSER_TOOL_POLICIES",
+    "CODING_BYTES_TOOL_POLICIES",
     "CODING_TOOL_POLICIES",
     "DEFAULT_TOOL_POLICY",
     "RESEARCH_TOOL_POLICIES",
@@ -92,6 +94,9 @@ class ToolPolicy:
     odd_lines: int = 2
     """Up to this many lines of a shape a repetitive output says only once (a key, a name, a warning
     in a build log) are kept from a cut middle and quoted by the mask placeholder; 0 quotes none."""
+    max_bytes: int | None = None
+    """Cut to this many bytes from the middle with a warning header instead (seed 003, :mod:`.bytecut`);
+    ``max_tokens`` still bounds the result. None: the token cut, with error lines and the marker at the cut."""
 
     def __post_init__(self) -> None:
         if not self.patterns:
@@ -100,6 +105,8 @@ class ToolPolicy:
             raise ConfigError(f"tool policy {self.name!r}: unknown category {self.category!r}; use one of {CATEGORIES}")
         if self.max_tokens < 1 or (self.keep_recent is not None and self.keep_recent < 0):
             raise ConfigError(f"tool policy {self.name!r}: max_tokens must be >= 1 and keep_recent >= 0")
+        if self.max_bytes is not None and self.max_bytes < 2:
+            raise ConfigError(f"tool policy {self.name!r}: max_bytes must be >= 2 (or None)")
         if not 0 <= self.head_fraction <= 1 or not 0 <= self.error_line_budget_fraction < 1:
             raise ConfigError(f"tool policy {self.name!r}: fractions must be within [0, 1)")
 
@@ -167,8 +174,14 @@ def apply_policy(
     ``retrievable``: the model has ``read_range``, so the marker may name it.
     """
     limit = policy.max_tokens if max_tokens is None else min(max_tokens, policy.max_tokens)
+    text = policy_text(output, policy)
+    if policy.max_bytes is not None:
+        cut = truncate_bytes(text, max_bytes=policy.max_bytes, counter=counter, artifact_id=artifact_id,
+                             retrievable=retrievable)  # fmt: skip
+        if not cut.truncated or counter.count(cut.text) <= limit:
+            return cut
     return truncate_output(
-        policy_text(output, policy),
+        text,
         max_tokens=limit,
         counter=counter,
         artifact_id=artifact_id,
@@ -301,8 +314,15 @@ BROWSER_TOOL_POLICIES: tuple[ToolPolicy, ...] = (
 )  # fmt: skip
 """Browser agents: only the newest page states stay; a newer snapshot supersedes the older ones."""
 
+CODING_BYTES_TOOL_POLICIES: tuple[ToolPolicy, ...] = (
+    RETRIEVAL_POLICY,
+    *(replace(p, max_bytes=10_000) for p in CODING_TOOL_POLICIES[1:]),
+)
+"""The coding preset with seed 003's truncation: 10,000 bytes from the middle under a warning header."""
+
 TOOL_POLICY_PRESETS: dict[str, tuple[ToolPolicy, ...]] = {
     "coding": CODING_TOOL_POLICIES,
+    "coding-bytes": CODING_BYTES_TOOL_POLICIES,
     "research": RESEARCH_TOOL_POLICIES,
     "browser": BROWSER_TOOL_POLICIES,
 }
@@ -310,7 +330,7 @@ TOOL_POLICY_PRESETS: dict[str, tuple[ToolPolicy, ...]] = {
 
 
 def tool_policy_preset(name: str) -> tuple[ToolPolicy, ...]:
-    """Return the preset called ``name`` (``coding``, ``research``, ``browser``)."""
+    """Return the preset called ``name`` (``coding``, ``coding-bytes``, ``research``, ``browser``)."""
     try:
         return TOOL_POLICY_PRESETS[name]
     except KeyError:
