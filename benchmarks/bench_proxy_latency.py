@@ -21,6 +21,10 @@ in session length.
 ``--format`` picks the client's wire format: ``anthropic`` (Claude Code, the default),
 ``openai_chat`` (the OpenAI SDK's chat completions) or ``openai_responses`` (Codex).
 ``--requests`` is per arm and size; a p99 of fewer than 100 calls is their slowest one or two.
+``--echo client`` sends each answer back in the client's own rendering rather than the model's bytes
+(Anthropic: ``"citations": null`` on its text block; Responses: the item's id, status and empty
+annotations; Chat: ``"refusal": null``), as Claude Code and Codex do: the proxy must read that as the
+same turn, at the cost of an ordinary request.
 """
 
 from __future__ import annotations
@@ -73,6 +77,8 @@ WIRES = {
 }
 WIRE = WIRES["anthropic"]
 """The format of this run (``--format``)."""
+ECHO = "model"
+"""How an answer goes back (``--echo``): the model's bytes, or the client's own rendering."""
 SIZES = (10, 500, 2000)
 WORDS = (
     "alpha",
@@ -187,7 +193,15 @@ def _reply_text(stream: bytes) -> str:
 
 
 def _reply(text: str) -> dict[str, Any]:
-    return _said("assistant", text)
+    said = _said("assistant", text)
+    if ECHO == "model":
+        return said
+    if WIRE.fmt == "openai_responses":
+        part = {**said["content"][0], "annotations": []}
+        return {"id": f"msg_{abs(hash(text)) % 10**8}", **said, "status": "completed", "content": [part]}
+    if WIRE.fmt == "openai_chat":
+        return {**said, "refusal": None}
+    return {**said, "content": [{**said["content"][0], "citations": None}]}
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -366,6 +380,9 @@ def main() -> None:
     parser.add_argument(
         "--format", choices=sorted(WIRES), default="anthropic", help="The client's wire format (default anthropic)."
     )
+    parser.add_argument(
+        "--echo", choices=("model", "client"), default="model", help="How answers go back (see the docstring)."
+    )
     parser.add_argument("--json", default=None)
     parser.add_argument(
         "--in-process",
@@ -377,8 +394,9 @@ def main() -> None:
     parser.add_argument("--upstream", default="", help=argparse.SUPPRESS)
     parser.add_argument("--store", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    global WIRE
+    global WIRE, ECHO
     WIRE = WIRES[args.format]
+    ECHO = args.echo
     if args.serve:
         _serve(args.serve, args.port, args.upstream, args.store)
         return
@@ -401,7 +419,7 @@ def main() -> None:
             in_process = _pipeline_cpu(args.requests, str(Path(tmp) / "in-process.db"))
             for size, row in in_process.items():
                 report[size]["pipeline_in_process"] = row
-    print(f"{WIRE.fmt} ({WIRE.path}), {args.requests} calls per arm and size")
+    print(f"{WIRE.fmt} ({WIRE.path}), {args.requests} calls per arm and size, answers echoed as the {ECHO} wrote them")
     for size, row in report.items():
         _print(size, row)
         if "pipeline_in_process" in row:

@@ -18,6 +18,7 @@ import pytest
 from contextwarden import render
 from contextwarden.assemble import checkpoints, windows
 from contextwarden.assemble.manager import ContextManager
+from contextwarden.budget import BudgetPolicy
 from contextwarden.context import ModelContext, ToolDefinition
 from contextwarden.log.events import AssistantMessage, ContextEditBatch, Event, ToolCall, ToolResult, UserMessage
 from contextwarden.log.store import MemoryStore, PostgresStore, SQLiteStore, StoredCheckpoint
@@ -291,7 +292,9 @@ def test_a_part_the_checkpoint_does_not_know_is_refused() -> None:
 def test_a_save_with_the_memo_writes_what_a_full_save_writes() -> None:
     store = MemoryStore()
     write_session(store, turns=60)
-    manager = ContextManager(store, counter=COUNTER)
+    # the whole reserve below this small window, so the builds mask and supersede but do not compact
+    policy = ContextPolicy(budget=BudgetPolicy(reserve_tokens=32_768))
+    manager = ContextManager(store, counter=COUNTER, policy=policy)
     memo = FragmentMemo()
     first = dumps_projection(manager.projection("s"), memo=memo)
     assert first == dumps_projection(manager.projection("s"))
