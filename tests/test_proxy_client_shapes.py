@@ -342,3 +342,23 @@ def test_null_members_a_client_writes_into_an_echoed_turn_change_nothing() -> No
     plain = turn({"type": "text", "text": "done"})
     echoed = turn({"type": "text", "text": "done", "citations": None})
     assert content_digest(plain) == content_digest(echoed)
+
+
+def test_a_clients_own_compaction_is_recorded_as_its_cause(tmp_path: Path) -> None:
+    up = ScriptedUpstream()
+    with rig(str(tmp_path / "s.db"), upstream=up) as r, httpx.Client(timeout=60) as client:
+        key = {"authorization": "Bearer sk-1", "session_id": "codex-2"}
+        items: list[Any] = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}]
+        for step in range(3):
+            up.push(Reply(text="", tool_calls=((f"call_{step}", "shell", {"cmd": "ls"}),)))
+            client.post(r.url + "/v1/responses", json=_responses_body(items), headers=key)
+            call = {"type": "function_call", "call_id": f"call_{step}", "name": "shell", "arguments": '{"cmd":"ls"}'}
+            items = [*items, call, {"type": "function_call_output", "call_id": f"call_{step}", "output": BIG}]
+        # Codex compacted remotely: its history is now the provider's compaction item and the user's words
+        compacted = [{"type": "compaction", "encrypted_content": "gAAAA-opaque=="}, items[0]]
+        answer = client.post(r.url + "/v1/responses", json=_responses_body(compacted), headers=key)
+        assert answer.status_code == 200
+        store = r.proxy.pipeline.store
+        (session,) = store.list_sessions()
+        (opening,) = [e for e in store.iter_events(session.id) if isinstance(e, Compaction)]
+    assert opening.details.get("client_compaction") is True and "compacted it" in opening.summary

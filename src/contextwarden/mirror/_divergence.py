@@ -74,16 +74,17 @@ def record_reset(
         )
     else:
         anchors = TaskState()
+    compacted = any(p.kind == "compaction" for e in history for p in getattr(e, "opaque", ()))
+    cause = "it compacted it (a provider compaction item)" if compacted else "it edited, trimmed or rewound it"
     note = (
-        f"The client changed its history at message {common + 1} (it edited, trimmed or rewound it); "
+        f"The client changed its history at message {common + 1} ({cause}); "
         "this window starts over from the client's copy. The earlier version stays in the session log."
     )
+    details: dict[str, JSONValue] = {"mirror": "reset", "from_seq": chain.last_seq + 2, "diverged_at": common}
+    if compacted:  # the client's own compaction (Codex's remote one): it already filtered what it kept
+        details["client_compaction"] = True
     opening = _window_event(
-        note,
-        first_kept_seq=chain.last_seq + 2,
-        covered_to=chain.last_seq,
-        state=anchors,
-        details={"mirror": "reset", "from_seq": chain.last_seq + 2, "diverged_at": common},
+        note, first_kept_seq=chain.last_seq + 2, covered_to=chain.last_seq, state=anchors, details=details
     )
     stored = chain.append(store, [opening, *(fresh(e) for e in history)])
     event = stored[0]
