@@ -163,7 +163,7 @@ def test_live_page_follows_a_running_session_and_matches_the_ledger(driver: Any,
         _wait(driver, "return document.querySelectorAll('#sessions tr.session').length === 2")
         _matches(_row(driver, "#sessions tr.total"), ledger["total"])
         assert PAYLOAD in driver.find_element("id", "sessions").text
-        assert "unknown model" in driver.find_element("id", "sessions").text
+        assert "not in the model table" in driver.find_element("id", "sessions").text
         _inert(driver)
 
 

@@ -20,8 +20,9 @@ FAST = ReplaySettings(optimum=False)
 
 
 def with_usage() -> list[Path]:
-    """Every bundled real transcript whose requests carry provider usage."""
-    found = [p for p in REAL if any(isinstance(e, UsageReport) for e in load_transcript(p).events)]
+    """Every bundled OpenHands transcript whose requests carry provider usage (Claude's, per call)."""
+    openhands = [p for p in REAL if p.parent.name == "openhands"]
+    found = [p for p in openhands if any(isinstance(e, UsageReport) for e in load_transcript(p).events)]
     assert found, "the bundled OpenHands streams carry per-call Claude usage"
     return found
 

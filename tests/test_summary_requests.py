@@ -47,7 +47,8 @@ def test_a_fallback_is_a_decision_of_the_build_and_a_warning() -> None:
     with pytest.warns(SummaryFallbackWarning, match="ServerError"):
         for r in range(40):
             agent.work(1, prefix=f"src/r{r}_")
-            reasons += [d.reason for d in mgr.build("s", model=AGENT).decisions if d.action == "compact"]
+            # the whole 32,768 reserve below the window (a model with that max output): the builds compact
+            reasons += [d.reason for d in mgr.build("s", model=profile(40_000)).decisions if d.action == "compact"]
     assert reasons and all("the fallback wrote the summary" in r and "ServerError" in r for r in reasons)
 
 

@@ -295,12 +295,14 @@ class Projection:
 
     def _add_user(self, event: UserMessage) -> None:
         text, truncated, original = self._bounded_text(event.text, event.id)
-        text, escaped = escape_unregistered(text, event.id)
-        self._flag(escaped)
+        goal = not self._seen_user
+        escaped = None
+        if not goal:  # the task as the person gave it is pinned verbatim (a SWE task's <pr_description> too)
+            text, escaped = escape_unregistered(text, event.id)
+            self._flag(escaped)
         note = overrides(event.text, self.list.items)
         if note:
             text = f"{text}\n{note}"
-        goal = not self._seen_user
         self._seen_user = True
         message = Message(role="user", text=text, parts=event.parts, opaque=event.opaque, source_ids=(event.id,))
         tier = Tier.GOAL if goal else Tier.HISTORY
