@@ -99,6 +99,10 @@ def main() -> int:
                 result = run_arm(client, binary, arm, Path(tmp))
                 result.version = agentcli.version(binary)
                 if args.record:
+                    row = summary(result, None)
+                    if not row["finished"] or row["upstream_errors"] or row["step_failures"]:
+                        print(f"{client}: the direct run failed, nothing recorded: {row}", file=sys.stderr)
+                        return 1
                     print(record(result, args.record))
                     continue
                 direct = result if arm == "direct" else direct
