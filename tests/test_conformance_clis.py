@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,8 @@ KNOWN: dict[tuple[str, str, str], str] = {
 
 _RUNS: dict[tuple[str, str], ArmResult] = {}
 
+ArmOf = Callable[[str, str], ArmResult]
+
 
 def _params(check: str, arms: tuple[str, ...]) -> list[object]:
     out: list[object] = []
@@ -71,7 +74,7 @@ def _params(check: str, arms: tuple[str, ...]) -> list[object]:
 
 
 @pytest.fixture(scope="module")
-def arm_of(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def arm_of(tmp_path_factory: pytest.TempPathFactory) -> ArmOf:
     """Runs (once per module) and returns one client's arm."""
 
     def get(client: str, arm: str) -> ArmResult:
@@ -90,7 +93,7 @@ def _why(result: ArmResult) -> str:
 
 
 @pytest.mark.parametrize(("client", "arm"), _params("completes", ("direct", *PROXIED)))
-def test_task_completes(arm_of, client: str, arm: str) -> None:  # type: ignore[no-untyped-def]
+def test_task_completes(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     assert result.cli.returncode == 0, _why(result)
     assert result.agent.failures == []
@@ -105,7 +108,7 @@ def test_task_completes(arm_of, client: str, arm: str) -> None:  # type: ignore[
 
 
 @pytest.mark.parametrize(("client", "arm"), _params("no_upstream_errors", ("direct", *PROXIED)))
-def test_no_request_is_refused_upstream(arm_of, client: str, arm: str) -> None:  # type: ignore[no-untyped-def]
+def test_no_request_is_refused_upstream(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     assert result.upstream.refusals == []
     assert [r.path for r in result.upstream.received if r.path in MODEL_PATHS and r.status != 200] == []
@@ -113,7 +116,7 @@ def test_no_request_is_refused_upstream(arm_of, client: str, arm: str) -> None: 
 
 
 @pytest.mark.parametrize(("client", "arm"), _params("no_fallbacks", PROXIED))
-def test_no_request_falls_back(arm_of, client: str, arm: str) -> None:  # type: ignore[no-untyped-def]
+def test_no_request_falls_back(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     assert len(result.rows) >= len(result.task_requests())
     notes = sorted({row.note for row in result.rows if row.outcome == "fallback"})
@@ -122,7 +125,7 @@ def test_no_request_falls_back(arm_of, client: str, arm: str) -> None:  # type: 
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-def test_the_client_itself_extends_each_request(arm_of, client: str) -> None:  # type: ignore[no-untyped-def]
+def test_the_client_itself_extends_each_request(arm_of: ArmOf, client: str) -> None:
     """The baseline: without the proxy, each request extends the previous one (so any break is the proxy's)."""
     result = arm_of(client, "direct")
     bodies = [json.loads(r.body) for r in result.task_requests()]
@@ -130,7 +133,7 @@ def test_the_client_itself_extends_each_request(arm_of, client: str) -> None:  #
 
 
 @pytest.mark.parametrize(("client", "arm"), _params("window_causes", PROXIED))
-def test_every_prefix_break_is_a_window_event_with_a_real_cause(arm_of, client: str, arm: str) -> None:  # type: ignore[no-untyped-def]
+def test_every_prefix_break_is_a_window_event_with_a_real_cause(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     assert unexplained_breaks(result) == []
     assert [e.kind for e in result.window_events() if not cause(e)] == []
@@ -141,14 +144,14 @@ def test_every_prefix_break_is_a_window_event_with_a_real_cause(arm_of, client: 
 
 
 @pytest.mark.parametrize(("client", "arm"), _params("thinking", ("direct", *PROXIED)))
-def test_thinking_and_reasoning_come_back_byte_for_byte(arm_of, client: str, arm: str) -> None:  # type: ignore[no-untyped-def]
+def test_thinking_and_reasoning_come_back_byte_for_byte(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     assert result.agent.issued, "the client did not turn thinking on"
     assert thinking_problems(result) == []
 
 
 @pytest.mark.parametrize(("client", "arm"), _params("ledger", PROXIED))
-def test_the_ledger_agrees_with_the_stand_ins_bill(arm_of, client: str, arm: str) -> None:  # type: ignore[no-untyped-def]
+def test_the_ledger_agrees_with_the_stand_ins_bill(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     direct = arm_of(client, "direct")
     total = result.stats["total"]
