@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,6 +49,11 @@ RESERIALIZATION = (
     "proxy reads that as a history edit and restarts the window on every request"
 )
 
+CLIENT_SESSION = (
+    "known proxy bug: `contextwarden sessions ls` lists a proxied session under the proxy's own id, "
+    "not under the session id the client sends"
+)
+
 KNOWN: dict[tuple[str, str, str], str] = {
     ("no_fallbacks", "claude-code", "observe"): SYSTEM_MESSAGES,
     ("no_fallbacks", "claude-code", "manage"): SYSTEM_MESSAGES,
@@ -55,6 +63,10 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ("ledger", "codex", "manage"): UNKNOWN_MODEL.format(model="gpt-5.5"),
     ("window_causes", "codex", "observe"): RESERIALIZATION,
     ("window_causes", "codex", "manage"): RESERIALIZATION,
+    ("sessions", "claude-code", "observe"): SYSTEM_MESSAGES,
+    ("sessions", "claude-code", "manage"): SYSTEM_MESSAGES,
+    ("sessions", "codex", "observe"): CLIENT_SESSION,
+    ("sessions", "codex", "manage"): CLIENT_SESSION,
 }
 """Checks that fail today because of a known proxy bug: ``(check, client, arm) -> the bug``."""
 
@@ -86,6 +98,13 @@ def arm_of(tmp_path_factory: pytest.TempPathFactory) -> ArmOf:
         return _RUNS[(client, arm)]
 
     return get
+
+
+def _cli_json(*args: str) -> Any:
+    """A ``contextwarden`` command's JSON output, run as a user would."""
+    done = subprocess.run([sys.executable, "-m", "contextwarden", *args], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
 
 
 def _why(result: ArmResult) -> str:
@@ -154,10 +173,23 @@ def test_thinking_and_reasoning_come_back_byte_for_byte(arm_of: ArmOf, client: s
 def test_the_ledger_agrees_with_the_stand_ins_bill(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     direct = arm_of(client, "direct")
-    total = result.stats["total"]
+    total = _cli_json("proxy", "stats", "--json", "--store", result.store)["total"]
+    assert total == result.stats["total"]
     assert math.isclose(total["cost_usd"], result.bill_usd(), rel_tol=0.02), (total, result.bill_usd())
     # the counterfactual the ledger prices is what the direct arm was really billed
     assert math.isclose(total["client_cost_usd"], direct.bill_usd(), rel_tol=0.05), (total, direct.bill_usd())
+
+
+CLIENT_SESSION_HEADERS = {"claude-code": "x-claude-code-session-id", "codex": "session-id"}
+
+
+@pytest.mark.parametrize(("client", "arm"), _params("sessions", PROXIED))
+def test_sessions_ls_lists_the_session_under_the_clients_id(arm_of: ArmOf, client: str, arm: str) -> None:
+    result = arm_of(client, arm)
+    ids = {r.headers.get(CLIENT_SESSION_HEADERS[client], "") for r in result.task_requests()} - {""}
+    assert len(ids) == 1, ids
+    listed = json.dumps(_cli_json("sessions", "ls", "--json", "--store", result.store))
+    assert ids.pop() in listed, listed[:500]
 
 
 def test_recordings_are_of_the_pinned_versions() -> None:

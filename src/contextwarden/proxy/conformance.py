@@ -53,6 +53,8 @@ class ArmResult:
     warnings: list[str] = field(default_factory=list)
     version: str = ""
     """The CLI's version."""
+    store: str = ""
+    """The proxy's store (empty in the direct arm), for the ``contextwarden`` commands that read it."""
 
     @property
     def fmt(self) -> str:
@@ -114,6 +116,7 @@ def run_arm(client: str, binary: str, arm: str, workdir: Path, *, timeout: float
             proxy.close()
     result = ArmResult(client, arm, cli, agent, upstream, repo, repo_state(repo), rows, stats, events)
     result.warnings = handler.lines
+    result.store = settings.store_url or ""
     return result
 
 
