@@ -280,3 +280,47 @@ def hidden_references(sent: Sequence[Mapping[str, Any]], forwarded: Sequence[Map
             if earlier and forwarded_results.get(earlier[-1][0]) != earlier[-1][1]:
                 out.append(f"request {k}: the Read of {path} that {call_id} points back to was not forwarded as sent")
     return out
+
+
+SUPERSEDED = " superseded by "
+"""What the proxy's placeholder for a result made redundant by a newer one says."""
+
+
+def _outputs(fmt: str, body: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(call id, result text)`` of every tool result in ``body``, in order."""
+    if fmt == "anthropic":
+        return [(c, json.loads(t) if t.startswith('"') else t) for c, t in _results_by_call(body)[1]]
+    out = []
+    for item in body.get("input") or []:
+        if isinstance(item, Mapping) and item.get("type") in ("function_call_output", "custom_tool_call_output"):
+            output = item.get("output")
+            out.append((str(item.get("call_id")), output if isinstance(output, str) else json.dumps(output)))
+    return out
+
+
+def _payload(text: str) -> str:
+    """A result's own output, without the framing a client adds (Codex: the lines up to ``Output:``)."""
+    head, sep, rest = text.partition("\nOutput:\n")
+    return rest if sep and head.startswith("Chunk ID:") else text
+
+
+def uncovered_supersessions(
+    fmt: str, sent: Sequence[Mapping[str, Any]], forwarded: Sequence[Mapping[str, Any]]
+) -> list[str]:
+    """Results forwarded as superseded that no later result covers.
+
+    A later output supersedes an earlier one only when it holds all of it: a ranged read, a head or
+    tail, or an output the client truncated is not covered by a later output that lacks part of it.
+    """
+    out: list[str] = []
+    for k, (mine, theirs) in enumerate(zip(sent, forwarded, strict=False)):
+        original = _outputs(fmt, mine)
+        shown = dict(_outputs(fmt, theirs))
+        for i, (call_id, text) in enumerate(original):
+            now = shown.get(call_id, text)
+            if now == text or SUPERSEDED not in now:
+                continue
+            payload = _payload(text)
+            if not any(payload in _payload(later) for _, later in original[i + 1 :]):
+                out.append(f"request {k}: {call_id} shown as {now[:160]!r}, but no later result holds it")
+    return out
