@@ -27,9 +27,11 @@ from contextwarden.proxy.conformance import (
     ArmResult,
     cause,
     cause_kind,
+    hidden_references,
     prefix_breaks,
     run_arm,
     thinking_problems,
+    uncovered_supersessions,
     unexplained_breaks,
 )
 
@@ -49,6 +51,10 @@ RESERIALIZATION = (
     "proxy reads that as a history edit and restarts the window on every request"
 )
 
+PARTIAL = (
+    "known proxy bug: supersession ignores partial outputs; Codex's ranged and truncated outputs are "
+    "marked superseded by a later output that does not hold them"
+)
 CLIENT_SESSION = (
     "known proxy bug: `contextwarden sessions ls` lists a proxied session under the proxy's own id, "
     "not under the session id the client sends"
@@ -67,6 +73,7 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ("sessions", "claude-code", "manage"): SYSTEM_MESSAGES,
     ("sessions", "codex", "observe"): CLIENT_SESSION,
     ("sessions", "codex", "manage"): CLIENT_SESSION,
+    ("supersession", "codex", "manage"): PARTIAL,
 }
 """Checks that fail today because of a known proxy bug: ``(check, client, arm) -> the bug``."""
 
@@ -178,6 +185,23 @@ def test_the_ledger_agrees_with_the_stand_ins_bill(arm_of: ArmOf, client: str, a
     assert math.isclose(total["cost_usd"], result.bill_usd(), rel_tol=0.02), (total, result.bill_usd())
     # the counterfactual the ledger prices is what the direct arm was really billed
     assert math.isclose(total["client_cost_usd"], direct.bill_usd(), rel_tol=0.05), (total, direct.bill_usd())
+
+
+@pytest.mark.parametrize(("client", "arm"), _params("supersession", ("manage",)))
+def test_a_result_is_superseded_only_by_one_that_holds_it(arm_of: ArmOf, client: str, arm: str) -> None:
+    result = arm_of(client, arm)
+    sent = result.sent_task_bodies()
+    forwarded = [json.loads(r.body) for r in result.task_requests()]
+    assert len(sent) == len(forwarded)
+    assert uncovered_supersessions(result.fmt, sent, forwarded) == []
+
+
+@pytest.mark.parametrize(("client", "arm"), _params("references", ("manage",)))
+def test_a_result_the_client_points_back_to_is_forwarded_as_sent(arm_of: ArmOf, client: str, arm: str) -> None:
+    """Claude Code may answer a re-read with "file unchanged since your last Read" (2.1.197 does)."""
+    result = arm_of(client, arm)
+    forwarded = [json.loads(r.body) for r in result.task_requests()]
+    assert hidden_references(result.sent_task_bodies(), forwarded) == []
 
 
 CLIENT_SESSION_HEADERS = {"claude-code": "x-claude-code-session-id", "codex": "session-id"}

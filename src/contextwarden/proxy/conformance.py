@@ -55,6 +55,14 @@ class ArmResult:
     """The CLI's version."""
     store: str = ""
     """The proxy's store (empty in the direct arm), for the ``contextwarden`` commands that read it."""
+    sent: list[bytes] = field(default_factory=list)
+    """The model requests' bodies as the client sent them to the proxy (empty in the direct arm)."""
+
+    def sent_task_bodies(self) -> list[dict[str, Any]]:
+        """The task's requests as the client sent them (direct: as the upstream received them)."""
+        if self.arm == "direct":
+            return [json.loads(r.body) for r in self.task_requests()]
+        return [json.loads(b) for b in self.sent if TASK_MARKER.encode() in b]
 
     @property
     def fmt(self) -> str:
@@ -73,6 +81,30 @@ class ArmResult:
     def window_events(self) -> list[Event]:
         """The session log's window events (edits, compactions, tool-set changes), oldest first."""
         return [e for e in self.events if e.is_window_event]
+
+
+class _Tap:
+    """An ASGI wrapper that keeps the body of every model request before the proxy reads it."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.bodies: list[bytes] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or scope.get("path") not in MODEL_PATHS:
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+
+        async def tapped() -> Any:
+            message = await receive()
+            if message.get("type") == "http.request":
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body"):
+                    self.bodies.append(b"".join(chunks))
+            return message
+
+        await self.app(scope, tapped, send)
 
 
 class _Collect(logging.Handler):
@@ -105,7 +137,8 @@ def run_arm(client: str, binary: str, arm: str, workdir: Path, *, timeout: float
         logger.addHandler(handler)
         proxy = Proxy(settings)
         try:
-            with BackgroundServer(proxy.app) as px:
+            tap = _Tap(proxy.app)
+            with BackgroundServer(tap) as px:
                 cli = agentcli.run(client, binary, base_url=px.url, repo=repo, home=workdir / "home", timeout=timeout)
                 proxy.settle()
             rows = proxy.pipeline.ledger.rows()
@@ -117,6 +150,7 @@ def run_arm(client: str, binary: str, arm: str, workdir: Path, *, timeout: float
     result = ArmResult(client, arm, cli, agent, upstream, repo, repo_state(repo), rows, stats, events)
     result.warnings = handler.lines
     result.store = settings.store_url or ""
+    result.sent = tap.bodies
     return result
 
 
