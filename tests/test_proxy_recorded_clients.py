@@ -213,3 +213,5 @@ def test_uncovered_supersessions_tells_a_covering_output_from_a_partial_one() ->
     truncated = "Chunk ID: 2\nOutput:\nline 1\n…1 tokens truncated…\nline 3\n"
     found = uncovered_supersessions("openai_responses", [body(head, truncated)], [body(placeholder, truncated)])
     assert len(found) == 1 and "no later result holds it" in found[0]
+    numbered = "Chunk ID: 1\nOutput:\n     1\tline 1\n     2\tline 2\n"  # nl -ba: the lines a later cat holds
+    assert uncovered_supersessions("openai_responses", [body(numbered, whole)], [body(placeholder, whole)]) == []

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -332,10 +333,17 @@ def _outputs(fmt: str, body: Mapping[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+_LINE_NUMBER = re.compile(r"^ *\d+\t", re.MULTILINE)
+
+
 def _payload(text: str) -> str:
-    """A result's own output, without the framing a client adds (Codex: the lines up to ``Output:``)."""
+    """A result's own output, without a client's framing and without line numbers.
+
+    The framing is Codex's lines up to ``Output:``; line numbers (``nl``, Claude Code's Read) are
+    dropped so that a numbered view of lines a later plain output holds counts as held.
+    """
     head, sep, rest = text.partition("\nOutput:\n")
-    return rest if sep and head.startswith("Chunk ID:") else text
+    return _LINE_NUMBER.sub("", rest if sep and head.startswith("Chunk ID:") else text)
 
 
 def uncovered_supersessions(
