@@ -24,7 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from contextwarden.proxy import agentcli
-from contextwarden.proxy.conformance import ARMS, ArmResult, cause_kind, prefix_breaks, run_arm, unexplained_breaks
+from contextwarden.proxy.conformance import (
+    ARMS,
+    ArmResult,
+    cause_kind,
+    prefix_breaks,
+    run_arm,
+    uncovered_supersessions,
+    unexplained_breaks,
+)
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -37,6 +45,7 @@ def _pct(values: list[float], q: float) -> float:
 def summary(result: ArmResult, direct: ArmResult | None) -> dict[str, Any]:
     """One row of the table."""
     requests = result.task_requests()
+    bodies = [json.loads(r.body) for r in requests]
     forwarded = sum(r.usage.input_tokens for r in requests if r.usage is not None)
     bill = result.bill_usd()
     added = [row.added_ms for row in result.rows]
@@ -51,8 +60,9 @@ def summary(result: ArmResult, direct: ArmResult | None) -> dict[str, Any]:
         "step_failures": len(result.agent.failures),
         "window_events": sum(causes.values()),
         "causes": dict(causes),
-        "prefix_breaks": len(prefix_breaks(result.fmt, [json.loads(r.body) for r in requests])),
+        "prefix_breaks": len(prefix_breaks(result.fmt, bodies)),
         "unexplained_breaks": len(unexplained_breaks(result)) if result.arm != "direct" else 0,
+        "uncovered_supersessions": len(uncovered_supersessions(result.fmt, result.sent_task_bodies(), bodies)),
         "forwarded_tokens": forwarded,
         "bill_usd": round(bill, 4),
         "ledger_saving_usd": result.stats.get("total", {}).get("saving_usd"),
@@ -99,6 +109,10 @@ def main() -> int:
                 result = run_arm(client, binary, arm, Path(tmp))
                 result.version = agentcli.version(binary)
                 if args.record:
+                    row = summary(result, None)
+                    if not row["finished"] or row["upstream_errors"] or row["step_failures"]:
+                        print(f"{client}: the direct run failed, nothing recorded: {row}", file=sys.stderr)
+                        return 1
                     print(record(result, args.record))
                     continue
                 direct = result if arm == "direct" else direct
@@ -110,7 +124,14 @@ def main() -> int:
         print(json.dumps(rows, indent=2))
         return 0
     cols = ["client", "arm", "finished", "requests", "fallbacks", "upstream_errors", "window_events"]
-    cols += ["unexplained_breaks", "forwarded_tokens", "tokens_vs_direct", "bill_usd", "bill_vs_direct"]
+    cols += [
+        "unexplained_breaks",
+        "uncovered_supersessions",
+        "forwarded_tokens",
+        "tokens_vs_direct",
+        "bill_usd",
+        "bill_vs_direct",
+    ]
     cols += ["added_ms_p50", "added_ms_p99"]
     print("| " + " | ".join(cols) + " | causes |")
     print("|" + "---|" * (len(cols) + 1))

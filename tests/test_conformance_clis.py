@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,9 +27,11 @@ from contextwarden.proxy.conformance import (
     ArmResult,
     cause,
     cause_kind,
+    hidden_references,
     prefix_breaks,
     run_arm,
     thinking_problems,
+    uncovered_supersessions,
     unexplained_breaks,
 )
 
@@ -37,6 +43,8 @@ KNOWN: dict[tuple[str, str, str], str] = {}
 versions; a newer client run with ``CONTEXTWARDEN_CLI_VERSIONS=latest`` may need one)."""
 
 _RUNS: dict[tuple[str, str], ArmResult] = {}
+
+ArmOf = Callable[[str, str], ArmResult]
 
 
 def _params(check: str, arms: tuple[str, ...]) -> list[object]:
@@ -50,7 +58,7 @@ def _params(check: str, arms: tuple[str, ...]) -> list[object]:
 
 
 @pytest.fixture(scope="module")
-def arm_of(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def arm_of(tmp_path_factory: pytest.TempPathFactory) -> ArmOf:
     """Runs (once per module) and returns one client's arm."""
 
     def get(client: str, arm: str) -> ArmResult:
@@ -64,12 +72,19 @@ def arm_of(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
     return get
 
 
+def _cli_json(*args: str) -> Any:
+    """A ``contextwarden`` command's JSON output, run as a user would."""
+    done = subprocess.run([sys.executable, "-m", "contextwarden", *args], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 def _why(result: ArmResult) -> str:
     return f"exit {result.cli.returncode}; stderr: {result.cli.stderr[-1500:]}; stdout: {result.cli.stdout[-1500:]}"
 
 
 @pytest.mark.parametrize(("client", "arm"), _params("completes", ("direct", *PROXIED)))
-def test_task_completes(arm_of, client: str, arm: str) -> None:  # type: ignore[no-untyped-def]
+def test_task_completes(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     assert result.cli.returncode == 0, _why(result)
     assert result.agent.failures == []
@@ -84,7 +99,7 @@ def test_task_completes(arm_of, client: str, arm: str) -> None:  # type: ignore[
 
 
 @pytest.mark.parametrize(("client", "arm"), _params("no_upstream_errors", ("direct", *PROXIED)))
-def test_no_request_is_refused_upstream(arm_of, client: str, arm: str) -> None:  # type: ignore[no-untyped-def]
+def test_no_request_is_refused_upstream(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     assert result.upstream.refusals == []
     assert [r.path for r in result.upstream.received if r.path in MODEL_PATHS and r.status != 200] == []
@@ -92,7 +107,7 @@ def test_no_request_is_refused_upstream(arm_of, client: str, arm: str) -> None: 
 
 
 @pytest.mark.parametrize(("client", "arm"), _params("no_fallbacks", PROXIED))
-def test_no_request_falls_back(arm_of, client: str, arm: str) -> None:  # type: ignore[no-untyped-def]
+def test_no_request_falls_back(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     assert len(result.rows) >= len(result.task_requests())
     notes = sorted({row.note for row in result.rows if row.outcome == "fallback"})
@@ -101,7 +116,7 @@ def test_no_request_falls_back(arm_of, client: str, arm: str) -> None:  # type: 
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-def test_the_client_itself_extends_each_request(arm_of, client: str) -> None:  # type: ignore[no-untyped-def]
+def test_the_client_itself_extends_each_request(arm_of: ArmOf, client: str) -> None:
     """The baseline: without the proxy, each request extends the previous one (so any break is the proxy's)."""
     result = arm_of(client, "direct")
     bodies = [json.loads(r.body) for r in result.task_requests()]
@@ -109,7 +124,7 @@ def test_the_client_itself_extends_each_request(arm_of, client: str) -> None:  #
 
 
 @pytest.mark.parametrize(("client", "arm"), _params("window_causes", PROXIED))
-def test_every_prefix_break_is_a_window_event_with_a_real_cause(arm_of, client: str, arm: str) -> None:  # type: ignore[no-untyped-def]
+def test_every_prefix_break_is_a_window_event_with_a_real_cause(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     assert unexplained_breaks(result) == []
     assert [e.kind for e in result.window_events() if not cause(e)] == []
@@ -120,20 +135,50 @@ def test_every_prefix_break_is_a_window_event_with_a_real_cause(arm_of, client: 
 
 
 @pytest.mark.parametrize(("client", "arm"), _params("thinking", ("direct", *PROXIED)))
-def test_thinking_and_reasoning_come_back_byte_for_byte(arm_of, client: str, arm: str) -> None:  # type: ignore[no-untyped-def]
+def test_thinking_and_reasoning_come_back_byte_for_byte(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     assert result.agent.issued, "the client did not turn thinking on"
     assert thinking_problems(result) == []
 
 
 @pytest.mark.parametrize(("client", "arm"), _params("ledger", PROXIED))
-def test_the_ledger_agrees_with_the_stand_ins_bill(arm_of, client: str, arm: str) -> None:  # type: ignore[no-untyped-def]
+def test_the_ledger_agrees_with_the_stand_ins_bill(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     direct = arm_of(client, "direct")
-    total = result.stats["total"]
+    total = _cli_json("proxy", "stats", "--json", "--store", result.store)["total"]
+    assert total == result.stats["total"]
     assert math.isclose(total["cost_usd"], result.bill_usd(), rel_tol=0.02), (total, result.bill_usd())
     # the counterfactual the ledger prices is what the direct arm was really billed
     assert math.isclose(total["client_cost_usd"], direct.bill_usd(), rel_tol=0.05), (total, direct.bill_usd())
+
+
+@pytest.mark.parametrize(("client", "arm"), _params("supersession", ("manage",)))
+def test_a_result_is_superseded_only_by_one_that_holds_it(arm_of: ArmOf, client: str, arm: str) -> None:
+    result = arm_of(client, arm)
+    sent = result.sent_task_bodies()
+    forwarded = [json.loads(r.body) for r in result.task_requests()]
+    assert len(sent) == len(forwarded)
+    assert uncovered_supersessions(result.fmt, sent, forwarded) == []
+
+
+@pytest.mark.parametrize(("client", "arm"), _params("references", ("manage",)))
+def test_a_result_the_client_points_back_to_is_forwarded_as_sent(arm_of: ArmOf, client: str, arm: str) -> None:
+    """Claude Code may answer a re-read with "file unchanged since your last Read" (2.1.197 does)."""
+    result = arm_of(client, arm)
+    forwarded = [json.loads(r.body) for r in result.task_requests()]
+    assert hidden_references(result.sent_task_bodies(), forwarded) == []
+
+
+CLIENT_SESSION_HEADERS = {"claude-code": "x-claude-code-session-id", "codex": "session-id"}
+
+
+@pytest.mark.parametrize(("client", "arm"), _params("sessions", PROXIED))
+def test_sessions_ls_lists_the_session_under_the_clients_id(arm_of: ArmOf, client: str, arm: str) -> None:
+    result = arm_of(client, arm)
+    ids = {r.headers.get(CLIENT_SESSION_HEADERS[client], "") for r in result.task_requests()} - {""}
+    assert len(ids) == 1, ids
+    listed = json.dumps(_cli_json("sessions", "ls", "--json", "--store", result.store))
+    assert ids.pop() in listed, listed[:500]
 
 
 def test_recordings_are_of_the_pinned_versions() -> None:

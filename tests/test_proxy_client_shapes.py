@@ -267,6 +267,8 @@ def test_a_whole_read_the_client_cut_supersedes_nothing() -> None:
     ranged = "\n".join(lines[:450])
     assert _shell_reads(("sed -n 1,450p engine.py", ranged), ("cat engine.py", cut)) == {"k0": False, "k1": False}
     assert _shell_reads(("sed -n 1,450p engine.py", ranged), ("cat engine.py", ENGINE))["k0"] is True
+    # a whole read whose output goes on through a pipe shows what the pipe lets through
+    assert _shell_reads(("cat engine.py", ENGINE), ("nl -ba engine.py | sed -n 5,9p", "5 def f2(x):"))["k0"] is False
 
 
 def _results(body: dict[str, Any]) -> dict[str, str]:

@@ -24,7 +24,7 @@ from _proxy import rig
 from contextwarden.log.events import Compaction, Event
 from contextwarden.proxy.agentcli import BILL_AS
 from contextwarden.proxy.agentscript import RecordedAgent
-from contextwarden.proxy.conformance import UNCHANGED_READ, hidden_references
+from contextwarden.proxy.conformance import UNCHANGED_READ, hidden_references, uncovered_supersessions
 from contextwarden.proxy.ledger import LedgerRow
 from contextwarden.proxy.scripted import ScriptedUpstream
 
@@ -166,3 +166,29 @@ def test_hidden_references_finds_a_masked_read_the_client_points_back_to() -> No
     assert hidden_references([sent], [masked]) == [
         "request 0: the Read of /r/engine.py that t2 points back to was not forwarded as sent"
     ]
+
+
+@pytest.mark.parametrize("name", list(FIXTURES))
+def test_a_result_is_superseded_only_by_one_that_holds_it(tmp_path_factory: pytest.TempPathFactory, name: str) -> None:
+    result = replay(name, "manage", tmp_path_factory.getbasetemp())
+    assert uncovered_supersessions(FIXTURES[name][0], result.sent, result.forwarded()) == []
+
+
+def test_uncovered_supersessions_tells_a_covering_output_from_a_partial_one() -> None:
+    def body(first: str, second: str) -> dict[str, Any]:
+        return {
+            "input": [
+                {"type": "function_call_output", "call_id": "a", "output": first},
+                {"type": "function_call_output", "call_id": "b", "output": second},
+            ]
+        }
+
+    head = "Chunk ID: 1\nOutput:\nline 1\nline 2\n"
+    whole = "Chunk ID: 2\nOutput:\nline 1\nline 2\nline 3\n"
+    placeholder = "[exec_command sed superseded by cat at seq 9: 2 lines.]"
+    assert uncovered_supersessions("openai_responses", [body(head, whole)], [body(placeholder, whole)]) == []
+    truncated = "Chunk ID: 2\nOutput:\nline 1\n…1 tokens truncated…\nline 3\n"
+    found = uncovered_supersessions("openai_responses", [body(head, truncated)], [body(placeholder, truncated)])
+    assert len(found) == 1 and "no later result holds it" in found[0]
+    numbered = "Chunk ID: 1\nOutput:\n     1\tline 1\n     2\tline 2\n"  # nl -ba: the lines a later cat holds
+    assert uncovered_supersessions("openai_responses", [body(numbered, whole)], [body(placeholder, whole)]) == []

@@ -14,8 +14,12 @@ the client's own bytes), :mod:`.tee` (reading a stream as it passes), :mod:`.led
 plans under), :mod:`.budget` (a weighted-token budget per task), :mod:`.failures` (the failure
 taxonomy over its sessions), :mod:`.access` (who may read which sessions, and the store's salt),
 :mod:`.viewer` (the live page), :mod:`.notices` (its one-line log notices), and the test double
-:mod:`.scripted` (a provider that bills with the prompt-cache rules) with :mod:`.serve`, which
-:mod:`.demo` plays a real transcript through.
+:mod:`.scripted` (a provider that bills with the prompt-cache rules, and with ``strict=True`` refuses
+what the provider would, :mod:`._validate`) with :mod:`.serve`, which :mod:`.demo` plays a real
+transcript through. For real agent CLIs: :mod:`.agentscript` (a scripted agent that plays the model's
+tool calls), :mod:`.agenttask` (the long coding task in each client's tools), :mod:`.agentcli`
+(running Claude Code or Codex against a base URL) and :mod:`.conformance` (one arm of the task through
+the proxy, and its checks).
 """
 
 from __future__ import annotations

@@ -163,7 +163,9 @@ def codex_script(repo: Path, python: str = sys.executable) -> Script:
     shell = _shell_steps(python)
 
     def run(command: str, expect: str) -> Step:
-        return Step(tool="exec_command", arguments={"cmd": command, "workdir": str(repo)}, expect=expect)
+        # the longest wait the tool allows, so a test run on a busy machine still returns its output
+        arguments = {"cmd": command, "workdir": str(repo), "yield_time_ms": 30000}
+        return Step(tool="exec_command", arguments=arguments, expect=expect)
 
     patch = (
         "*** Begin Patch\n*** Update File: engine.py\n@@ def total(values):\n"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,16 @@ class ArmResult:
     warnings: list[str] = field(default_factory=list)
     version: str = ""
     """The CLI's version."""
+    store: str = ""
+    """The proxy's store (empty in the direct arm), for the ``contextwarden`` commands that read it."""
+    sent: list[bytes] = field(default_factory=list)
+    """The model requests' bodies as the client sent them to the proxy (empty in the direct arm)."""
+
+    def sent_task_bodies(self) -> list[dict[str, Any]]:
+        """The task's requests as the client sent them (direct: as the upstream received them)."""
+        if self.arm == "direct":
+            return [json.loads(r.body) for r in self.task_requests()]
+        return [json.loads(b) for b in self.sent if TASK_MARKER.encode() in b]
 
     @property
     def fmt(self) -> str:
@@ -71,6 +82,30 @@ class ArmResult:
     def window_events(self) -> list[Event]:
         """The session log's window events (edits, compactions, tool-set changes), oldest first."""
         return [e for e in self.events if e.is_window_event]
+
+
+class _Tap:
+    """An ASGI wrapper that keeps the body of every model request before the proxy reads it."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.bodies: list[bytes] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or scope.get("path") not in MODEL_PATHS:
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+
+        async def tapped() -> Any:
+            message = await receive()
+            if message.get("type") == "http.request":
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body"):
+                    self.bodies.append(b"".join(chunks))
+            return message
+
+        await self.app(scope, tapped, send)
 
 
 class _Collect(logging.Handler):
@@ -103,7 +138,8 @@ def run_arm(client: str, binary: str, arm: str, workdir: Path, *, timeout: float
         logger.addHandler(handler)
         proxy = Proxy(settings)
         try:
-            with BackgroundServer(proxy.app) as px:
+            tap = _Tap(proxy.app)
+            with BackgroundServer(tap) as px:
                 cli = agentcli.run(client, binary, base_url=px.url, repo=repo, home=workdir / "home", timeout=timeout)
                 proxy.settle()
             rows = proxy.pipeline.ledger.rows()
@@ -114,6 +150,8 @@ def run_arm(client: str, binary: str, arm: str, workdir: Path, *, timeout: float
             proxy.close()
     result = ArmResult(client, arm, cli, agent, upstream, repo, repo_state(repo), rows, stats, events)
     result.warnings = handler.lines
+    result.store = settings.store_url or ""
+    result.sent = tap.bodies
     return result
 
 
@@ -292,3 +330,54 @@ def _text_of(dumped: str) -> str:
     if isinstance(value, list):
         return "\n".join(str(b.get("text", "")) for b in value if isinstance(b, Mapping))
     return value if isinstance(value, str) else ""
+
+
+SUPERSEDED = " superseded by "
+"""What the proxy's placeholder for a result made redundant by a newer one says."""
+
+
+def _outputs(fmt: str, body: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(call id, result text)`` of every tool result in ``body``, in order."""
+    if fmt == "anthropic":
+        return [(c, json.loads(t) if t.startswith('"') else t) for c, t in _results_by_call(body)[1]]
+    out = []
+    for item in body.get("input") or []:
+        if isinstance(item, Mapping) and item.get("type") in ("function_call_output", "custom_tool_call_output"):
+            output = item.get("output")
+            out.append((str(item.get("call_id")), output if isinstance(output, str) else json.dumps(output)))
+    return out
+
+
+_LINE_NUMBER = re.compile(r"^ *\d+\t", re.MULTILINE)
+
+
+def _payload(text: str) -> str:
+    """A result's own output, without a client's framing and without line numbers.
+
+    The framing is Codex's lines up to ``Output:``; line numbers (``nl``, Claude Code's Read) are
+    dropped so that a numbered view of lines a later plain output holds counts as held.
+    """
+    head, sep, rest = text.partition("\nOutput:\n")
+    return _LINE_NUMBER.sub("", rest if sep and head.startswith("Chunk ID:") else text)
+
+
+def uncovered_supersessions(
+    fmt: str, sent: Sequence[Mapping[str, Any]], forwarded: Sequence[Mapping[str, Any]]
+) -> list[str]:
+    """Results forwarded as superseded that no later result covers.
+
+    A later output supersedes an earlier one only when it holds all of it: a ranged read, a head or
+    tail, or an output the client truncated is not covered by a later output that lacks part of it.
+    """
+    out: list[str] = []
+    for k, (mine, theirs) in enumerate(zip(sent, forwarded, strict=False)):
+        original = _outputs(fmt, mine)
+        shown = dict(_outputs(fmt, theirs))
+        for i, (call_id, text) in enumerate(original):
+            now = shown.get(call_id, text)
+            if now == text or SUPERSEDED not in now:
+                continue
+            payload = _payload(text)
+            if not any(payload in _payload(later) for _, later in original[i + 1 :]):
+                out.append(f"request {k}: {call_id} shown as {now[:160]!r}, but no later result holds it")
+    return out

@@ -57,6 +57,8 @@ class _Simple:
     cwd: str
     piped: bool = False
     """Reads the previous command's output (after ``|``)."""
+    feeds: bool = False
+    """Its output goes into the next command (before ``|``), so what it read is not shown as it is."""
 
 
 def _heredocs(command: str) -> tuple[str, list[str]]:
@@ -152,7 +154,8 @@ def _simple_commands(command: str, cwd: str) -> tuple[list[_Simple], list[str]]:
                 simples.extend(inner)
                 bodies.extend(inner_bodies)
             elif argv or reads or writes:
-                simples.append(_Simple(tuple(argv), tuple(reads), tuple(writes), cwd, piped))
+                feeds = tok in ("|", "|&")
+                simples.append(_Simple(tuple(argv), tuple(reads), tuple(writes), cwd, piped, feeds))
             words, reads, writes = [], [], []
             piped = tok in ("|", "|&")
         elif tok in _WRITE_REDIRECTS or tok == "<":
@@ -223,9 +226,15 @@ def shell_touches(command: str, cwd: str = "", open_file: str = "") -> tuple[Tou
     out: list[Touch] = []
     for simple in simples:
         for touch in _one(simple, bodies, open_file):
+            if simple.feeds and touch.kind == "file" and touch.access == "read" and not touch.part:
+                touch = Touch(touch.kind, touch.key, touch.access, PIPED_PART)  # ``nl a.py | sed -n 5,9p``
             if touch.key and touch not in out:
                 out.append(touch)
     return tuple(out)
+
+
+PIPED_PART = "as a pipe filtered it"
+"""The part of a file a read shows when its output went on through a pipe: not all of it, as far as we know."""
 
 
 _VIEWERS = frozenset({"head", "tail", "sed", "open", "goto", "scroll_up", "scroll_down"})
