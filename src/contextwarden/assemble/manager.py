@@ -36,6 +36,7 @@ from ..tools import READ_RANGE
 from ..window.projection import Projection
 from .breakpoints import breakpoints
 from .buildrecord import BuildSettings, record_event
+from .degrade import degrade_to_fit
 from .retrieval import answer_retrieval
 from .session import Session
 from .subagents import SubtaskContext, project_for_subtask
@@ -320,6 +321,15 @@ class ContextManager:
         # The provider's last usage report is truer than our count (seed 000): anchor on it when fresh.
         estimate = projection.estimate(fixed)
         checked = total if estimate.anchored is None else estimate.tokens
+        if checked > budget:
+            retrievable = any(t.name == READ_RANGE.name for t in tools)
+            messages, cuts, cut_from = degrade_to_fit(
+                messages, over=checked - budget, budget=budget, counter=self.counter, retrievable=retrievable
+            )
+            for key, saved in cut_from.items():
+                sections[key] -= saved
+            total, checked = total - sum(cut_from.values()), checked - sum(cut_from.values())
+            decisions = (*decisions, *cuts)
         if checked > budget:
             anchored = "" if estimate.anchored is None else f" (estimated from the last usage report; counted {total})"
             raise BudgetExceededError(
