@@ -25,7 +25,7 @@ from ..errors import BudgetExceededError
 from ..log.events import ContextEditBatch, SettingChange, ToolCall, ToolResult, UsageReport
 from ..log.store._protocol import SessionStore
 from ..models import ModelProfile, resolve_profile
-from ..plan.compaction.compactor import CompactionSettings, WindowCompactor
+from ..plan.compaction.compactor import CompactionSettings, WindowCompactor, compaction_reason
 from ..plan.exposure import ToolLike, definition, evicted, exposed_tools, tool_json
 from ..plan.planner import Plan, plan
 from ..plan.policy import ContextPolicy
@@ -242,7 +242,7 @@ class ContextManager:
                 compacted = Decision(
                     action="compact",
                     target=stored[0].id,
-                    reason=decision.reason,
+                    reason=compaction_reason(compaction, decision.reason),
                     tokens_saved=max(compaction.tokens_before - compaction.tokens_after, 0),
                 )
                 window = self._window(session_id, policy)  # reloads the window after the compaction

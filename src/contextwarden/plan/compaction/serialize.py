@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -151,16 +151,17 @@ def _arguments(arguments: dict[str, JSONValue]) -> str:
     return json.dumps(arguments, ensure_ascii=False, sort_keys=True)
 
 
-def _message_entries(seq: int, message: Message, *, kind: str) -> list[Entry]:
+def _message_entries(seq: int, message: Message, *, kind: str, failed: bool | None = None) -> list[Entry]:
     role = message.role
     if role == "tool":
+        error = output_failed(message.text, is_error=message.is_error, exit_code=None) if failed is None else failed
         return [
             Entry(
                 seq=seq,
                 label="tool result",
                 text=message.text,
                 name=message.tool_name,
-                error=output_failed(message.text, is_error=message.is_error, exit_code=None),
+                error=error,
                 call_id=message.tool_call_id,
             )
         ]
@@ -179,11 +180,16 @@ def _message_entries(seq: int, message: Message, *, kind: str) -> list[Entry]:
     return [Entry(seq=seq, label=label, text=message.text)]
 
 
-def entries_from_items(items: Iterable[ContextItem]) -> list[Entry]:
-    """Entries for window items, as the model saw them (truncated, masked or not)."""
+def entries_from_items(items: Iterable[ContextItem], *, failed: Collection[str] | None = None) -> list[Entry]:
+    """Entries for window items, as the model saw them (truncated, masked or not).
+
+    ``failed``: ids of the tool results that failed, read from their events (a window item does not
+    keep the exit code); None judges a result by its text and error flag alone.
+    """
     out: list[Entry] = []
     for item in items:
-        out += _message_entries(item.recency, item.message, kind=item.kind)
+        flag = None if failed is None or item.kind != "tool_result" else bool(set(item.source_ids) & set(failed))
+        out += _message_entries(item.recency, item.message, kind=item.kind, failed=flag)
     return out
 
 

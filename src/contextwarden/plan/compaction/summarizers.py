@@ -32,6 +32,7 @@ from .prompts import build_prompt
 from .schema import keys_guide, parse_answer, render_answer, response_format
 from .sections import REQUIRED_SECTIONS, TURN_REQUIRED_SECTIONS, section
 from .serialize import Entry, chunk_entries, fit_transcript, render_entries
+from .statements import MAX_DROPPED_SHARE, check_written, session_text
 from .structured import StructuredSummarizer
 from .validate import InvalidSummary, SummaryCheck, validate_summary
 
@@ -226,7 +227,7 @@ class LLMSummarizer:
         written: dict[str, list[str]] | None = None
         try:
             if keys and last.stop_reason != "max_tokens":
-                written = parse_answer(text)
+                written = self._true_items(parse_answer(text), data, notes)
                 text = render_answer(written)
         except InvalidSummary as exc:
             exc.input_tokens = sum(r.usage.input_tokens for r in responses)
@@ -261,6 +262,19 @@ class LLMSummarizer:
             calls=len(responses),
             notes=tuple(notes),
         )
+
+    @staticmethod
+    def _true_items(written: dict[str, list[str]], data: SummaryInput, notes: list[str]) -> dict[str, list[str]]:
+        """The model's items that hold against the log (:mod:`.statements`); too many failing rejects all."""
+        kept, dropped, checked = check_written(written, session_text(data.entries, data.state))
+        notes.append(f"model statements: {checked} checked, {len(dropped)} dropped")
+        notes += [f"dropped {d}" for d in dropped]
+        if checked and len(dropped) > checked * MAX_DROPPED_SHARE:
+            raise InvalidSummary(
+                "untrue",
+                f"{len(dropped)} of {checked} statements fail the log, e.g. {dropped[0]}",
+            )
+        return kept
 
     def _json_keys(self, data: SummaryInput) -> str:
         """The JSON keys to ask for under constrained decoding, or "" for Markdown notes."""
