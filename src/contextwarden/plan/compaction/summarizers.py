@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from dataclasses import dataclass, replace
 
 from ...budget import FALLBACK_CONTEXT_WINDOW, summary_max_tokens
@@ -79,6 +80,13 @@ class LLMSummarizerSettings:
     structured summarizer does, so the answer always has the required shape and the facts
     (progress, changes, test status, failed attempts) are right whatever the model writes. The
     server must support schema-constrained ``json_object`` (llama-cpp-python's server does)."""
+    reground_max_calls: int = 3
+    """Re-grounding reads the raw log in chunks with at most this many model calls: older chunks are
+    summarized from the events without the model (as the structured summarizer does), and the model
+    updates that summary with the newest chunks. 0: no limit."""
+    reground_seconds: float | None = 120.0
+    """Re-grounding takes at most this many seconds: each call's timeout is what is left, and a
+    re-grounding out of time fails (the compactor falls back, saying why). None: no limit."""
 
 
 def clean_answer(text: str) -> str:
@@ -167,9 +175,17 @@ class LLMSummarizer:
         )
         notes: list[str] = [f"re-grounded from raw events in {len(chunks)} chunks"]
         summary, used_in, used_out, calls = "", 0, 0, 0
+        limit = self.settings.reground_max_calls
+        if limit and len(chunks) > limit:
+            older = tuple(e for chunk in chunks[:-limit] for e in chunk)
+            seed = replace(data, entries=older, previous_summary="", max_tokens=self.output_budget())
+            summary = StructuredSummarizer(counter=self.counter).write(seed)
+            notes.append(f"the {len(chunks) - limit} oldest chunks summarized from the events without the model")
+            chunks = chunks[-limit:]
+        deadline = None if self.settings.reground_seconds is None else time.monotonic() + self.settings.reground_seconds
         for n, chunk in enumerate(chunks):
             step = replace(data, replaced_tokens=0 if n < len(chunks) - 1 else data.replaced_tokens)
-            result = self._one(step, tuple(chunk), summary, budget, options)
+            result = self._one(step, tuple(chunk), summary, budget, _within(options, deadline, n, len(chunks)))
             summary = result.text
             used_in, used_out = used_in + result.input_tokens, used_out + result.output_tokens
             calls += result.calls
@@ -313,6 +329,16 @@ class LLMSummarizer:
         if current is None or current not in levels:
             return levels[0] if current != levels[0] else None
         return levels[0] if levels.index(current) > 0 else None
+
+
+def _within(options: SummaryOptions, deadline: float | None, done: int, total: int) -> SummaryOptions:
+    """``options`` with a call timeout no longer than what is left before ``deadline``."""
+    if deadline is None:
+        return options
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise CompactionError(f"re-grounding ran out of time after {done} of {total} chunks (reground_seconds)")
+    return replace(options, timeout=left if options.timeout is None else min(options.timeout, left))
 
 
 def _required(purpose: Purpose) -> tuple[str, ...]:
