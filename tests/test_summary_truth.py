@@ -88,7 +88,8 @@ def _names(label: str, command: str) -> bool:
     """Whether a summary label (possibly cut, ending in ``…``) is the start of the command's first line."""
     head = " ".join(label.rstrip("…").split())
     first = " ".join(command.strip().splitlines()[0].split()) if command.strip() else ""
-    return bool(head) and first.startswith(head)
+    bare = first.split(" ", 1)[-1]  # a command starting with the tool's name is not prefixed again
+    return bool(head) and (first.startswith(head) or bare.startswith(head))
 
 
 def _lines(replay: Replay) -> Iterator[str]:

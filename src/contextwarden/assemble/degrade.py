@@ -6,7 +6,8 @@ then stops the agent for want of a few tokens. Instead :func:`degrade_to_fit` cu
 
 1. the newest tool output (head, tail and error lines kept, the marker saying how much went: the
    truncation of ingestion, tighter), then the one before it, while the cut is not enough;
-2. the summary (its middle, between the goal and progress at its head and the latest intent at its
+2. the text of the assistant's messages, newest first (their tool calls stay whole);
+3. the summary (its middle, between the goal and progress at its head and the latest intent at its
    tail).
 
 Each cut is a :class:`~contextwarden.context.Decision` of the build (``truncate``, naming the item
@@ -35,8 +36,10 @@ MARGIN_TOKENS = 8
 
 
 def _candidates(messages: Sequence[Message]) -> list[int]:
-    tools = [n for n in range(len(messages) - 1, -1, -1) if messages[n].role == "tool"]
-    return [*tools, *(n for n, m in enumerate(messages) if m.section == "summary")]
+    newest_first = range(len(messages) - 1, -1, -1)
+    tools = [n for n in newest_first if messages[n].role == "tool"]
+    said = [n for n in newest_first if messages[n].role == "assistant" and messages[n].text]
+    return [*tools, *said, *(n for n, m in enumerate(messages) if m.section == "summary")]
 
 
 class Degraded(NamedTuple):
@@ -77,7 +80,7 @@ def degrade_to_fit(
         if tokens >= size:
             continue
         out[n] = replace(m, text=cut.text, tokens=tokens)
-        what = "summary" if m.section == "summary" else f"tool output ({m.tool_name})"
+        what = {"tool": f"tool output ({m.tool_name})", "assistant": "assistant message"}.get(m.role, m.section)
         decisions.append(
             Decision(
                 action="truncate",
