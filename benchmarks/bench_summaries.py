@@ -161,6 +161,7 @@ def run_session(name: str, summarizer: Timed, tmp: Path) -> dict[str, Any]:
     )
     tracker = ProbeTracker()
     counts: Counter[str] = Counter()
+    fallbacks: list[str] = []
     for n, event in enumerate(events):
         stored = store.append(sid, [event], expected_last_seq=store.get_session(sid).last_seq)
         tracker.add(stored[0])
@@ -189,18 +190,24 @@ def run_session(name: str, summarizer: Timed, tmp: Path) -> dict[str, Any]:
         for why in c.details.get("fallback") or []:  # type: ignore[union-attr]
             m = re.search(r"rejected \(([a-z_]+)\)", str(why)) or re.search(r"failed \((\w+)", str(why))
             counts[f"rejected:{m.group(1) if m else 'other'}"] += 1
+            untrue = re.search(r"(\d+) of (\d+) statements fail the log", str(why))
+            if untrue:  # a rejected answer's statements were checked too
+                counts["model checked"] += int(untrue.group(2))
+                counts["model dropped"] += int(untrue.group(1))
+            fallbacks.append(str(why)[:300])
         counts["verification checked"] += int(c.verification.get("statements_checked", 0) or 0)  # type: ignore[call-overload]
         missing = c.verification.get("missing") or {}
         for key in STATEMENT_CHECKS:
             counts[f"verification {key}"] += len(missing.get(key, []))  # type: ignore[union-attr, call-overload]
         counts.update(audit(c.summary, by_seq, calls))
+    dropped = [n.removeprefix("dropped ") for n in summarizer.notes if n.startswith("dropped ")]
     for note in summarizer.notes:
         m = re.match(r"model statements: (\d+) checked, (\d+) dropped", note)
         if m:
             counts["model checked"] += int(m.group(1))
             counts["model dropped"] += int(m.group(2))
     summarizer.notes.clear()
-    return {"session": name, "counts": dict(counts)}
+    return {"session": name, "counts": dict(counts), "fallbacks": fallbacks, "dropped": dropped}
 
 
 def row(label: str, runs: list[dict[str, Any]], timed: Timed) -> dict[str, Any]:
