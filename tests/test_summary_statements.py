@@ -137,3 +137,17 @@ def test_a_summary_naming_the_wrong_command_or_outcome_is_corrected_from_the_log
         "wrong_test_status": 1,
         "untrue_statements": 2,
     }
+
+
+def test_the_schema_goes_in_the_form_the_users_server_takes() -> None:
+    _, data = _session()
+    body = {"decisions": ["Keep the signature of sum because callers rely on it"], "next_steps": ["Run pytest again"]}
+    provider = ScriptedProvider([answer(json.dumps(body))])
+    settings = LLMSummarizerSettings(structured_output=True, schema_style="json_schema")
+    LLMSummarizer(provider, model=profile(100_000, name="big"), counter=COUNTER, settings=settings).summarize(
+        data, options=SummaryOptions()
+    )
+    sent = provider.requests[0].response_format
+    assert sent is not None and sent["type"] == "json_schema"
+    spec = sent["json_schema"]
+    assert isinstance(spec, dict) and spec["name"] == "summary" and "next_steps" in spec["schema"]["properties"]  # type: ignore[index, operator]

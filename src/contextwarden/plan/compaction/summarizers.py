@@ -30,7 +30,7 @@ from ...models import ModelProfile, get_profile
 from ...tokens import TokenCounter, best_counter
 from ._base import Purpose, Summarizer, SummaryInput, SummaryOptions, SummaryResult
 from .prompts import build_prompt
-from .schema import keys_guide, parse_answer, render_answer, response_format
+from .schema import SchemaStyle, keys_guide, parse_answer, render_answer, response_format
 from .sections import REQUIRED_SECTIONS, TURN_REQUIRED_SECTIONS, section
 from .serialize import Entry, chunk_entries, fit_transcript, render_entries
 from .statements import MAX_DROPPED_SHARE, check_written, session_text
@@ -80,6 +80,9 @@ class LLMSummarizerSettings:
     structured summarizer does, so the answer always has the required shape and the facts
     (progress, changes, test status, failed attempts) are right whatever the model writes. The
     server must support schema-constrained ``json_object`` (llama-cpp-python's server does)."""
+    schema_style: SchemaStyle = "json_object"
+    """How ``structured_output`` sends its schema: ``json_object`` (llama-cpp-python's server) or
+    ``json_schema`` (the OpenAI form most other servers take: vLLM, llama-server, Ollama, LM Studio)."""
     reground_max_calls: int = 3
     """Re-grounding reads the raw log in chunks with at most this many model calls: older chunks are
     summarized from the events without the model (as the structured summarizer does), and the model
@@ -235,7 +238,7 @@ class LLMSummarizer:
             max_tokens=max_tokens,
             temperature=self.settings.temperature,
             thinking=self.settings.thinking,
-            response_format=response_format(max_tokens) if keys else None,
+            response_format=response_format(max_tokens, style=self.settings.schema_style) if keys else None,
         )
         responses = self._call_with_retries(request, options, notes)
         last = responses[-1]
