@@ -151,3 +151,18 @@ def test_the_schema_goes_in_the_form_the_users_server_takes() -> None:
     assert sent is not None and sent["type"] == "json_schema"
     spec = sent["json_schema"]
     assert isinstance(spec, dict) and spec["name"] == "summary" and "next_steps" in spec["schema"]["properties"]  # type: ignore[index, operator]
+
+
+def test_inspect_lists_the_recorded_fallback(tmp_path: object) -> None:
+    from contextwarden.governance.inspection import inspect_session
+
+    store = MemoryStore()
+    provider = ScriptedProvider([answer(json.dumps(JUNK))] * 4)
+    built = manager(store, summarizer=_llm(provider))
+    agent = Agent(store).start()
+    agent.work(12)
+    built.build("s", model=profile(3_000, max_output=500))
+    agent.work(1)
+    view = inspect_session(store, "s", counter=COUNTER)
+    reasons = [d.reason for d in view.standing if d.action == "compact"]
+    assert any(r.startswith("as recorded: fallback: history: llm:small failed") for r in reasons), reasons
