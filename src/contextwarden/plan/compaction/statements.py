@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from ...window.outcome import test_not_run
 from ...window.taskstate import TaskState
-from .sections import HISTORY
+from .sections import HISTORY, section
 from .serialize import Entry, call_label
 from .truth import clean_text
 
@@ -41,6 +42,7 @@ _PATH = re.compile(
     r"(?<![\w/.-])(?:\.{0,2}/)?((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,5}|(?:[\w.-]+/)+[\w.-]+)"
 )
 """A file path: ``src/a.py``, ``./random.py``, ``data/features-list.json``, ``pkg/sub``."""
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*$")
 _WORD = re.compile(r"[^\W\d_]{2,}|[\u3400-\u9fff]")
 _ACTION = re.compile(r"`([^`]+)`(.*?)(?:\(#(\d+)\)| at #(\d+))")
 _TEST = re.compile(r"`([^`]+)` (passed|FAILED)\b.*? at #(\d+)")
@@ -175,3 +177,69 @@ def check_test_status(line: str, results: Mapping[int, tuple[Entry, str]]) -> st
     if failed == (verdict == "passed"):
         return f"the run at #{seq} {'failed' if failed else 'passed'}"
     return ""
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the statements of one summary are checked against."""
+
+    results: dict[int, tuple[Entry, str]]
+    """Tool-result seq → (result, its call's label) (:func:`results_by_seq`)."""
+    session: str | None
+    """What the session said (None: no events at hand, paths are not checked)."""
+    counted: list[int]
+    """``counted[0]`` grows by the statements checked."""
+    first_seq: int
+    """The oldest event the entries hold: a line about an older one was checked when it was written."""
+
+
+_PLACEHOLDER = re.compile(r"^\(.*\)$|^_.*_$")
+_BULLET = re.compile(r"^\s*(?:[-*]|\d+\.)\s+(?:\[[ x]\]\s+)?")
+_ACTION_KEYS = ("done", "failed_attempts", "turn_progress")
+_JUDGMENT_KEYS = ("decisions", "next_steps", "critical_context", "open_questions")
+
+
+def check_section(heading: str, lines: list[str], facts: Facts, corrected: dict[str, list[str]]) -> list[str]:
+    """The lines of the section titled ``heading`` (lower case) with each statement checked.
+
+    Lines that fail are dropped or relabelled; ``corrected`` maps the check to what it corrected.
+    """
+    actions = heading.startswith(_titles(*_ACTION_KEYS))
+    tests = heading.startswith(_titles("test_status"))
+    judged = next((k for k in _JUDGMENT_KEYS if heading.startswith(_titles(k))), "")
+    if not (actions or tests or judged):
+        return lines
+    keep: list[str] = []
+    for line in lines:
+        body = _BULLET.sub("", line).strip()
+        seq = named_seq(body)
+        if _HEADING.match(line) or not body or _PLACEHOLDER.match(body) or (seq or 1) < facts.first_seq:
+            keep.append(line)
+            continue
+        if actions and "#" in body:
+            facts.counted[0] += 1
+            fixed, why = check_action(line, facts.results, failed=" failed at #" in body)
+            if fixed is None:
+                corrected.setdefault("wrong_outcomes", []).append(f"{body[:120]} ({why})")
+                continue
+            if why:
+                corrected.setdefault("wrong_labels", []).append(body[:120])
+            line = fixed
+        elif tests:
+            facts.counted[0] += 1
+            why = check_test_status(body, facts.results)
+            if why:
+                corrected.setdefault("wrong_test_status", []).append(f"{body[:120]} ({why})")
+                continue
+        elif judged:
+            facts.counted[0] += 1
+            why = judgment_problem(judged, body, facts.session)
+            if why:
+                corrected.setdefault("untrue_statements", []).append(f"{body[:120]} ({why})")
+                continue
+        keep.append(line)
+    return keep
+
+
+def _titles(*keys: str) -> tuple[str, ...]:
+    return tuple(section(k).title.lower() for k in keys)

@@ -34,14 +34,7 @@ from ...window.policies.presets import ToolPolicy
 from ...window.state import TaskState, derive_state
 from .sections import section
 from .serialize import Entry
-from .statements import (
-    check_action,
-    check_test_status,
-    judgment_problem,
-    named_seq,
-    results_by_seq,
-    session_text,
-)
+from .statements import Facts, check_section, results_by_seq, session_text
 from .truth import (
     clean_text,
     current_errors,
@@ -248,7 +241,7 @@ def correct_summary(
     finished = [_norm(t) for t in finished_steps(entries)]
     still = current_tests(state)
     closed = [n for t in state.tests if not t.passed and t not in still for n in (t.target, *t.failing)]
-    facts = _Facts(
+    facts = Facts(
         results_by_seq(entries),
         session_text(entries, anchors or state) if entries else None,
         counted if counted is not None else [0],
@@ -263,68 +256,13 @@ def correct_summary(
             body = _drop_closed(lines, closed, corrected)
         elif heading.startswith(_titles("failed_attempts")):
             body = _cut_banners(lines, corrected)
-        out += _check_statements(heading, body, facts, corrected)
+        out += check_section(heading, body, facts, corrected)
     text = "\n".join(out)
     if anchors is not None:
         text, repeated = refer_to_anchors(text, anchors)
         if repeated:
             corrected["repeated_anchors"] = repeated
     return text, corrected
-
-
-@dataclass(frozen=True)
-class _Facts:
-    results: dict[int, tuple[Entry, str]]
-    session: str | None
-    """What the session said (None: no events at hand, paths are not checked)."""
-    counted: list[int]
-    first_seq: int
-    """The oldest event the entries hold: a line about an older one was checked when it was written."""
-
-
-_PLACEHOLDER = re.compile(r"^\(.*\)$|^_.*_$")
-_BULLET = re.compile(r"^\s*(?:[-*]|\d+\.)\s+(?:\[[ x]\]\s+)?")
-_ACTION_KEYS = ("done", "failed_attempts", "turn_progress")
-_JUDGMENT_KEYS = ("decisions", "next_steps", "critical_context", "open_questions")
-
-
-def _check_statements(heading: str, lines: list[str], facts: _Facts, corrected: dict[str, list[str]]) -> list[str]:
-    """Lines of one section, each statement about the log checked (see :mod:`.statements`)."""
-    actions = heading.startswith(_titles(*_ACTION_KEYS))
-    tests = heading.startswith(_titles("test_status"))
-    judged = next((k for k in _JUDGMENT_KEYS if heading.startswith(_titles(k))), "")
-    if not (actions or tests or judged):
-        return lines
-    keep: list[str] = []
-    for line in lines:
-        body = _BULLET.sub("", line).strip()
-        seq = named_seq(body)
-        if _SECTION_LINE.match(line) or not body or _PLACEHOLDER.match(body) or (seq or 1) < facts.first_seq:
-            keep.append(line)
-            continue
-        if actions and "#" in body:
-            facts.counted[0] += 1
-            fixed, why = check_action(line, facts.results, failed=" failed at #" in body)
-            if fixed is None:
-                corrected.setdefault("wrong_outcomes", []).append(f"{body[:120]} ({why})")
-                continue
-            if why:
-                corrected.setdefault("wrong_labels", []).append(body[:120])
-            line = fixed
-        elif tests:
-            facts.counted[0] += 1
-            why = check_test_status(body, facts.results)
-            if why:
-                corrected.setdefault("wrong_test_status", []).append(f"{body[:120]} ({why})")
-                continue
-        elif judged:
-            facts.counted[0] += 1
-            why = judgment_problem(judged, body, facts.session)
-            if why:
-                corrected.setdefault("untrue_statements", []).append(f"{body[:120]} ({why})")
-                continue
-        keep.append(line)
-    return keep
 
 
 def _drop_finished(lines: list[str], finished: list[str], corrected: dict[str, list[str]]) -> list[str]:
