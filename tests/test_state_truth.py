@@ -131,3 +131,9 @@ Always use non-interactive flags."""
 def test_constraints_are_the_users_own_words() -> None:
     state = _state([Instruction(text=SYSTEM, seq=1), UserMessage(text=TASK, seq=2)])
     assert state.constraints == ("Don't touch the public API.",)
+
+
+def test_an_unclosed_angle_bracket_quotes_nothing() -> None:
+    text = "Keep List<String> as the return type. Never touch setup.cfg."
+    state = _state([UserMessage(text=text, seq=1)])
+    assert state.constraints == ("Keep List<String> as the return type.", "Never touch setup.cfg.")

@@ -70,7 +70,7 @@ _PYTEST_SUMMARY = re.compile(r"=+ .*?(\d+) (?:failed|error)", re.IGNORECASE)
 
 
 _QUOTED = re.compile(
-    r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|<([A-Za-z][\w-]*)(?:\s[^>]*)?>.*?(?:</\1>|\Z)|^[ \t]*>.*$",
+    r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|<([A-Za-z][\w-]*)(?:\s[^>]*)?>.*?</\1>|^[ \t]*>.*$",
     re.DOTALL | re.MULTILINE,
 )
 """What a user message quotes rather than says: code blocks, ``<tagged>`` blocks (an issue text, a
