@@ -1,8 +1,8 @@
 """Whether a tool result failed, and whether a test it ran actually ran.
 
-A non-zero exit is not always a failure. ``grep`` finding nothing, ``diff`` of equal files with
-``-q``, ``test -f`` of an absent file: each exits 1 with no output, and that is the answer the
-agent asked for, not an error to resolve. Some agent frameworks wrap the output in tags
+A non-zero exit is not always a failure. ``grep`` finding nothing, ``test -f`` of an absent file,
+``cmp -s`` or ``diff -q >/dev/null`` of files that differ: each exits 1 with no output, and that is
+the answer the agent asked for, not an error to resolve. Some agent frameworks wrap the output in tags
 (mini-swe-agent's ``<returncode>1</returncode><output></output>``); the wrapper is not output.
 
 A test command can exit non-zero without running a test: the runner is missing (``No module named

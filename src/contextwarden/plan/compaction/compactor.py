@@ -13,7 +13,8 @@
 4. summarizes the start of a split turn separately;
 5. falls back to the structured summarizer when the model's summary is rejected or its call
    fails (a cancellation is never a fallback: it propagates and nothing is written);
-6. verifies the result against the derived state and appends what is missing;
+6. verifies the result against the derived state and appends what is missing, and checks every
+   statement it makes about the log (:mod:`.statements`), relabelling or dropping what is untrue;
 7. returns the event; the caller appends it. A failed compaction appends nothing.
 """
 
