@@ -339,7 +339,7 @@ def test_reground_that_does_not_fit_goes_chunk_by_chunk() -> None:
         provider,
         model=profile(8_000, max_output=1_000),
         counter=COUNTER,
-        settings=LLMSummarizerSettings(reserve_tokens=1_000),
+        settings=LLMSummarizerSettings(reserve_tokens=1_000, reground_max_calls=0),
     )
     result = summarizer.summarize(data(entries=entries(n=120, size=100), reground=True), options=OPTS)
     assert len(provider.requests) > 1

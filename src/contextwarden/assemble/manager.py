@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Literal
 from ..budget import BudgetPolicy
 from ..context import SECTIONS, Decision, ModelContext, ToolDefinition
 from ..errors import BudgetExceededError
-from ..log.events import Compaction, ContextEditBatch, SettingChange, ToolCall, ToolResult, UsageReport
+from ..log.events import ContextEditBatch, SettingChange, ToolCall, ToolResult, UsageReport
 from ..log.store._protocol import SessionStore
 from ..models import ModelProfile, resolve_profile
-from ..plan.compaction.compactor import CompactionSettings, WindowCompactor
+from ..plan.compaction.compactor import CompactionSettings, WindowCompactor, compaction_reason
 from ..plan.exposure import ToolLike, definition, evicted, exposed_tools, tool_json
 from ..plan.planner import Plan, plan
 from ..plan.policy import ContextPolicy
@@ -37,6 +37,7 @@ from ..tools import READ_RANGE
 from ..window.projection import Projection
 from .breakpoints import breakpoints
 from .buildrecord import BuildSettings, record_event
+from .degrade import degrade_to_fit
 from .project import ProjectContext
 from .retrieval import answer_retrieval
 from .session import Session
@@ -247,7 +248,7 @@ class ContextManager:
                 compacted = Decision(
                     action="compact",
                     target=stored[0].id,
-                    reason=_compaction_reason(decision.reason, compaction),
+                    reason=compaction_reason(compaction, decision.reason),
                     tokens_saved=max(compaction.tokens_before - compaction.tokens_after, 0),
                 )
                 window = self._window(session_id, policy)  # reloads the window after the compaction
@@ -327,6 +328,15 @@ class ContextManager:
         estimate = projection.estimate(fixed)
         checked = total if estimate.anchored is None else estimate.tokens
         if checked > budget:
+            retrievable = any(t.name == READ_RANGE.name for t in tools)
+            messages, cuts, cut_from = degrade_to_fit(
+                messages, over=checked - budget, budget=budget, counter=self.counter, retrievable=retrievable
+            )
+            for key, saved in cut_from.items():
+                sections[key] -= saved
+            total, checked = total - sum(cut_from.values()), checked - sum(cut_from.values())
+            decisions = (*decisions, *cuts)
+        if checked > budget:
             anchored = "" if estimate.anchored is None else f" (estimated from the last usage report; counted {total})"
             raise BudgetExceededError(
                 f"request for {profile.name} does not fit after every reduction{anchored}",
@@ -385,14 +395,6 @@ class ContextManager:
     def forget(self, session_id: str) -> None:
         """Drop the session's cached projections (the next build reloads the window from the store)."""
         self._cache.forget(session_id)
-
-
-def _compaction_reason(reason: str, compaction: Compaction) -> str:
-    """Why it compacted, saying so when the fallback wrote the summary instead of the configured summarizer."""
-    fallback = compaction.details.get("fallback")
-    if not isinstance(fallback, list) or not fallback:
-        return reason
-    return f"{reason}; the summarizer failed, so the fallback wrote the summary ({'; '.join(map(str, fallback))})"
 
 
 def plan_of(decision: Plan) -> Decision:

@@ -15,9 +15,10 @@ from typing import Any
 from ..assemble.manager import ContextPolicy
 from ..context import SECTIONS, Decision, ModelContext
 from ..errors import UsageError
-from ..log.events import ToolCall
+from ..log.events import Compaction, ToolCall
 from ..log.store import SessionStore
 from ..models import get_profile
+from ..plan.compaction.compactor import compaction_reason
 from ..tokens import TokenCounter, best_counter
 from ..window.items import ContextItem, Tier
 from ._contexts import ContextRequestOptions, request_from_context
@@ -128,6 +129,22 @@ def _standing(made: list[Decision], ctx: ModelContext) -> tuple[Decision, ...]:
     return tuple(dict.fromkeys(kept))
 
 
+def _recorded_summaries(store: SessionStore, session_id: str) -> list[tuple[int, Decision]]:
+    """(seq, decision) of the session's own compactions whose summary needed a fallback or corrections.
+
+    The replay re-derives compactions with the structured summarizer; what the agent's summarizer did
+    (rejected, replaced, corrected by verification) is only in the recorded events, so it is listed too.
+    """
+    out: list[tuple[int, Decision]] = []
+    for event in store.iter_events(session_id):
+        if not isinstance(event, Compaction):
+            continue
+        reason = compaction_reason(event, "")
+        if reason:
+            out.append((event.seq, Decision(action="compact", target=event.id, reason=f"as recorded: {reason}")))
+    return out
+
+
 def _tier_name(tier: Tier) -> str:
     return f"{int(tier)} {tier.name.lower()}"
 
@@ -193,11 +210,14 @@ def inspect_session(
     previous: ReplayedTurn | None = None
     chosen: ReplayedTurn | None = None
     made: list[Decision] = []
+    recorded = _recorded_summaries(store, session_id)
     for replayed in replay_session(
         store, session_id, model=model, policy=policy, counter=counter, items_at=turn or count, final=True
     ):
         previous, chosen = chosen, replayed
         made.extend(replayed.context.decisions if replayed.context is not None else ())
+        while recorded and recorded[0][0] < replayed.seq:
+            made.append(recorded.pop(0)[1])
         if replayed.turn == turn:
             break
     assert chosen is not None

@@ -25,6 +25,7 @@ from ..log.events import (
     ToolResult,
     UserMessage,
 )
+from .outcome import output_body, result_failed, test_not_run
 from .policies._errors import find_error_lines
 from .policies.presets import ToolPolicy, policy_for
 from .policies.resources import Resource, opened_file, resources_of
@@ -61,17 +62,37 @@ _RULE_WORDS = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？;；])\s+|\n+")
-_FAILED_TEST = re.compile(r"^(?:FAILED|ERROR)\s+(\S+)", re.MULTILINE)
+_FAILED_TEST = re.compile(r"^(?:FAILED|ERROR)\s+([^\s(]\S*)", re.MULTILINE)
+"""pytest's ``FAILED tests/test_a.py::test_x`` (not unittest's tally ``FAILED (errors=1)``)."""
+_UNITTEST_FAILED = re.compile(r"^(?:FAIL|ERROR): (\w+) \(([\w.]+)\)", re.MULTILINE)
+"""unittest's ``FAIL: test_x (pkg.module.Case)``."""
 _TEST_FILE = re.compile(r"(?:^|/)(?:test_[\w.-]*|[\w.-]*_test|[\w.-]*\.(?:test|spec))\.\w+$")
 _PYTEST_SUMMARY = re.compile(r"=+ .*?(\d+) (?:failed|error)", re.IGNORECASE)
 
 
-def extract_constraints(text: str) -> list[str]:
-    """Sentences of a user message that state a rule ("don't", "must", "keep", "不要", ...)."""
+_QUOTED = re.compile(
+    r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|<([A-Za-z][\w-]*)(?:\s[^>]*)?>.*?</\1>|^[ \t]*>.*$",
+    re.DOTALL | re.MULTILINE,
+)
+"""What a user message quotes rather than says: code blocks, ``<tagged>`` blocks (an issue text, a
+framework's instructions), ``>`` quotes. A rule sentence in there belongs to the material."""
+
+
+def own_words(text: str) -> str:
+    """``text`` without the material it quotes (see :data:`_QUOTED`)."""
+    return _QUOTED.sub("\n", text) if ("`" in text or "<" in text or ">" in text or "~~~" in text) else text
+
+
+def extract_constraints(text: str, *, agent_text: str = "") -> list[str]:
+    """Sentences of a user message that state a rule ("don't", "must", "keep", "不要", ...).
+
+    Only the user's own words count: quoted material (:func:`own_words`) and sentences of the
+    agent's own instructions (``agent_text``, its system prompt) are not the user's constraints.
+    """
     found: list[str] = []
-    for raw in _SENTENCE_SPLIT.split(text):
+    for raw in _SENTENCE_SPLIT.split(own_words(text)):
         sentence = raw.strip()
-        if sentence and _RULE_WORDS.search(sentence):
+        if sentence and _RULE_WORDS.search(sentence) and sentence not in agent_text:
             if len(sentence) > MAX_CONSTRAINT_CHARS:
                 sentence = sentence[: MAX_CONSTRAINT_CHARS - 1] + "…"
             found.append(sentence)
@@ -92,13 +113,9 @@ _SUMMARY_TAIL = 200_000
 
 def _test_outcome(result: ToolResult) -> tuple[bool, tuple[str, ...]]:
     tail = result.output[-_SUMMARY_TAIL:]
-    failing = tuple(dict.fromkeys(_FAILED_TEST.findall(tail)))
-    failed = (
-        result.is_error
-        or (result.exit_code is not None and result.exit_code != 0)
-        or bool(failing)
-        or bool(_PYTEST_SUMMARY.search(tail))
-    )
+    names = [*_FAILED_TEST.findall(tail), *(f"{case}.{test}" for test, case in _UNITTEST_FAILED.findall(tail))]
+    failing = tuple(dict.fromkeys(names))
+    failed = result_failed(result) or bool(failing) or bool(_PYTEST_SUMMARY.search(tail))
     return (not failed), failing
 
 
@@ -113,7 +130,7 @@ def _first_error_line(result: ToolResult) -> str:
     The error lines come from a literal keyword scan (fast on 100 MB); with no line at all the exit
     code stands in.
     """
-    output = result.output
+    output = output_body(result.output)
     for found in find_error_lines(output):
         line = output[found.start : found.end]
         if not _BANNER.match(line):
@@ -124,13 +141,18 @@ def _first_error_line(result: ToolResult) -> str:
     return f"exit code {result.exit_code}" if result.exit_code is not None else "failed"
 
 
+def _command(call: ToolCall) -> str:
+    command = call.arguments.get("command") or call.arguments.get("cmd") or ""
+    return " ".join(str(c) for c in command) if isinstance(command, list) else str(command)
+
+
 def _action_key(tool_name: str, call: ToolCall, resources: tuple[Resource, ...]) -> str:
     """What a later success must repeat to resolve an error: the tool and what it acted on."""
     if resources:
         target = resources[0].key
     else:
-        command = call.arguments.get("command") or call.arguments.get("cmd") or ""
-        target = str(command).split()[0] if str(command).split() else ""
+        command = _command(call)
+        target = command.split()[0] if command.split() else ""
     return f"[{tool_name} {target}] "
 
 
@@ -225,7 +247,9 @@ class StateBuilder:
         self._state = replace(
             s,
             latest_user_intent=event.text[:2000],
-            constraints=self._add_constraints(s.constraints, extract_constraints(event.text)),
+            constraints=self._add_constraints(
+                s.constraints, extract_constraints(event.text, agent_text="\n".join(s.system))
+            ),
         )
 
     @staticmethod
@@ -250,7 +274,7 @@ class StateBuilder:
             else ("",) * len(s.unresolved_errors)
         )  # snapshots written before error ids were recorded
         errors = list(zip(s.unresolved_errors, ids, strict=True))
-        failed = result.is_error or (result.exit_code not in (None, 0))
+        failed = result_failed(result)
         for r in resources:
             refs[r.key] = refs.get(r.key, 0) + 1
             touch[r.key] = result.seq
@@ -259,6 +283,12 @@ class StateBuilder:
             elif r.kind == "file" and r.access == "write" and not failed:
                 modified = _append_unique(modified, r.key)
             elif r.kind == "test":
+                not_run = test_not_run(_command(call), result.output, result.exit_code)
+                if not_run:
+                    # Neither passed nor failed: the earlier status of the target stands, and only a
+                    # missing runner (a real failure of the command) is an error to resolve.
+                    failed = not_run == "runner missing"
+                    continue
                 passed, failing = _test_outcome(result)
                 tests = [t for t in tests if t.target != r.key]
                 tests.append(

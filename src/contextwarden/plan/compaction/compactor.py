@@ -13,7 +13,8 @@
 4. summarizes the start of a split turn separately;
 5. falls back to the structured summarizer when the model's summary is rejected or its call
    fails (a cancellation is never a fallback: it propagates and nothing is written);
-6. verifies the result against the derived state and appends what is missing;
+6. verifies the result against the derived state and appends what is missing, and checks every
+   statement it makes about the log (:mod:`.statements`), relabelling or dropping what is untrue;
 7. returns the event; the caller appends it. A failed compaction appends nothing.
 """
 
@@ -32,12 +33,13 @@ from ...errors import (
     SummaryRejected,
     UsageError,
 )
-from ...log.events import Compaction, Event, JSONValue, SettingChange
+from ...log.events import Compaction, Event, JSONValue, SettingChange, ToolResult
 from ...log.store._protocol import SessionStore
 from ...models import ModelProfile, get_profile
 from ...tokens import TokenCounter, best_counter
 from ...window.items import ContextItem
 from ...window.opening import compaction_blocks, pinned_text
+from ...window.outcome import result_failed
 from ...window.projection import Projection
 from ...window.taskstate import TaskState
 from ..seams import WindowManager
@@ -180,11 +182,13 @@ class WindowCompactor:
                 previous, every=self.settings.reground_every, after_repair=self.settings.reground_after_repair
             )
         )
+        failed = frozenset(e.id for e in window_events if isinstance(e, ToolResult) and result_failed(e))
         written = self._write(
             session_id,
             projection,
             cut,
             anchors,
+            failed=failed,
             focus=focus,
             reground=why_reground,
             options=options,
@@ -247,6 +251,7 @@ class WindowCompactor:
         cut: CutPoint,
         anchors: TaskState,
         *,
+        failed: frozenset[str],
         focus: str,
         reground: str,
         options: SummaryOptions,
@@ -264,7 +269,10 @@ class WindowCompactor:
             raw = [e for e in self.store.read(session_id) if e.seq < end]
             entries, prior = tuple(entries_from_events(raw)), ""
         else:
-            entries, prior = tuple(entries_from_items(history)), previous.summary if previous is not None else ""
+            entries, prior = (
+                tuple(entries_from_items(history, failed=failed)),
+                previous.summary if previous is not None else "",
+            )
         wasted = [0, 0]
         data = SummaryInput(
             entries=entries,
@@ -282,7 +290,7 @@ class WindowCompactor:
         fallbacks = [f"history: {why}"] if why else []
         if split:
             data = SummaryInput(
-                entries=tuple(entries_from_items(cut.turn_prefix)),
+                entries=tuple(entries_from_items(cut.turn_prefix, failed=failed)),
                 state=anchors,
                 purpose="turn_prefix",
                 focus=focus,
@@ -328,6 +336,27 @@ def _thinking_level(events: Sequence[Event], previous: Compaction | None) -> str
             return level
     level = previous.details.get("thinking") if previous is not None else None
     return level if isinstance(level, str) and level else None
+
+
+def compaction_reason(event: Compaction, why: str) -> str:
+    """The decision-log reason of a compaction: why it ran, plus any fallback and correction it needed.
+
+    A summary the summarizer could not be trusted with, replaced by the fallback's, and statements
+    verification had to drop or relabel are said here, so ``inspect`` shows them.
+    """
+    parts = [why] if why else []
+    fallback = event.details.get("fallback")
+    if isinstance(fallback, list) and fallback:
+        parts.append(f"the summarizer failed, so the fallback wrote the summary ({'; '.join(map(str, fallback))})")
+    missing = event.verification.get("missing")
+    if isinstance(missing, dict):
+        fixed = {k: len(v) for k, v in missing.items() if k in _STATEMENT_CHECKS and isinstance(v, list)}
+        if fixed:
+            parts.append("verification corrected " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in fixed.items()))
+    return "; ".join(parts)
+
+
+_STATEMENT_CHECKS = ("wrong_labels", "wrong_outcomes", "wrong_test_status", "untrue_statements")
 
 
 def _item_text(item: ContextItem) -> str:

@@ -14,7 +14,7 @@ shape and the facts never depend on the model.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from ...log.events import JSONValue
 from .sections import Section, section
@@ -70,8 +70,16 @@ def summary_schema(max_tokens: int | None = None) -> dict[str, JSONValue]:
     return {"type": "object", "properties": properties, "required": list(properties)}
 
 
-def response_format(max_tokens: int | None = None) -> dict[str, JSONValue]:
+SchemaStyle = Literal["json_object", "json_schema"]
+"""How a server takes the schema: llama-cpp-python's ``{"type": "json_object", "schema": ...}``, or the
+OpenAI form ``{"type": "json_schema", "json_schema": {"name": ..., "schema": ...}}`` (OpenAI, vLLM,
+llama.cpp's ``llama-server``, Ollama, LM Studio)."""
+
+
+def response_format(max_tokens: int | None = None, *, style: SchemaStyle = "json_object") -> dict[str, JSONValue]:
     """The ``response_format`` body field asking the server to decode to :func:`summary_schema`."""
+    if style == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": "summary", "schema": summary_schema(max_tokens)}}
     return {"type": "json_object", "schema": summary_schema(max_tokens)}
 
 

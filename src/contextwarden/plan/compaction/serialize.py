@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -25,6 +25,7 @@ from ...context import Message
 from ...log.events import AssistantMessage, Event, Instruction, JSONValue, Pin, Steering, ToolResult, UserMessage
 from ...tokens import TokenCounter
 from ...window.items import ContextItem
+from ...window.outcome import output_failed, result_failed
 
 EntryLabel = Literal[
     "user", "assistant", "assistant thinking", "tool call", "tool result", "instruction", "steering", "pin"
@@ -49,6 +50,8 @@ class Entry:
     """The tool's name for tool calls and results."""
     error: bool = False
     """For tool results: whether the tool failed."""
+    call_id: str = ""
+    """For tool calls and results: the call's id, which pairs a result with its call."""
 
     def header(self) -> str:
         """The entry's label line, for example ``[tool result #14 run_tests, error]``."""
@@ -113,6 +116,34 @@ def call_label(entry: Entry) -> str:
     return entry.name
 
 
+class PendingCalls:
+    """Tool calls waiting for their results: a result takes its own call, by id.
+
+    Entries without ids (a transcript that has none) pair by order per tool name instead.
+    """
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, str] = {}
+        self._by_name: dict[str, list[str]] = {}
+
+    def add(self, call: Entry, value: str) -> None:
+        """Remember ``value`` (a label, a name) for the call ``call``."""
+        if call.call_id:
+            self._by_id[call.call_id] = value
+        else:
+            self._by_name.setdefault(call.name, []).append(value)
+
+    def take(self, result: Entry) -> str | None:
+        """The value of the call ``result`` answers (None when that call is not pending)."""
+        if result.call_id:
+            return self._by_id.pop(result.call_id, None)
+        queue = self._by_name.get(result.name)
+        return queue.pop(0) if queue else None
+
+    def __len__(self) -> int:
+        return len(self._by_id) + sum(len(q) for q in self._by_name.values())
+
+
 def _arguments(arguments: dict[str, JSONValue]) -> str:
     raw = arguments.get("_raw")
     if len(arguments) == 1 and isinstance(raw, str):
@@ -120,16 +151,27 @@ def _arguments(arguments: dict[str, JSONValue]) -> str:
     return json.dumps(arguments, ensure_ascii=False, sort_keys=True)
 
 
-def _message_entries(seq: int, message: Message, *, kind: str) -> list[Entry]:
+def _message_entries(seq: int, message: Message, *, kind: str, failed: bool | None = None) -> list[Entry]:
     role = message.role
     if role == "tool":
-        return [Entry(seq=seq, label="tool result", text=message.text, name=message.tool_name, error=message.is_error)]
+        error = output_failed(message.text, is_error=message.is_error, exit_code=None) if failed is None else failed
+        return [
+            Entry(
+                seq=seq,
+                label="tool result",
+                text=message.text,
+                name=message.tool_name,
+                error=error,
+                call_id=message.tool_call_id,
+            )
+        ]
     if role == "assistant":
         out = [Entry(seq=seq, label="assistant thinking", text=b.text) for b in message.thinking if b.text]
         if message.text:
             out.append(Entry(seq=seq, label="assistant", text=message.text))
         out += [
-            Entry(seq=seq, label="tool call", text=_arguments(c.arguments), name=c.name) for c in message.tool_calls
+            Entry(seq=seq, label="tool call", text=_arguments(c.arguments), name=c.name, call_id=c.id)
+            for c in message.tool_calls
         ]
         return out
     if role in ("system", "developer"):
@@ -138,11 +180,16 @@ def _message_entries(seq: int, message: Message, *, kind: str) -> list[Entry]:
     return [Entry(seq=seq, label=label, text=message.text)]
 
 
-def entries_from_items(items: Iterable[ContextItem]) -> list[Entry]:
-    """Entries for window items, as the model saw them (truncated, masked or not)."""
+def entries_from_items(items: Iterable[ContextItem], *, failed: Collection[str] | None = None) -> list[Entry]:
+    """Entries for window items, as the model saw them (truncated, masked or not).
+
+    ``failed``: ids of the tool results that failed, read from their events (a window item does not
+    keep the exit code); None judges a result by its text and error flag alone.
+    """
     out: list[Entry] = []
     for item in items:
-        out += _message_entries(item.recency, item.message, kind=item.kind)
+        flag = None if failed is None or item.kind != "tool_result" else bool(set(item.source_ids) & set(failed))
+        out += _message_entries(item.recency, item.message, kind=item.kind, failed=flag)
     return out
 
 
@@ -162,8 +209,16 @@ def entries_from_events(events: Iterable[Event]) -> list[Entry]:
             message = Message(role="assistant", text=e.text, thinking=e.thinking, tool_calls=e.tool_calls)
             out += _message_entries(e.seq, message, kind="assistant")
         elif isinstance(e, ToolResult):
-            failed = e.is_error or e.exit_code not in (None, 0)
-            out.append(Entry(seq=e.seq, label="tool result", text=e.output, name=e.tool_name, error=failed))
+            out.append(
+                Entry(
+                    seq=e.seq,
+                    label="tool result",
+                    text=e.output,
+                    name=e.tool_name,
+                    error=result_failed(e),
+                    call_id=e.call_id,
+                )
+            )
     return out
 
 

@@ -18,7 +18,7 @@ from ...tokens import TokenCounter
 from ...window.state import MAX_CONSTRAINTS, TaskState
 from ._base import SummaryInput, SummaryOptions, SummaryResult
 from .sections import HISTORY, TURN, section
-from .serialize import Entry, call_label
+from .serialize import Entry, PendingCalls, call_label
 from .truth import (
     PINNED_CONSTRAINTS,
     PINNED_GOAL,
@@ -87,19 +87,20 @@ def _section(text: str, heading: str) -> list[str]:
 
 
 def _actions(entries: Sequence[Entry]) -> tuple[list[str], list[str]]:
-    """(done, failed) actions: each tool call labelled, paired with its result by order.
+    """(done, failed) actions: each tool call labelled, paired with its result by call id.
 
     A failure quotes its failure lines; a failure that a later run of the same call fixed says so.
+    A call that never got a result (a framework refused a reply with several actions) is not an
+    action; a result whose call is not among the entries is labelled by its tool's name.
     """
     done: list[str] = []
     failed: list[tuple[str, str]] = []
-    pending: dict[str, list[str]] = {}
+    pending = PendingCalls()
     for e in entries:
         if e.label == "tool call":
-            pending.setdefault(e.name, []).append(call_label(e))
+            pending.add(e, call_label(e))
         elif e.label == "tool result":
-            queue = pending.get(e.name) or [e.name]
-            label = clean_text(queue.pop(0))
+            label = clean_text(pending.take(e) or e.name)
             if e.error:
                 why = " | ".join(failure_lines(e.text)) or "(no output)"
                 failed.append((label, f"`{label}` failed at #{e.seq}: {why}"))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from dataclasses import dataclass, replace
 
 from ...budget import FALLBACK_CONTEXT_WINDOW, summary_max_tokens
@@ -29,9 +30,10 @@ from ...models import ModelProfile, get_profile
 from ...tokens import TokenCounter, best_counter
 from ._base import Purpose, Summarizer, SummaryInput, SummaryOptions, SummaryResult
 from .prompts import build_prompt
-from .schema import keys_guide, parse_answer, render_answer, response_format
+from .schema import SchemaStyle, keys_guide, parse_answer, render_answer, response_format
 from .sections import REQUIRED_SECTIONS, TURN_REQUIRED_SECTIONS, section
 from .serialize import Entry, chunk_entries, fit_transcript, render_entries
+from .statements import MAX_DROPPED_SHARE, check_written, session_text
 from .structured import StructuredSummarizer
 from .validate import InvalidSummary, SummaryCheck, validate_summary
 
@@ -78,6 +80,16 @@ class LLMSummarizerSettings:
     structured summarizer does, so the answer always has the required shape and the facts
     (progress, changes, test status, failed attempts) are right whatever the model writes. The
     server must support schema-constrained ``json_object`` (llama-cpp-python's server does)."""
+    schema_style: SchemaStyle = "json_object"
+    """How ``structured_output`` sends its schema: ``json_object`` (llama-cpp-python's server) or
+    ``json_schema`` (the OpenAI form most other servers take: vLLM, llama-server, Ollama, LM Studio)."""
+    reground_max_calls: int = 3
+    """Re-grounding reads the raw log in chunks with at most this many model calls: older chunks are
+    summarized from the events without the model (as the structured summarizer does), and the model
+    updates that summary with the newest chunks. 0: no limit."""
+    reground_seconds: float | None = 120.0
+    """Re-grounding takes at most this many seconds: each call's timeout is what is left, and a
+    re-grounding out of time fails (the compactor falls back, saying why). None: no limit."""
 
 
 def clean_answer(text: str) -> str:
@@ -166,9 +178,17 @@ class LLMSummarizer:
         )
         notes: list[str] = [f"re-grounded from raw events in {len(chunks)} chunks"]
         summary, used_in, used_out, calls = "", 0, 0, 0
+        limit = self.settings.reground_max_calls
+        if limit and len(chunks) > limit:
+            older = tuple(e for chunk in chunks[:-limit] for e in chunk)
+            seed = replace(data, entries=older, previous_summary="", max_tokens=self.output_budget())
+            summary = StructuredSummarizer(counter=self.counter).write(seed)
+            notes.append(f"the {len(chunks) - limit} oldest chunks summarized from the events without the model")
+            chunks = chunks[-limit:]
+        deadline = None if self.settings.reground_seconds is None else time.monotonic() + self.settings.reground_seconds
         for n, chunk in enumerate(chunks):
             step = replace(data, replaced_tokens=0 if n < len(chunks) - 1 else data.replaced_tokens)
-            result = self._one(step, tuple(chunk), summary, budget, options)
+            result = self._one(step, tuple(chunk), summary, budget, _within(options, deadline, n, len(chunks)))
             summary = result.text
             used_in, used_out = used_in + result.input_tokens, used_out + result.output_tokens
             calls += result.calls
@@ -218,7 +238,7 @@ class LLMSummarizer:
             max_tokens=max_tokens,
             temperature=self.settings.temperature,
             thinking=self.settings.thinking or data.thinking,
-            response_format=response_format(max_tokens) if keys else None,
+            response_format=response_format(max_tokens, style=self.settings.schema_style) if keys else None,
         )
         responses = self._call_with_retries(request, options, notes)
         last = responses[-1]
@@ -226,7 +246,7 @@ class LLMSummarizer:
         written: dict[str, list[str]] | None = None
         try:
             if keys and last.stop_reason != "max_tokens":
-                written = parse_answer(text)
+                written = self._true_items(parse_answer(text), data, notes)
                 text = render_answer(written)
         except InvalidSummary as exc:
             exc.input_tokens = sum(r.usage.input_tokens for r in responses)
@@ -261,6 +281,19 @@ class LLMSummarizer:
             calls=len(responses),
             notes=tuple(notes),
         )
+
+    @staticmethod
+    def _true_items(written: dict[str, list[str]], data: SummaryInput, notes: list[str]) -> dict[str, list[str]]:
+        """The model's items that hold against the log (:mod:`.statements`); too many failing rejects all."""
+        kept, dropped, checked = check_written(written, session_text(data.entries, data.state))
+        notes.append(f"model statements: {checked} checked, {len(dropped)} dropped")
+        notes += [f"dropped {d}" for d in dropped]
+        if checked and len(dropped) > checked * MAX_DROPPED_SHARE:
+            raise InvalidSummary(
+                "untrue",
+                f"{len(dropped)} of {checked} statements fail the log, e.g. {dropped[0]}",
+            )
+        return kept
 
     def _json_keys(self, data: SummaryInput) -> str:
         """The JSON keys to ask for under constrained decoding, or "" for Markdown notes."""
@@ -299,6 +332,16 @@ class LLMSummarizer:
         if current is None or current not in levels:
             return levels[0] if current != levels[0] else None
         return levels[0] if levels.index(current) > 0 else None
+
+
+def _within(options: SummaryOptions, deadline: float | None, done: int, total: int) -> SummaryOptions:
+    """``options`` with a call timeout no longer than what is left before ``deadline``."""
+    if deadline is None:
+        return options
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise CompactionError(f"re-grounding ran out of time after {done} of {total} chunks (reground_seconds)")
+    return replace(options, timeout=left if options.timeout is None else min(options.timeout, left))
 
 
 def _required(purpose: Purpose) -> tuple[str, ...]:

@@ -21,10 +21,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ...window.outcome import output_body
 from ...window.policies._errors import find_error_lines
 from ...window.policies.normalize import _ANSI, _CONTROL
 from ...window.taskstate import TaskState, TestStatus
-from .serialize import Entry, call_label
+from .serialize import Entry, PendingCalls, call_label
 
 MAX_FAILURE_LINES = 2
 """A failed attempt quotes at most this many failure lines."""
@@ -69,7 +70,7 @@ def failure_lines(output: str, limit: int = MAX_FAILURE_LINES) -> list[str]:
     Falls back to the runner's tally (``1 failed, 3 passed in 0.2s``, its frame removed), then to
     the last line with content. An output wrapped in JSON is read inside its ``output`` string.
     """
-    text = clean_text(_unwrapped(output))
+    text = clean_text(output_body(_unwrapped(output)))
     found = [text[e.start : e.end].strip() for e in find_error_lines(text)]
     lines = [ln for ln in dict.fromkeys(found) if ln and not is_banner(ln)]
     # Assertion detail (pytest's ``E   ...``) says more than the ``FAILED test_x`` lines before it.
@@ -109,11 +110,12 @@ def last_step(entries: Sequence[Entry]) -> Step | None:
         return None
     said = entries[index]
     calls = [e for e in entries[index:] if e.label == "tool call" and e.seq == said.seq]
-    pending = [c.name for c in calls]
+    pending = PendingCalls()
+    for c in calls:
+        pending.add(c, c.name)
     failed, ended = False, 0
     for e in entries[index + 1 :]:
-        if e.label == "tool result" and e.name in pending:
-            pending.remove(e.name)
+        if e.label == "tool result" and pending.take(e) is not None:
             failed, ended = failed or e.error, e.seq
     later = any(e.seq > said.seq for e in entries[index + 1 :])
     finished = not pending and (bool(calls) or later)
@@ -137,7 +139,7 @@ def finished_steps(entries: Sequence[Entry], *, min_chars: int = 12) -> list[str
     """
     done: list[str] = []
     text, seq, calls, later = "", 0, 0, False
-    pending: list[str] = []
+    pending = PendingCalls()
 
     def close() -> None:
         if text and not pending and (calls or later) and len(text) >= min_chars:
@@ -146,13 +148,13 @@ def finished_steps(entries: Sequence[Entry], *, min_chars: int = 12) -> list[str
     for e in entries:
         if e.label == "assistant":
             close()
-            text, seq, calls, pending, later = clean_text(e.text).strip(), e.seq, 0, [], False
+            text, seq, calls, pending, later = clean_text(e.text).strip(), e.seq, 0, PendingCalls(), False
             continue
         if e.label == "tool call" and e.seq == seq and text:
             calls += 1
-            pending.append(e.name)
-        elif e.label == "tool result" and e.name in pending:
-            pending.remove(e.name)
+            pending.add(e, e.name)
+        elif e.label == "tool result":
+            pending.take(e)
         if e.seq > seq:
             later = True
     if text and (pending or not (calls or later)):

@@ -12,6 +12,8 @@ to the structured summarizer, and the rejected text is never written to the log.
 ``language``         written in another script than the user's (Chinese asked, English answered...)
 ``copy``             mostly a verbatim copy of its input, or the previous summary unchanged
 ``not_shorter``      not shorter than what it replaces
+``untrue``           most of its statements fail the log (:mod:`.statements`: schema keys, numbers,
+                     invented paths)
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ from ...window.policies.presets import ToolPolicy
 from ...window.state import TaskState, derive_state
 from .sections import section
 from .serialize import Entry
+from .statements import Facts, check_section, results_by_seq, session_text
 from .truth import (
     clean_text,
     current_errors,
@@ -68,6 +69,8 @@ class Verification:
     """Check name → the facts that were missing before repair."""
     repaired: tuple[str, ...] = ()
     """Checks whose missing facts were appended to the summary."""
+    statements: int = 0
+    """Statements about the log checked (actions, test statuses, judgments)."""
 
     @property
     def ok(self) -> bool:
@@ -77,7 +80,13 @@ class Verification:
     def to_dict(self) -> dict[str, JSONValue]:
         """A JSON-ready record for ``Compaction.verification``."""
         missing: dict[str, JSONValue] = {k: list(v) for k, v in self.missing.items()}
-        return {"ok": self.ok, "checked": list(self.checked), "missing": missing, "repaired": list(self.repaired)}
+        return {
+            "ok": self.ok,
+            "checked": list(self.checked),
+            "missing": missing,
+            "repaired": list(self.repaired),
+            "statements_checked": self.statements,
+        }
 
 
 def anchor_state(
@@ -160,16 +169,17 @@ def verify_summary(
         if event_id not in kept_ids and not _present(error_quote(e) or e, summary, kept_text)
     ]
     missing["failing_tests"] = [t for t in current_failing(state) if not _present(t, summary, kept_text)]
-    summary, corrected = correct_summary(summary, state=state, anchors=anchors, entries=entries)
+    statements: list[int] = [0]
+    summary, corrected = correct_summary(summary, state=state, anchors=anchors, entries=entries, counted=statements)
     if not _has_next_step(summary):
         missing["next_step"] = [_next_step(state)]
     missing = {k: v for k, v in missing.items() if v}
     found = {**missing, **corrected}
     if not found:
-        return summary, Verification(checked=CHECKS)
+        return summary, Verification(checked=CHECKS, statements=statements[0])
     if missing:
         summary = summary + "\n\n" + _repair_block(missing)
-    return summary, Verification(checked=CHECKS, missing=found, repaired=tuple(found))
+    return summary, Verification(checked=CHECKS, missing=found, repaired=tuple(found), statements=statements[0])
 
 
 CHECKS: tuple[str, ...] = (
@@ -184,6 +194,10 @@ CHECKS: tuple[str, ...] = (
     "closed_failures",
     "banner_failures",
     "repeated_anchors",
+    "wrong_labels",
+    "wrong_outcomes",
+    "wrong_test_status",
+    "untrue_statements",
 )
 """Every check :func:`verify_summary` runs, in order."""
 
@@ -208,11 +222,17 @@ def _sections(summary: str) -> list[tuple[str, list[str]]]:
 
 
 def correct_summary(
-    summary: str, *, state: TaskState, anchors: TaskState | None, entries: Sequence[Entry]
+    summary: str,
+    *,
+    state: TaskState,
+    anchors: TaskState | None,
+    entries: Sequence[Entry],
+    counted: list[int] | None = None,
 ) -> tuple[str, dict[str, list[str]]]:
     """``summary`` with what is no longer true corrected, and check name → what was corrected.
 
-    ``entries`` are the events the window covers, raw (for which steps have finished).
+    ``entries`` are the events the window covers, raw (for which steps have finished, and what each
+    statement about an event must match); ``counted[0]`` grows by the statements checked.
     """
     corrected: dict[str, list[str]] = {}
     cleaned = clean_text(summary.replace("\r\n", "\n")).replace("\x00", "")
@@ -221,6 +241,12 @@ def correct_summary(
     finished = [_norm(t) for t in finished_steps(entries)]
     still = current_tests(state)
     closed = [n for t in state.tests if not t.passed and t not in still for n in (t.target, *t.failing)]
+    facts = Facts(
+        results_by_seq(entries),
+        session_text(entries, anchors or state) if entries else None,
+        counted if counted is not None else [0],
+        min((e.seq for e in entries if e.seq), default=0),
+    )
     out: list[str] = []
     for heading, lines in _sections(cleaned):
         body = lines
@@ -230,7 +256,7 @@ def correct_summary(
             body = _drop_closed(lines, closed, corrected)
         elif heading.startswith(_titles("failed_attempts")):
             body = _cut_banners(lines, corrected)
-        out += body
+        out += check_section(heading, body, facts, corrected)
     text = "\n".join(out)
     if anchors is not None:
         text, repeated = refer_to_anchors(text, anchors)
