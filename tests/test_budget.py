@@ -157,3 +157,10 @@ def test_the_reserve_scales_with_the_models_max_output() -> None:
     fixed = BudgetPolicy(reserve_tokens=DEFAULT_RESERVE_TOKENS)
     assert fixed.trigger_for(declared) == 65_536 - 32_768  # a set reserve is used as is
     assert policy.summary_max_tokens(get_profile("gpt-4o")) == 16_384  # a summary's length does not scale
+
+
+def test_a_scaled_reserve_never_makes_a_small_window_compact_earlier() -> None:
+    # 10K window, 1K output: the scaled reserve (8,192) would leave window - reserve = 1,808
+    small = dataclasses.replace(get_profile("gpt-4o"), name="small", context_window=10_000, max_output_tokens=1_000)
+    assert BudgetPolicy().trigger_for(small) == 8_500  # 85% of the window, as with the full reserve
+    assert BudgetPolicy(reserve_tokens=8_192).trigger_for(small) == 1_808  # an explicit reserve is taken as given

@@ -168,6 +168,12 @@ class BudgetPolicy:
             return max(1, self.fallback_window - self._fixed_reserve)
         trigger = compaction_trigger(window, reserve=self.reserve_for(profile), ratio=self.trigger_ratio)
         assert trigger is not None
+        if self.reserve_tokens is None:
+            # a reserve scaled down from 32,768 must not make a small window compact earlier than the full
+            # one did: just above the reserve, ``window - reserve`` is a sliver (1,808 of a 10K window)
+            fixed = compaction_trigger(window, reserve=DEFAULT_RESERVE_TOKENS, ratio=self.trigger_ratio)
+            assert fixed is not None
+            trigger = max(trigger, fixed)
         return trigger
 
     @property
