@@ -111,6 +111,8 @@ def refusal_body(fmt: str, spent: Spent) -> bytes:
     error: dict[str, object]
     if fmt == "anthropic":
         error = {"type": "error", "error": {"type": "invalid_request_error", "message": spent.message}}
+    elif fmt == "gemini":
+        error = {"error": {"code": REFUSAL_STATUS, "message": spent.message, "status": "FAILED_PRECONDITION"}}
     else:
         error = {"error": {"message": spent.message, "type": "invalid_request_error", "param": None, "code": REFUSED}}
     return json.dumps(error).encode()

@@ -92,11 +92,20 @@ class Pipeline:
     # ------------------------------------------------------------------ before forwarding
 
     def prepare(
-        self, fmt: str, raw: bytes, headers: Mapping[str, str], credential: str, *, identity: Identity | None = None
+        self,
+        fmt: str,
+        raw: bytes,
+        headers: Mapping[str, str],
+        credential: str,
+        *,
+        identity: Identity | None = None,
+        model: str = "",
+        stream: bool = False,
     ) -> Prepared:
         """The bytes to forward for one request (the caller falls back to ``raw`` if this raises).
 
-        ``identity`` skips the session lookup (a retry of a request already identified).
+        ``identity`` skips the session lookup (a retry of a request already identified). ``model``
+        and ``stream`` are for a format whose path, not its body, names them (Gemini).
         """
         started = time.perf_counter()
         caller = namespace(credential, self.settings.salt)
@@ -107,7 +116,9 @@ class Pipeline:
         body = loaded.body
         if not isinstance(body, dict):
             return Prepared(fmt=fmt, body=raw, note="body is not a JSON object; the upstream answers it")
-        prepared = Prepared(fmt=fmt, body=raw, model=str(body.get("model", "")), stream=bool(body.get("stream")))
+        prepared = Prepared(
+            fmt=fmt, body=raw, model=model or str(body.get("model", "")), stream=stream or bool(body.get("stream"))
+        )
         if fmt == "openai_responses" and (body.get("previous_response_id") or body.get("conversation")):
             prepared.note = "server-side state (previous_response_id) the proxy cannot see"
             return prepared
@@ -153,9 +164,11 @@ class Pipeline:
         prepared.added_ms = (time.perf_counter() - started) * 1000
         return prepared
 
-    def prepare_count(self, raw: bytes, headers: Mapping[str, str], credential: str) -> bytes:
-        """The body to count for an Anthropic ``count_tokens`` request: what ``/v1/messages`` would forward."""
-        return counted_body(raw, headers, credential, reader=self.reader, index=self.index, manager=self.manager)
+    def prepare_count(self, raw: bytes, headers: Mapping[str, str], credential: str, fmt: str = "anthropic") -> bytes:
+        """The body to count for a counting request of format ``fmt``: what its model route would forward."""
+        return counted_body(
+            raw, headers, credential, reader=self.reader, index=self.index, manager=self.manager, fmt=fmt
+        )
 
     def _forwarded(
         self,
@@ -197,7 +210,9 @@ class Pipeline:
         if compaction is None:
             return None
         self.store.append(identity.session_id, [compaction], expected_last_seq=projection.last_seq)
-        retried = self.prepare(prepared.fmt, raw, {}, "", identity=identity)
+        retried = self.prepare(
+            prepared.fmt, raw, {}, "", identity=identity, model=prepared.model, stream=prepared.stream
+        )
         retried.note = "compacted after a context overflow from the upstream"
         return retried
 
