@@ -32,6 +32,7 @@ from .identity import Identity, SessionIndex, continued, namespace
 from .ledger import Ledger
 from .policy import proxy_policy
 from .projected import edited_body, rendered_body
+from .recall import RECALL_KEY, new_recall_key
 from .settings import ProxySettings
 from .suffix import Read, SuffixCache, last_assistant_reach
 from .turns import PendingTurns
@@ -223,7 +224,8 @@ class Pipeline:
             self.store.get_session(session_id)
         except SessionNotFound:
             with contextlib.suppress(SessionExists):  # another worker created it first
-                self.store.create_session(session_id, metadata={"source": "proxy"})
+                # the recall key is what lets the session's own agent recall its outputs (:mod:`.recall`)
+                self.store.create_session(session_id, metadata={"source": "proxy", RECALL_KEY: new_recall_key()})
         self._known.add(session_id)
 
     # ------------------------------------------------------------------ after the answer

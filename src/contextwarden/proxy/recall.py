@@ -1,0 +1,243 @@
+"""What a proxied agent can ask of its own session log: recall, search, and a view of the window.
+
+The proxy keeps every tool output in full in the session log; these read it back for the MCP
+server (:mod:`.mcp`). Each session the proxy creates gets a *recall key* at birth: 16 random hex
+digits kept in the session's metadata. A recall id is ``<key>-<seq>``, the key and the log
+position of the event it stands for. The log is append-only and a compaction adds events without
+renumbering any, so an id holds for the life of the session, across restarts and compactions.
+
+Access is by capability: the MCP server cannot see which credential its caller uses, so the key
+is what proves the right to a session. It appears only in what the proxy forwards to that
+session's own requests (placeholders and markers); no other response and no endpoint shows it,
+and 64 random bits cannot be guessed. A caller of another credential, never sent the key, reaches
+nothing; a wrong or unknown key is refused with the same answer as a missing one.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..errors import UsageError
+from ..log.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
+from ..log.store import SessionStore
+from ..window.items import REDUCED
+from ..window.policies.placeholders import render_call
+
+RECALL_KEY = "recall_key"
+"""The session metadata field holding the session's recall key."""
+
+MAX_ANSWER_CHARS = 100_000
+"""The longest text one recall returns whole (about 25,000 tokens, what MCP clients such as Claude
+Code pass on by default); a longer output is recalled by line ranges."""
+
+MAX_SEARCH_LINES = 50
+"""The most matching lines one search returns."""
+
+_ID = re.compile(r"([0-9a-f]{16})-([0-9]+)")
+_KEY = re.compile(r"[0-9a-f]{16}")
+_LINE_CHARS = 240
+_SPEAKER = {"user": "user", "assistant": "assistant"}
+
+
+class RecallError(UsageError):
+    """A recall, search or window request that cannot be answered (the message says why and what to do)."""
+
+
+def new_recall_key() -> str:
+    """A fresh recall key (64 random bits as 16 hex digits)."""
+    return secrets.token_hex(8)
+
+
+def recall_id(key: str, seq: int) -> str:
+    """The id that recalls the event at ``seq`` of the session whose recall key is ``key``."""
+    return f"{key}-{seq}"
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """One recallable event: its text as first recorded and what to call it."""
+
+    text: str
+    label: str
+
+
+class History:
+    """The session logs behind one proxy, as the MCP tools read them."""
+
+    def __init__(self, store: SessionStore, *, max_answer_chars: int = MAX_ANSWER_CHARS) -> None:
+        """Read ``store``; return no recall answer longer than ``max_answer_chars``."""
+        self.store = store
+        self.max_answer_chars = max_answer_chars
+        self._sessions: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ sessions
+
+    def session_of(self, key: str) -> str:
+        """The id of the session whose recall key is ``key`` (:class:`RecallError` if none is)."""
+        with self._lock:
+            found = self._sessions.get(key)
+        if found is not None:
+            return found
+        for info in self.store.list_sessions():
+            stored = info.metadata.get(RECALL_KEY)
+            if isinstance(stored, str):
+                with self._lock:
+                    self._sessions[stored] = info.id
+        with self._lock:
+            found = self._sessions.get(key)
+        if found is None:
+            raise RecallError(
+                f"no session answers to the key {key!r}; use an id exactly as a placeholder or marker of"
+                " this conversation names it"
+            )
+        return found
+
+    def _key_of(self, session: str) -> str:
+        text = session.strip()
+        match = _ID.fullmatch(text)
+        key = match[1] if match is not None else text
+        if not _KEY.fullmatch(key):
+            raise RecallError(
+                f"{session!r} is not a session key: pass the 16 hex digits before the '-' of any recall id"
+                " this conversation shows (or a whole recall id)"
+            )
+        return key
+
+    # ------------------------------------------------------------------ recall
+
+    def recall(self, id: str, start_line: int | None = None, end_line: int | None = None) -> str:
+        """The content recall id ``id`` stands for, byte for byte, whole or lines ``start_line``..``end_line``.
+
+        Lines are 1-based and inclusive, split at newlines only, each returned with its own line
+        ending; an ``end_line`` past the end stops at the last line. Raises :class:`RecallError`
+        for an unknown id, a malformed range, or an answer over the size limit.
+        """
+        match = _ID.fullmatch(id.strip())
+        if match is None:
+            raise RecallError(
+                f"{id!r} is not a recall id: recall ids look like '3f9a2c1d0e4b7a65-42', as placeholders and"
+                " truncation markers name them"
+            )
+        key, seq = match[1], int(match[2])
+        stored = self._stored(self.session_of(key), seq, id)
+        text = stored.text
+        if start_line is None and end_line is None:
+            if len(text) > self.max_answer_chars:
+                raise RecallError(self._too_long(id, stored, text))
+            return text
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        total = len(lines)
+        first = 1 if start_line is None else start_line
+        last = total if end_line is None else end_line
+        if first < 1 or last < 1:
+            raise RecallError(f"line numbers start at 1 (asked for {first}-{last})")
+        if first > total:
+            raise RecallError(f"{id} ({stored.label}) has {total:,} lines; start_line {first} is past its end")
+        if last < first:
+            raise RecallError(f"end_line {last} is before start_line {first}")
+        last = min(last, total)
+        ends_with_newline = text.endswith("\n") or last < total
+        part = "\n".join(lines[first - 1 : last]) + ("\n" if ends_with_newline else "")
+        if len(part) > self.max_answer_chars:
+            raise RecallError(self._too_long(id, stored, part, first=first, last=last))
+        return part
+
+    def _too_long(self, id: str, stored: _Stored, text: str, *, first: int = 1, last: int | None = None) -> str:
+        lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+        per_line = max(1, len(text) // max(lines, 1))
+        fits = max(1, self.max_answer_chars // per_line - 1)
+        return (
+            f"{id} ({stored.label}) lines {first}-{last or lines} are {len(text):,} characters, over the"
+            f" {self.max_answer_chars:,} one answer may hold; recall it by line ranges, for instance"
+            f" start_line={first}, end_line={first + fits - 1}"
+        )
+
+    def _stored(self, session_id: str, seq: int, id: str) -> _Stored:
+        events = self.store.read(session_id)
+        event = next((e for e in events if e.seq == seq), None)
+        if isinstance(event, ToolResult):
+            call = _call_of(events, event.call_id)
+            return _Stored(text=event.output, label=f"output of {render_call(call, event.tool_name)}")
+        if isinstance(event, (UserMessage, AssistantMessage)):
+            return _Stored(text=event.text, label=f"{_SPEAKER[event.kind]} message at seq {seq}")
+        raise RecallError(f"{id} names no tool output or message of this session")
+
+    # ------------------------------------------------------------------ search
+
+    def search(self, session: str, query: str, limit: int = 20) -> str:
+        """Lines of the session's log (tool outputs, messages) holding every word of ``query``, with their ids."""
+        key = self._key_of(session)
+        session_id = self.session_of(key)
+        words = [w.lower() for w in query.split()]
+        if not words:
+            raise RecallError("the query is empty: pass the words to look for")
+        if not 1 <= limit <= MAX_SEARCH_LINES:
+            raise RecallError(f"limit must be between 1 and {MAX_SEARCH_LINES} (got {limit})")
+        events = self.store.read(session_id)
+        calls = {c.id: c for e in events if isinstance(e, AssistantMessage) for c in e.tool_calls}
+        found: list[str] = []
+        matched = 0
+        for event, text, label in _searchable(events, calls):
+            for number, line in enumerate(text.split("\n"), start=1):
+                lowered = line.lower()
+                if all(w in lowered for w in words):
+                    matched += 1
+                    if len(found) < limit:
+                        shown = line if len(line) <= _LINE_CHARS else line[: _LINE_CHARS - 1] + "…"
+                        found.append(f"{recall_id(key, event.seq)} line {number} ({label}): {shown}")
+        if not found:
+            return f"search_history {query!r}: no line of this session holds every word."
+        head = f"search_history {query!r}: {matched:,} matching line{'s' if matched != 1 else ''}"
+        head += f", the first {len(found)}" if matched > len(found) else ""
+        return head + " (recall(id, start_line, end_line) returns them in full)\n" + "\n".join(found)
+
+
+def window_view(history: History, session: str) -> str:
+    """What the session's current window holds and why: sections, window events, standing reductions, items."""
+    from ..governance.inspection import inspect_session
+
+    key = history._key_of(session)
+    view = inspect_session(history.store, history.session_of(key))
+    ctx = view.context
+    seqs = {e.id: e.seq for e in history.store.read(view.session_id)}
+    lines = [
+        f"window of request {view.turn} ({ctx.model or 'model unknown'}): {ctx.total_tokens:,} tokens"
+        + (f" of {view.window:,} ({view.percent(ctx.total_tokens):.1f}%)" if view.window else ""),
+        "sections: " + ", ".join(f"{name} {tokens:,}" for name, tokens in view.sections.items() if tokens),
+    ]
+    if view.window_events:
+        lines.append("window events: " + "; ".join(view.window_events))
+    for decision in view.standing:
+        target = seqs.get(decision.target)
+        where = recall_id(key, target) if target is not None else decision.target
+        lines.append(f"{decision.action} {where}: {decision.reason}")
+    reduced = [item for item in view.items if item.state in {state.value for state in REDUCED}]
+    lines.append(f"items: {len(view.items):,} ({len(reduced):,} reduced)")
+    for item in view.items:
+        preview = " ".join(item.preview.split())[:100]
+        seq = seqs.get(item.source)
+        where = f" {recall_id(key, seq)}" if seq is not None else ""
+        lines.append(f"  #{item.index}{where} {item.role} {item.section} {item.state} {item.tokens:,} tok: {preview}")
+    return "\n".join(lines)
+
+
+def _call_of(events: Iterable[Event], call_id: str) -> ToolCall | None:
+    return next(
+        (c for e in events if isinstance(e, AssistantMessage) for c in e.tool_calls if c.id == call_id),
+        None,
+    )
+
+
+def _searchable(events: Iterable[Event], calls: dict[str, ToolCall]) -> Iterable[tuple[Event, str, str]]:
+    for event in events:
+        if isinstance(event, ToolResult):
+            yield event, event.output, f"output of {render_call(calls.get(event.call_id), event.tool_name)}"
+        elif isinstance(event, (UserMessage, AssistantMessage)) and event.text:
+            yield event, event.text, f"{_SPEAKER[event.kind]} message"
