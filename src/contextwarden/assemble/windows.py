@@ -51,7 +51,7 @@ def projection_config(policy: ContextPolicy, counter: TokenCounter) -> Projectio
         counter=counter,
         tool_policies=policy.tool_policies,
         max_item_tokens=policy.max_item_tokens,
-        retrieval=policy.retrieval_tools,
+        retrieval=policy.recall_tool or policy.retrieval_tools,
     )
 
 

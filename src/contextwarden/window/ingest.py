@@ -15,6 +15,7 @@ from ..log.events import Event, JSONValue, ToolCall
 from ..tokens import TokenCounter
 from .accounting import message_tokens
 from .items import ContextItem, Tier
+from .policies.placeholders import Retrievable
 from .policies.presets import ToolPolicy
 from .policies.truncate import truncate_output
 
@@ -34,8 +35,8 @@ class ProjectionConfig:
     """Per-tool normalize/truncate/retain rules (also what derived state classifies calls by)."""
     max_item_tokens: int = 10_000
     """Hard cap of every item (seed 003 rule 4)."""
-    retrieval: bool = True
-    """The model is given ``read_range``: markers and placeholders may tell it to call it."""
+    retrieval: Retrievable = True
+    """How the model gets evicted content back, which markers and placeholders name (:data:`Retrievable`)."""
 
 
 def bound_arguments(call: ToolCall) -> tuple[ToolCall, bool]:
