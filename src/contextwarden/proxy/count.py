@@ -22,6 +22,7 @@ from ..errors import SessionNotFound
 from ..mirror import MIRROR_SUMMARIZER, content_digest, unmirrored
 from ..pairing import normalize_pairing
 from .identity import SessionIndex, namespace
+from .policy import with_recall
 from .projected import edited_body, rendered_body
 from .suffix import SuffixCache, last_assistant_reach
 
@@ -57,7 +58,7 @@ def counted_body(
     if identity is None:
         return raw
     try:
-        projection = manager.projection(identity.session_id)
+        projection = manager.projection(identity.session_id, policy=with_recall(manager.policy, read.parsed.tools))
     except SessionNotFound:
         return raw
     compaction = projection.compaction

@@ -4,8 +4,8 @@ Added once to an agent (docs/proxy.md has the line per client), it offers three 
 store the proxy writes: ``recall`` (what a placeholder or truncation marker stands for, byte for
 byte, whole or by lines), ``search_history`` (lines of the session's log holding some words, with
 the ids that recall them) and ``window`` (what the current window holds and why). Access is by
-the session's recall key (:mod:`.recall`). Every refusal is a tool error with one clear sentence;
-nothing here writes to the store.
+capability: a recall id the conversation was shown (:mod:`.recall`). Every refusal is a tool
+error with one clear sentence; nothing here writes to the store.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pydantic import Field
 
 from ..errors import ContextWardenError
 from ..log.store import SessionStore
-from .recall import MAX_ANSWER_CHARS, MAX_SEARCH_LINES, History, window_view
+from .recall import MAX_ANSWER_CHARS, MAX_SEARCH_LINES, RECALL_DESCRIPTION, History, window_view
 
 SERVER_NAME = "contextwarden"
 """The name clients list the server under (Claude Code then names its tools ``mcp__contextwarden__<tool>``)."""
@@ -50,11 +50,10 @@ def build_server(store: SessionStore, *, max_answer_chars: int = MAX_ANSWER_CHAR
 
     @server.tool(
         name="recall",
-        description="The original content a contextwarden placeholder or truncation marker stands for, byte for"
-        " byte: the whole output, or lines start_line..end_line (1-based, inclusive).",
+        description=RECALL_DESCRIPTION,
     )
     def recall(
-        id: Annotated[str, Field(description="The recall id a placeholder or marker names (3f9a2c1d0e4b7a65-42)")],
+        id: Annotated[str, Field(description="The id a placeholder or truncation marker names (32 hex digits)")],
         start_line: Annotated[int | None, Field(description="First line to return (1-based); omit for all")] = None,
         end_line: Annotated[int | None, Field(description="Last line to return (inclusive); omit for the end")] = None,
     ) -> str:
@@ -66,7 +65,7 @@ def build_server(store: SessionStore, *, max_answer_chars: int = MAX_ANSWER_CHAR
         " query, each with the recall id and line number that bring it back in full.",
     )
     def search_history(
-        session: Annotated[str, Field(description="Any recall id this conversation shows (or its 16-digit key)")],
+        session: Annotated[str, Field(description="Any recall id this conversation shows (its session is searched)")],
         query: Annotated[str, Field(description="Words that must all appear on a line (case-insensitive)")],
         limit: Annotated[int, Field(description=f"Most lines to return (1-{MAX_SEARCH_LINES})")] = 20,
     ) -> str:
@@ -78,7 +77,7 @@ def build_server(store: SessionStore, *, max_answer_chars: int = MAX_ANSWER_CHAR
         " each reduction (masked, superseded, stale) with its reason and recall id, and the items.",
     )
     def window(
-        session: Annotated[str, Field(description="Any recall id this conversation shows (or its 16-digit key)")],
+        session: Annotated[str, Field(description="Any recall id this conversation shows (its session is shown)")],
     ) -> str:
         return answer(window_view, history, session)
 

@@ -21,6 +21,7 @@ from ..log.events import AssistantMessage, Event, UsageReport
 from ..log.store import SessionStore
 from ..mirror import MIRROR_SUMMARIZER, content_digest, mirror_history
 from ..models import get_profile
+from ..plan.policy import ContextPolicy
 from ..plan.treebudget import TreeBudgetPolicy
 from ..tokens import TokenCounter
 from ..wire import AddressedBody
@@ -30,9 +31,8 @@ from .budget import REFUSED, ProxyBudget, Spent
 from .count import counted_body
 from .identity import Identity, SessionIndex, continued, namespace
 from .ledger import Ledger
-from .policy import proxy_policy
+from .policy import proxy_policy, with_recall
 from .projected import edited_body, rendered_body
-from .recall import RECALL_KEY, new_recall_key
 from .settings import ProxySettings
 from .suffix import Read, SuffixCache, last_assistant_reach
 from .turns import PendingTurns
@@ -152,8 +152,9 @@ class Pipeline:
         )
         prepared.logged_seq = mirrored.last_seq
         profile = get_profile(prepared.model)
-        ctx = self.manager.build(identity.session_id, model=profile, tools=parsed.tools)
-        edited = self._forwarded(identity.session_id, read, raw, body, ctx, addressed=loaded.addressed)
+        policy = with_recall(self.manager.policy, parsed.tools)
+        ctx = self.manager.build(identity.session_id, model=profile, tools=parsed.tools, policy=policy)
+        edited = self._forwarded(identity.session_id, read, raw, body, ctx, policy, addressed=loaded.addressed)
         prepared.client_body = body
         prepared.projected_body = edited[0] if edited is not None else body
         if self.settings.mode == "observe":
@@ -178,12 +179,13 @@ class Pipeline:
         raw: bytes,
         body: dict[str, Any],
         ctx: ModelContext,
+        policy: ContextPolicy,
         *,
         addressed: AddressedBody | None = None,
     ) -> tuple[dict[str, Any], bytes] | None:
-        """The body to forward for ``ctx``, or ``None`` when the client's own bytes are the answer."""
+        """The body to forward for ``ctx`` (built under ``policy``), or ``None`` when the client's own bytes are."""
         parsed = read.parsed
-        projection = self.manager.projection(session_id)
+        projection = self.manager.projection(session_id, policy=policy)
         compaction = projection.compaction
         if compaction is None or compaction.summarizer == MIRROR_SUMMARIZER:
             # the client's own history (a trim or reset by the client is already in its body); every
@@ -224,8 +226,7 @@ class Pipeline:
             self.store.get_session(session_id)
         except SessionNotFound:
             with contextlib.suppress(SessionExists):  # another worker created it first
-                # the recall key is what lets the session's own agent recall its outputs (:mod:`.recall`)
-                self.store.create_session(session_id, metadata={"source": "proxy", RECALL_KEY: new_recall_key()})
+                self.store.create_session(session_id, metadata={"source": "proxy"})
         self._known.add(session_id)
 
     # ------------------------------------------------------------------ after the answer

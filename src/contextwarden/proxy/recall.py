@@ -1,22 +1,21 @@
 """What a proxied agent can ask of its own session log: recall, search, and a view of the window.
 
 The proxy keeps every tool output in full in the session log; these read it back for the MCP
-server (:mod:`.mcp`). Each session the proxy creates gets a *recall key* at birth: 16 random hex
-digits kept in the session's metadata. A recall id is ``<key>-<seq>``, the key and the log
-position of the event it stands for. The log is append-only and a compaction adds events without
-renumbering any, so an id holds for the life of the session, across restarts and compactions.
+server (:mod:`.mcp`). A recall id is the artifact id placeholders and truncation markers name: the
+event id of the tool output (or message) in the log. The log is append-only and a compaction adds
+events without changing any, so an id holds for the life of the session, across restarts and
+compactions.
 
-Access is by capability: the MCP server cannot see which credential its caller uses, so the key
-is what proves the right to a session. It appears only in what the proxy forwards to that
-session's own requests (placeholders and markers); no other response and no endpoint shows it,
-and 64 random bits cannot be guessed. A caller of another credential, never sent the key, reaches
-nothing; a wrong or unknown key is refused with the same answer as a missing one.
+Access is by capability: the MCP server cannot see which credential its caller uses, so knowing an
+id is what proves the right to it. Event ids carry 74 random bits (:func:`~contextwarden.log.events.new_event_id`);
+the proxy writes them only into the requests of the session that holds them, and no endpoint
+shows them, so a caller of another credential never sees one and cannot guess one. The search and
+window tools take any recall id of a conversation as the proof of access to its session.
 """
 
 from __future__ import annotations
 
 import re
-import secrets
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -27,8 +26,11 @@ from ..log.store import SessionStore
 from ..window.items import REDUCED
 from ..window.policies.placeholders import render_call
 
-RECALL_KEY = "recall_key"
-"""The session metadata field holding the session's recall key."""
+RECALL_DESCRIPTION = (
+    "The original content a contextwarden placeholder or truncation marker stands for, byte for byte: the"
+    " whole output, or lines start_line..end_line (1-based, inclusive)."
+)
+"""The recall tool's description; the proxy knows the tool in a client's tool list by its first sentence."""
 
 MAX_ANSWER_CHARS = 100_000
 """The longest text one recall returns whole (about 25,000 tokens, what MCP clients such as Claude
@@ -37,24 +39,14 @@ Code pass on by default); a longer output is recalled by line ranges."""
 MAX_SEARCH_LINES = 50
 """The most matching lines one search returns."""
 
-_ID = re.compile(r"([0-9a-f]{16})-([0-9]+)")
-_KEY = re.compile(r"[0-9a-f]{16}")
+_ID = re.compile(r"[0-9a-f]{32}")
 _LINE_CHARS = 240
 _SPEAKER = {"user": "user", "assistant": "assistant"}
+_RECALLABLE = (ToolResult, UserMessage, AssistantMessage)
 
 
 class RecallError(UsageError):
     """A recall, search or window request that cannot be answered (the message says why and what to do)."""
-
-
-def new_recall_key() -> str:
-    """A fresh recall key (64 random bits as 16 hex digits)."""
-    return secrets.token_hex(8)
-
-
-def recall_id(key: str, seq: int) -> str:
-    """The id that recalls the event at ``seq`` of the session whose recall key is ``key``."""
-    return f"{key}-{seq}"
 
 
 @dataclass(frozen=True)
@@ -72,41 +64,41 @@ class History:
         """Read ``store``; return no recall answer longer than ``max_answer_chars``."""
         self.store = store
         self.max_answer_chars = max_answer_chars
-        self._sessions: dict[str, str] = {}
+        self._where: dict[str, str] = {}
+        """Recall id -> the session holding it, filled as sessions grow (each event is read once)."""
+        self._indexed: dict[str, int] = {}
+        """Session -> the last seq indexed."""
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ sessions
 
-    def session_of(self, key: str) -> str:
-        """The id of the session whose recall key is ``key`` (:class:`RecallError` if none is)."""
-        with self._lock:
-            found = self._sessions.get(key)
-        if found is not None:
-            return found
-        for info in self.store.list_sessions():
-            stored = info.metadata.get(RECALL_KEY)
-            if isinstance(stored, str):
-                with self._lock:
-                    self._sessions[stored] = info.id
-        with self._lock:
-            found = self._sessions.get(key)
-        if found is None:
+    def session_of(self, id: str) -> str:
+        """The session holding recall id ``id`` (:class:`RecallError` if it is malformed or no session holds it)."""
+        rid = id.strip()
+        if not _ID.fullmatch(rid):
             raise RecallError(
-                f"no session answers to the key {key!r}; use an id exactly as a placeholder or marker of"
-                " this conversation names it"
+                f"{id!r} is not a recall id: recall ids are the 32 hex digits a placeholder or truncation"
+                " marker of this conversation names"
             )
+        with self._lock:
+            found = self._where.get(rid)
+            if found is None:
+                self._index()
+                found = self._where.get(rid)
+        if found is None:
+            raise RecallError(f"no session holds {rid}; use an id exactly as this conversation names it")
         return found
 
-    def _key_of(self, session: str) -> str:
-        text = session.strip()
-        match = _ID.fullmatch(text)
-        key = match[1] if match is not None else text
-        if not _KEY.fullmatch(key):
-            raise RecallError(
-                f"{session!r} is not a session key: pass the 16 hex digits before the '-' of any recall id"
-                " this conversation shows (or a whole recall id)"
-            )
-        return key
+    def _index(self) -> None:
+        """Index what the sessions appended since the last look (the caller holds the lock)."""
+        for info in self.store.list_sessions():
+            since = self._indexed.get(info.id, 0)
+            if info.last_seq <= since:
+                continue
+            for event in self.store.iter_events(info.id, since_seq=since):
+                if isinstance(event, _RECALLABLE):
+                    self._where.setdefault(event.id, info.id)
+            self._indexed[info.id] = info.last_seq
 
     # ------------------------------------------------------------------ recall
 
@@ -117,14 +109,8 @@ class History:
         ending; an ``end_line`` past the end stops at the last line. Raises :class:`RecallError`
         for an unknown id, a malformed range, or an answer over the size limit.
         """
-        match = _ID.fullmatch(id.strip())
-        if match is None:
-            raise RecallError(
-                f"{id!r} is not a recall id: recall ids look like '3f9a2c1d0e4b7a65-42', as placeholders and"
-                " truncation markers name them"
-            )
-        key, seq = match[1], int(match[2])
-        stored = self._stored(self.session_of(key), seq, id)
+        id = id.strip()
+        stored = self._stored(self.session_of(id), id)
         text = stored.text
         if start_line is None and end_line is None:
             if len(text) > self.max_answer_chars:
@@ -159,22 +145,21 @@ class History:
             f" start_line={first}, end_line={first + fits - 1}"
         )
 
-    def _stored(self, session_id: str, seq: int, id: str) -> _Stored:
+    def _stored(self, session_id: str, id: str) -> _Stored:
         events = self.store.read(session_id)
-        event = next((e for e in events if e.seq == seq), None)
+        event = next((e for e in events if e.id == id), None)
         if isinstance(event, ToolResult):
             call = _call_of(events, event.call_id)
             return _Stored(text=event.output, label=f"output of {render_call(call, event.tool_name)}")
         if isinstance(event, (UserMessage, AssistantMessage)):
-            return _Stored(text=event.text, label=f"{_SPEAKER[event.kind]} message at seq {seq}")
+            return _Stored(text=event.text, label=f"{_SPEAKER[event.kind]} message at seq {event.seq}")
         raise RecallError(f"{id} names no tool output or message of this session")
 
     # ------------------------------------------------------------------ search
 
     def search(self, session: str, query: str, limit: int = 20) -> str:
         """Lines of the session's log (tool outputs, messages) holding every word of ``query``, with their ids."""
-        key = self._key_of(session)
-        session_id = self.session_of(key)
+        session_id = self.session_of(session)
         words = [w.lower() for w in query.split()]
         if not words:
             raise RecallError("the query is empty: pass the words to look for")
@@ -191,7 +176,7 @@ class History:
                     matched += 1
                     if len(found) < limit:
                         shown = line if len(line) <= _LINE_CHARS else line[: _LINE_CHARS - 1] + "…"
-                        found.append(f"{recall_id(key, event.seq)} line {number} ({label}): {shown}")
+                        found.append(f"{event.id} line {number} ({label}): {shown}")
         if not found:
             return f"search_history {query!r}: no line of this session holds every word."
         head = f"search_history {query!r}: {matched:,} matching line{'s' if matched != 1 else ''}"
@@ -203,10 +188,8 @@ def window_view(history: History, session: str) -> str:
     """What the session's current window holds and why: sections, window events, standing reductions, items."""
     from ..governance.inspection import inspect_session
 
-    key = history._key_of(session)
-    view = inspect_session(history.store, history.session_of(key))
+    view = inspect_session(history.store, history.session_of(session))
     ctx = view.context
-    seqs = {e.id: e.seq for e in history.store.read(view.session_id)}
     lines = [
         f"window of request {view.turn} ({ctx.model or 'model unknown'}): {ctx.total_tokens:,} tokens"
         + (f" of {view.window:,} ({view.percent(ctx.total_tokens):.1f}%)" if view.window else ""),
@@ -214,17 +197,14 @@ def window_view(history: History, session: str) -> str:
     ]
     if view.window_events:
         lines.append("window events: " + "; ".join(view.window_events))
-    for decision in view.standing:
-        target = seqs.get(decision.target)
-        where = recall_id(key, target) if target is not None else decision.target
-        lines.append(f"{decision.action} {where}: {decision.reason}")
+    lines += [f"{decision.action} {decision.target}: {decision.reason}" for decision in view.standing]
     reduced = [item for item in view.items if item.state in {state.value for state in REDUCED}]
     lines.append(f"items: {len(view.items):,} ({len(reduced):,} reduced)")
     for item in view.items:
         preview = " ".join(item.preview.split())[:100]
-        seq = seqs.get(item.source)
-        where = f" {recall_id(key, seq)}" if seq is not None else ""
-        lines.append(f"  #{item.index}{where} {item.role} {item.section} {item.state} {item.tokens:,} tok: {preview}")
+        lines.append(
+            f"  #{item.index} {item.source} {item.role} {item.section} {item.state} {item.tokens:,} tok: {preview}"
+        )
     return "\n".join(lines)
 
 
