@@ -6,6 +6,7 @@ import dataclasses
 import json
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from contextwarden.log.store import SQLiteStore
 from contextwarden.models import get_profile, register_profile
 from contextwarden.proxy.mcp import TOOLS, build_server
 from contextwarden.proxy.policy import recall_tool_of
-from contextwarden.proxy.recall import RECALL_DESCRIPTION
+from contextwarden.proxy.recall import RECALL_DESCRIPTION, Credential
 from contextwarden.proxy.scripted import Reply
 
 # what a terminal tool prints: CRLF, a progress bar redrawn with \r, ANSI colour, trailing blanks, no final newline
@@ -155,6 +156,17 @@ def test_window_shows_what_the_window_holds(served: Rig) -> None:
     assert f"{rid} tool tool_output fresh" in text
 
 
+def test_a_server_bound_to_a_credential_serves_only_that_credentials_sessions(served: Rig) -> None:
+    store = served.proxy.store
+    rid_a = _result_id(store, RAW)
+    as_b = build_server(store, credential=Credential(secret="key-b", salt=served.proxy.settings.salt))
+    for tool, arguments in (("recall", {"id": rid_a}), ("window", {"session": rid_a})):
+        error, text = _call(as_b, tool, **arguments)
+        assert error and "no session of this credential holds" in text and "step" not in text
+    as_a = build_server(store, credential=Credential(secret="key-a", salt=served.proxy.settings.salt))
+    assert _call(as_a, "recall", id=rid_a) == (False, RAW)
+
+
 class _DownStore(SQLiteStore):
     def read(self, session_id: str, *, since_seq: int = 0) -> Any:
         raise StoreError("the session store is unreachable (test)")
@@ -175,20 +187,32 @@ def test_the_cli_serves_the_tools_over_stdio(served: Rig, tmp_path: Path) -> Non
     store = served.proxy.store
     rid = _result_id(store, RAW)
     src = str(Path(__file__).resolve().parents[1] / "src")
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "contextwarden", "mcp", "--store", str(tmp_path / "s.db")],
-        env={**os.environ, "PYTHONPATH": src},
-    )
 
-    async def go() -> tuple[list[str], str]:
+    def serve(key: str) -> StdioServerParameters:
+        return StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "contextwarden", "mcp", "--store", str(tmp_path / "s.db"), "--credential-env", "AGENT_KEY"],
+            env={**os.environ, "PYTHONPATH": src, "AGENT_KEY": key},
+        )
+
+    async def go(params: StdioServerParameters) -> tuple[list[str], str]:
         async with Client(params) as client:
             tools = sorted(t.name for t in (await client.list_tools()).tools)
             result = await client.call_tool("recall", {"id": rid})
             return tools, "".join(getattr(c, "text", "") for c in result.content)
 
-    tools, text = anyio.run(go)
+    tools, text = anyio.run(go, serve("key-a"))
     assert tools == sorted(TOOLS) and text == RAW
+    _, text = anyio.run(go, serve("key-b"))
+    assert "no session of this credential holds" in text
+    unset = subprocess.run(
+        [sys.executable, "-m", "contextwarden", "mcp", "--store", str(tmp_path / "s.db"), "--credential-env", "NOPE"],
+        env={**os.environ, "PYTHONPATH": src},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert unset.returncode == 2 and "NOPE: that environment variable is not set" in unset.stderr
 
 
 SMALL = "proxy-test-claude-mcp"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from ._common import open_existing_store, store_option
@@ -23,18 +25,39 @@ from ._common import open_existing_store, store_option
     default=None,
     help="Longest recall answer in characters (longer outputs are recalled by line ranges); default 100,000.",
 )
+@click.option(
+    "--credential-env",
+    metavar="NAME",
+    default=None,
+    help="Serve only the sessions the proxy filed under the credential in this environment variable "
+    "(ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY...; salted with CONTEXTWARDEN_PROXY_SALT as the proxy does).",
+)
 @store_option
-def command(transport: str, host: str, port: int, max_answer_chars: int | None, store_url: str | None) -> None:
+def command(
+    transport: str,
+    host: str,
+    port: int,
+    max_answer_chars: int | None,
+    credential_env: str | None,
+    store_url: str | None,
+) -> None:
     """Serve the proxy's session store over MCP: recall, search_history, window (see docs/proxy.md)."""
     from ..proxy.mcp import build_server
-    from ..proxy.recall import MAX_ANSWER_CHARS
+    from ..proxy.recall import MAX_ANSWER_CHARS, Credential
     from ..proxy.serve import LOCAL_HOSTS
+    from ..proxy.settings import settings_from_env
 
     if transport == "http" and host not in LOCAL_HOSTS:
         raise click.UsageError(f"refusing to listen on {host}: the MCP server serves localhost only")
+    credential = None
+    if credential_env is not None:
+        secret = os.environ.get(credential_env, "")
+        if not secret:
+            raise click.UsageError(f"--credential-env {credential_env}: that environment variable is not set")
+        credential = Credential(secret=secret, salt=settings_from_env().salt)
     store = open_existing_store(store_url)
     try:
-        server = build_server(store, max_answer_chars=max_answer_chars or MAX_ANSWER_CHARS)
+        server = build_server(store, max_answer_chars=max_answer_chars or MAX_ANSWER_CHARS, credential=credential)
         if transport == "stdio":
             server.run("stdio")
         else:

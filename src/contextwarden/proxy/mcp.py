@@ -16,7 +16,7 @@ from pydantic import Field
 
 from ..errors import ContextWardenError
 from ..log.store import SessionStore
-from .recall import MAX_ANSWER_CHARS, MAX_SEARCH_LINES, RECALL_DESCRIPTION, History, window_view
+from .recall import MAX_ANSWER_CHARS, MAX_SEARCH_LINES, RECALL_DESCRIPTION, Credential, History, window_view
 
 SERVER_NAME = "contextwarden"
 """The name clients list the server under (Claude Code then names its tools ``mcp__contextwarden__<tool>``)."""
@@ -31,15 +31,17 @@ _INSTRUCTIONS = (
 )
 
 
-def build_server(store: SessionStore, *, max_answer_chars: int = MAX_ANSWER_CHARS) -> Any:
-    """The MCP server over ``store`` (an ``mcp.server.mcpserver.MCPServer``)."""
+def build_server(
+    store: SessionStore, *, max_answer_chars: int = MAX_ANSWER_CHARS, credential: Credential | None = None
+) -> Any:
+    """The MCP server over ``store`` (an ``mcp.server.mcpserver.MCPServer``); ``credential``: see :class:`History`."""
     try:
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
     except ImportError as exc:  # pragma: no cover - the extra is part of the dev install
         raise ImportError("contextwarden mcp needs the MCP SDK: pip install 'contextwarden[mcp]'") from exc
 
-    history = History(store, max_answer_chars=max_answer_chars)
+    history = History(store, max_answer_chars=max_answer_chars, credential=credential)
     server = MCPServer(SERVER_NAME, instructions=_INSTRUCTIONS)
 
     def answer(call: Any, *args: Any) -> str:

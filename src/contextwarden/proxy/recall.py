@@ -10,7 +10,10 @@ Access is by capability: the MCP server cannot see which credential its caller u
 id is what proves the right to it. Event ids carry 74 random bits (:func:`~contextwarden.log.events.new_event_id`);
 the proxy writes them only into the requests of the session that holds them, and no endpoint
 shows them, so a caller of another credential never sees one and cannot guess one. The search and
-window tools take any recall id of a conversation as the proof of access to its session.
+window tools take any recall id of a conversation as the proof of access to its session. Where the
+MCP server can read the agent's own credential (``contextwarden mcp --credential-env NAME``), it
+also serves only the sessions the proxy filed under that credential's namespace, so an id that
+reached another credential's agent still recalls nothing there.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from ..log.events import AssistantMessage, Event, ToolCall, ToolResult, UserMess
 from ..log.store import SessionStore
 from ..window.items import REDUCED
 from ..window.policies.placeholders import render_call
+from .identity import namespace
 
 RECALL_DESCRIPTION = (
     "The original content a contextwarden placeholder or truncation marker stands for, byte for byte: the"
@@ -45,6 +49,20 @@ _SPEAKER = {"user": "user", "assistant": "assistant"}
 _RECALLABLE = (ToolResult, UserMessage, AssistantMessage)
 
 
+@dataclass(frozen=True)
+class Credential:
+    """The agent's own credential, as the proxy namespaces its sessions by it."""
+
+    secret: str
+    """The key itself (an API key or token)."""
+    salt: str
+    """The proxy's salt (``CONTEXTWARDEN_PROXY_SALT``)."""
+
+    def session_prefixes(self) -> tuple[str, ...]:
+        """How the ids of its sessions start: clients send the key bare or as ``Authorization: Bearer <key>``."""
+        return tuple(f"px-{namespace(sent, self.salt)}-" for sent in (self.secret, f"Bearer {self.secret}"))
+
+
 class RecallError(UsageError):
     """A recall, search or window request that cannot be answered (the message says why and what to do)."""
 
@@ -60,10 +78,17 @@ class _Stored:
 class History:
     """The session logs behind one proxy, as the MCP tools read them."""
 
-    def __init__(self, store: SessionStore, *, max_answer_chars: int = MAX_ANSWER_CHARS) -> None:
-        """Read ``store``; return no recall answer longer than ``max_answer_chars``."""
+    def __init__(
+        self, store: SessionStore, *, max_answer_chars: int = MAX_ANSWER_CHARS, credential: Credential | None = None
+    ) -> None:
+        """Read ``store``; return no recall answer longer than ``max_answer_chars``.
+
+        ``credential`` limits every tool to the sessions the proxy filed under that credential;
+        ``None``: the recall id is the only proof.
+        """
         self.store = store
         self.max_answer_chars = max_answer_chars
+        self._prefixes = credential.session_prefixes() if credential is not None else ("",)
         self._where: dict[str, str] = {}
         """Recall id -> the session holding it, filled as sessions grow (each event is read once)."""
         self._indexed: dict[str, int] = {}
@@ -86,12 +111,15 @@ class History:
                 self._index()
                 found = self._where.get(rid)
         if found is None:
-            raise RecallError(f"no session holds {rid}; use an id exactly as this conversation names it")
+            whose = "of this credential " if self._prefixes != ("",) else ""
+            raise RecallError(f"no session {whose}holds {rid}; use an id exactly as this conversation names it")
         return found
 
     def _index(self) -> None:
         """Index what the sessions appended since the last look (the caller holds the lock)."""
         for info in self.store.list_sessions():
+            if not info.id.startswith(self._prefixes):  # another credential's session: never read
+                continue
             since = self._indexed.get(info.id, 0)
             if info.last_seq <= since:
                 continue
