@@ -159,6 +159,18 @@ def test_a_long_cli_session_is_masked_with_signatures_and_unknown_parts_intact(t
         signatures = [p.get("thoughtSignature") for c in model_turns for p in c["parts"] if "functionCall" in p]
         assert signatures == ["skip_thought_signature_validator" if n % 2 else SIGNATURE for n in range(44)]
         assert rows[-1].forwarded_tokens < rows[-1].client_tokens
+        # the ledger cuts Gemini bodies into blocks, and the upstream bills Gemini's implicit cache
+        assert all(row.client_tokens > 0 for row in rows)
+        assert sum(row.cache_read_tokens for row in rows) > 0
+        profile = get_profile(SMALL)
+        for row in rows:
+            billed = profile.cost(
+                input_tokens=row.input_tokens,
+                output_tokens=row.output_tokens,
+                cache_read_tokens=row.cache_read_tokens,
+                cache_write_tokens=0,
+            )
+            assert row.cost_usd == pytest.approx(billed)
 
 
 def test_a_stream_without_sse_is_one_array_and_is_recorded(tmp_path: Path) -> None:
