@@ -44,6 +44,15 @@ class Rig:
         self.clients.append(client)
         return client
 
+    def gemini(self, key: str = "gemini-key") -> Any:
+        """An official google-genai client pointed at the proxy (closed with the rig)."""
+        from google import genai
+        from google.genai import types
+
+        client = genai.Client(api_key=key, http_options=types.HttpOptions(base_url=self.url))
+        self.clients.append(client)
+        return client
+
     def forwarded(self, path: str = "") -> list[dict[str, Any]]:
         """The JSON bodies the upstream received (on ``path`` when given)."""
         return [json.loads(r.body) for r in self.upstream.received if r.body and (not path or r.path == path)]
@@ -72,6 +81,7 @@ def rig(
             mode=mode,  # type: ignore[arg-type]
             anthropic_upstream=up.url,
             openai_upstream=up.url,
+            gemini_upstream=up.url,
             store_url=store_url,
             policy=policy,
             budget_limit=budget_limit,

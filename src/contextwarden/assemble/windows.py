@@ -54,7 +54,7 @@ def projection_config(
         counter=counter,
         tool_policies=policy.tool_policies,
         max_item_tokens=policy.max_item_tokens,
-        retrieval=policy.retrieval_tools,
+        retrieval=policy.recall_tool or policy.retrieval_tools,
         client_window_notes=policy.client_window_notes,
         earlier_output=earlier_output,
     )

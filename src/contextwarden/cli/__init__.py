@@ -29,6 +29,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "budget": ("budget", "Show what a session tree has spent of a weighted-token budget."),
     "trust": ("trust", "Trust a project so its .contextwarden/ files are loaded."),
     "proxy": ("proxy", "Run the local proxy that manages context for any agent; proxy stats prints its ledger."),
+    "mcp": ("mcp", "Serve the proxy's sessions over MCP: recall masked outputs, search history, view the window."),
     "demo": ("demo", "Import a bundled real trajectory, replay it, print the table, write a report."),
 }
 

@@ -38,6 +38,13 @@ from ._policy import chosen_policy
     show_default=True,
     help="Where OpenAI-protocol and all other requests go (env CONTEXTWARDEN_OPENAI_UPSTREAM).",
 )
+@click.option(
+    "--gemini-upstream",
+    envvar="CONTEXTWARDEN_GEMINI_UPSTREAM",
+    default="https://generativelanguage.googleapis.com",
+    show_default=True,
+    help="Where Gemini-protocol requests (/v1beta/models/...) go (env CONTEXTWARDEN_GEMINI_UPSTREAM).",
+)
 @click.option("--allow-remote", is_flag=True, help="Allow binding to an address other than localhost (logs a warning).")
 @click.option(
     "--policy",
@@ -79,6 +86,7 @@ def command(
     mode: str,
     anthropic_upstream: str,
     openai_upstream: str,
+    gemini_upstream: str,
     allow_remote: bool,
     policy_name: str | None,
     budget_limit: int | None,
@@ -86,7 +94,7 @@ def command(
     workers: int,
     store_url: str | None,
 ) -> None:
-    """Run the proxy: point ANTHROPIC_BASE_URL or an OpenAI base_url at it (see docs/proxy.md).
+    """Run the proxy: point ANTHROPIC_BASE_URL, an OpenAI base_url or GOOGLE_GEMINI_BASE_URL at it (see docs/proxy.md).
 
     Without a subcommand it serves until interrupted.
     """
@@ -112,6 +120,7 @@ def command(
         mode=mode,
         anthropic_upstream=anthropic_upstream,
         openai_upstream=openai_upstream,
+        gemini_upstream=gemini_upstream,
         store_url=store_url,
         policy=policy_name,
         budget_limit=budget_limit,

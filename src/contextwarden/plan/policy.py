@@ -50,6 +50,10 @@ class ContextPolicy:
     forwards it (the client's list is the whole history it means to send)."""
     retrieval_max_tokens: int = 4_000
     """Cap of one retrieval answer."""
+    recall_tool: str = ""
+    """A tool of the caller's own that gives evicted content back by its artifact id (the
+    ``recall`` of ``contextwarden mcp``, named as the client lists it: ``mcp__contextwarden__recall``).
+    When set, placeholders and truncation markers name a call of it instead of ``read_range``."""
 
 
 def policy_to_dict(policy: ContextPolicy) -> dict[str, Any]:

@@ -24,6 +24,11 @@ def _usage(fmt: str, cost: RequestCost) -> dict[str, Any]:
             "total_tokens": cost.input_tokens + cost.output_tokens,
             "prompt_tokens_details": {"cached_tokens": cost.cache_read_tokens},
         }
+    if fmt == "gemini":
+        usage = {"promptTokenCount": cost.input_tokens, "candidatesTokenCount": cost.output_tokens}
+        if cost.cache_read_tokens:
+            usage["cachedContentTokenCount"] = cost.cache_read_tokens
+        return {**usage, "totalTokenCount": cost.input_tokens + cost.output_tokens}
     return {
         "input_tokens": cost.input_tokens,
         "input_tokens_details": {"cached_tokens": cost.cache_read_tokens},
@@ -85,6 +90,32 @@ def _responses_output(reply: Reply) -> list[dict[str, Any]]:
     return output
 
 
+def _gemini_parts(reply: Reply) -> list[dict[str, Any]]:
+    """The model's parts; a reasoning block's signature rides on the first call (else the text), as Gemini sends it."""
+    parts: list[dict[str, Any]] = []
+    if reply.thinking is not None and reply.thinking[0]:
+        parts.append({"text": reply.thinking[0], "thought": True})
+    if reply.text:
+        parts.append({"text": reply.text})
+    parts += [{"functionCall": {"name": n, "args": a}} for _, n, a in reply.tool_calls]  # Gemini 2.5 names no ids
+    if reply.thinking is not None and parts:
+        carrier = next((p for p in parts if "functionCall" in p), parts[-1])
+        carrier["thoughtSignature"] = reply.thinking[1]
+    return parts
+
+
+def _gemini_body(
+    model: str, parts: list[dict[str, Any]], finish: str | None, usage: dict[str, Any] | None
+) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+    if finish:
+        candidate["finishReason"] = finish
+    body: dict[str, Any] = {"candidates": [candidate], "modelVersion": model, "responseId": "scripted"}
+    if usage is not None:
+        body["usageMetadata"] = usage
+    return body
+
+
 def _stop(fmt: str, reply: Reply) -> str:
     if fmt == "anthropic":
         return "tool_use" if reply.tool_calls else "end_turn"
@@ -105,6 +136,8 @@ def complete(fmt: str, model: str, reply: Reply, cost: RequestCost) -> dict[str,
             "stop_sequence": None,
             "usage": usage,
         }
+    if fmt == "gemini":
+        return _gemini_body(model, _gemini_parts(reply), "STOP", usage)
     if fmt == "openai_chat":
         message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
         if reply.tool_calls:
@@ -143,6 +176,11 @@ def stream(fmt: str, model: str, reply: Reply, cost: RequestCost, *, include_usa
         return _anthropic_stream(model, reply, cost)
     if fmt == "openai_chat":
         return _chat_stream(model, reply, cost, include_usage=include_usage)
+    if fmt == "gemini":  # one whole response per event, CRLF-framed; the last carries the finish and the usage
+        parts = _gemini_parts(reply) or [{"text": ""}]
+        chunks = [_gemini_body(model, [part], None, None) for part in parts[:-1]]
+        chunks.append(_gemini_body(model, parts[-1:], "STOP", _usage(fmt, cost)))
+        return [f"data: {json.dumps(chunk)}\r\n\r\n".encode() for chunk in chunks]
     return _responses_stream(model, reply, cost)
 
 

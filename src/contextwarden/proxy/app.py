@@ -1,6 +1,7 @@
 """The HTTP edge: a Starlette app that moves bytes between the client and the upstream.
 
-Model calls (``/v1/messages``, ``/v1/chat/completions``, ``/v1/responses``) go through the
+Model calls (``/v1/messages``, ``/v1/chat/completions``, ``/v1/responses``, Gemini's
+``/v1beta/models/{model}:generateContent`` and ``:streamGenerateContent``: :mod:`.gemini`) go through the
 :class:`~.pipeline.Pipeline`; everything else is passed through untouched. On the embedded SQLite
 store the pipeline runs on the event loop itself whenever nothing can make it wait: its statements
 are local and short, and the hop to a worker thread and back cost more than they do (about 0.5 ms of
@@ -19,6 +20,7 @@ half-written.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import re
 import threading
@@ -40,7 +42,7 @@ from starlette.types import Receive, Scope, Send
 from ..errors import StoreError
 from ..log.store import SessionStore, SQLiteStore
 from ..providers.classify import is_context_overflow
-from . import collector, forward
+from . import collector, forward, gemini
 from ._db import ProxyDB, open_session_store
 from .access import Access, deployment_salts
 from .budget import REFUSAL_STATUS, REFUSED, refusal_body
@@ -103,6 +105,7 @@ class Proxy:
                 Route("/metrics", self._metrics, methods=["GET"]),
                 *(Route(path, self._model_call, methods=["POST"]) for path in MODEL_ROUTES),
                 Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
+                Route("/{version}/models/{target}", self._gemini, methods=["POST"]),
                 Route("/{path:path}", self._passthrough, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
             ],
             lifespan=self._lifespan,
@@ -118,21 +121,36 @@ class Proxy:
 
     # ------------------------------------------------------------------ model calls
 
-    async def _model_call(self, request: Request) -> Response | _Answer:
-        fmt = MODEL_ROUTES[request.url.path]
+    async def _gemini(self, request: Request) -> Response | _Answer:
+        """A Gemini ``models/{model}:{method}`` call (:mod:`.gemini`); methods it does not read pass through."""
+        params = request.path_params
+        call = gemini.gemini_call(params["version"], params["target"], request.query_params)
+        if call is None:
+            return await self._passthrough(request)
+        if call.method == gemini.COUNT_METHOD:
+            return await self._count_tokens(request, fmt="gemini")
+        return await self._model_call(request, call)
+
+    async def _model_call(self, request: Request, call: gemini.GeminiCall | None = None) -> Response | _Answer:
+        fmt = MODEL_ROUTES[request.url.path] if call is None else "gemini"
+        model, stream = (call.model, call.stream) if call is not None else ("", False)
         raw = await request.body()
         headers = {k.lower(): v for k, v in request.headers.items()}
         try:
-            credential = forward.credential(request.headers.items())
+            credential = _credential(request)
             # a pending turn makes ``prepare`` wait for the recorder thread: never on the loop
             if self._loop_may_run() and not self.pipeline.turns.any_pending():
-                prepared = self.pipeline.prepare(fmt, raw, headers, credential)
+                prepared = self.pipeline.prepare(fmt, raw, headers, credential, model=model, stream=stream)
             else:
-                prepared = await run_in_threadpool(self.pipeline.prepare, fmt, raw, headers, credential)
+                prepared = await run_in_threadpool(
+                    functools.partial(self.pipeline.prepare, fmt, raw, headers, credential, model=model, stream=stream)
+                )
         except Exception as exc:  # never break the agent: forward what the client sent
             log.warning("contextwarden proxy fell back to pass-through: %s: %s", type(exc).__name__, exc)
             self._off_loop_until = time.monotonic() + OFF_LOOP_SECONDS
             prepared = _fallback(fmt, raw, exc)
+            if call is not None:
+                prepared.model, prepared.stream = call.model, call.stream
         self.metrics.prepared(prepared)
         if prepared.outcome == "fallback":
             return await self._fall_back(request, prepared, raw)
@@ -173,6 +191,8 @@ class Proxy:
         it queues competes with the answer's last bytes for the interpreter. The usage goes to the
         budget here, so the task's next request (of any lane) is checked against it.
         """
+        if prepared.fmt == "gemini" and assistant is not None:  # as the session's next request will echo it
+            assistant = gemini.as_echoed(assistant, prepared.client_body)
         budget = self.pipeline.budget
         if budget is not None and prepared.identity is not None and usage is not None:
             budget.spend(prepared.identity, usage)
@@ -294,16 +314,18 @@ class Proxy:
             return self._unreachable(request, exc)
         return StreamingResponse(_relay(upstream), status_code=upstream.status_code, headers=_headers(upstream))
 
-    async def _count_tokens(self, request: Request) -> Response:
+    async def _count_tokens(self, request: Request, fmt: str = "anthropic") -> Response:
         """Count what the proxy would forward (manage mode); observing, count what the client sent."""
         raw = await request.body()
         body = raw
         if self.settings.mode == "manage":
             headers = {k.lower(): v for k, v in request.headers.items()}
+            count = functools.partial(self.pipeline.prepare_count, headers=headers, credential=_credential(request))
             try:
-                body = await run_in_threadpool(
-                    self.pipeline.prepare_count, raw, headers, forward.credential(request.headers.items())
-                )
+                if fmt == "gemini":
+                    body = await run_in_threadpool(gemini.counted, raw, functools.partial(count, fmt=fmt))
+                else:
+                    body = await run_in_threadpool(count, raw)
             except Exception as exc:  # never break the agent: count what the client sent
                 log.warning("contextwarden proxy counted the client's own request: %s: %s", type(exc).__name__, exc)
         try:
@@ -364,6 +386,11 @@ async def _relay(upstream: httpx.Response) -> AsyncIterator[bytes]:
         log.warning("contextwarden proxy lost the upstream mid-answer: %s: %s", type(exc).__name__, exc)
     finally:
         await upstream.aclose()
+
+
+def _credential(request: Request) -> str:
+    """The caller's credential: its credential header, else a ``key`` query parameter (Gemini's other way)."""
+    return forward.credential(request.headers.items()) or request.query_params.get("key", "")
 
 
 def _headers(upstream: httpx.Response) -> dict[str, str]:

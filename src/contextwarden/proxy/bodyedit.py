@@ -17,11 +17,13 @@ The tool-result addressing (by call id, per wire format) belongs next to the cod
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..wire import AddressedBody
+from ..log.events import ToolResult
+from ..wire import AddressedBody, ParsedRequest
 
 Serializer = Callable[[Any], bytes]
 
@@ -147,6 +149,39 @@ def replace_tool_outputs(
         if new is not item:
             edit.set_message(index, new)
     return edit
+
+
+def replace_gemini_results(body: dict[str, Any], replacements: Mapping[str, str], parsed: ParsedRequest) -> Edit:
+    """An edit of a Gemini body giving each ``functionResponse`` whose call id is in ``replacements`` that text.
+
+    Gemini pairs a response with its call by name and order, so a result's call id is the parser's
+    (``parsed``, the body read by the Gemini codec); its span says which part of which content holds it.
+    The part keeps its ``id`` and ``name``; its ``response`` becomes ``{"output": text}``.
+    """
+    edit = Edit(body=body, key="contents")
+    contents = body.get("contents")
+    if not replacements or not isinstance(contents, list):
+        return edit
+    spans = parsed.spans[len(parsed.instructions) :]
+    parts_by_content: dict[int, dict[int, str]] = {}
+    for event, span in zip(parsed.events, spans, strict=False):
+        text = replacements.get(event.call_id) if isinstance(event, ToolResult) else None
+        place = _GEMINI_PART.fullmatch(span.path) if text is not None else None
+        if place is not None and text is not None:
+            parts_by_content.setdefault(int(place[1]), {})[int(place[2])] = text
+    for index, texts in sorted(parts_by_content.items()):
+        content = contents[index]
+        parts = list(content["parts"])
+        for number, text in texts.items():
+            response = dict(parts[number]["functionResponse"])
+            response["response"] = {"output": text}
+            parts[number] = {**parts[number], "functionResponse": response}
+        edit.set_message(index, {**content, "parts": parts})
+    return edit
+
+
+_GEMINI_PART = re.compile(r"contents\[(\d+)\]\.parts\[(\d+)\]")
+"""The span of one ``functionResponse`` part (:func:`contextwarden.wire.gemini.parse_contents`)."""
 
 
 def _replaced(fmt: str, item: Any, replacements: Mapping[str, str]) -> Any:

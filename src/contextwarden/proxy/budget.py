@@ -108,4 +108,4 @@ class ProxyBudget:
 
 def refusal_body(fmt: str, spent: Spent) -> bytes:
     """The error body of a refused request, in the shape the client's protocol uses for errors."""
-    return error_body(fmt, spent.message, kind="invalid_request_error", code=REFUSED)
+    return error_body(fmt, spent.message, kind="invalid_request_error", code=REFUSED, status=REFUSAL_STATUS)

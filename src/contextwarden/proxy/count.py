@@ -1,4 +1,6 @@
-"""Anthropic ``count_tokens`` behind the proxy: count what ``/v1/messages`` would forward, change nothing.
+"""Counting tokens behind the proxy: count what the model route would forward, change nothing.
+
+Anthropic's ``count_tokens`` and Gemini's ``countTokens`` are both answered this way.
 
 Counting must not change the session, so this only reads: the session is looked up (never
 created), nothing is ingested and nothing is planned. The log's standing reductions are applied to
@@ -20,6 +22,7 @@ from ..errors import SessionNotFound
 from ..mirror import MIRROR_SUMMARIZER, content_digest, unmirrored
 from ..pairing import normalize_pairing
 from .identity import SessionIndex, namespace
+from .policy import with_recall
 from .projected import edited_body, rendered_body
 from .suffix import SuffixCache, last_assistant_reach
 
@@ -32,17 +35,18 @@ def counted_body(
     reader: SuffixCache,
     index: SessionIndex,
     manager: ContextManager,
+    fmt: str = "anthropic",
 ) -> bytes:
-    """The body to count for an Anthropic ``count_tokens`` request ``raw`` (see the module docstring).
+    """The body to count for a counting request ``raw`` of wire format ``fmt`` (see the module docstring).
 
     ``reader``, ``index`` and ``manager`` are the proxy pipeline's (the index's salt names the caller).
     """
     caller = namespace(credential, index.salt)
-    loaded = reader.load("anthropic", raw, caller)
+    loaded = reader.load(fmt, raw, caller)
     body = loaded.body
     if not isinstance(body, dict):
         return raw
-    read = reader.read("anthropic", body, caller, loaded=loaded)
+    read = reader.read(fmt, body, caller, loaded=loaded)
     identity = index.find(
         credential=credential,
         headers=headers,
@@ -54,7 +58,7 @@ def counted_body(
     if identity is None:
         return raw
     try:
-        projection = manager.projection(identity.session_id)
+        projection = manager.projection(identity.session_id, policy=with_recall(manager.policy, read.parsed.tools))
     except SessionNotFound:
         return raw
     compaction = projection.compaction
@@ -71,5 +75,5 @@ def counted_body(
         ctx = ModelContext(model=parsed.model, system=projection.system, messages=tuple(joined))
         return rendered_body(parsed, raw, body, ctx)[1]
     messages, _, _ = projection.normalized()
-    edited = edited_body("anthropic", raw, body, messages, projection.decisions, read=read, addressed=loaded.addressed)
+    edited = edited_body(fmt, raw, body, messages, projection.decisions, read=read, addressed=loaded.addressed)
     return edited[1] if edited is not None else raw

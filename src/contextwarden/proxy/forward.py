@@ -95,11 +95,17 @@ def credential(headers: Iterable[tuple[str, str]]) -> str:
     return ""
 
 
-def error_body(fmt: str, message: str, *, kind: str, code: str | None = None) -> bytes:
-    """An error body in the shape the client's protocol uses (``fmt``: ``anthropic`` or an OpenAI one)."""
+def error_body(fmt: str, message: str, *, kind: str, code: str | None = None, status: int = 400) -> bytes:
+    """An error body in the shape the client's protocol uses (``fmt``: ``anthropic``, ``gemini`` or an OpenAI one).
+
+    ``status`` is the HTTP status it goes with (Gemini's body repeats it, with its own status name).
+    """
     error: dict[str, object]
     if fmt == "anthropic":
         error = {"type": "error", "error": {"type": kind, "message": message}}
+    elif fmt == "gemini":
+        name = "UNAVAILABLE" if status >= 500 else "FAILED_PRECONDITION" if code else "INVALID_ARGUMENT"
+        error = {"error": {"code": status, "message": message, "status": name}}
     else:
         error = {"error": {"message": message, "type": kind, "param": None, "code": code}}
     return json.dumps(error).encode()
@@ -107,4 +113,6 @@ def error_body(fmt: str, message: str, *, kind: str, code: str | None = None) ->
 
 def format_of(path: str) -> str:
     """The wire format whose error shape suits a request on ``path`` (Anthropic's paths start ``/v1/messages``)."""
+    if path.startswith("/v1beta/"):
+        return "gemini"
     return "anthropic" if path.startswith("/v1/messages") else "openai_chat"

@@ -20,6 +20,7 @@ from ..errors import ConflictError, SessionExists, SessionNotFound
 from ..log.events import AssistantMessage, Event, JSONValue, UsageReport
 from ..log.store import SessionStore
 from ..mirror import MIRROR_SUMMARIZER, content_digest, mirror_history
+from ..plan.policy import ContextPolicy
 from ..plan.treebudget import TreeBudgetPolicy
 from ..tokens import TokenCounter
 from ..wire import AddressedBody
@@ -33,7 +34,7 @@ from .identity import Identity, SessionIndex, client_session_id, continued, name
 from .ledger import Ledger
 from .modelnote import ModelNotes
 from .notices import log_restart
-from .policy import provider_clears_tool_results, proxy_policy, without_masking
+from .policy import provider_clears_tool_results, proxy_policy, with_recall, without_masking
 from .projected import edited_body, rendered_body
 from .settings import ProxySettings
 from .suffix import Read, SuffixCache, last_assistant_reach
@@ -84,8 +85,6 @@ class Pipeline:
         self.manager = ContextManager(
             store, counter=counter, policy=proxy_policy(settings.policy), checkpoints="caller"
         )
-        self._deferring = without_masking(self.manager.policy)
-        """The policy of a request whose provider clears old tool results itself."""
         limit = settings.budget_limit
         self.budget = ProxyBudget(TreeBudgetPolicy(limit=limit), db) if limit is not None else None
         self.salt = settings.salt or deployment_salts(db)[0]
@@ -102,11 +101,20 @@ class Pipeline:
     # ------------------------------------------------------------------ before forwarding
 
     def prepare(
-        self, fmt: str, raw: bytes, headers: Mapping[str, str], credential: str, *, identity: Identity | None = None
+        self,
+        fmt: str,
+        raw: bytes,
+        headers: Mapping[str, str],
+        credential: str,
+        *,
+        identity: Identity | None = None,
+        model: str = "",
+        stream: bool = False,
     ) -> Prepared:
         """The bytes to forward for one request (the caller falls back to ``raw`` if this raises).
 
-        ``identity`` skips the session lookup (a retry of a request already identified).
+        ``identity`` skips the session lookup (a retry of a request already identified). ``model``
+        and ``stream`` are for a format whose path, not its body, names them (Gemini).
         """
         started = time.perf_counter()
         caller = namespace(credential, self.salt)
@@ -117,7 +125,9 @@ class Pipeline:
         body = loaded.body
         if not isinstance(body, dict):
             return Prepared(fmt=fmt, body=raw, note="body is not a JSON object; the upstream answers it")
-        prepared = Prepared(fmt=fmt, body=raw, model=str(body.get("model", "")), stream=bool(body.get("stream")))
+        prepared = Prepared(
+            fmt=fmt, body=raw, model=model or str(body.get("model", "")), stream=stream or bool(body.get("stream"))
+        )
         if fmt == "openai_responses" and (body.get("previous_response_id") or body.get("conversation")):
             prepared.note = "server-side state (previous_response_id) the proxy cannot see"
             return prepared
@@ -158,9 +168,11 @@ class Pipeline:
                     prepared.logged_seq = stored[-1].seq
         profile = self.models.profile(prepared.model, prepared.fmt)
         prepared.stand_in = profile.family_match or ""
-        policy = self._deferring if provider_clears_tool_results(body) else None
+        policy = with_recall(self.manager.policy, parsed.tools)
+        if provider_clears_tool_results(body):
+            policy = without_masking(policy)
         ctx = self.manager.build(identity.session_id, model=profile, tools=parsed.tools, policy=policy)
-        edited = self._forwarded(identity.session_id, read, raw, body, ctx, addressed=loaded.addressed)
+        edited = self._forwarded(identity.session_id, read, raw, body, ctx, policy, addressed=loaded.addressed)
         prepared.client_body = body
         prepared.projected_body = edited[0] if edited is not None else body
         if self.settings.mode == "observe":
@@ -172,9 +184,11 @@ class Pipeline:
         prepared.added_ms = (time.perf_counter() - started) * 1000
         return prepared
 
-    def prepare_count(self, raw: bytes, headers: Mapping[str, str], credential: str) -> bytes:
-        """The body to count for an Anthropic ``count_tokens`` request: what ``/v1/messages`` would forward."""
-        return counted_body(raw, headers, credential, reader=self.reader, index=self.index, manager=self.manager)
+    def prepare_count(self, raw: bytes, headers: Mapping[str, str], credential: str, fmt: str = "anthropic") -> bytes:
+        """The body to count for a counting request of format ``fmt``: what its model route would forward."""
+        return counted_body(
+            raw, headers, credential, reader=self.reader, index=self.index, manager=self.manager, fmt=fmt
+        )
 
     def _forwarded(
         self,
@@ -183,12 +197,13 @@ class Pipeline:
         raw: bytes,
         body: dict[str, Any],
         ctx: ModelContext,
+        policy: ContextPolicy,
         *,
         addressed: AddressedBody | None = None,
     ) -> tuple[dict[str, Any], bytes] | None:
-        """The body to forward for ``ctx``, or ``None`` when the client's own bytes are the answer."""
+        """The body to forward for ``ctx`` (built under ``policy``), or ``None`` when the client's own bytes are."""
         parsed = read.parsed
-        projection = self.manager.projection(session_id)
+        projection = self.manager.projection(session_id, policy=policy)
         compaction = projection.compaction
         if compaction is None or compaction.summarizer == MIRROR_SUMMARIZER:
             # the client's own history (a trim or reset by the client is already in its body); every
@@ -216,7 +231,9 @@ class Pipeline:
         if compaction is None:
             return None
         self.store.append(identity.session_id, [compaction], expected_last_seq=projection.last_seq)
-        retried = self.prepare(prepared.fmt, raw, {}, "", identity=identity)
+        retried = self.prepare(
+            prepared.fmt, raw, {}, "", identity=identity, model=prepared.model, stream=prepared.stream
+        )
         retried.note = "compacted after a context overflow from the upstream"
         return retried
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..context import ToolDefinition
 from ..plan.policy import ContextPolicy
 from ..plan.taskpolicies import get_task_policy
+from .recall import RECALL_DESCRIPTION
 
 PROXY_HORIZON = 1 / 3
 """A batch the session does not live to pay back costs more than going direct, so the proxy expects
@@ -55,3 +58,43 @@ def provider_clears_tool_results(body: Mapping[str, Any]) -> bool:
 def without_masking(policy: ContextPolicy) -> ContextPolicy:
     """``policy`` with only lossless reductions: for a request whose provider clears tool results itself."""
     return replace(policy, planner=replace(policy.planner, mask=False))
+
+
+def with_recall(policy: ContextPolicy, tools: Sequence[ToolDefinition]) -> ContextPolicy:
+    """``policy`` naming the client's ``contextwarden mcp`` recall tool, when ``tools`` (the client's own) hold it.
+
+    The tool is in the client's list from its first request, so the session's placeholders name it
+    from the start and nothing forwarded changes for it. A session whose client offers no such tool
+    keeps ``policy`` as it is (its placeholders say the content is not retrievable).
+    """
+    name = recall_tool_of(tools)
+    return replace(policy, recall_tool=name) if name and name != policy.recall_tool else policy
+
+
+def recall_tool_of(tools: Sequence[ToolDefinition]) -> str:
+    """The name a client lists ``contextwarden mcp``'s recall tool under, or ``""``.
+
+    Known by its description, whatever the client calls it: Claude Code ``mcp__<server>__recall``;
+    Codex groups a server's tools in a Responses ``namespace`` tool (``mcp__<server>``), whose
+    tools the model calls as ``<namespace>__<tool>``; other clients list it by its own name.
+    """
+    head = RECALL_DESCRIPTION.split(":")[0]
+    for tool in tools:
+        if tool.description.startswith(head):
+            return tool.name
+        raw = _json_object(tool.raw_json)
+        inner = raw.get("tools") if raw.get("type") == "namespace" else None
+        for entry in inner if isinstance(inner, list) else ():
+            if isinstance(entry, Mapping) and str(entry.get("description", "")).startswith(head):
+                return f"{raw.get('name', '')}__{entry.get('name', '')}"
+    return ""
+
+
+def _json_object(text: str) -> Mapping[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, Mapping) else {}

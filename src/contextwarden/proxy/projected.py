@@ -18,6 +18,10 @@ CHANGING_ACTIONS = frozenset({"mask", "supersede", "stale", "clear", "truncate",
 """Decisions that change what a tool result shows, so the forwarded body changes there."""
 
 
+HISTORY_KEYS = {"openai_responses": "input", "gemini": "contents"}
+"""The body field holding the conversation, where it is not ``messages``."""
+
+
 def frontier_calls(messages: Sequence[Any], breakpoints: Sequence[int]) -> list[str]:
     """Call ids of the tool results right after the context's inner breakpoints (the planner's frontier)."""
     calls = []
@@ -54,7 +58,12 @@ def edited_body(
         if targets
         else {}
     )
-    edit = bodyedit.replace_tool_outputs(fmt, body, replacements, holders=holders)
+    if fmt == "gemini":  # results are found by the parser's pairing, which ``read`` holds
+        if read is None:
+            return None
+        edit = bodyedit.replace_gemini_results(body, replacements, read.parsed)
+    else:
+        edit = bodyedit.replace_tool_outputs(fmt, body, replacements, holders=holders)
     edit.addressed = addressed
     if fmt == "anthropic":
         edit.breakpoints = bodyedit.count_breakpoints(body, message_marks=marks)
@@ -80,7 +89,7 @@ def rendered_body(
     rendered = get_codec(parsed.format).render_request(
         ctx, model=parsed.model, max_tokens=parsed.max_tokens, extra=parsed.extra
     )
-    key = "input" if parsed.format == "openai_responses" else "messages"
+    key = HISTORY_KEYS.get(parsed.format, "messages")
     edit = bodyedit.Edit(body={k: (rendered.get(key, v) if k == key else v) for k, v in body.items()}, key=key)
     if parsed.format == "anthropic":
         bodyedit.mark_tail(edit)

@@ -1,10 +1,12 @@
 """A scripted model provider on a real port, for tests and benchmarks of the proxy.
 
-:class:`ScriptedUpstream` speaks Anthropic Messages, OpenAI Chat Completions and OpenAI Responses,
-streamed (SSE) and not, and bills every request with the provider's prompt-cache rules through
+:class:`ScriptedUpstream` speaks Anthropic Messages, OpenAI Chat Completions, OpenAI Responses and
+Gemini ``generateContent`` (``/v1beta/models/{model}:...``, with ``countTokens``), streamed (SSE, and
+Gemini's JSON array) and not, and bills every request with the provider's prompt-cache rules through
 :class:`~contextwarden.replay.costmodel.CacheSimulator` (Anthropic: reads of the longest earlier
 prefix written at a ``cache_control`` breakpoint, within 20 blocks, writes for new breakpoints,
-a minimum cacheable length; OpenAI: automatic prefix reuse from 1,024 tokens in 128-token steps).
+a minimum cacheable length; OpenAI and Gemini: automatic prefix reuse from the profile's minimum,
+in its steps).
 The usage it reports is therefore the bill a real provider would send for those bytes.
 
 It answers from a queue of :class:`Reply` s (a text answer when the queue is empty), or from an
@@ -67,6 +69,13 @@ class _Account:
 
 _OVERFLOW = {
     "anthropic": {"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long"}},
+    "gemini": {
+        "error": {
+            "code": 400,
+            "message": "The input token count exceeds the maximum number of tokens allowed.",
+            "status": "INVALID_ARGUMENT",
+        }
+    },
     "openai": {
         "error": {
             "message": "context_length_exceeded",
@@ -114,6 +123,7 @@ class ScriptedUpstream:
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
                 Route("/v1/responses", self._responses, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
+                Route("/{version}/models/{target}", self._gemini, methods=["POST"]),
                 Route("/{path:path}", self._unknown, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
             ]
         )
@@ -132,6 +142,20 @@ class ScriptedUpstream:
 
     async def _responses(self, request: Request) -> Response:
         return await self._answer(request, "openai_responses")
+
+    async def _gemini(self, request: Request) -> Response:
+        model, _, method = str(request.path_params["target"]).rpartition(":")
+        if method == "countTokens":
+            raw = await request.body()
+            self.received.append(Received(path=request.url.path, headers=dict(request.headers), body=raw))
+            body = json.loads(raw)
+            blocks, _ = self.meter.cut("gemini", body.get("generateContentRequest") or body)
+            return JSONResponse({"totalTokens": sum(b.tokens for b in blocks)})
+        if method not in ("generateContent", "streamGenerateContent"):
+            self.received.append(Received(path=request.url.path, headers=dict(request.headers), body=b""))
+            return _error("gemini", 404, "NOT_FOUND", f"method {method!r} is not scripted")
+        stream = "sse" if request.query_params.get("alt") == "sse" else "array"
+        return await self._answer(request, "gemini", model=model, stream=stream if "stream" in method else None)
 
     async def _models(self, request: Request) -> Response:
         self.received.append(Received(path=request.url.path, headers=dict(request.headers), body=b""))
@@ -164,13 +188,16 @@ class ScriptedUpstream:
         blocks, _ = self.meter.cut("anthropic", body)
         return JSONResponse({"input_tokens": sum(b.tokens for b in blocks)})
 
-    async def _answer(self, request: Request, fmt: str) -> Response:
+    async def _answer(self, request: Request, fmt: str, *, model: str = "", stream: str | None = None) -> Response:
+        """Answer one model call; Gemini's ``model`` and ``stream`` (``sse`` or ``array``) come from its path."""
         raw = await request.body()
         received = Received(path=request.url.path, headers=dict(request.headers), body=raw)
         self.received.append(received)
         try:
             body = json.loads(raw)
-            model = str(body["model"])
+            model = model or str(body["model"])
+            if fmt == "gemini" and not isinstance(body["contents"], list):
+                raise TypeError("contents is not a list")
         except (ValueError, KeyError, TypeError):
             return _error(fmt, 400, "invalid_request_error", "request body is not valid JSON with a model")
         wrong = _validate.problems(fmt, body) if self.strict else []
@@ -182,12 +209,17 @@ class ScriptedUpstream:
         if reply.status != 200:
             received.status = reply.status
             return Response(reply.error_body, status_code=reply.status, media_type="application/json")
-        key = request.headers.get("x-api-key") or request.headers.get("authorization") or ""
+        key = (
+            request.headers.get("x-api-key")
+            or request.headers.get("authorization")
+            or request.headers.get("x-goog-api-key")
+            or request.query_params.get("key", "")
+        )
         # a caller's requests extend each other: only the new messages are cut and counted
         blocks, points = self.meter.cut(fmt, body, lane=(key, fmt, model))
         total = sum(b.tokens for b in blocks)
         if self.max_input_tokens is not None and total > self.max_input_tokens:
-            family = "anthropic" if fmt == "anthropic" else "openai"
+            family = fmt if fmt in ("anthropic", "gemini") else "openai"
             received.status = 400
             return JSONResponse(_OVERFLOW[family], status_code=400)
         with self._lock:
@@ -198,7 +230,10 @@ class ScriptedUpstream:
                 simulator = account.simulators[f"{fmt}/{model}"] = CacheSimulator(self._profile(model, fmt))
             cost = simulator.observe(blocks, at=self._clock, output_tokens=reply.output_tokens, breakpoints=points)
         received.usage = cost
-        if body.get("stream"):
+        if stream == "array":  # Gemini streamed without ``alt=sse``: the chunks as one JSON array
+            events = _sse.stream(fmt, model, reply, cost, include_usage=True)
+            return JSONResponse([json.loads(event[len(b"data: ") :]) for event in events])
+        if stream == "sse" or body.get("stream"):
             include_usage = fmt != "openai_chat" or bool((body.get("stream_options") or {}).get("include_usage"))
             events = _sse.stream(fmt, model, reply, cost, include_usage=include_usage)
             return StreamingResponse(_paced(events, reply.delay), media_type="text/event-stream")
@@ -213,6 +248,8 @@ async def _paced(events: list[bytes], delay: float) -> AsyncIterator[bytes]:
 
 
 def _error(fmt: str, status: int, kind: str, message: str) -> Response:
+    if fmt == "gemini":
+        return JSONResponse({"error": {"code": status, "message": message, "status": kind}}, status_code=status)
     if fmt == "anthropic":
         return JSONResponse({"type": "error", "error": {"type": kind, "message": message}}, status_code=status)
     return JSONResponse({"error": {"message": message, "type": kind}}, status_code=status)

@@ -12,6 +12,7 @@ Mode = Literal["manage", "observe"]
 
 ANTHROPIC_UPSTREAM_ENV = "CONTEXTWARDEN_ANTHROPIC_UPSTREAM"
 OPENAI_UPSTREAM_ENV = "CONTEXTWARDEN_OPENAI_UPSTREAM"
+GEMINI_UPSTREAM_ENV = "CONTEXTWARDEN_GEMINI_UPSTREAM"
 SALT_ENV = "CONTEXTWARDEN_PROXY_SALT"
 ADMIN_TOKEN_ENV = "CONTEXTWARDEN_PROXY_ADMIN_TOKEN"
 
@@ -26,6 +27,8 @@ class ProxySettings:
     """Base URL Anthropic-protocol requests (``/v1/messages...``) go to."""
     openai_upstream: str = "https://api.openai.com"
     """Base URL OpenAI-protocol requests (``/v1/chat/completions``, ``/v1/responses``, the rest) go to."""
+    gemini_upstream: str = "https://generativelanguage.googleapis.com"
+    """Base URL Gemini-protocol requests (``/v1beta/...``, ``/v1/models/{model}:...``) go to."""
     store_url: str | None = None
     """The session store (``None``: ``.contextwarden/sessions.db``; a ``postgresql://`` DSN for many workers)."""
     salt: str | None = None
@@ -47,8 +50,18 @@ class ProxySettings:
     back (the ledger's rows wait and are written once the lock is gone)."""
 
     def upstream_for(self, path: str) -> str:
-        """The base URL a request path is forwarded to (Anthropic's paths start ``/v1/messages``)."""
-        base = self.anthropic_upstream if path.startswith("/v1/messages") else self.openai_upstream
+        """The base URL a request path is forwarded to (Anthropic's paths start ``/v1/messages``).
+
+        Gemini's paths start with ``/v1beta/`` or ``/v1alpha/``, or name a model's method (``/v1/models/{model}:...``).
+        """
+        if path.startswith("/v1/messages"):
+            base = self.anthropic_upstream
+        elif path.startswith(("/v1beta/", "/v1alpha/", "/upload/v1beta/")) or (
+            path.startswith("/v1/models/") and ":" in path
+        ):
+            base = self.gemini_upstream
+        else:
+            base = self.openai_upstream
         return base.rstrip("/")
 
 
@@ -59,6 +72,8 @@ def settings_from_env(**overrides: object) -> ProxySettings:
         values["anthropic_upstream"] = os.environ[ANTHROPIC_UPSTREAM_ENV]
     if os.environ.get(OPENAI_UPSTREAM_ENV):
         values["openai_upstream"] = os.environ[OPENAI_UPSTREAM_ENV]
+    if os.environ.get(GEMINI_UPSTREAM_ENV):
+        values["gemini_upstream"] = os.environ[GEMINI_UPSTREAM_ENV]
     if os.environ.get(SALT_ENV):
         values["salt"] = os.environ[SALT_ENV]
     if os.environ.get(ADMIN_TOKEN_ENV):

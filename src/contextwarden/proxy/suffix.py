@@ -47,6 +47,7 @@ from ..wire import AddressedBody, ParsedRequest, RawSpan, address_body, extend_b
 from ..wire._messages import SYSTEM_FIELD
 from ..wire.openai_responses import is_user_side
 from .bodyedit import count_message_marks, result_holders
+from .gemini import reading_copy
 from .identity import continued, history_chain
 
 LIST_KEYS = {"anthropic": "messages", "openai_chat": "messages", "openai_responses": "input"}
@@ -177,7 +178,7 @@ def _with_counts(read: Read, messages: list[Any], entry: _Entry | None) -> Read:
 
 
 def _whole(fmt: str, body: Mapping[str, Any]) -> Read:
-    parsed = get_codec(fmt).parse_request(body)
+    parsed = get_codec(fmt).parse_request(reading_copy(body) if fmt == "gemini" else body)
     root = _root(fmt, parsed)
     digests = [content_digest(e) for e in parsed.events]
     return Read(parsed=parsed, digests=digests, root=root, chain=history_chain(root, digests))

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..log.events import AssistantMessage, UsageReport
 from ..wire import get_codec
+from .gemini import stream_finished
 
 
 def decoder(encoding: str) -> Any | None:
@@ -39,6 +40,7 @@ class StreamTee:
 
     def __init__(self, fmt: str, encoding: str) -> None:
         """Read a stream of format ``fmt`` sent with ``content-encoding`` ``encoding``."""
+        self.fmt = fmt
         self.accumulator = get_codec(fmt).stream_accumulator()
         self._decoder = decoder(encoding)
         self._buffer = b""
@@ -72,7 +74,10 @@ class StreamTee:
         if not text or text == "[DONE]":
             return
         self.events += 1
-        self.accumulator.feed(name, json.loads(text))
+        data = json.loads(text)
+        self.accumulator.feed(name, data)
+        if self.fmt == "gemini" and stream_finished(data):  # Gemini names no events: the last chunk says so
+            self.done = True
 
     def result(self) -> tuple[AssistantMessage | None, UsageReport | None]:
         """The turn the stream amounted to, or ``(None, None)`` when it could not be read."""
@@ -82,9 +87,14 @@ class StreamTee:
 
 
 def parse_body(fmt: str, raw: bytes, encoding: str) -> tuple[AssistantMessage | None, UsageReport | None]:
-    """A non-streamed response body as the turn and usage it reports."""
+    """A non-streamed response body (or a Gemini stream sent as one JSON array) as the turn and usage it reports."""
     dec = decoder(encoding)
     if dec is None:
         return None, None
     body = json.loads(dec.decompress(raw))
+    if fmt == "gemini" and isinstance(body, list):  # ``streamGenerateContent`` without ``alt=sse``: one array
+        accumulator = get_codec(fmt).stream_accumulator()
+        for chunk in body:
+            accumulator.feed("", chunk)
+        return accumulator.result()
     return get_codec(fmt).parse_response(body)

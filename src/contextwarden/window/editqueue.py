@@ -21,7 +21,7 @@ from ..tokens import TokenCounter
 from .accounting import message_tokens
 from .items import REDUCED, ContextItem, ItemList, Lifecycle
 from .lifecycle import Proposal
-from .policies.placeholders import masked_placeholder, stale_placeholder, superseded_placeholder
+from .policies.placeholders import Retrievable, masked_placeholder, stale_placeholder, superseded_placeholder
 from .policies.presets import ToolPolicy
 from .tiers import Tier
 
@@ -56,9 +56,9 @@ class EditQueue:
     """Pending and possible edits of one window (the planner's pool, see :mod:`contextwarden.plan.planner`)."""
 
     def __init__(
-        self, items: ItemList, counter: TokenCounter, calls: dict[str, ToolCall], *, retrievable: bool = True
+        self, items: ItemList, counter: TokenCounter, calls: dict[str, ToolCall], *, retrievable: Retrievable = True
     ) -> None:
-        """Queue edits of ``items``; ``retrievable``: the model has ``read_range``, so placeholders may name it."""
+        """Queue edits of ``items``; ``retrievable``: how the model gets them back, which placeholders name."""
         self.items = items
         self.counter = counter
         self._calls = calls

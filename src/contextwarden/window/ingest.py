@@ -16,6 +16,7 @@ from ..tokens import MESSAGE_OVERHEAD, TokenCounter
 from .accounting import message_tokens
 from .items import ContextItem, Tier
 from .pointers import EarlierOutput
+from .policies.placeholders import Retrievable
 from .policies.presets import ToolPolicy
 from .policies.truncate import truncate_output
 
@@ -43,8 +44,8 @@ class ProjectionConfig:
     """Per-tool normalize/truncate/retain rules (also what derived state classifies calls by)."""
     max_item_tokens: int = 10_000
     """Hard cap of every item (seed 003 rule 4)."""
-    retrieval: bool = True
-    """The model is given ``read_range``: markers and placeholders may tell it to call it."""
+    retrieval: Retrievable = True
+    """How the model gets evicted content back, which markers and placeholders name (:data:`Retrievable`)."""
     client_window_notes: bool = True
     """A window opened by the client's own trim or rewind starts with the pinned block and a note."""
     earlier_output: EarlierOutput | None = None

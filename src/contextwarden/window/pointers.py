@@ -21,6 +21,7 @@ from ..context import Decision
 from ..log.events import ToolResult
 from ..tokens import TokenCounter
 from .items import REDUCED, ContextItem
+from .policies.placeholders import Retrievable
 from .policies.presets import ToolPolicy, apply_policy
 from .policies.resources import Resource
 from .policies.truncate import Truncation
@@ -66,7 +67,7 @@ def read_pointer(
     counter: TokenCounter,
     *,
     max_tokens: int,
-    retrievable: bool,
+    retrievable: Retrievable,
 ) -> PointerRead:
     """Project a result that points back: the earlier output shown when the window lost it, else a pointer kept."""
     if earlier_output is not None:
@@ -87,7 +88,7 @@ def recalled(
     earlier_output: EarlierOutput,
     counter: TokenCounter,
     max_tokens: int,
-    retrievable: bool,
+    retrievable: Retrievable,
 ) -> tuple[Truncation, Decision] | None:
     """The earlier output a pointer refers to, when the window no longer shows it, and the decision saying so."""
     files = {r.key for r in resources if r.kind == "file" and r.access == "read"}

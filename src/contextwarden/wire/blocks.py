@@ -132,6 +132,10 @@ class BlockMeter:
             head += [self._anthropic_part(p, "system", first=i == 0) for i, p in enumerate(parts)]
             items: Sequence[Any] = _list(body.get("messages"))
             one: Callable[[Any], _Cut] = self._anthropic_message
+        elif fmt == "gemini":
+            head = self._gemini_head(body)
+            items = _list(body.get("contents"))
+            one = self._gemini_content
         else:
             if body.get("tools"):
                 head.append((self._block(body["tools"], lambda: self.counter.count(_compact(body["tools"]))), False))
@@ -208,6 +212,44 @@ class BlockMeter:
                 self.counter.count(output) if isinstance(output, str) else _content_tokens(output, self.counter)
             )
         return self.counter.count(_compact(item))  # reasoning, compaction and unknown items: as sent
+
+    def _gemini_head(self, body: Mapping[str, Any]) -> _Cut:
+        """Gemini's cached prefix: the tools and the system instruction.
+
+        An explicit ``cachedContent`` lives at the provider: its tokens are billed from the usage the
+        response reports, and they are the same in both arms of the ledger.
+        """
+        head: _Cut = []
+        if body.get("tools"):
+            head.append((self._block(body["tools"], lambda: self.counter.count(_compact(body["tools"]))), False))
+        system = body.get("systemInstruction")
+        if system:
+            head.append((self._block(system, lambda: self._gemini_tokens(system)), False))
+        return head
+
+    def _gemini_content(self, content: Any) -> _Cut:
+        return [(self._block(content, lambda: self._gemini_tokens(content)), False)]
+
+    def _gemini_tokens(self, content: Any) -> int:
+        if not isinstance(content, Mapping):
+            return self.counter.count(_compact(content))
+        tokens = MESSAGE_OVERHEAD
+        for part in _list(content.get("parts")):
+            if not isinstance(part, Mapping):
+                continue
+            if isinstance(part.get("text"), str):
+                tokens += self.counter.count(part["text"])
+            elif isinstance(part.get("functionCall"), Mapping):
+                call = part["functionCall"]
+                tokens += TOOL_CALL_OVERHEAD + self.counter.count(str(call.get("name", "")))
+                tokens += self.counter.count(_compact(call.get("args", {})))
+            elif isinstance(part.get("functionResponse"), Mapping):
+                response = part["functionResponse"].get("response")
+                output = response.get("output") if isinstance(response, Mapping) else None
+                tokens += self.counter.count(output if isinstance(output, str) else _compact(response))
+            else:  # media and parts of newer kinds, as sent (a signature is not input)
+                tokens += self.counter.count(_compact({k: v for k, v in part.items() if k != "thoughtSignature"}))
+        return tokens
 
     def _anthropic_head(self, tool: Any) -> tuple[Block, bool]:
         value = _unmarked(tool)

@@ -12,6 +12,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 
 from ._errors import ErrorLine
+from .placeholders import Retrievable, retrieval_call
 
 ERROR_LINE_MAX_CHARS = 400
 """An error-like line kept from the cut middle is shown up to this many characters."""
@@ -102,7 +103,7 @@ class Cutter:
         head_fraction: float,
         error_fraction: float,
         errors: list[ErrorLine],
-        retrievable: bool,
+        retrievable: Retrievable,
         odd: list[ErrorLine] | None = None,
     ) -> None:
         self.text = text
@@ -211,7 +212,7 @@ class Cutter:
         compact: bool,
     ) -> str:
         a, b = omitted[0] + self.shift, omitted[1] + self.shift
-        call = f'read_range(artifact_id="{self.artifact_id}", start_line={a}, end_line={b})'
+        call = retrieval_call(self.retrievable or True, self.artifact_id, a, b, whole=False)
         if compact:
             rest = f"rest: {call}" if self.retrievable else f"lines {a}-{b} omitted"
             return f"[... output truncated: {self.size}, {self.lines:,} lines; {rest} ...]\n"

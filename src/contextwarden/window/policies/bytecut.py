@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import UsageError
 from ._cut import line_count
+from .placeholders import Retrievable, retrieval_call
 from .truncate import Truncation, _measure
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def _tail(data: bytes, size: int) -> str:
 
 
 def truncate_bytes(
-    text: str, *, max_bytes: int, counter: TokenCounter, artifact_id: str, retrievable: bool = True
+    text: str, *, max_bytes: int, counter: TokenCounter, artifact_id: str, retrievable: Retrievable = True
 ) -> Truncation:
     """Bound ``text`` to ``max_bytes`` of UTF-8 content, cut from the middle, with a header naming its size."""
     if max_bytes < 2:
@@ -51,7 +52,9 @@ def truncate_bytes(
     head, tail = _head(data, max_bytes // 2), _tail(data, max_bytes - max_bytes // 2)
     head_lines, tail_lines = head.count("\n"), tail.count("\n")
     omitted = len(data) - len(head.encode("utf-8", "surrogatepass")) - len(tail.encode("utf-8", "surrogatepass"))
-    back = f' Read the rest with read_range(artifact_id="{artifact_id}").' if retrievable else ""
+    back = (
+        f" Read the rest with {retrieval_call(retrievable, artifact_id, 1, lines, whole=True)}." if retrievable else ""
+    )
     header = (
         f"{BYTE_CUT_HEADER}{max_bytes:,} bytes, cut from the middle. The full output was "
         f"{'' if exact else 'about '}{tokens:,} tokens, {lines:,} lines, {len(data):,} bytes.{back}]\n"

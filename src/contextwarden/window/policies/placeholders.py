@@ -1,24 +1,34 @@
 """One-line placeholders for tool results that are masked, superseded or stale.
 
 Each names the tool and a short rendering of its arguments, the size of what it replaces, the
-artifact id (the tool result's event id) and the ``read_range`` call that brings it back, so
-eviction is never forgetting. They are deterministic: no times, nothing but their inputs.
+artifact id (the tool result's event id) and the call that brings it back (``read_range``, or the
+client's own recall tool behind the proxy), so eviction is never forgetting. They are
+deterministic: no times, nothing but their inputs. :func:`retrieval_call` is the one wording of
+that call, for placeholders and truncation markers alike.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from typing import Union
 
 from ...log.events import JSONValue, ToolCall, ToolResult
 
 __all__ = [
+    "Retrievable",
     "extract_sources",
     "masked_placeholder",
     "render_call",
+    "retrieval_call",
     "stale_placeholder",
     "superseded_placeholder",
 ]
+
+Retrievable = Union[bool, str]  # noqa: UP007 (a runtime alias on Python 3.10)
+"""How the model gets evicted content back: ``True``, the library's ``read_range``; ``False``, it
+cannot (nothing names an id); a tool name, that recall tool of the client's own (``contextwarden
+mcp``'s ``recall`` as the client lists it, called with the artifact id as ``id``)."""
 
 ARGUMENTS_MAX_CHARS = 120
 """The rendered arguments of a call are cut to this many characters."""
@@ -113,12 +123,24 @@ def _size(tokens: int, lines: int) -> str:
     return f"{tokens:,} tokens, {lines:,} line{'s' if lines != 1 else ''}"
 
 
-def _get_back(result: ToolResult, lines: int, retrievable: bool) -> str:
+def retrieval_call(retrievable: Retrievable, artifact_id: str, start_line: int, end_line: int, *, whole: bool) -> str:
+    """The call that brings lines ``start_line``..``end_line`` of ``artifact_id`` back (``whole``: all of it).
+
+    ``retrievable`` must not be ``False`` (:data:`Retrievable`). A recall tool gives a whole output
+    back byte for byte when asked for no lines, so a whole output is asked for by its id alone.
+    """
+    if isinstance(retrievable, str) and retrievable:
+        lines = "" if whole else f", start_line={start_line}, end_line={end_line}"
+        return f'{retrievable}(id="{artifact_id}"{lines})'
+    return f'read_range(artifact_id="{artifact_id}", start_line={start_line}, end_line={end_line})'
+
+
+def _get_back(result: ToolResult, lines: int, retrievable: Retrievable) -> str:
     # Only name a tool the model was given. Without retrieval an id is of no use to the model, and it
     # costs tokens on every later request (in the proxy, ~1.5% of the bill: docs/proxy.md, "Measured").
     if not retrievable:
         return "not retrievable in this session"
-    return f'read_range(artifact_id="{result.id}", start_line=1, end_line={max(lines, 1)})'
+    return retrieval_call(retrievable, result.id, 1, max(lines, 1), whole=True)
 
 
 def _subject(call: ToolCall | None, result: ToolResult) -> str:
@@ -134,13 +156,13 @@ def masked_placeholder(
     lines: int,
     sources: tuple[str, ...] = (),
     quotes: tuple[str, ...] = (),
-    retrievable: bool = True,
+    retrievable: Retrievable = True,
 ) -> str:
     """Render the line that replaces a result masked for age or space (``sources``: URLs to keep).
 
     ``quotes``: lines the output says only once (``ToolPolicy.odd_lines``), kept word for word.
 
-    ``retrievable``: the model has ``read_range``, so the placeholder may tell it to call it. Why it was
+    ``retrievable``: how the model gets it back (:data:`Retrievable`), so the placeholder may tell it. Why it was
     masked is the edit's reason in the log, not here: the line rides on every later request, and the
     model needs what it was and how to get it back, not the planner's rule.
     """
@@ -159,7 +181,7 @@ def superseded_placeholder(
     tokens: int,
     lines: int,
     by: str,
-    retrievable: bool = True,
+    retrievable: Retrievable = True,
 ) -> str:
     """Render the line that replaces a result made redundant by a newer one.
 
@@ -178,7 +200,7 @@ def stale_placeholder(
     tokens: int,
     lines: int,
     by: str,
-    retrievable: bool = True,
+    retrievable: Retrievable = True,
 ) -> str:
     """Render the line that replaces a result a later change made out of date (``by``: that change's call)."""
     return (

@@ -25,6 +25,7 @@ from ...log.events import ToolCall
 from ..tiers import Tier
 from .bytecut import truncate_bytes
 from .normalize import normalize_output, sanitize_output
+from .placeholders import Retrievable
 from .resources import classify_command, command_of, command_program
 from .truncate import Truncation, truncate_output
 
@@ -167,11 +168,11 @@ def apply_policy(
     counter: TokenCounter,
     artifact_id: str,
     max_tokens: int | None = None,
-    retrievable: bool = True,
+    retrievable: Retrievable = True,
 ) -> Truncation:
     """Normalize and truncate one tool output under ``policy`` (``max_tokens`` can only lower its cap).
 
-    ``retrievable``: the model has ``read_range``, so the marker may name it.
+    ``retrievable``: how the model gets omitted lines back (:data:`~.placeholders.Retrievable`), which the marker names.
     """
     limit = policy.max_tokens if max_tokens is None else min(max_tokens, policy.max_tokens)
     text = policy_text(output, policy)

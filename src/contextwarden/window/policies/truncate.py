@@ -25,6 +25,7 @@ from ...errors import UsageError
 from ._cut import Cut, Cutter, line_count
 from ._errors import find_error_lines
 from ._oddlines import find_odd_lines, quoted
+from .placeholders import Retrievable
 
 if TYPE_CHECKING:
     from ...tokens import TokenCounter
@@ -148,13 +149,14 @@ def truncate_output(
     keep_error_lines: bool = True,
     error_line_budget_fraction: float = 0.2,
     first_line: int = 1,
-    retrievable: bool = True,
+    retrievable: Retrievable = True,
     odd_lines: int = 0,
 ) -> Truncation:
     """Bound ``text`` to ``max_tokens`` (by ``counter``), keeping head, tail and error lines.
 
     ``first_line`` numbers the first line of ``text`` (for a range cut out of a longer output).
-    ``retrievable`` says the model has ``read_range``: only then does the marker tell it to call it.
+    ``retrievable`` says how the model gets omitted lines back (:data:`~.placeholders.Retrievable`):
+    only then does the marker tell it what to call.
     ``odd_lines``: up to this many lines of a shape the output has only once are found
     (:mod:`._oddlines`); the cut keeps those of its middle, and the result lists them all.
     The result, marker included, never exceeds ``max_tokens``.
