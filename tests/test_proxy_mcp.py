@@ -159,11 +159,11 @@ def test_window_shows_what_the_window_holds(served: Rig) -> None:
 def test_a_server_bound_to_a_credential_serves_only_that_credentials_sessions(served: Rig) -> None:
     store = served.proxy.store
     rid_a = _result_id(store, RAW)
-    as_b = build_server(store, credential=Credential(secret="key-b", salt=served.proxy.settings.salt))
+    as_b = build_server(store, credential=Credential(secret="key-b", salt=served.proxy.pipeline.salt))
     for tool, arguments in (("recall", {"id": rid_a}), ("window", {"session": rid_a})):
         error, text = _call(as_b, tool, **arguments)
         assert error and "no session of this credential holds" in text and "step" not in text
-    as_a = build_server(store, credential=Credential(secret="key-a", salt=served.proxy.settings.salt))
+    as_a = build_server(store, credential=Credential(secret="key-a", salt=served.proxy.pipeline.salt))
     assert _call(as_a, "recall", id=rid_a) == (False, RAW)
 
 
