@@ -24,7 +24,7 @@ from typing import Literal
 from ...context import Message
 from ...log.events import AssistantMessage, Event, Instruction, JSONValue, Pin, Steering, ToolResult, UserMessage
 from ...tokens import TokenCounter
-from ...window.items import ContextItem
+from ...window.items import REDUCED, ContextItem
 from ...window.outcome import output_failed, result_failed
 
 EntryLabel = Literal[
@@ -52,6 +52,8 @@ class Entry:
     """For tool results: whether the tool failed."""
     call_id: str = ""
     """For tool calls and results: the call's id, which pairs a result with its call."""
+    shown: bool = True
+    """False when the window shows a placeholder in its place: ``text`` is the placeholder, not the output."""
 
     def header(self) -> str:
         """The entry's label line, for example ``[tool result #14 run_tests, error]``."""
@@ -151,7 +153,9 @@ def _arguments(arguments: dict[str, JSONValue]) -> str:
     return json.dumps(arguments, ensure_ascii=False, sort_keys=True)
 
 
-def _message_entries(seq: int, message: Message, *, kind: str, failed: bool | None = None) -> list[Entry]:
+def _message_entries(
+    seq: int, message: Message, *, kind: str, failed: bool | None = None, shown: bool = True
+) -> list[Entry]:
     role = message.role
     if role == "tool":
         error = output_failed(message.text, is_error=message.is_error, exit_code=None) if failed is None else failed
@@ -163,6 +167,7 @@ def _message_entries(seq: int, message: Message, *, kind: str, failed: bool | No
                 name=message.tool_name,
                 error=error,
                 call_id=message.tool_call_id,
+                shown=shown,
             )
         ]
     if role == "assistant":
@@ -189,7 +194,8 @@ def entries_from_items(items: Iterable[ContextItem], *, failed: Collection[str] 
     out: list[Entry] = []
     for item in items:
         flag = None if failed is None or item.kind != "tool_result" else bool(set(item.source_ids) & set(failed))
-        out += _message_entries(item.recency, item.message, kind=item.kind, failed=flag)
+        shown = item.state not in REDUCED
+        out += _message_entries(item.recency, item.message, kind=item.kind, failed=flag, shown=shown)
     return out
 
 

@@ -102,7 +102,8 @@ def _actions(entries: Sequence[Entry]) -> tuple[list[str], list[str]]:
         elif e.label == "tool result":
             label = clean_text(pending.take(e) or e.name)
             if e.error:
-                why = " | ".join(failure_lines(e.text)) or "(no output)"
+                # a placeholder is no failure message: quote only an output the window still shows
+                why = (" | ".join(failure_lines(e.text)) or "(no output)") if e.shown else "(output no longer shown)"
                 failed.append((label, f"`{label}` failed at #{e.seq}: {why}"))
             else:
                 done.append(f"[x] `{label}` (#{e.seq})")
