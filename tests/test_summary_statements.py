@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from _agentlog import COUNTER, Agent, answer, manager, profile
+from contextwarden.errors import SummaryFallbackWarning
 from contextwarden.log.events import Compaction
 from contextwarden.log.store.memory import MemoryStore
 from contextwarden.plan.compaction import (
@@ -93,11 +96,14 @@ def test_the_fallback_is_a_recorded_decision_of_the_build() -> None:
     provider = ScriptedProvider([answer(json.dumps(JUNK))] * 4)
     built = manager(store, summarizer=_llm(provider))
     Agent(store).start().work(12)
-    ctx = built.build("s", model=profile(3_000, max_output=500))
+    with pytest.warns(SummaryFallbackWarning, match="untrue"):  # a fallback is said, never silent
+        ctx = built.build("s", model=profile(3_000, max_output=500))
     (event,) = [e for e in store.read("s") if isinstance(e, Compaction)]
     assert event.summarizer.startswith("structured") and "untrue" in str(event.details["fallback"])
     (decision,) = [d for d in ctx.decisions if d.action == "compact"]
-    assert "fallback: history: llm:small failed (InvalidSummary: summary rejected (untrue)" in decision.reason
+    assert "the fallback wrote the summary (history: llm:small failed (InvalidSummary: summary rejected (untrue)" in (
+        decision.reason
+    )
 
 
 def test_a_summary_naming_the_wrong_command_or_outcome_is_corrected_from_the_log() -> None:
@@ -161,8 +167,10 @@ def test_inspect_lists_the_recorded_fallback(tmp_path: object) -> None:
     built = manager(store, summarizer=_llm(provider))
     agent = Agent(store).start()
     agent.work(12)
-    built.build("s", model=profile(3_000, max_output=500))
+    with pytest.warns(SummaryFallbackWarning):
+        built.build("s", model=profile(3_000, max_output=500))
     agent.work(1)
     view = inspect_session(store, "s", counter=COUNTER)
     reasons = [d.reason for d in view.standing if d.action == "compact"]
-    assert any(r.startswith("as recorded: fallback: history: llm:small failed") for r in reasons), reasons
+    recorded = "as recorded: the summarizer failed, so the fallback wrote the summary (history: llm:small failed"
+    assert any(r.startswith(recorded) for r in reasons), reasons
