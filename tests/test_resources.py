@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextwarden.log.events import JSONValue, ToolCall
+from contextwarden.window.policies._shell import PIPED_PART as PIPED
 from contextwarden.window.policies.resources import (
     Resource,
     affects,
@@ -60,7 +61,7 @@ def test_normalize_url() -> None:
     ("command", "expected"),
     [
         ("cat ./src//a.py", [("file", "src/a.py", "read", "")]),
-        ("cat a.py b.py | grep foo", [("file", "a.py", "read", ""), ("file", "b.py", "read", "")]),
+        ("cat a.py b.py | grep foo", [("file", "a.py", "read", PIPED), ("file", "b.py", "read", PIPED)]),
         ("head -n 50 src/a.py", [("file", "src/a.py", "read", "lines 1-50")]),
         ("head -20 a.py", [("file", "a.py", "read", "lines 1-20")]),
         ("head a.py", [("file", "a.py", "read", "lines 1-10")]),
@@ -69,7 +70,7 @@ def test_normalize_url() -> None:
         ("sed -n '10,20p' src/a.py", [("file", "src/a.py", "read", "lines 10-20")]),
         ("sed -n 5p a.py", [("file", "a.py", "read", "lines 5-5")]),
         ("sed -n '100,$p' a.py", [("file", "a.py", "read", "from line 100")]),
-        ("nl -ba src/a.py | sed -n '1,40p'", [("file", "src/a.py", "read", "")]),
+        ("nl -ba src/a.py | sed -n '1,40p'", [("file", "src/a.py", "read", PIPED)]),
         ("less README.md", [("file", "README.md", "read", "")]),
         ("cd src && cat pkg/mod.py", [("file", "src/pkg/mod.py", "read", "")]),
         ("cd /repo; cd lib && cat ../x.py", [("file", "/repo/x.py", "read", "")]),

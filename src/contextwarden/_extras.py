@@ -20,6 +20,7 @@ MODULE_EXTRAS = {
     "pydantic_ai": "pydantic-ai",
     "google.adk": "google-adk",
     "openhands": "peers",
+    "mcp": "mcp",
 }
 """Top-level import name (``google.adk``: the package under the ``google`` namespace) -> the extra."""
 
