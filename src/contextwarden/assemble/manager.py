@@ -26,9 +26,10 @@ from ..errors import BudgetExceededError
 from ..log.events import ContextEditBatch, SettingChange, ToolCall, ToolResult, UsageReport
 from ..log.store._protocol import SessionStore
 from ..models import ModelProfile, resolve_profile
-from ..plan.compaction.compactor import CompactionSettings, WindowCompactor, compaction_reason
+from ..plan.compaction.compactor import CompactionSettings, WindowCompactor
+from ..plan.compaction.statements import compaction_reason
 from ..plan.exposure import ToolLike, definition, evicted, exposed_tools, tool_json
-from ..plan.planner import Plan, plan
+from ..plan.planner import Plan, plan, plan_of
 from ..plan.policy import ContextPolicy
 from ..plan.seams import Compactor, PolicyLike
 from ..plan.taskpolicies import get_task_policy
@@ -395,8 +396,3 @@ class ContextManager:
     def forget(self, session_id: str) -> None:
         """Drop the session's cached projections (the next build reloads the window from the store)."""
         self._cache.forget(session_id)
-
-
-def plan_of(decision: Plan) -> Decision:
-    """The decision-log entry of the planner's verdict (why it reduced now, or did not)."""
-    return Decision(action="plan", target="", reason=decision.reason)

@@ -18,8 +18,8 @@ from ..log.store._protocol import SessionStore
 from ..plan.policy import ContextPolicy
 from ..tokens import TokenCounter
 from ..window.checkpoint import FragmentMemo
+from ..window.ingest import EarlierOutput
 from ..window.opening import compaction_blocks, latest_compaction
-from ..window.pointers import EarlierOutput
 from ..window.projection import Projection, ProjectionConfig
 from .buildrecord import BUILD_KEY, BuildSettings, build_settings_of
 from .checkpoints import CHECKPOINT_EVERY, checkpoint_key, load_checkpoint, save_checkpoint

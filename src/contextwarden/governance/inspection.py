@@ -18,14 +18,15 @@ from ..errors import UsageError
 from ..log.events import Compaction, ToolCall
 from ..log.store import SessionStore
 from ..models import get_profile
-from ..plan.compaction.compactor import compaction_reason
+from ..plan.compaction.statements import compaction_reason
 from ..tokens import TokenCounter, best_counter
 from ..window.items import ContextItem, Tier
 from ._contexts import ContextRequestOptions, request_from_context
 from ._diff import CAUSES, find_break, shared_prefix_tokens
 from ._proxied import is_proxied, is_request
 from .metrics import cacheable
-from .session import ReplayedTurn, rebuild_as_sent, replay_session
+from .sent import rebuild_as_sent
+from .session import ReplayedTurn, replay_session
 
 
 @dataclass(frozen=True, kw_only=True)

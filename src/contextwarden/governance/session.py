@@ -10,7 +10,7 @@ from the same inputs), tool-set changes are (they are the agent's choice). Each 
 knows the window events recorded since the previous one, which is what tells a planned prefix
 change from a history rewrite.
 
-:func:`rebuild_as_sent` is the other way to get one request back: it copies the log up to that call,
+:func:`~.sent.rebuild_as_sent` is the other way to get one request back: it copies the log up to that call,
 window events and build records included, and builds once on the copy, as a resumed process would.
 That is the request the live manager sent, whatever trimmed or rewound the client's history in
 between (the mirror's window events are not the planner's to re-derive).
@@ -280,34 +280,6 @@ def _build(
         profile=profile,
         policy=replay.policy,
     )
-
-
-def rebuild_as_sent(
-    store: SessionStore, session_id: str, *, before_seq: int, counter: TokenCounter | None = None
-) -> tuple[ModelContext, tuple[ContextItem, ...]] | None:
-    """The request a live manager built for the call whose answer is at ``before_seq``, and its items.
-
-    Everything the log holds before that seq is copied, unchanged and at the same seqs, into a
-    memory store, and a fresh manager builds once with the settings of the last build record:
-    the resume invariant makes that the request the live manager sent. ``None`` when no build
-    record precedes the call (an imported transcript: only :func:`replay_session` can tell).
-    """
-    events = [e for e in store.iter_events(session_id) if e.seq < before_seq]
-    recorded: BuildSettings | None = None
-    for event in events:
-        if isinstance(event, SettingChange):
-            recorded = build_settings_of(event) or recorded
-    if recorded is None:
-        return None
-    copy = MemoryStore()
-    copy.create_session(session_id, metadata=dict(store.get_session(session_id).metadata))
-    copy.append(session_id, [replace(e, session_id="", seq=0) for e in events], expected_last_seq=0)
-    counter = counter or best_counter()
-    manager = ContextManager(
-        copy, counter=counter, policy=recorded.policy, compactor=WindowCompactor(copy, counter=counter)
-    )
-    ctx = manager.build(session_id, model=recorded.profile, tools=recorded.tools, policy=recorded.policy)
-    return ctx, tuple(manager.projection(session_id, policy=recorded.policy).items)
 
 
 def _appended(replay: _Replay, ids: tuple[str, ...]) -> list[Event]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..context import Decision
 from ..log.events import EVICTING_EDITS, ContextEdit
 from ..models import ModelProfile
 
@@ -252,3 +253,8 @@ def _under_pressure(
     if needs:
         reason += "; still over, compaction needed"
     return Plan(edits=tuple(batch), saved_tokens=saved, reason=reason, needs_compaction=needs)
+
+
+def plan_of(decision: Plan) -> Decision:
+    """The decision-log entry of the planner's verdict (why it reduced now, or did not)."""
+    return Decision(action="plan", target="", reason=decision.reason)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import re
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -48,7 +47,7 @@ from .access import Access, deployment_salts
 from .budget import REFUSAL_STATUS, REFUSED, refusal_body
 from .failures import with_taxonomy
 from .metrics import ProxyMetrics
-from .pipeline import Pipeline, Prepared
+from .pipeline import Pipeline, Prepared, fallback
 from .settings import ProxySettings
 from .tee import StreamTee, parse_body
 from .viewer import LiveView
@@ -148,7 +147,7 @@ class Proxy:
         except Exception as exc:  # never break the agent: forward what the client sent
             log.warning("contextwarden proxy fell back to pass-through: %s: %s", type(exc).__name__, exc)
             self._off_loop_until = time.monotonic() + OFF_LOOP_SECONDS
-            prepared = _fallback(fmt, raw, exc)
+            prepared = fallback(fmt, raw, exc)
             if call is not None:
                 prepared.model, prepared.stream = call.model, call.stream
         self.metrics.prepared(prepared)
@@ -395,15 +394,3 @@ def _credential(request: Request) -> str:
 
 def _headers(upstream: httpx.Response) -> dict[str, str]:
     return dict(forward.response_headers(upstream))
-
-
-_MODEL = re.compile(rb'"model"\s*:\s*"([^"\\]{1,200})"')
-"""A ``"model": "..."`` member, found by a scan that cannot fail on any body (the ledger's model column)."""
-
-
-def _fallback(fmt: str, raw: bytes, exc: Exception) -> Prepared:
-    """A fall-back: the client's bytes go upstream unread (whatever broke the pipeline may break a parser too)."""
-    prepared = Prepared(fmt=fmt, body=raw, outcome="fallback", note=f"{type(exc).__name__}: {exc}"[:300])
-    if found := _MODEL.search(raw, 0, 4096):
-        prepared.model = found.group(1).decode("utf-8", "replace")
-    return prepared

@@ -9,6 +9,7 @@ forward the original bytes.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -346,3 +347,15 @@ class Pipeline:
 def _taken(events: Iterable[Event], digest: str) -> str | None:
     """The id of the assistant message among ``events`` whose content digests to ``digest``, if one is there."""
     return next((e.id for e in events if isinstance(e, AssistantMessage) and content_digest(e) == digest), None)
+
+
+_MODEL = re.compile(rb'"model"\s*:\s*"([^"\\]{1,200})"')
+"""A ``"model": "..."`` member, found by a scan that cannot fail on any body (the ledger's model column)."""
+
+
+def fallback(fmt: str, raw: bytes, exc: Exception) -> Prepared:
+    """A fall-back: the client's bytes go upstream unread (whatever broke the pipeline may break a parser too)."""
+    prepared = Prepared(fmt=fmt, body=raw, outcome="fallback", note=f"{type(exc).__name__}: {exc}"[:300])
+    if found := _MODEL.search(raw, 0, 4096):
+        prepared.model = found.group(1).decode("utf-8", "replace")
+    return prepared

@@ -7,7 +7,7 @@ are cut to their caps (each cut is a decision of the log), and the item is count
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ..context import Decision, Message
@@ -15,7 +15,6 @@ from ..log.events import AssistantMessage, Event, JSONValue, ThinkingBlock, Tool
 from ..tokens import MESSAGE_OVERHEAD, TokenCounter
 from .accounting import message_tokens
 from .items import ContextItem, Tier
-from .pointers import EarlierOutput
 from .policies.placeholders import Retrievable
 from .policies.presets import ToolPolicy
 from .policies.truncate import truncate_output
@@ -32,6 +31,10 @@ __all__ = [
 
 MAX_ARGUMENT_CHARS = 8_000
 """A string tool-call argument longer than this is cut in the middle with a marker."""
+
+
+EarlierOutput = Callable[[int], "str | None"]
+"""The output of the tool result logged at a seq of the window's session (``None`` if it is not there)."""
 
 
 @dataclass(frozen=True, kw_only=True)

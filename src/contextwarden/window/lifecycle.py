@@ -59,9 +59,10 @@ class ResourceLedger:
         self._pointers: dict[str, str] = {}
         """A result that points back to an earlier read (:mod:`.pointers`) -> the file it points to."""
 
-    def point(self, result_id: str, key: str) -> None:
-        """Record that result ``result_id`` points the model back to the earlier read of file ``key``."""
-        self._pointers[result_id] = key
+    def point(self, result_id: str, keys: Sequence[str]) -> None:
+        """Record that result ``result_id`` points the model back to the earlier read of each file of ``keys``."""
+        for key in keys:
+            self._pointers[result_id] = key
 
     def pointed_files(self, items: ItemList) -> list[str]:
         """Files a result still shown points back to: their latest read is what the model is told to use."""

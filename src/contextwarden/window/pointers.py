@@ -14,12 +14,13 @@ working set's current reads visible keep it while it stands.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..context import Decision
 from ..log.events import ToolResult
 from ..tokens import TokenCounter
+from .ingest import EarlierOutput, ProjectionConfig
 from .items import REDUCED, ContextItem
 from .policies.placeholders import Retrievable
 from .policies.presets import ToolPolicy, apply_policy
@@ -35,9 +36,6 @@ POINTER_PATTERNS = (
 MAX_POINTER_CHARS = 600
 """A pointer is a short note; a longer output that happens to contain the words is content."""
 
-EarlierOutput = Callable[[int], "str | None"]
-"""The output of the tool result logged at a seq of the window's session (``None`` if it is not there)."""
-
 
 def points_back(output: str) -> bool:
     """Whether a tool output is a pointer to an earlier result rather than content."""
@@ -52,8 +50,8 @@ class PointerRead:
     """What it counts as having touched (no read of the file unless the earlier output is shown)."""
     cut: Truncation | None = None
     """The earlier output shown in its place, when the window no longer shows it."""
-    decision: Decision | None = None
-    """The ``recall`` decision saying so."""
+    decisions: tuple[Decision, ...] = ()
+    """The ``recall`` decision saying so, when it does."""
     pointed: tuple[str, ...] = ()
     """Files whose current read it points the model to (protected while it stands)."""
 
@@ -63,18 +61,14 @@ def read_pointer(
     resources: tuple[Resource, ...],
     items: Sequence[ContextItem],
     policy: ToolPolicy,
-    earlier_output: EarlierOutput | None,
-    counter: TokenCounter,
-    *,
-    max_tokens: int,
-    retrievable: Retrievable,
+    config: ProjectionConfig,
 ) -> PointerRead:
     """Project a result that points back: the earlier output shown when the window lost it, else a pointer kept."""
-    if earlier_output is not None:
-        found = recalled(event, resources, items, policy, earlier_output=earlier_output, counter=counter,
-                         max_tokens=max_tokens, retrievable=retrievable)  # fmt: skip
+    if config.earlier_output is not None:
+        found = recalled(event, resources, items, policy, earlier_output=config.earlier_output, counter=config.counter,
+                         max_tokens=config.max_item_tokens, retrievable=config.retrieval)  # fmt: skip
         if found is not None:
-            return PointerRead(resources=resources, cut=found[0], decision=found[1])
+            return PointerRead(resources=resources, cut=found[0], decisions=(found[1],))
     reads = tuple(r for r in resources if r.kind == "file" and r.access == "read")
     return PointerRead(resources=tuple(r for r in resources if r not in reads), pointed=tuple(r.key for r in reads))
 

@@ -42,9 +42,8 @@ from .items import REDUCED, ContextItem, ItemList, Tier
 from .lifecycle import ResourceLedger
 from .pointers import points_back, read_pointer
 from .policies.placeholders import extract_sources
-from .policies.presets import ToolPolicy, apply_policy, policy_for
-from .policies.resources import Resource, as_shown, resources_of
-from .policies.truncate import Truncation
+from .policies.presets import apply_policy, policy_for
+from .policies.resources import as_shown, resources_of
 from .state import MAX_WORKING_SET, StateBuilder, TaskState
 
 __all__ = ["MAX_ARGUMENT_CHARS", "Projection", "ProjectionConfig", "message_tokens"]
@@ -339,19 +338,6 @@ class Projection:
         )
         self._push(self._message_item(event, message, text_tokens=None if truncated else original))
 
-    def _pointer(
-        self, event: ToolResult, cut: Truncation, resources: tuple[Resource, ...], policy: ToolPolicy
-    ) -> tuple[Truncation, tuple[Resource, ...]]:
-        """A result pointing back to an earlier read (:mod:`.pointers`): its text and the resources it counts as."""
-        config = self.config
-        found = read_pointer(event, resources, self.list.items, policy, config.earlier_output, config.counter,
-                             max_tokens=config.max_item_tokens, retrievable=config.retrieval)  # fmt: skip
-        if found.decision is not None:
-            self.decisions.append(found.decision)
-        for key in found.pointed:
-            self._ledger.point(event.id, key)
-        return found.cut or cut, found.resources
-
     def _add_tool_result(self, event: ToolResult) -> None:
         call = self._calls.get(event.call_id)
         policy = policy_for(event.tool_name, call, self.config.tool_policies)
@@ -374,8 +360,11 @@ class Projection:
                 )
             )
         resources = as_shown(resources_of(call, policy.category), event.output) if call is not None else ()
-        if points_back(event.output):
-            cut, resources = self._pointer(event, cut, resources, policy)
+        if points_back(event.output):  # a client's note sending the model back to an earlier read
+            found = read_pointer(event, resources, self.list.items, policy, self.config)
+            self.decisions.extend(found.decisions)
+            self._ledger.point(event.id, found.pointed)
+            cut, resources = found.cut or cut, found.resources
         text = cut.text
         proposals, notes = self._ledger.observe(event, call, resources, policy, self.list, self.queue.shrinkable)
         if notes:

@@ -338,27 +338,6 @@ def _thinking_level(events: Sequence[Event], previous: Compaction | None) -> str
     return level if isinstance(level, str) and level else None
 
 
-def compaction_reason(event: Compaction, why: str) -> str:
-    """The decision-log reason of a compaction: why it ran, plus any fallback and correction it needed.
-
-    A summary the summarizer could not be trusted with, replaced by the fallback's, and statements
-    verification had to drop or relabel are said here, so ``inspect`` shows them.
-    """
-    parts = [why] if why else []
-    fallback = event.details.get("fallback")
-    if isinstance(fallback, list) and fallback:
-        parts.append(f"the summarizer failed, so the fallback wrote the summary ({'; '.join(map(str, fallback))})")
-    missing = event.verification.get("missing")
-    if isinstance(missing, dict):
-        fixed = {k: len(v) for k, v in missing.items() if k in _STATEMENT_CHECKS and isinstance(v, list)}
-        if fixed:
-            parts.append("verification corrected " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in fixed.items()))
-    return "; ".join(parts)
-
-
-_STATEMENT_CHECKS = ("wrong_labels", "wrong_outcomes", "wrong_test_status", "untrue_statements")
-
-
 def _item_text(item: ContextItem) -> str:
     m = item.message
     calls = " ".join(f"{c.name} {c.arguments}" for c in m.tool_calls)

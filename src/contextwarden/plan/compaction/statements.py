@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ...log.events import Compaction
 from ...window.outcome import test_not_run
 from ...window.taskstate import TaskState
 from .sections import HISTORY, section
@@ -243,3 +244,24 @@ def check_section(heading: str, lines: list[str], facts: Facts, corrected: dict[
 
 def _titles(*keys: str) -> tuple[str, ...]:
     return tuple(section(k).title.lower() for k in keys)
+
+
+def compaction_reason(event: Compaction, why: str) -> str:
+    """The decision-log reason of a compaction: why it ran, plus any fallback and correction it needed.
+
+    A summary the summarizer could not be trusted with, replaced by the fallback's, and statements
+    verification had to drop or relabel are said here, so ``inspect`` shows them.
+    """
+    parts = [why] if why else []
+    fallback = event.details.get("fallback")
+    if isinstance(fallback, list) and fallback:
+        parts.append(f"the summarizer failed, so the fallback wrote the summary ({'; '.join(map(str, fallback))})")
+    missing = event.verification.get("missing")
+    if isinstance(missing, dict):
+        fixed = {k: len(v) for k, v in missing.items() if k in _STATEMENT_CHECKS and isinstance(v, list)}
+        if fixed:
+            parts.append("verification corrected " + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in fixed.items()))
+    return "; ".join(parts)
+
+
+_STATEMENT_CHECKS = ("wrong_labels", "wrong_outcomes", "wrong_test_status", "untrue_statements")
