@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable
@@ -22,6 +23,9 @@ from starlette.responses import Response
 
 from _proxy import rig
 from contextwarden.log.events import ToolResult
+from contextwarden.proxy._validate import signature
+from contextwarden.proxy.agenttask import BUG_LINE, COMMIT_SUBJECT, FIXED_LINE, GIT_ENV, NOTES, make_repo, repo_state
+from contextwarden.proxy.conformance import cause
 from contextwarden.proxy.scripted import Reply, ScriptedUpstream
 
 GEMINI = (
@@ -85,6 +89,7 @@ def _gemini(workdir: Path, home: Path, url: str, key: str, prompt: str) -> subpr
         "GEMINI_CLI_TRUST_WORKSPACE": "true",
         "NO_COLOR": "1",
         "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"),
+        **GIT_ENV,
     }
     command = [GEMINI, "-p", prompt, "--approval-mode=yolo", "-o", "stream-json", "-m", SMALL]
     return subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
@@ -131,3 +136,102 @@ def test_gemini_cli_completes_a_task_through_the_proxy_with_the_mcp_tools_listed
         assert call["functionCall"]["name"] == "run_shell_command" and call["functionCall"].get("id")
         stored = [e for e in r.proxy.store.read(sessions.pop()) if isinstance(e, ToolResult)]
         assert len(stored) == 1 and "row 399: value 2793" in stored[0].output
+
+
+# ---------------------------------------------------------------------------- the long task
+
+STEP = re.compile(r"# cw-step-(\d+)$")
+SKIP_SIGNATURE = "skip_thought_signature_validator"
+"""What Gemini CLI writes where the model sent no signature."""
+
+
+def _task_commands(python: str) -> list[str]:
+    """The conformance task in Gemini CLI's shell tool: large reads, long outputs, the fix, notes, the commit."""
+    commands = [
+        "git status --short && ls -la",
+        "cat engine.py",
+        f"{python} -m pytest -q 2>&1 | tail -n 5",
+        "cat data/log.txt",
+        "seq 1 5000 | sed 's/^/row /'",
+        "grep -n '^def ' engine.py",
+        *(f"cat pkg/util_{i}.py" for i in range(4)),
+        "cat engine.py",
+        "head -c 20000 data/log.txt",
+        f"sed -i 's/^{BUG_LINE}$/{FIXED_LINE}/' engine.py && tail -n 3 engine.py",
+        f"printf '%s' {shlex.quote(NOTES)} > NOTES.md",
+        f"{python} -m pytest -q 2>&1 | tail -n 3",
+        f"git add -A && git commit -q -m '{COMMIT_SUBJECT}' && git log --oneline -1",
+        f"git status --short && {python} -m pytest -q 2>&1 | tail -n 1",
+    ]
+    return [f"{c}  # cw-step-{n:02d}" for n, c in enumerate(commands)]
+
+
+class _TaskAgent:
+    """Plays the task: the step after the newest one the conversation's calls hold, each with a signed thought."""
+
+    def __init__(self, commands: list[str]) -> None:
+        self.commands = commands
+        self.issued: list[str] = []
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        steps = [
+            int(found[1])
+            for content in body["contents"]
+            for part in content["parts"]
+            if (found := STEP.search(str(part.get("functionCall", {}).get("args", {}).get("command", ""))))
+        ]
+        step = max(steps) + 1 if steps else 0
+        text = f"Step {step}: the plan continues from the last result."
+        self.issued.append(signature(text))
+        thinking = (text, self.issued[-1])
+        if step >= len(self.commands):
+            return Reply(text="Done: fixed total(), the tests pass, and the fix is committed.", thinking=thinking)
+        call = (f"s{step}", "run_shell_command", {"command": self.commands[step], "description": "Work"})
+        return Reply(text="", tool_calls=(call,), thinking=thinking, output_tokens=60)
+
+
+def _signatures(body: dict[str, Any]) -> list[str]:
+    return [p["thoughtSignature"] for c in body["contents"] for p in c["parts"] if "thoughtSignature" in p]
+
+
+def _breaks(bodies: list[dict[str, Any]]) -> list[int]:
+    """The requests that do not extend the one before (tools, system instruction, then contents)."""
+    out = []
+    for k in range(1, len(bodies)):
+        before, after = bodies[k - 1], bodies[k]
+        same_head = all(before.get(key) == after.get(key) for key in ("tools", "systemInstruction"))
+        if not same_head or after["contents"][: len(before["contents"])] != before["contents"]:
+            out.append(k)
+    return out
+
+
+def test_gemini_cli_completes_the_long_task_through_the_proxy(tmp_path: Path) -> None:
+    """The task completes, no fall-back, no upstream error, the prefix breaks only at window events, signatures kept."""
+    repo = make_repo(tmp_path / "repo")
+    store = tmp_path / "s.db"
+    commands = _task_commands(sys.executable)
+    play = _TaskAgent(commands)
+    agent = _Agent(play)
+    with rig(str(store), upstream=agent) as r:
+        run = _gemini(repo, _home(tmp_path, store), r.url, "gemini-key-a", "fix the off-by-one in engine.py total()")
+        r.proxy.settle()
+        rows = r.rows()
+        events = [e for s in r.proxy.store.list_sessions() for e in r.proxy.store.read(s.id) if e.is_window_event]
+    assert [e.kind for e in events if not cause(e)] == []  # every window event names its cause
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert '"status":"success"' in run.stdout, run.stdout[-2000:]
+    state = repo_state(repo)
+    assert state == {"fixed": True, "notes": True, "subject": COMMIT_SUBJECT, "commits": 2, "clean": True}
+    main = [x for x in agent.received if f"{SMALL}:streamGenerateContent" in x.path]
+    bodies = [json.loads(x.body) for x in main]
+    assert len(bodies) == len(commands) + 1
+    assert [row.note for row in rows if row.outcome == "fallback"] == []
+    assert [(row.outcome, row.status) for row in rows if row.status != 200 or row.outcome == "upstream_error"] == []
+    # every prefix break falls while a window event was logged
+    unexplained = [k for k in _breaks(bodies) if not any(main[k - 1].at <= e.created_at <= main[k].at for e in events)]
+    assert unexplained == []
+    # each signature issued comes back on the model's turn, as issued; none is made up
+    for k, body in enumerate(bodies[1:], start=1):
+        found = _signatures(body)
+        assert play.issued[k - 1] in found, k
+        assert set(found) - set(play.issued) <= {SKIP_SIGNATURE}
