@@ -88,7 +88,7 @@ def _why(result: ArmResult) -> str:
     return f"exit {result.cli.returncode}; stderr: {result.cli.stderr[-1500:]}; stdout: {result.cli.stdout[-1500:]}"
 
 
-@pytest.mark.parametrize(("client", "arm"), _params("completes", ("direct", *PROXIED)))
+@pytest.mark.parametrize(("client", "arm"), _params("completes", ("direct", *PROXIED, RECALL_ARM)))
 def test_task_completes(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     assert result.cli.returncode == 0, _why(result)
@@ -103,7 +103,7 @@ def test_task_completes(arm_of: ArmOf, client: str, arm: str) -> None:
     }
 
 
-@pytest.mark.parametrize(("client", "arm"), _params("no_upstream_errors", ("direct", *PROXIED)))
+@pytest.mark.parametrize(("client", "arm"), _params("no_upstream_errors", ("direct", *PROXIED, RECALL_ARM)))
 def test_no_request_is_refused_upstream(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     assert result.upstream.refusals == []
@@ -111,7 +111,7 @@ def test_no_request_is_refused_upstream(arm_of: ArmOf, client: str, arm: str) ->
     assert [row.note for row in result.rows if row.outcome == "upstream_error"] == []
 
 
-@pytest.mark.parametrize(("client", "arm"), _params("no_fallbacks", PROXIED))
+@pytest.mark.parametrize(("client", "arm"), _params("no_fallbacks", (*PROXIED, RECALL_ARM)))
 def test_no_request_falls_back(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     assert len(result.rows) >= len(result.task_requests())
@@ -128,7 +128,7 @@ def test_the_client_itself_extends_each_request(arm_of: ArmOf, client: str) -> N
     assert prefix_breaks(result.fmt, bodies) == []
 
 
-@pytest.mark.parametrize(("client", "arm"), _params("window_causes", PROXIED))
+@pytest.mark.parametrize(("client", "arm"), _params("window_causes", (*PROXIED, RECALL_ARM)))
 def test_every_prefix_break_is_a_window_event_with_a_real_cause(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     assert unexplained_breaks(result) == []
@@ -139,7 +139,7 @@ def test_every_prefix_break_is_a_window_event_with_a_real_cause(arm_of: ArmOf, c
     assert restarts == [], f"{len(restarts)} restarts, first: {restarts[:1]}"
 
 
-@pytest.mark.parametrize(("client", "arm"), _params("thinking", ("direct", *PROXIED)))
+@pytest.mark.parametrize(("client", "arm"), _params("thinking", ("direct", *PROXIED, RECALL_ARM)))
 def test_thinking_and_reasoning_come_back_byte_for_byte(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     assert result.agent.issued, "the client did not turn thinking on"
@@ -177,7 +177,7 @@ def test_a_result_the_client_points_back_to_is_forwarded_as_sent(arm_of: ArmOf, 
 CLIENT_SESSION_HEADERS = {"claude-code": "x-claude-code-session-id", "codex": "session-id"}
 
 
-@pytest.mark.parametrize(("client", "arm"), _params("sessions", PROXIED))
+@pytest.mark.parametrize(("client", "arm"), _params("sessions", (*PROXIED, RECALL_ARM)))
 def test_sessions_ls_lists_the_session_under_the_clients_id(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     ids = {r.headers.get(CLIENT_SESSION_HEADERS[client], "") for r in result.task_requests()} - {""}

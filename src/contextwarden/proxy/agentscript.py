@@ -135,7 +135,9 @@ class ScriptedAgent:
             self.issued.append(sent)
             self.issued_for[len(self.played) - 1] = sent
         if move is not None:
-            return Reply(text="", tool_calls=(move,), thinking=thinking, output_tokens=30, ident="cwconfrecall")
+            # its own message id: a client merges turns that share one (Claude Code does)
+            ident = f"cwconf{move[0][len(prefix) :]}"
+            return Reply(text="", tool_calls=(move,), thinking=thinking, output_tokens=30, ident=ident)
         if step >= len(self.script.steps):
             return Reply(text=self.script.final, thinking=thinking, output_tokens=40, ident=f"cwconf{step:03d}")
         next_step = self.script.steps[step]
