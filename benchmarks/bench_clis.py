@@ -226,6 +226,7 @@ def main() -> int:
         "bill_usd",
         "bill_vs_direct",
         "recall_ok",
+        "signatures_intact",
     ]
     cols += ["added_ms_p50", "added_ms_p99"]
     print("| " + " | ".join(cols) + " | causes |")
