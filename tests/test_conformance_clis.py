@@ -3,9 +3,11 @@
 The real CLIs (``scripts/clis.sh`` installs them and exports ``CONTEXTWARDEN_CLAUDE_BIN`` and
 ``CONTEXTWARDEN_CODEX_BIN``; ``CONTEXTWARDEN_CLI_VERSIONS=latest`` installs the newest instead) run
 their own tools in a scratch git repository while the strict scripted upstream plays the model from a
-script and refuses whatever the real API would refuse. Each arm runs once per module; each check
-is its own test. A check that fails only because of a known proxy bug is marked ``xfail(strict=True)``
-naming the bug, so it turns red the day the bug is fixed and the mark must go.
+script and refuses whatever the real API would refuse. The ``recall`` arm is ``manage`` with
+``contextwarden mcp`` configured in the client: a read the proxy masked is recalled through the client
+and must come back byte for byte, and another credential's server must refuse its id. Each arm runs
+once per module; each check is its own test. A check that fails only because of a known proxy bug is
+marked ``xfail(strict=True)`` naming the bug, so it turns red the day the bug is fixed and the mark must go.
 """
 
 from __future__ import annotations
