@@ -1,14 +1,16 @@
-"""The real CLIs through the proxy: Claude Code and Codex on the long task, direct, observe and manage.
+"""The real CLIs through the proxy: Claude Code, Codex and Gemini CLI on the long task, direct, observe and manage.
 
 Each CLI (installed by ``scripts/clis.sh``; the binaries from ``CONTEXTWARDEN_CLAUDE_BIN`` and
 ``CONTEXTWARDEN_CODEX_BIN``) runs the conformance task (:mod:`contextwarden.proxy.agenttask`)
 against the strict scripted upstream in each arm, and the table shows per CLI and arm: whether the
 task finished, fall-backs, upstream errors, window events and their causes, forwarded tokens and
 the stand-in's bill against direct, and the proxy's added latency p50/p99 (the ledger's
-``added_ms``).
+``added_ms``). The ``recall`` arm is ``manage`` with ``contextwarden mcp`` configured in the client:
+``recall_ok`` says whether a read the proxy masked came back byte for byte through the client.
+``gemini-cli`` runs its own form of the task (:mod:`contextwarden.proxy.agentgemini`), direct and manage.
 
     while read -r l; do export "$l"; done < <(bash scripts/clis.sh)
-    python benchmarks/bench_clis.py [--clients claude-code,codex] [--arms direct,observe,manage] [--json]
+    python benchmarks/bench_clis.py [--clients claude-code,codex,gemini-cli] [--arms direct,manage,recall] [--json]
     python benchmarks/bench_clis.py --record tests/data/recorded   # the direct arm's requests as fixtures
 """
 
@@ -23,16 +25,22 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from contextwarden.proxy import agentcli
+from contextwarden.proxy import agentcli, agentgemini
+from contextwarden.proxy.agenttask import make_repo, repo_state
+from contextwarden.proxy.app import Proxy
 from contextwarden.proxy.conformance import (
     ARMS,
+    RECALL_ARM,
     ArmResult,
+    cause,
     cause_kind,
     prefix_breaks,
     run_arm,
     uncovered_supersessions,
     unexplained_breaks,
 )
+from contextwarden.proxy.serve import BackgroundServer
+from contextwarden.proxy.settings import ProxySettings
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -70,10 +78,82 @@ def summary(result: ArmResult, direct: ArmResult | None) -> dict[str, Any]:
         "added_ms_p99": round(_pct(added, 0.99), 2) if added else None,
         "seconds": round(result.cli.seconds, 1),
     }
+    if result.arm == RECALL_ARM:
+        calls = result.agent.recall_calls
+        original = result.first_output(result.agent.recall_of)
+        out["recall_ok"] = bool(
+            calls and original and result.first_output(calls[0][0]) == original == result.agent.recalled_as_seen()
+        )
     if direct is not None:
         base_tokens = sum(r.usage.input_tokens for r in direct.task_requests() if r.usage is not None)
         out["tokens_vs_direct"] = round(forwarded / base_tokens, 3) if base_tokens else None
         out["bill_vs_direct"] = round(bill / direct.bill_usd(), 3) if direct.bill_usd() else None
+    return out
+
+
+def gemini_row(binary: str, arm: str, workdir: Path, direct: dict[str, Any] | None) -> dict[str, Any]:
+    """One row for Gemini CLI on its form of the task, ``direct`` or ``manage``."""
+    repo = make_repo(workdir / "repo")
+    agent = agentgemini.GeminiTaskAgent(agentgemini.task_commands())
+    upstream = agentgemini.GeminiUpstream(agent)
+    rows: list[Any] = []
+    events: list[Any] = []
+    prompt = "fix the off-by-one in engine.py total()"
+    with BackgroundServer(upstream.app) as up:
+        if arm == "direct":
+            home = agentgemini.home(workdir / "home")
+            run = agentgemini.run(binary, repo, home, up.url, "gemini-conformance-key", prompt)
+        else:
+            settings = ProxySettings(mode=arm, gemini_upstream=up.url, store_url=str(workdir / "store.db"))  # type: ignore[arg-type]
+            proxy = Proxy(settings)
+            try:
+                with BackgroundServer(proxy.app) as px:
+                    home = agentgemini.home(workdir / "home", settings.store_url)
+                    run = agentgemini.run(binary, repo, home, px.url, "gemini-conformance-key", prompt)
+                    proxy.settle()
+                rows = proxy.pipeline.ledger.rows()
+                events = [e for s in proxy.store.list_sessions() for e in proxy.store.read(s.id) if e.is_window_event]
+            finally:
+                proxy.close()
+    main = upstream.main_requests()
+    bodies = [json.loads(r.body) for r in main]
+    state = repo_state(repo)
+    forwarded = sum(r.usage.input_tokens for r in main if r.usage is not None)
+    bill = sum(r.usage.cost_usd for r in upstream.received if r.usage is not None)
+    added = [row.added_ms for row in rows]
+    causes = Counter(cause_kind(e) for e in events)
+    unexplained = [
+        k
+        for k in agentgemini.breaks(bodies)
+        if not any(main[k - 1].at <= e.created_at <= main[k].at for e in events if cause(e))
+    ]
+    issued = set(agent.issued)
+    out: dict[str, Any] = {
+        "client": "gemini-cli",
+        "arm": arm,
+        "finished": run.returncode == 0 and state["fixed"] and state["clean"],
+        "requests": len(bodies),
+        "fallbacks": sum(row.outcome == "fallback" for row in rows),
+        "upstream_errors": sum(r.status != 200 for r in upstream.received),
+        "window_events": sum(causes.values()),
+        "causes": dict(causes),
+        "prefix_breaks": len(agentgemini.breaks(bodies)),
+        "unexplained_breaks": len(unexplained) if arm != "direct" else 0,
+        "signatures_intact": all(
+            set(agentgemini.signatures(b)) - issued <= {agentgemini.SKIP_SIGNATURE}
+            and agent.issued[k] in agentgemini.signatures(b)
+            for k, b in enumerate(bodies[1:])
+        ),
+        "forwarded_tokens": forwarded,
+        "bill_usd": round(bill, 4),
+        "added_ms_p50": round(statistics.median(added), 2) if added else None,
+        "added_ms_p99": round(_pct(added, 0.99), 2) if added else None,
+    }
+    if direct is not None:
+        out["tokens_vs_direct"] = (
+            round(forwarded / direct["forwarded_tokens"], 3) if direct["forwarded_tokens"] else None
+        )
+        out["bill_vs_direct"] = round(bill / direct["bill_usd"], 3) if direct["bill_usd"] else None
     return out
 
 
@@ -98,6 +178,20 @@ def main() -> int:
     args = parser.parse_args()
     rows = []
     for client in args.clients.split(","):
+        if client == "gemini-cli":
+            gemini = agentgemini.binary()
+            if gemini is None:
+                print(
+                    "gemini-cli: not installed (CONTEXTWARDEN_GEMINI_BIN unset); run scripts/clis.sh", file=sys.stderr
+                )
+                continue
+            base = None
+            for arm in ("direct", "manage"):
+                with tempfile.TemporaryDirectory(prefix=f"cw-gemini-{arm}-") as tmp:
+                    rows.append(gemini_row(gemini, arm, Path(tmp), base))
+                    base = rows[-1] if arm == "direct" else base
+                    print(json.dumps(rows[-1]), file=sys.stderr)
+            continue
         binary = agentcli.binary(client)
         if binary is None:
             print(f"{client}: not installed ({agentcli.BIN_ENV[client]} unset); run scripts/clis.sh", file=sys.stderr)
@@ -131,6 +225,8 @@ def main() -> int:
         "tokens_vs_direct",
         "bill_usd",
         "bill_vs_direct",
+        "recall_ok",
+        "signatures_intact",
     ]
     cols += ["added_ms_p50", "added_ms_p99"]
     print("| " + " | ".join(cols) + " | causes |")

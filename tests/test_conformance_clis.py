@@ -3,27 +3,34 @@
 The real CLIs (``scripts/clis.sh`` installs them and exports ``CONTEXTWARDEN_CLAUDE_BIN`` and
 ``CONTEXTWARDEN_CODEX_BIN``; ``CONTEXTWARDEN_CLI_VERSIONS=latest`` installs the newest instead) run
 their own tools in a scratch git repository while the strict scripted upstream plays the model from a
-script and refuses whatever the real API would refuse. Each arm runs once per module; each check
-is its own test. A check that fails only because of a known proxy bug is marked ``xfail(strict=True)``
-naming the bug, so it turns red the day the bug is fixed and the mark must go.
+script and refuses whatever the real API would refuse. The ``recall`` arm is ``manage`` with
+``contextwarden mcp`` configured in the client: a read the proxy masked is recalled through the client
+and must come back byte for byte, and another credential's server must refuse its id. Each arm runs
+once per module; each check is its own test. A check that fails only because of a known proxy bug is
+marked ``xfail(strict=True)`` naming the bug, so it turns red the day the bug is fixed and the mark must go.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters
 
 from contextwarden.proxy import agentcli
 from contextwarden.proxy.agenttask import COMMIT_SUBJECT
 from contextwarden.proxy.conformance import (
     MODEL_PATHS,
+    RECALL_ARM,
     ArmResult,
     cause,
     cause_kind,
@@ -83,7 +90,7 @@ def _why(result: ArmResult) -> str:
     return f"exit {result.cli.returncode}; stderr: {result.cli.stderr[-1500:]}; stdout: {result.cli.stdout[-1500:]}"
 
 
-@pytest.mark.parametrize(("client", "arm"), _params("completes", ("direct", *PROXIED)))
+@pytest.mark.parametrize(("client", "arm"), _params("completes", ("direct", *PROXIED, RECALL_ARM)))
 def test_task_completes(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     assert result.cli.returncode == 0, _why(result)
@@ -98,7 +105,7 @@ def test_task_completes(arm_of: ArmOf, client: str, arm: str) -> None:
     }
 
 
-@pytest.mark.parametrize(("client", "arm"), _params("no_upstream_errors", ("direct", *PROXIED)))
+@pytest.mark.parametrize(("client", "arm"), _params("no_upstream_errors", ("direct", *PROXIED, RECALL_ARM)))
 def test_no_request_is_refused_upstream(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     assert result.upstream.refusals == []
@@ -106,7 +113,7 @@ def test_no_request_is_refused_upstream(arm_of: ArmOf, client: str, arm: str) ->
     assert [row.note for row in result.rows if row.outcome == "upstream_error"] == []
 
 
-@pytest.mark.parametrize(("client", "arm"), _params("no_fallbacks", PROXIED))
+@pytest.mark.parametrize(("client", "arm"), _params("no_fallbacks", (*PROXIED, RECALL_ARM)))
 def test_no_request_falls_back(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     assert len(result.rows) >= len(result.task_requests())
@@ -123,7 +130,7 @@ def test_the_client_itself_extends_each_request(arm_of: ArmOf, client: str) -> N
     assert prefix_breaks(result.fmt, bodies) == []
 
 
-@pytest.mark.parametrize(("client", "arm"), _params("window_causes", PROXIED))
+@pytest.mark.parametrize(("client", "arm"), _params("window_causes", (*PROXIED, RECALL_ARM)))
 def test_every_prefix_break_is_a_window_event_with_a_real_cause(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     assert unexplained_breaks(result) == []
@@ -134,7 +141,7 @@ def test_every_prefix_break_is_a_window_event_with_a_real_cause(arm_of: ArmOf, c
     assert restarts == [], f"{len(restarts)} restarts, first: {restarts[:1]}"
 
 
-@pytest.mark.parametrize(("client", "arm"), _params("thinking", ("direct", *PROXIED)))
+@pytest.mark.parametrize(("client", "arm"), _params("thinking", ("direct", *PROXIED, RECALL_ARM)))
 def test_thinking_and_reasoning_come_back_byte_for_byte(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     assert result.agent.issued, "the client did not turn thinking on"
@@ -172,13 +179,75 @@ def test_a_result_the_client_points_back_to_is_forwarded_as_sent(arm_of: ArmOf, 
 CLIENT_SESSION_HEADERS = {"claude-code": "x-claude-code-session-id", "codex": "session-id"}
 
 
-@pytest.mark.parametrize(("client", "arm"), _params("sessions", PROXIED))
+@pytest.mark.parametrize(("client", "arm"), _params("sessions", (*PROXIED, RECALL_ARM)))
 def test_sessions_ls_lists_the_session_under_the_clients_id(arm_of: ArmOf, client: str, arm: str) -> None:
     result = arm_of(client, arm)
     ids = {r.headers.get(CLIENT_SESSION_HEADERS[client], "") for r in result.task_requests()} - {""}
     assert len(ids) == 1, ids
     listed = json.dumps(_cli_json("sessions", "ls", "--json", "--store", result.store))
     assert ids.pop() in listed, listed[:500]
+
+
+RECALL_TOOLS = {"claude-code": "mcp__contextwarden__recall", "codex": "mcp__contextwarden__recall"}
+"""The name each client lists ``contextwarden mcp``'s recall tool under."""
+
+RECALL_KNOWN = {
+    "codex": "Codex 0.171.0 offers MCP tools only through its tool_search (the feature that defers them cannot be"
+    " turned off), so its tool list never declares the recall tool and the proxy's placeholders say the content"
+    " is not retrievable"
+}
+"""Clients whose recall scenario fails for a known reason: ``client -> the reason``."""
+
+
+def _recall_params() -> list[object]:
+    out: list[object] = []
+    for client in CLIENTS:
+        reason = RECALL_KNOWN.get(client)
+        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+        out.append(pytest.param(client, marks=marks, id=client))
+    return out
+
+
+def _recall_over_stdio(store: str, key: str, rid: str) -> tuple[bool, str]:
+    """``recall(rid)`` from ``contextwarden mcp`` bound to the credential ``key``, over stdio as a client starts it."""
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "contextwarden", "mcp", "--store", store, "--credential-env", "AGENT_KEY"],
+        env={**os.environ, "PYTHONPATH": src, "AGENT_KEY": key},
+    )
+
+    async def go() -> tuple[bool, str]:
+        async with Client(params) as client:
+            result = await client.call_tool("recall", {"id": rid})
+            return bool(result.is_error), "".join(getattr(c, "text", "") for c in result.content)
+
+    return anyio.run(go)
+
+
+@pytest.mark.parametrize("client", _recall_params())
+def test_a_masked_read_is_recalled_byte_for_byte_and_not_by_another_credential(arm_of: ArmOf, client: str) -> None:
+    """With ``contextwarden mcp`` configured, the agent recalls a read the proxy masked, through the client."""
+    result = arm_of(client, RECALL_ARM)
+    assert result.cli.returncode == 0, _why(result)
+    assert result.agent.failures == []
+    assert result.state["fixed"] and result.state["clean"], result.state
+    assert result.upstream.refusals == []
+    assert [row.note for row in result.rows if row.outcome == "fallback"] == []
+    assert result.agent.recall_calls, "no forwarded placeholder named a recall call"
+    call_id, tool, arguments = result.agent.recall_calls[0]
+    assert tool == RECALL_TOOLS[client]
+    rid = arguments["id"]
+    original = result.first_output(result.agent.recall_of)
+    assert original is not None and len(original) > 10_000
+    # the client returns the recall's answer byte for byte as the read first returned it
+    assert result.first_output(call_id) == original
+    # and the model sees all of it: whole, or cut and filled in by the recalls the cut's marker names
+    assert result.agent.recalled_as_seen() == original
+    # another credential's server holds no session with that id; the agent's own credential's does
+    refused, text = _recall_over_stdio(result.store, agentcli.API_KEYS[client] + "-other", rid)
+    assert refused and f"no session of this credential holds {rid};" in text, text
+    assert _recall_over_stdio(result.store, agentcli.API_KEYS[client], rid) == (False, original)
 
 
 def test_recordings_are_of_the_pinned_versions() -> None:

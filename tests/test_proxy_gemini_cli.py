@@ -1,8 +1,10 @@
 """Gemini CLI, headless, through the proxy to the scripted upstream, with ``contextwarden mcp`` configured.
 
-The scripted agent reads a file and finishes; the CLI must complete with no fall-back, its requests
-must form one session, and its tool list must hold the MCP server's tools. Skips when Gemini CLI is
-not installed (``scripts/clis.sh`` sets ``CONTEXTWARDEN_GEMINI_BIN``).
+A short task: the scripted agent reads a file and finishes; the CLI must complete with no fall-back,
+its requests must form one session, and its tool list must hold the MCP server's tools. The long
+conformance task (:mod:`contextwarden.proxy.agentgemini`): it completes, with no fall-back and no
+upstream error, the prefix breaks only at window events, and every thought signature comes back as
+issued. Skips when Gemini CLI is not installed (``scripts/clis.sh`` sets ``CONTEXTWARDEN_GEMINI_BIN``).
 """
 
 from __future__ import annotations
@@ -10,47 +12,28 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.requests import Request
-from starlette.responses import Response
 
 from _proxy import rig
 from contextwarden.log.events import ToolResult
-from contextwarden.proxy.scripted import Reply, ScriptedUpstream
+from contextwarden.proxy import agentgemini
+from contextwarden.proxy.agenttask import COMMIT_SUBJECT, make_repo, repo_state
+from contextwarden.proxy.conformance import cause
+from contextwarden.proxy.scripted import Reply
 
 GEMINI = (
     os.environ.get("CONTEXTWARDEN_GEMINI_BIN")
     or "/root/.cache/cw-clis/@google+gemini-cli@0.61.0/node_modules/.bin/gemini"
 )
-SMALL = "gemini-2.5-flash"
-"""The model the CLI runs; the test gives the proxy's profile of it a 60K window, so a short session
-reaches the planner's trigger (a name the CLI does not know makes it compress its own history early)."""
+SMALL = agentgemini.MODEL
 RECALL = "mcp_contextwarden_recall"
 """The name Gemini CLI lists ``contextwarden mcp``'s recall under."""
 
-SIDE_ANSWER = json.dumps({"reasoning": "the task is progressing", "confidence": 0.0})
-
 pytestmark = pytest.mark.skipif(not os.access(GEMINI, os.X_OK), reason=f"Gemini CLI is not installed at {GEMINI}")
-
-
-class _Agent(ScriptedUpstream):
-    """The scripted upstream, answering each request with what ``script`` makes of the body it got."""
-
-    def __init__(self, script: Callable[[dict[str, Any]], Reply]) -> None:
-        super().__init__()
-        self.script = script
-
-    async def _answer(self, request: Request, fmt: str, *, model: str = "", stream: str | None = None) -> Response:
-        # Gemini CLI's side calls (routing, loop checks) ask another model for JSON: a calm answer
-        side = model != SMALL
-        self.push(Reply(text=SIDE_ANSWER) if side else self.script(json.loads(await request.body())))
-        return await super()._answer(request, fmt, model=model, stream=stream)
 
 
 def _responses(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -76,42 +59,15 @@ def _reader(files: int) -> Callable[[dict[str, Any]], Reply]:
     return script
 
 
-def _gemini(workdir: Path, home: Path, url: str, key: str, prompt: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        "GOOGLE_GEMINI_BASE_URL": url,
-        "GEMINI_API_KEY": key,
-        "GEMINI_CLI_TRUST_WORKSPACE": "true",
-        "NO_COLOR": "1",
-        "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"),
-    }
-    command = [GEMINI, "-p", prompt, "--approval-mode=yolo", "-o", "stream-json", "-m", SMALL]
-    return subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
-
-
-def _home(tmp_path: Path, store: Path) -> Path:
-    home = tmp_path / "home"
-    (home / ".gemini").mkdir(parents=True)
-    server = {"command": sys.executable, "args": ["-m", "contextwarden", "mcp", "--store", str(store)]}
-    settings = {
-        "security": {"auth": {"selectedType": "gemini-api-key"}},
-        "privacy": {"usageStatisticsEnabled": False},
-        "telemetry": {"enabled": False},
-        "mcpServers": {"contextwarden": server},
-    }
-    (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
-    return home
-
-
 def test_gemini_cli_completes_a_task_through_the_proxy_with_the_mcp_tools_listed(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     (work / "part_0.txt").write_text("".join(f"row {i}: value {i * 7}\n" for i in range(400)))
     store = tmp_path / "s.db"
-    agent = _Agent(_reader(1))
+    agent = agentgemini.GeminiUpstream(_reader(1))
     with rig(str(store), upstream=agent) as r:
-        run = _gemini(work, _home(tmp_path, store), r.url, "gemini-key-a", "read part_0.txt")
+        home = agentgemini.home(tmp_path / "home", str(store))
+        run = agentgemini.run(GEMINI, work, home, r.url, "gemini-key-a", "read part_0.txt")
         assert run.returncode == 0, run.stderr[-2000:]
         assert '"status":"success"' in run.stdout, run.stdout[-2000:]
         rows = r.rows()
@@ -131,3 +87,38 @@ def test_gemini_cli_completes_a_task_through_the_proxy_with_the_mcp_tools_listed
         assert call["functionCall"]["name"] == "run_shell_command" and call["functionCall"].get("id")
         stored = [e for e in r.proxy.store.read(sessions.pop()) if isinstance(e, ToolResult)]
         assert len(stored) == 1 and "row 399: value 2793" in stored[0].output
+
+
+def test_gemini_cli_completes_the_long_task_through_the_proxy(tmp_path: Path) -> None:
+    """The task completes, no fall-back, no upstream error, the prefix breaks only at window events, signatures kept."""
+    repo = make_repo(tmp_path / "repo")
+    store = tmp_path / "s.db"
+    commands = agentgemini.task_commands()
+    play = agentgemini.GeminiTaskAgent(commands)
+    agent = agentgemini.GeminiUpstream(play)
+    with rig(str(store), upstream=agent) as r:
+        home = agentgemini.home(tmp_path / "home", str(store))
+        run = agentgemini.run(GEMINI, repo, home, r.url, "gemini-key-a", "fix the off-by-one in engine.py total()")
+        r.proxy.settle()
+        rows = r.rows()
+        events = [e for s in r.proxy.store.list_sessions() for e in r.proxy.store.read(s.id) if e.is_window_event]
+    assert [e.kind for e in events if not cause(e)] == []  # every window event names its cause
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert '"status":"success"' in run.stdout, run.stdout[-2000:]
+    state = repo_state(repo)
+    assert state == {"fixed": True, "notes": True, "subject": COMMIT_SUBJECT, "commits": 2, "clean": True}
+    main = agent.main_requests()
+    bodies = [json.loads(x.body) for x in main]
+    assert len(bodies) == len(commands) + 1
+    assert [row.note for row in rows if row.outcome == "fallback"] == []
+    assert [(row.outcome, row.status) for row in rows if row.status != 200 or row.outcome == "upstream_error"] == []
+    # every prefix break falls while a window event was logged
+    unexplained = [
+        k for k in agentgemini.breaks(bodies) if not any(main[k - 1].at <= e.created_at <= main[k].at for e in events)
+    ]
+    assert unexplained == []
+    # each signature issued comes back on the model's turn, as issued; none is made up
+    for k, body in enumerate(bodies[1:], start=1):
+        found = agentgemini.signatures(body)
+        assert play.issued[k - 1] in found, k
+        assert set(found) - set(play.issued) <= {agentgemini.SKIP_SIGNATURE}

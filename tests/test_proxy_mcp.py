@@ -83,6 +83,22 @@ def test_recall_returns_the_output_byte_for_byte_whole_and_by_lines(served: Rig)
     assert _call(server, "recall", id=rid, start_line=len(lines), end_line=10**6) == (False, lines[-1])
 
 
+def test_the_tools_answer_plain_text_with_no_structured_copy(served: Rig) -> None:
+    """A client given a structured copy may show the model that instead, JSON-escaped (Claude Code does)."""
+    server = build_server(served.proxy.store)
+    rid = _result_id(served.proxy.store, RAW)
+
+    async def go() -> tuple[list[Any], Any]:
+        async with Client(server) as client:
+            tools = (await client.list_tools()).tools
+            return [t.output_schema for t in tools], await client.call_tool("recall", {"id": rid})
+
+    schemas, result = anyio.run(go)
+    assert schemas == [None] * len(TOOLS)
+    assert result.structured_content is None
+    assert [c.text for c in result.content] == [RAW]  # type: ignore[union-attr]
+
+
 def test_a_caller_reaches_only_the_ids_its_own_conversation_was_shown(served: Rig) -> None:
     store = served.proxy.store
     server = build_server(store)

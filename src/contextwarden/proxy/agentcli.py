@@ -8,6 +8,7 @@ channel turned off: the machine may have no internet, and nothing may leave it.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -33,6 +34,28 @@ BILL_AS = {"claude-opus-5-5": "claude-opus-4-5", "gpt-5.5": "gpt-5"}
 
 CODEX_KEY_ENV = "CONTEXTWARDEN_CONFORMANCE_OPENAI_KEY"
 """The variable Codex's model provider reads its key from (``env_key``)."""
+
+MCP_KEY_ENV = "CONTEXTWARDEN_AGENT_KEY"
+"""The variable the ``contextwarden mcp`` server a client starts reads the client's own key from
+(``--credential-env``), so it serves only the sessions the proxy filed under that key."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class McpServer:
+    """A stdio MCP server a client starts: its command line and environment."""
+
+    command: str
+    args: tuple[str, ...]
+    env: dict[str, str]
+
+
+def recall_server(client: str, store: str) -> McpServer:
+    """``contextwarden mcp`` over ``store`` (this interpreter, this ``contextwarden``), bound to ``client``'s key."""
+    # the package this process imported, by absolute path: the client starts the server in the task's repository
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = {MCP_KEY_ENV: API_KEYS[client], "PYTHONPATH": package_root}
+    args = ("-m", "contextwarden", "mcp", "--store", store, "--credential-env", MCP_KEY_ENV)
+    return McpServer(command=sys.executable, args=args, env=env)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,8 +86,10 @@ def _base_env(home: Path) -> dict[str, str]:
     return {"PATH": path, "HOME": str(home), "LANG": "C.UTF-8", "TERM": "dumb", "NO_COLOR": "1", **GIT_ENV}
 
 
-def claude_command(path: str, base_url: str, home: Path, model: str) -> tuple[list[str], dict[str, str]]:
-    """Claude Code in print mode, streaming JSON, tools allowed without asking."""
+def claude_command(
+    path: str, base_url: str, home: Path, model: str, mcp: McpServer | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """Claude Code in print mode, streaming JSON, tools allowed without asking; ``mcp`` as its only MCP server."""
     env = {
         **_base_env(home),
         "IS_SANDBOX": "1",  # lets --dangerously-skip-permissions run as root
@@ -80,6 +105,15 @@ def claude_command(path: str, base_url: str, home: Path, model: str) -> tuple[li
     }
     args = [path, "-p", prompt(), "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"]
     args += ["--model", model] if model else []
+    if mcp is not None:
+        server = {"type": "stdio", "command": mcp.command, "args": list(mcp.args), "env": mcp.env}
+        config = home / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"contextwarden": server}}))
+        args += ["--mcp-config", str(config), "--strict-mcp-config"]
+        env["MCP_TIMEOUT"] = "120000"  # a busy machine starts Python slowly
+        # Claude Code defers MCP tools behind its ToolSearch (their names only, in a message): the proxy
+        # knows the recall tool only when the client's own tool list declares it
+        env["ENABLE_TOOL_SEARCH"] = "false"
     return args, env
 
 
@@ -105,13 +139,32 @@ enabled = false
 exporter = "none"
 """
 
+CODEX_MCP = """
+# Codex defers MCP tools behind its tool_search: the proxy knows the recall tool only when the
+# client's own tool list declares it
+[features]
+tool_search = false
 
-def codex_command(path: str, base_url: str, home: Path, model: str) -> tuple[list[str], dict[str, str]]:
-    """``codex exec`` with a model provider whose base URL is ``base_url``, no approvals, no sandbox."""
+[mcp_servers.contextwarden]
+command = {command}
+args = {args}
+env = {{ {env} }}
+startup_timeout_sec = 120
+tool_timeout_sec = 120
+"""
+
+
+def codex_command(
+    path: str, base_url: str, home: Path, model: str, mcp: McpServer | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """``codex exec`` with a model provider whose base URL is ``base_url``, no approvals, no sandbox; ``mcp`` added."""
     codex_home = home / "codex"
     codex_home.mkdir(parents=True, exist_ok=True)
     model_line = f'model = "{model}"\n' if model else ""
     config = CODEX_CONFIG.format(model_line=model_line, base_url=base_url.rstrip("/"), key_env=CODEX_KEY_ENV)
+    if mcp is not None:  # TOML strings and arrays are written as JSON ones (a subset)
+        env_pairs = ", ".join(f"{k} = {json.dumps(v)}" for k, v in mcp.env.items())
+        config += CODEX_MCP.format(command=json.dumps(mcp.command), args=json.dumps(list(mcp.args)), env=env_pairs)
     (codex_home / "config.toml").write_text(config)
     env = {**_base_env(home), "CODEX_HOME": str(codex_home), CODEX_KEY_ENV: API_KEYS["codex"]}
     args = [path, "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", prompt()]
@@ -119,15 +172,24 @@ def codex_command(path: str, base_url: str, home: Path, model: str) -> tuple[lis
 
 
 def run(
-    client: str, path: str, *, base_url: str, repo: Path, home: Path, model: str | None = None, timeout: float = 600
+    client: str,
+    path: str,
+    *,
+    base_url: str,
+    repo: Path,
+    home: Path,
+    model: str | None = None,
+    timeout: float = 600,
+    mcp: McpServer | None = None,
 ) -> CliRun:
     """Run ``client`` (its binary at ``path``) on the task in ``repo``, talking to ``base_url``.
 
-    ``model`` defaults to :data:`MODELS`; an empty string leaves the client's own default.
+    ``model`` defaults to :data:`MODELS`; an empty string leaves the client's own default. ``mcp``:
+    an MCP server the client is configured with (:func:`recall_server`).
     """
     home.mkdir(parents=True, exist_ok=True)
     command = claude_command if client == "claude-code" else codex_command
-    args, env = command(path, base_url, home, MODELS[client] if model is None else model)
+    args, env = command(path, base_url, home, MODELS[client] if model is None else model, mcp)
     started = time.monotonic()
     try:
         done = subprocess.run(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,18 @@ from ._validate import encrypted, signature
 
 TASK_MARKER = "[conformance task]"
 """Opens the task prompt; a request whose conversation holds it is the task's, any other is a side call."""
+
+RECALL_CALL = re.compile(r'Get it back with ([\w.-]+)\(id="([0-9a-f]{32})"\)')
+"""A placeholder's recall call, as the proxy writes it when the client lists a recall tool: ``(tool, id)``."""
+
+RANGE_CALL = re.compile(r'call ([\w.-]+)\(id="([0-9a-f]{32})", start_line=(\d+), end_line=(\d+)\)')
+"""A truncation marker's recall call for the lines it omitted: ``(tool, id, start_line, end_line)``."""
+
+RECALL_SUFFIX = "recall"
+"""How a recall call's id goes on after the script's prefix (then its number)."""
+
+MAX_RECALLS = 8
+"""The most recall calls one run makes."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +68,11 @@ class Script:
     """The tool calls, in order."""
     final: str = "Done: fixed total(), the tests pass, and the fix is committed."
     """The answer that ends the task."""
+    recall: bool = False
+    """Whether to call the recall tool once: on the first request that shows a step's output as a
+    placeholder naming a recall call, the move is that call (parsed from the placeholder), and the
+    script goes on after its result; an answer the proxy cut is followed by the recall its marker names
+    for the omitted lines."""
 
 
 def prompt() -> str:
@@ -80,23 +98,34 @@ class ScriptedAgent:
     """Every thinking block issued, as ``(text, signature)`` (Responses: ``("", encrypted_content)``)."""
     issued_for: dict[int, tuple[str, str]] = field(default_factory=dict)
     """The thinking issued in answer to each task request, by the request's position."""
+    recall_of: str = ""
+    """The call id of the output the first recall call asked for (its placeholder named the call)."""
+    recall_calls: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    """The recall calls made, as ``(call id, tool, arguments)``: the one a placeholder named, then the
+    one each truncated answer's marker named for the lines it omitted."""
+    recalled: dict[str, str] = field(default_factory=dict)
+    """Each recall call's result by call id, as the upstream received it."""
 
     def __call__(self, fmt: str, body: dict[str, Any]) -> Reply:
         """The next move for one request."""
+        calls, results = calls_and_results(fmt, body)
         if fmt == "anthropic":
-            calls, results = _anthropic_calls(body)
             thinking_on = (body.get("thinking") or {}).get("type") in ("enabled", "adaptive")
         else:
-            calls, results = _responses_calls(body)
             thinking_on = "reasoning.encrypted_content" in (body.get("include") or [])
         if TASK_MARKER not in _text_of(body):
             self.side_calls += 1
             return Reply(text="Conformance task", output_tokens=4, ident=f"cwside{self.side_calls:03d}")
-        done = [int(c[len(self.script.prefix) :]) for c in calls if c.startswith(self.script.prefix)]
+        prefix = self.script.prefix
+        done = [int(c[len(prefix) :]) for c in calls if c.startswith(prefix) and c[len(prefix) :].isdigit()]
         step = max(done) + 1 if done else 0
-        if done:
-            self._check(step - 1, results.get(f"{self.script.prefix}{step - 1:03d}"))
-        self.played.append(step)
+        for call_id, *_ in self.recall_calls:
+            if call_id in results:
+                self.recalled.setdefault(call_id, results[call_id])
+        if calls and calls[-1] == f"{prefix}{step - 1:03d}":
+            self._check(step - 1, results.get(calls[-1]))
+        move = self._recall_move(results, calls) if self.script.recall else None
+        self.played.append(-1 if move else step)
         note = f"Step {step}: " + ("finishing." if step >= len(self.script.steps) else "next tool call.")
         thinking = None
         if thinking_on:
@@ -105,11 +134,58 @@ class ScriptedAgent:
             sent = thinking if fmt == "anthropic" else ("", thinking[1])
             self.issued.append(sent)
             self.issued_for[len(self.played) - 1] = sent
+        if move is not None:
+            # its own message id: a client merges turns that share one (Claude Code does)
+            ident = f"cwconf{move[0][len(prefix) :]}"
+            return Reply(text="", tool_calls=(move,), thinking=thinking, output_tokens=30, ident=ident)
         if step >= len(self.script.steps):
             return Reply(text=self.script.final, thinking=thinking, output_tokens=40, ident=f"cwconf{step:03d}")
-        move = self.script.steps[step]
-        call = (f"{self.script.prefix}{step:03d}", move.tool, move.arguments)
+        next_step = self.script.steps[step]
+        call = (f"{prefix}{step:03d}", next_step.tool, next_step.arguments)
         return Reply(text="", tool_calls=(call,), thinking=thinking, output_tokens=60, ident=f"cwconf{step:03d}")
+
+    def recalled_as_seen(self) -> str:
+        """The first recall's answer as the model saw it, each cut filled in with the range recall its marker named.
+
+        The proxy bounds a tool output, a recall's included: an answer over the bound reaches the model
+        cut, with a marker line naming the recall of the omitted lines, and the agent calls that next.
+        """
+        if not self.recall_calls:
+            return ""
+        text = self.recalled.get(self.recall_calls[0][0], "")
+        for call_id, _, arguments in self.recall_calls[1:]:
+            span = f"start_line={arguments['start_line']}, end_line={arguments['end_line']})"
+            lines = text.split("\n")
+            at = next((i for i, line in enumerate(lines) if span in line), None)
+            if at is None:
+                break
+            piece = self.recalled.get(call_id, "")
+            lines[at : at + 1] = [piece[:-1] if piece.endswith("\n") else piece]
+            text = "\n".join(lines)
+        return text
+
+    def _recall_move(self, results: Mapping[str, str], calls: list[str]) -> tuple[str, str, dict[str, Any]] | None:
+        """The next recall call: the first placeholder's, then the omitted lines of a cut answer (``None``: none)."""
+        if not self.recall_calls:
+            for call_id, text in results.items():
+                found = RECALL_CALL.search(text) if call_id.startswith(self.script.prefix) else None
+                if found:
+                    self.recall_of = call_id
+                    return self._recall(found.group(1), {"id": found.group(2)})
+            return None
+        last = self.recall_calls[-1][0]
+        if not calls or calls[-1] != last or last not in results:
+            return None
+        found = RANGE_CALL.search(results[last])
+        if found is None or len(self.recall_calls) >= MAX_RECALLS:
+            return None
+        tool, rid, first, end = found.groups()
+        return self._recall(tool, {"id": rid, "start_line": int(first), "end_line": int(end)})
+
+    def _recall(self, tool: str, arguments: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+        call_id = f"{self.script.prefix}{RECALL_SUFFIX}{len(self.recall_calls)}"
+        self.recall_calls.append((call_id, tool, arguments))
+        return (call_id, tool, arguments)
 
     def _check(self, step: int, result: str | None) -> None:
         if step >= len(self.script.steps):
@@ -143,6 +219,11 @@ def _flatten(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(_flatten(p.get("text", p.get("content", ""))) for p in content if isinstance(p, Mapping))
     return ""
+
+
+def calls_and_results(fmt: str, body: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:
+    """A request's tool call ids in order, and each result's text by call id (text blocks joined by newlines)."""
+    return _anthropic_calls(body) if fmt == "anthropic" else _responses_calls(body)
 
 
 def _anthropic_calls(body: Mapping[str, Any]) -> tuple[list[str], dict[str, str]]:

@@ -18,13 +18,13 @@ import json
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..log.events import Compaction, ContextEditBatch, Event, ToolSetChange
 from . import agentcli
-from .agentscript import TASK_MARKER, ScriptedAgent
+from .agentscript import TASK_MARKER, ScriptedAgent, calls_and_results
 from .agenttask import claude_code_script, codex_script, make_repo, repo_state
 from .app import Proxy
 from .ledger import LedgerRow
@@ -33,6 +33,8 @@ from .serve import BackgroundServer
 from .settings import ProxySettings
 
 ARMS = ("direct", "observe", "manage")
+RECALL_ARM = "recall"
+"""``manage`` with ``contextwarden mcp`` configured in the client, and a script that recalls a masked output."""
 FORMATS = {"claude-code": "anthropic", "codex": "openai_responses"}
 MODEL_PATHS = ("/v1/messages", "/v1/responses")
 
@@ -79,6 +81,14 @@ class ArmResult:
         """The stand-in's own bill: the usage it reported on every request, priced."""
         return sum(r.usage.cost_usd for r in self.upstream.received if r.usage is not None)
 
+    def first_output(self, call_id: str) -> str | None:
+        """The result of call ``call_id`` as the client first sent it (``None``: never sent)."""
+        for body in self.sent_task_bodies():
+            found = calls_and_results(self.fmt, body)[1].get(call_id)
+            if found is not None:
+                return found
+        return None
+
     def window_events(self) -> list[Event]:
         """The session log's window events (edits, compactions, tool-set changes), oldest first."""
         return [e for e in self.events if e.is_window_event]
@@ -118,9 +128,14 @@ class _Collect(logging.Handler):
 
 
 def run_arm(client: str, binary: str, arm: str, workdir: Path, *, timeout: float = 600) -> ArmResult:
-    """Run ``client`` on the task in a fresh repository under ``workdir``, in ``arm``."""
+    """Run ``client`` on the task in a fresh repository under ``workdir``, in ``arm`` (or :data:`RECALL_ARM`)."""
     repo = make_repo(workdir / "repo")
     script = claude_code_script(repo) if client == "claude-code" else codex_script(repo)
+    store = str(workdir / "store.db")
+    mcp = None
+    if arm == RECALL_ARM:
+        script, arm = replace(script, recall=True), "manage"
+        mcp = agentcli.recall_server(client, store)
     agent = ScriptedAgent(script)
     upstream = ScriptedUpstream(agent=agent, strict=True, bill_as=agentcli.BILL_AS)
     with BackgroundServer(upstream.app) as up:
@@ -131,7 +146,7 @@ def run_arm(client: str, binary: str, arm: str, workdir: Path, *, timeout: float
             mode=arm,  # type: ignore[arg-type]
             anthropic_upstream=up.url,
             openai_upstream=up.url,
-            store_url=str(workdir / "store.db"),
+            store_url=store,
         )
         handler = _Collect()
         logger = logging.getLogger("contextwarden")
@@ -140,7 +155,8 @@ def run_arm(client: str, binary: str, arm: str, workdir: Path, *, timeout: float
         try:
             tap = _Tap(proxy.app)
             with BackgroundServer(tap) as px:
-                cli = agentcli.run(client, binary, base_url=px.url, repo=repo, home=workdir / "home", timeout=timeout)
+                home = workdir / "home"
+                cli = agentcli.run(client, binary, base_url=px.url, repo=repo, home=home, timeout=timeout, mcp=mcp)
                 proxy.settle()
             rows = proxy.pipeline.ledger.rows()
             stats = proxy.pipeline.ledger.stats()
@@ -148,6 +164,7 @@ def run_arm(client: str, binary: str, arm: str, workdir: Path, *, timeout: float
         finally:
             logger.removeHandler(handler)
             proxy.close()
+    arm = RECALL_ARM if mcp is not None else arm
     result = ArmResult(client, arm, cli, agent, upstream, repo, repo_state(repo), rows, stats, events)
     result.warnings = handler.lines
     result.store = settings.store_url or ""

@@ -50,10 +50,9 @@ def build_server(
         except ContextWardenError as exc:  # unknown ids, bad ranges, a store that is down
             raise ToolError(str(exc)) from exc
 
-    @server.tool(
-        name="recall",
-        description=RECALL_DESCRIPTION,
-    )
+    # Plain text answers, no structured copy: a client given both may show the model the structured one,
+    # JSON-escaped ({"result": "..."}, as Claude Code does), where recall must give the bytes back as they were.
+    @server.tool(name="recall", description=RECALL_DESCRIPTION, structured_output=False)
     def recall(
         id: Annotated[str, Field(description="The id a placeholder or truncation marker names (32 hex digits)")],
         start_line: Annotated[int | None, Field(description="First line to return (1-based); omit for all")] = None,
@@ -65,6 +64,7 @@ def build_server(
         name="search_history",
         description="Lines of this conversation's history (tool outputs and messages) that hold every word of the"
         " query, each with the recall id and line number that bring it back in full.",
+        structured_output=False,
     )
     def search_history(
         session: Annotated[str, Field(description="Any recall id this conversation shows (its session is searched)")],
@@ -77,6 +77,7 @@ def build_server(
         name="window",
         description="What this conversation's context window holds and why: tokens by section, window events,"
         " each reduction (masked, superseded, stale) with its reason and recall id, and the items.",
+        structured_output=False,
     )
     def window(
         session: Annotated[str, Field(description="Any recall id this conversation shows (its session is shown)")],
