@@ -49,3 +49,14 @@ def test_a_passing_run_says_the_earlier_failing_output_is_no_longer_current() ->
     )
     # a first run has no earlier one to flag
     assert texts["call_run1"] == failing
+
+
+def test_a_failing_run_after_a_failing_run_carries_no_note() -> None:
+    """After a failure the newest failure is the current state: a note would ride on every later request."""
+    session = ContextManager(open_store("memory://")).session("s", model="gpt-4o", create=True)
+    session.append(UserMessage(text="Make the tests pass."))
+    failing = "FAILED tests/test_a.py::test_x - assert 1 == 2\n1 failed in 0.1s"
+    _turn(session, "call_run1", "bash", failing, exit_code=1, command="pytest tests/test_a.py")
+    _turn(session, "call_run2", "bash", failing.replace("2", "3"), exit_code=1, command="pytest tests/test_a.py")
+    texts = _tool_texts(render(session.build(), "openai_chat"))
+    assert "[note:" not in texts["call_run2"]

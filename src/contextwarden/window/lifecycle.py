@@ -129,11 +129,13 @@ class ResourceLedger:
                 if policy.supersedable:
                     older_runs = self._runs.get(r.key, [])
                     proposals += [Proposal(target_id=o, action="supersede", by=event, what=r.key) for o in older_runs]
-                    # An older run still shown verbatim (a failure above a pass) must not read as current.
+                    # An older run still shown verbatim above this pass (a failure, say) must not read as
+                    # current. After a failing run the newest failure is the current state already; a note
+                    # there would ride on every later request for nothing.
                     shown = [
                         item for o in older_runs if (item := items.get(o)) is not None and item.state not in REDUCED
                     ]
-                    if shown:
+                    if shown and not failed:
                         what, _ = _outputs_of(shown)
                         notes.append(f"[note: this run replaces the earlier {what}: no longer current]")
                     self._runs[r.key] = [event.id]
