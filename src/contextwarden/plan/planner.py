@@ -67,7 +67,7 @@ class PlannerSettings:
     """Tool results newer than this many stay verbatim when masking; a tool policy's own ``keep_recent``
     raises the floor for its results. Anthropic's context editing keeps 3, and so did this default until
     the first evicting batch paid for the tool list it rewrites: since then 1 is cheaper on the long
-    replay sessions and still never above raw on the short real ones (docs/benchmarks.md, "Stop 24")."""
+    replay sessions and still never above raw on the short real ones (docs/benchmarks.md, "The first evicting batch pays for the whole request")."""
     min_batch_tokens: int = 2_048
     """A voluntary batch must save at least this many tokens (the hard budget ignores it)."""
     min_batch_share: float = 0.45
@@ -75,12 +75,12 @@ class PlannerSettings:
     what a batch could still change (the conversation less pinned items, placeholders and protected
     evidence; a share of everything would grow with what no batch can take out and starve batches late in
     a session). Every batch pays the premium again on what it rewrites, so few, large batches cost less
-    (docs/benchmarks.md, "Replay" and "Stop 24")."""
+    (docs/benchmarks.md, "Replay" and "The first evicting batch pays for the whole request")."""
     min_batch_share_automatic: float = 0.2
     """...and, under an automatic cache or none (no write premium), at least this share of what a batch
     could still change. The payback rule already holds such batches back: any share from 0.05 to 0.25 gave
     the same, fewest tokens and lowest cost on the long replay sessions under gpt-5 (docs/benchmarks.md,
-    "Stop 24")."""
+    "The first evicting batch pays for the whole request")."""
     cache_aware: bool = True
     """Batch by payback; False reduces at every request as soon as something is reducible."""
     expected_turns: int | None = None
@@ -100,7 +100,7 @@ class PlannerSettings:
     it stale (0: none). The task's files rank first and count among them: with 1, a session whose goal
     names a file protects no other once it has read that file. Without ``protect_exploration_reads``, 3
     keeps every next-action read on the generated replay sessions but costs 0.02-0.03x raw more
-    (docs/benchmarks.md, "Stop 22"); that rule keeps them for less, so the default protects one."""
+    (docs/benchmarks.md, "Next-action evidence on every long transcript"); that rule keeps them for less, so the default protects one."""
     protect_revisited_files: bool = False
     """Also keep the latest current read of every working-set file the session touched more than once.
     The next-action misses on the generated replay sessions are re-reads of such files ranked below the
@@ -119,7 +119,7 @@ class PlannerSettings:
     ``TaskState.exploring``), keep the latest current read of every file it read (at most 12) under the
     trigger; under pressure they are masked in the order of loss. An agent still exploring comes back to
     what it read: on the generated replay sessions this keeps every next-action read (docs/benchmarks.md,
-    "Stop 22")."""
+    "Next-action evidence on every long transcript")."""
     pressure_target: float = 0.6
     """Under pressure, mask down towards this share of the trigger."""
 
