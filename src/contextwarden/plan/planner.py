@@ -67,7 +67,8 @@ class PlannerSettings:
     """Tool results newer than this many stay verbatim when masking; a tool policy's own ``keep_recent``
     raises the floor for its results. Anthropic's context editing keeps 3, and so did this default until
     the first evicting batch paid for the tool list it rewrites: since then 1 is cheaper on the long
-    replay sessions and still never above raw on the short real ones (docs/benchmarks.md, "The first evicting batch pays for the whole request")."""
+    replay sessions and still never above raw on the short real ones
+    (docs/benchmarks.md, "The first evicting batch pays for the whole request")."""
     min_batch_tokens: int = 2_048
     """A voluntary batch must save at least this many tokens (the hard budget ignores it)."""
     min_batch_share: float = 0.45
@@ -100,7 +101,8 @@ class PlannerSettings:
     it stale (0: none). The task's files rank first and count among them: with 1, a session whose goal
     names a file protects no other once it has read that file. Without ``protect_exploration_reads``, 3
     keeps every next-action read on the generated replay sessions but costs 0.02-0.03x raw more
-    (docs/benchmarks.md, "Next-action evidence on every long transcript"); that rule keeps them for less, so the default protects one."""
+    (docs/benchmarks.md, "Next-action evidence on every long transcript"); that rule keeps them for less,
+    so the default protects one."""
     protect_revisited_files: bool = False
     """Also keep the latest current read of every working-set file the session touched more than once.
     The next-action misses on the generated replay sessions are re-reads of such files ranked below the
