@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from contextwarden.tools import ToolRegistry, ToolSpec
+from contextwarden.context import ToolDefinition
+from contextwarden.tools import ToolRegistry
 
 
 def _schema(**props: str) -> dict[str, Any]:
@@ -178,5 +179,5 @@ def tool_registry() -> ToolRegistry:
     """A registry of 30 realistic tools in capability groups (no built-in tools)."""
     registry = ToolRegistry(include_builtins=False)
     for name, group, description, parameters in _TOOLS:
-        registry.register(ToolSpec(name, description, parameters, group))
+        registry.register(ToolDefinition(name=name, description=description, parameters=parameters, group=group))
     return registry

@@ -20,9 +20,10 @@ from _common import Experiment, coding_session, counter, main, table
 from _tools import NEEDED_TOOLS, tool_registry
 
 from contextwarden.assemble.manager import ContextManager, ContextPolicy
+from contextwarden.context import ToolDefinition
 from contextwarden.log.events import Event
 from contextwarden.replay import Built, ReplayInput, ReplaySettings, RunEnv, StrategyRun, replay
-from contextwarden.tools import TOOL_CATALOG, ToolSpec
+from contextwarden.tools import TOOL_CATALOG
 
 MODELS = ("gpt-4o", "claude-sonnet-4-5")
 
@@ -32,7 +33,7 @@ class Exposure:
     """contextwarden's builder offering ``tools``; from request ``switch_at`` on, only ``then`` (a tool-set change)."""
 
     name: str
-    tools: tuple[ToolSpec, ...]
+    tools: tuple[ToolDefinition, ...]
     switch_at: int | None = None
     then: tuple[str, ...] = ()
 

@@ -5,6 +5,7 @@ import random
 
 import pytest
 
+from contextwarden.context import ToolDefinition
 from contextwarden.errors import UsageError
 from contextwarden.log.codec import event_from_dict, event_to_dict
 from contextwarden.log.events import ToolSetChange
@@ -15,7 +16,7 @@ from contextwarden.tools import (
     RECALL,
     TOOL_CATALOG,
     ToolRegistry,
-    ToolSpec,
+    openai_schema,
     render_tools_json,
 )
 
@@ -31,12 +32,12 @@ class QuarterCounter:
 COUNTER = QuarterCounter()
 
 
-def _spec(name: str, group: str, description: str = "") -> ToolSpec:
-    return ToolSpec(
-        name,
-        description or f"The {name} tool.",
-        {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
-        group,
+def _spec(name: str, group: str, description: str = "") -> ToolDefinition:
+    return ToolDefinition(
+        name=name,
+        description=description or f"The {name} tool.",
+        parameters={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+        group=group,
     )
 
 
@@ -122,7 +123,7 @@ def test_custom_phase_map() -> None:
 
 def test_schema_tokens_count_the_sorted_openai_tools_json(registry: ToolRegistry) -> None:
     names = registry.exposure("explore")
-    schemas = [registry.get(n).openai_schema() for n in names]
+    schemas = [openai_schema(registry.get(n)) for n in names]
     text = json.dumps(schemas, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert registry.schema_tokens(names, COUNTER) == COUNTER.count(text)
     assert render_tools_json(schemas) == text
@@ -141,8 +142,16 @@ def test_schema_tokens_count_the_sorted_openai_tools_json(registry: ToolRegistry
 
 
 def test_schema_text_does_not_depend_on_key_insertion_order() -> None:
-    a = ToolSpec("t", "d", {"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "integer"}}})
-    b = ToolSpec("t", "d", {"properties": {"y": {"type": "integer"}, "x": {"type": "string"}}, "type": "object"})
+    a = ToolDefinition(
+        name="t",
+        description="d",
+        parameters={"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "integer"}}},
+    )
+    b = ToolDefinition(
+        name="t",
+        description="d",
+        parameters={"properties": {"y": {"type": "integer"}, "x": {"type": "string"}}, "type": "object"},
+    )
     ra, rb = ToolRegistry(include_builtins=False), ToolRegistry(include_builtins=False)
     ra.register(a)
     rb.register(b)
@@ -155,9 +164,11 @@ def test_register_refuses_bad_tools(registry: ToolRegistry) -> None:
     with pytest.raises(UsageError, match="1-64 letters"):
         registry.register(_spec("has space", "explore"))
     with pytest.raises(UsageError, match="type 'object'"):
-        registry.register(ToolSpec("bad", "d", {"type": "string"}))
+        registry.register(ToolDefinition(name="bad", description="d", parameters={"type": "string"}))
     with pytest.raises(UsageError, match="not JSON-serialisable"):
-        registry.register(ToolSpec("bad2", "d", {"type": "object", "default": object()}))
+        registry.register(
+            ToolDefinition(name="bad2", description="d", parameters={"type": "object", "default": object()})
+        )
     with pytest.raises(UsageError, match="no tool 'nope'"):
         registry.get("nope")
     with pytest.raises(UsageError, match="no tool 'nope'"):
@@ -165,7 +176,7 @@ def test_register_refuses_bad_tools(registry: ToolRegistry) -> None:
 
 
 def test_describe_tool_returns_schemas_on_demand(registry: ToolRegistry) -> None:
-    assert registry.describe_tool("deploy") == registry.get("deploy").openai_schema()
+    assert registry.describe_tool("deploy") == openai_schema(registry.get("deploy"))
     listing = registry.describe_tool("")
     assert [t["name"] for t in listing["tools"]][:4] == ["tool_catalog", "read_range", "recall", "read_file"]
     assert {"name": "deploy", "group": "release", "description": "The deploy tool."} in listing["tools"]
@@ -196,3 +207,28 @@ def test_exposed_set_change_is_a_window_event(registry: ToolRegistry) -> None:
     assert reorder is not None and reorder.exposed == explore
     shrink = registry.exposed_set_change(registry.exposure("release"), explore)
     assert shrink is not None and shrink.exposed == explore
+
+
+def test_registry_tools_go_to_build_as_they_are_and_their_groups_are_recorded_once() -> None:
+    from contextwarden import ContextManager, SettingChange, UserMessage, open_store, render
+    from contextwarden.assemble.buildrecord import build_settings_of
+    from contextwarden.tokens import HeuristicCounter
+
+    registry = ToolRegistry()
+    for spec in CODING_TOOLS:
+        registry.register(spec)
+    tools = [registry.get(n) for n in registry.exposure("edit")]
+    manager = ContextManager(open_store("memory:"), counter=HeuristicCounter())
+    session = manager.session("s", model="gpt-4o", tools=tools, create=True)
+    session.append(UserMessage(text="go"))
+    first = session.build()
+    session.append(UserMessage(text="again"))
+    session.build()
+    records = [e for e in manager.store.read("s") if isinstance(e, SettingChange)]
+    assert len(records) == 1  # the group round-trips, so the second build matches the record
+    recorded = build_settings_of(records[0])
+    assert recorded is not None and recorded.tools == tuple(tools)
+    assert {t.group for t in recorded.tools} == {"core", "explore", "edit"}
+    # the model never sees the group
+    body = render(first, "openai_chat")
+    assert [set(t["function"]) for t in body["tools"]] == [{"name", "description", "parameters"}] * len(tools)

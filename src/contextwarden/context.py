@@ -119,7 +119,11 @@ class Decision:
 
 @dataclass(frozen=True, kw_only=True)
 class ToolDefinition:
-    """A tool as the model sees it."""
+    """A tool as the model sees it: the one tool type from the caller to the wire.
+
+    What runs a call is kept apart (:class:`~contextwarden.loop.AgentTool` pairs a definition with its
+    function); ``group`` lets a :class:`~contextwarden.tools.ToolRegistry` expose tools by task phase.
+    """
 
     name: str
     """The tool's name."""
@@ -127,6 +131,9 @@ class ToolDefinition:
     """What it does."""
     parameters: dict[str, object] = field(default_factory=dict)
     """JSON schema of its arguments."""
+    group: str = ""
+    """Capability group (``explore``, ``edit``, ``execute``, ``release``...) for phase exposure; empty for
+    none. The model never sees it."""
     format: str = ""
     """For a provider's own tool (an Anthropic server tool, a Responses built-in): the wire format
     that defined it. Only that format's codec sends it (``raw_json``, verbatim); others leave it out."""

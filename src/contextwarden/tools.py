@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ._deprecation import deprecated_names
+from .context import ToolDefinition
 from .errors import UsageError
 from .log.events import ToolSetChange
 
@@ -43,45 +44,41 @@ DEFAULT_PHASES: Mapping[str, tuple[str, ...]] = {
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-@dataclass(frozen=True)
-class ToolSpec:
-    """A tool the agent can offer the model."""
-
-    name: str
-    """Unique name (letters, digits, ``_`` and ``-``, at most 64 characters, as providers require)."""
-    description: str
-    """What the tool does, as the model reads it."""
-    parameters: dict[str, Any]
-    """JSON schema of the arguments (an ``object`` schema)."""
-    group: str = "default"
-    """Capability group, for example ``explore``, ``edit``, ``execute`` or ``release``."""
-
-    def openai_schema(self) -> dict[str, Any]:
-        """Return the tool in the OpenAI Chat Completions ``tools`` format."""
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
-        }
+def openai_schema(tool: ToolDefinition) -> dict[str, Any]:
+    """The tool in the OpenAI Chat Completions ``tools`` format (what the registry measures and describes)."""
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+    }
 
 
-TOOL_CATALOG = ToolSpec(
-    "tool_catalog",
-    "Look up a tool that is not currently offered to you. Call it with a tool name to get that tool's "
+def _tool_spec(name: str, description: str, parameters: dict[str, Any], group: str = "default") -> ToolDefinition:
+    return ToolDefinition(name=name, description=description, parameters=parameters, group=group)
+
+
+__getattr__ = deprecated_names(
+    __name__, {"ToolSpec": (lambda: _tool_spec, "contextwarden.ToolDefinition (with group=...)")}
+)
+
+
+TOOL_CATALOG = ToolDefinition(
+    name="tool_catalog",
+    description="Look up a tool that is not currently offered to you. Call it with a tool name to get that tool's "
     "full definition; call it with an empty name to list every available tool with its group and purpose.",
-    {
+    parameters={
         "type": "object",
         "properties": {"name": {"type": "string", "description": "The tool's name, or empty to list all."}},
         "required": ["name"],
     },
-    GROUP_CORE,
+    group=GROUP_CORE,
 )
 """The lazy-loading entry point; its handler is :meth:`ToolRegistry.describe_tool`."""
 
-READ_RANGE = ToolSpec(
-    "read_range",
-    "Read lines of a stored artifact (a tool output or file version that was truncated or removed from "
+READ_RANGE = ToolDefinition(
+    name="read_range",
+    description="Read lines of a stored artifact (a tool output or file version that was truncated or removed from "
     "your context). Line numbers start at 1; the end line is included.",
-    {
+    parameters={
         "type": "object",
         "properties": {
             "artifact_id": {"type": "string", "description": "The id named in the truncation marker."},
@@ -90,24 +87,24 @@ READ_RANGE = ToolSpec(
         },
         "required": ["artifact_id", "start_line", "end_line"],
     },
-    GROUP_CORE,
+    group=GROUP_CORE,
 )
 """Windowed reads of stored artifacts; the builder serves it."""
 
-RECALL = ToolSpec(
-    "recall",
-    "Search this session's earlier history, including parts no longer in your context, and return the "
+RECALL = ToolDefinition(
+    name="recall",
+    description="Search this session's earlier history, including parts no longer in your context, and return the "
     "best matching passages with their ids.",
-    {
+    parameters={
         "type": "object",
         "properties": {"query": {"type": "string", "description": "What to look for."}},
         "required": ["query"],
     },
-    GROUP_CORE,
+    group=GROUP_CORE,
 )
 """Retrieval over the full session log; the builder serves it."""
 
-BUILTIN_TOOLS: tuple[ToolSpec, ...] = (TOOL_CATALOG, READ_RANGE, RECALL)
+BUILTIN_TOOLS: tuple[ToolDefinition, ...] = (TOOL_CATALOG, READ_RANGE, RECALL)
 """The tools every registry starts with unless told otherwise."""
 
 
@@ -128,14 +125,14 @@ class ToolRegistry:
         phases: Mapping[str, Sequence[str]] = DEFAULT_PHASES,
         include_builtins: bool = True,
     ) -> None:
-        self._tools: dict[str, ToolSpec] = {}
+        self._tools: dict[str, ToolDefinition] = {}
         self._order: dict[str, int] = {}
         self._phases: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in phases.items()}
         if include_builtins:
             for spec in BUILTIN_TOOLS:
                 self.register(spec)
 
-    def register(self, spec: ToolSpec) -> ToolSpec:
+    def register(self, spec: ToolDefinition) -> ToolDefinition:
         """Add a tool.
 
         Raises :class:`UsageError` on a bad or duplicate name or a schema that is not a JSON object schema.
@@ -147,21 +144,21 @@ class ToolRegistry:
         if not isinstance(spec.parameters, dict) or spec.parameters.get("type") != "object":
             raise UsageError(f"tool {spec.name!r}: parameters must be a JSON schema with type 'object'")
         try:
-            render_tools_json([spec.openai_schema()])
+            render_tools_json([openai_schema(spec)])
         except (TypeError, ValueError) as exc:
             raise UsageError(f"tool {spec.name!r}: schema is not JSON-serialisable ({exc})") from None
         self._order[spec.name] = len(self._order)
         self._tools[spec.name] = spec
         return spec
 
-    def get(self, name: str) -> ToolSpec:
+    def get(self, name: str) -> ToolDefinition:
         """Return the tool registered under ``name``; raises :class:`UsageError` when there is none."""
         try:
             return self._tools[name]
         except KeyError:
             raise UsageError(f"no tool {name!r} is registered; known tools: {list(self._tools)}") from None
 
-    def all(self) -> tuple[ToolSpec, ...]:
+    def all(self) -> tuple[ToolDefinition, ...]:
         """Every registered tool, in registration order."""
         return tuple(self._tools.values())
 
@@ -177,7 +174,7 @@ class ToolRegistry:
 
     def schemas(self, names: Iterable[str]) -> list[dict[str, Any]]:
         """Return the OpenAI ``tools`` list for ``names``, in the stable order."""
-        return [self._tools[n].openai_schema() for n in self.ordered(names)]
+        return [openai_schema(self._tools[n]) for n in self.ordered(names)]
 
     def schema_tokens(self, names: Iterable[str], counter: TokenCounter) -> int:
         """Token cost of exposing ``names``: the OpenAI tools JSON (sorted keys) counted by ``counter``."""
@@ -214,7 +211,7 @@ class ToolRegistry:
         spec = self._tools.get(name)
         if spec is None:
             return {"error": f"no tool named {name!r}", "available": list(self._tools)}
-        return spec.openai_schema()
+        return openai_schema(spec)
 
     def expose(self, current: Iterable[str], *names: str) -> tuple[str, ...]:
         """Return ``current`` plus ``names`` (for example a tool the model looked up), in stable order."""

@@ -40,7 +40,7 @@ def record_event(settings: BuildSettings) -> SettingChange:
     """The event that records ``settings``."""
     data: dict[str, Any] = {
         "profile": encode_dataclass(settings.profile),
-        "tools": [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in settings.tools],
+        "tools": [_tool_record(t) for t in settings.tools],
         "policy": policy_to_dict(settings.policy),
     }
     recorded: dict[str, JSONValue] = {BUILD_KEY: data}
@@ -59,7 +59,12 @@ def build_settings_of(event: SettingChange) -> BuildSettings | None:
         raise CodecError(f"setting event {event.id}: {BUILD_KEY!r} must be an object")
     try:
         tools = tuple(
-            ToolDefinition(name=str(t["name"]), description=str(t["description"]), parameters=dict(t["parameters"]))
+            ToolDefinition(
+                name=str(t["name"]),
+                description=str(t["description"]),
+                parameters=dict(t["parameters"]),
+                group=str(t.get("group", "")),
+            )
             for t in _list(data.get("tools", []))
         )
         return BuildSettings(
@@ -69,6 +74,14 @@ def build_settings_of(event: SettingChange) -> BuildSettings | None:
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise CodecError(f"setting event {event.id}: malformed build record ({exc})") from None
+
+
+def _tool_record(tool: ToolDefinition) -> dict[str, Any]:
+    # The group is written only when set, so records of ungrouped tools stay as they were.
+    record: dict[str, Any] = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+    if tool.group:
+        record["group"] = tool.group
+    return record
 
 
 def _list(value: object) -> list[Any]:

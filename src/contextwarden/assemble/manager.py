@@ -28,7 +28,7 @@ from ..log.store._protocol import SessionStore
 from ..models import ModelProfile, resolve_profile
 from ..plan.compaction.compactor import CompactionSettings, WindowCompactor
 from ..plan.compaction.statements import compaction_reason
-from ..plan.exposure import ToolLike, definition, evicted, exposed_tools, tool_json
+from ..plan.exposure import evicted, exposed_tools, tool_json
 from ..plan.planner import Plan, plan, plan_of
 from ..plan.policy import ContextPolicy
 from ..plan.seams import Compactor, PolicyLike
@@ -48,7 +48,7 @@ from .windows import Window, WindowCache
 if TYPE_CHECKING:
     from ..plan.treebudget import TreeBudget
 
-__all__ = ["Compactor", "ContextManager", "ContextPolicy", "ToolLike"]
+__all__ = ["Compactor", "ContextManager", "ContextPolicy"]
 
 
 def _policy(policy: PolicyLike) -> ContextPolicy:
@@ -100,7 +100,7 @@ class ContextManager:
         session_id: str,
         *,
         model: str | ModelProfile | None = None,
-        tools: Sequence[ToolLike] = (),
+        tools: Sequence[ToolDefinition] = (),
         policy: PolicyLike | None = None,
         create: bool = False,
         project: str | Path | ProjectContext | None = None,
@@ -156,7 +156,7 @@ class ContextManager:
         session_id: str,
         *,
         model: str | ModelProfile,
-        tools: Sequence[ToolLike] = (),
+        tools: Sequence[ToolDefinition] = (),
         policy: PolicyLike | None = None,
     ) -> ModelContext:
         """Build the request for the session's next model call (see the module docstring).
@@ -172,7 +172,7 @@ class ContextManager:
         session_id: str,
         *,
         model: str | ModelProfile,
-        tools: Sequence[ToolLike] = (),
+        tools: Sequence[ToolDefinition] = (),
         policy: PolicyLike | None = None,
     ) -> tuple[ModelContext, int]:
         """Like :meth:`build`, also returning the last seq the build read or wrote.
@@ -182,7 +182,7 @@ class ContextManager:
         """
         resolved = self._resolve(policy)
         profile = resolve_profile(model)
-        settings = BuildSettings(profile=profile, tools=tuple(definition(t) for t in tools), policy=resolved)
+        settings = BuildSettings(profile=profile, tools=tuple(tools), policy=resolved)
         with self._session_lock(session_id):
             if self.tree_budget is not None:
                 self.tree_budget.check(self.store, session_id)
@@ -272,7 +272,7 @@ class ContextManager:
         )
 
     def exposed_tools(
-        self, tools: Sequence[ToolLike], projection: Projection, *, policy: PolicyLike | None = None
+        self, tools: Sequence[ToolDefinition], projection: Projection, *, policy: PolicyLike | None = None
     ) -> tuple[ToolDefinition, ...]:
         """The tools a request offers.
 
@@ -367,7 +367,7 @@ class ContextManager:
         *,
         select: Sequence[str] = (),
         model: str | ModelProfile | None = None,
-        tools: Sequence[ToolLike] = (),
+        tools: Sequence[ToolDefinition] = (),
     ) -> SubtaskContext:
         """Open a child session for ``task`` with a scoped context (see :func:`subagents.project_for_subtask`)."""
         return project_for_subtask(self, session_id, task, select=select, model=model, tools=tools)

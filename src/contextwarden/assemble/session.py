@@ -23,12 +23,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..context import ModelContext
+from ..context import ModelContext, ToolDefinition
 from ..errors import SessionNotFound, UsageError
 from ..fragments import DEFAULT_REGISTRY
 from ..log.events import Event, Instruction, ToolCall, ToolResult, UsageReport, UserMessage
 from ..models import ModelProfile
-from ..plan.exposure import ToolLike
 from ..plan.seams import PolicyLike, WindowManager
 from .project import ProjectContext, ProjectRules, project_context, told_fingerprint
 
@@ -44,7 +43,7 @@ class Session:
         session_id: str,
         *,
         model: str | ModelProfile | None = None,
-        tools: Sequence[ToolLike] = (),
+        tools: Sequence[ToolDefinition] = (),
         policy: PolicyLike | None = None,
         create: bool = False,
         project: str | Path | ProjectContext | None = None,
@@ -86,7 +85,7 @@ class Session:
         self,
         *,
         model: str | ModelProfile | None = None,
-        tools: Sequence[ToolLike] | None = None,
+        tools: Sequence[ToolDefinition] | None = None,
         policy: PolicyLike | None = None,
     ) -> ModelContext:
         """Build the next request (arguments default to the handle's); the handle learns what it appended."""

@@ -22,12 +22,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..context import ModelContext
+from ..context import ModelContext, ToolDefinition
 from ..errors import UsageError
 from ..fragments import DEFAULT_REGISTRY, FragmentRegistry, cut_middle
 from ..log.events import AssistantMessage, ContextEdit, Event, Instruction, Pin, ToolCall, ToolResult, UserMessage
 from ..models import ModelProfile
-from ..plan.exposure import ToolLike
 from ..plan.seams import WindowManager
 from ..tokens import TokenCounter
 from ..window.items import ContextItem, Lifecycle
@@ -165,7 +164,7 @@ def project_for_subtask(
     *,
     select: Sequence[str] = (),
     model: str | ModelProfile | None = None,
-    tools: Sequence[ToolLike] = (),
+    tools: Sequence[ToolDefinition] = (),
     system: str | None = None,
     suggest: int = 5,
     max_item_tokens: int = 2_000,

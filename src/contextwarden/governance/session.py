@@ -25,8 +25,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from ..assemble.buildrecord import BUILD_KEY, BuildSettings, build_settings_of
-from ..assemble.manager import ContextManager, ContextPolicy, ToolLike
-from ..context import ModelContext
+from ..assemble.manager import ContextManager, ContextPolicy
+from ..context import ModelContext, ToolDefinition
 from ..errors import BudgetExceededError
 from ..fragments import DEFAULT_REGISTRY, FragmentRegistry
 from ..log.events import (
@@ -159,7 +159,7 @@ def replay_session(
     session_id: str,
     *,
     model: str | None = None,
-    tools: Sequence[ToolLike] = (),
+    tools: Sequence[ToolDefinition] = (),
     policy: ContextPolicy | None = None,
     counter: TokenCounter | None = None,
     items_at: int | None = None,
@@ -221,15 +221,17 @@ class _Fixed:
     """What the caller fixed; the rest comes from the session's build records."""
 
     profile: ModelProfile | None
-    tools: tuple[ToolLike, ...] | None
+    tools: tuple[ToolDefinition, ...] | None
     policy: ContextPolicy | None
 
     def settings(
         self, recorded: BuildSettings | None, named: str
-    ) -> tuple[ModelProfile, tuple[ToolLike, ...], ContextPolicy | None]:
+    ) -> tuple[ModelProfile, tuple[ToolDefinition, ...], ContextPolicy | None]:
         """The profile, tools and policy of one replayed build (a log's model name may be unknown)."""
         profile = self.profile or (recorded.profile if recorded else get_profile(named))
-        tools: tuple[ToolLike, ...] = self.tools if self.tools is not None else (recorded.tools if recorded else ())
+        tools: tuple[ToolDefinition, ...] = (
+            self.tools if self.tools is not None else (recorded.tools if recorded else ())
+        )
         policy = self.policy or (recorded.policy if recorded else None)
         return profile, tools, policy
 
@@ -238,7 +240,7 @@ def _build(
     replay: _Replay,
     turn: int,
     event: AssistantMessage | None,
-    settings: tuple[ModelProfile, tuple[ToolLike, ...], ContextPolicy | None],
+    settings: tuple[ModelProfile, tuple[ToolDefinition, ...], ContextPolicy | None],
     flushed: list[Event],
     with_items: bool,
 ) -> ReplayedTurn:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from ..assemble.manager import ContextManager
+from ..context import ToolDefinition
 from ..log.events import JSONValue, ToolCall
-from ..tools import READ_RANGE, RECALL, ToolSpec
+from ..tools import READ_RANGE, RECALL
 
-_SPECS: dict[str, ToolSpec] = {READ_RANGE.name: READ_RANGE, RECALL.name: RECALL}
+_SPECS: dict[str, ToolDefinition] = {READ_RANGE.name: READ_RANGE, RECALL.name: RECALL}
 
 
 class RetrievalServer:
@@ -23,7 +24,7 @@ class RetrievalServer:
         self.session = session
 
     @staticmethod
-    def spec(name: str) -> ToolSpec:
+    def spec(name: str) -> ToolDefinition:
         """The tool's name, description and JSON schema, exactly as contextwarden offers it."""
         return _SPECS[name]
 

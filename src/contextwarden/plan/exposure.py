@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from .._deprecation import deprecated_names
 from ..context import ToolDefinition
 from ..log.events import EVICTING_EDITS
-from ..tools import READ_RANGE, RECALL, ToolSpec
+from ..tools import READ_RANGE, RECALL
 from ..window.projection import Projection
 
-__all__ = ["ToolLike", "definition", "evicted", "exposed_tools", "tool_json"]
+__all__ = ["evicted", "exposed_tools", "tool_json"]
 
-ToolLike = ToolDefinition | ToolSpec
-"""A tool as callers pass it: a neutral definition or a registry spec."""
+__getattr__ = deprecated_names(__name__, {"ToolLike": (lambda: ToolDefinition, "contextwarden.ToolDefinition")})
 
 
 def tool_json(tool: ToolDefinition) -> str:
@@ -25,28 +25,21 @@ def tool_json(tool: ToolDefinition) -> str:
     )
 
 
-def definition(tool: ToolLike) -> ToolDefinition:
-    """The neutral definition of ``tool``."""
-    if isinstance(tool, ToolDefinition):
-        return tool
-    return ToolDefinition(name=tool.name, description=tool.description, parameters=dict(tool.parameters))
-
-
 def exposed_tools(
-    tools: Sequence[ToolLike], exposed: tuple[str, ...] | None, *, retrieval: bool
+    tools: Sequence[ToolDefinition], exposed: tuple[str, ...] | None, *, retrieval: bool
 ) -> tuple[ToolDefinition, ...]:
     """The tools of this request, in a stable order.
 
     The caller's tools (filtered by the last recorded tool-set change) come first, then the
     retrieval tools when enabled and not already offered.
     """
-    chosen = [definition(t) for t in tools]
+    chosen = list(tools)
     if exposed is not None:
         by_name = {t.name: t for t in chosen}
         chosen = [by_name[n] for n in exposed if n in by_name]
     if retrieval:
         names = {t.name for t in chosen}
-        chosen += [definition(t) for t in (READ_RANGE, RECALL) if t.name not in names]
+        chosen += [t for t in (READ_RANGE, RECALL) if t.name not in names]
     return tuple(chosen)
 
 

@@ -18,7 +18,6 @@ from ..log.store._protocol import SessionStore
 from ..models import ModelProfile
 from ..tokens import TokenCounter
 from ..window.projection import Projection
-from .exposure import ToolLike
 from .policy import ContextPolicy
 
 __all__ = ["Compactor", "PolicyLike", "WindowManager"]
@@ -54,7 +53,7 @@ class WindowManager(Protocol):
         ...
 
     def exposed_tools(
-        self, tools: Sequence[ToolLike], projection: Projection, *, policy: PolicyLike | None = None
+        self, tools: Sequence[ToolDefinition], projection: Projection, *, policy: PolicyLike | None = None
     ) -> tuple[ToolDefinition, ...]:
         """The tools a request offers."""
         ...
@@ -64,7 +63,7 @@ class WindowManager(Protocol):
         session_id: str,
         *,
         model: str | ModelProfile,
-        tools: Sequence[ToolLike] = (),
+        tools: Sequence[ToolDefinition] = (),
         policy: PolicyLike | None = None,
     ) -> ModelContext:
         """Build the request for the session's next model call."""
@@ -75,7 +74,7 @@ class WindowManager(Protocol):
         session_id: str,
         *,
         model: str | ModelProfile,
-        tools: Sequence[ToolLike] = (),
+        tools: Sequence[ToolDefinition] = (),
         policy: PolicyLike | None = None,
     ) -> tuple[ModelContext, int]:
         """Like :meth:`build`, also returning the last seq the build read or wrote."""
