@@ -46,7 +46,7 @@ from pathlib import Path
 from _real_drift import STEPS, TRIGGER, local_factory, make_structured, run_real
 
 from contextwarden.assemble.manager import ContextManager, ContextPolicy
-from contextwarden.context import ToolDefinition
+from contextwarden.context import Message, ModelContext, ToolDefinition
 from contextwarden.log.events import (
     AssistantMessage,
     Event,
@@ -54,6 +54,7 @@ from contextwarden.log.events import (
     Steering,
     ToolCall,
     ToolResult,
+    UsageReport,
     UserMessage,
 )
 from contextwarden.log.store.memory import MemoryStore
@@ -72,8 +73,8 @@ from contextwarden.plan.compaction import (
 from contextwarden.plan.compaction.prompts import build_prompt
 from contextwarden.plan.compaction.serialize import fit_transcript
 from contextwarden.plan.planner import PlannerSettings
-from contextwarden.providers import ChatMessage, ChatRequest, ChatResponse, OpenAICompatProvider, Usage
-from contextwarden.testing import ScriptedProvider, estimate_request_tokens
+from contextwarden.providers import CallOptions, ModelReply, OpenAICompatProvider
+from contextwarden.testing import ScriptedProvider, estimate_request_tokens, make_response
 from contextwarden.tokens import HeuristicCounter
 
 COUNTER = HeuristicCounter()
@@ -209,13 +210,10 @@ class RawLLM:
     def summarize(self, data: SummaryInput, *, options: SummaryOptions) -> SummaryResult:
         transcript = fit_transcript(data.entries, budget=self.window // 2, counter=COUNTER)
         prompt = build_prompt(transcript=transcript.text, purpose="history", previous_summary=data.previous_summary)
-        request = ChatRequest(
-            messages=(ChatMessage("system", prompt.system), ChatMessage("user", prompt.user)),
-            model=self.model,
-            max_tokens=200,
-            temperature=0.0,
+        request = ModelContext(
+            model=self.model, system=prompt.system, messages=(Message(role="user", text=prompt.user),)
         )
-        response = self.provider.complete(request)
+        response = self.provider.complete(request, options=CallOptions(max_tokens=200, temperature=0.0))
         return SummaryResult(
             text=response.text,
             summarizer=self.name,
@@ -366,13 +364,11 @@ SUMMARY_BODY = "\n".join(
 )
 
 
-def summarizer_answer(request: ChatRequest) -> ChatResponse:
-    return ChatResponse(
-        text=SUMMARY_BODY,
-        tool_calls=(),
-        stop_reason="end_turn",
+def summarizer_answer(request: ModelContext) -> ModelReply:
+    return make_response(
+        SUMMARY_BODY,
         model="summarizer",
-        usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=COUNTER.count(SUMMARY_BODY)),
+        usage=UsageReport(input_tokens=estimate_request_tokens(request), output_tokens=COUNTER.count(SUMMARY_BODY)),
     )
 
 
@@ -382,23 +378,18 @@ def agent_script(turns: int) -> list[object]:
         name = ("read_file", "write_file", "run")[i % 3]
         call = ToolCall(id=f"t{i}", name=name, arguments={"path": f"services/billing/m{i // 3}.py"})
 
-        def respond(request: ChatRequest, call: ToolCall = call) -> ChatResponse:
-            return ChatResponse(
-                text="Next step.",
+        def respond(request: ModelContext, call: ToolCall = call) -> ModelReply:
+            return make_response(
+                "Next step.",
                 tool_calls=(call,),
-                stop_reason="tool_use",
                 model="agent",
-                usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=60),
+                usage=UsageReport(input_tokens=estimate_request_tokens(request), output_tokens=60),
             )
 
         script.append(respond)
     script.append(
-        lambda request: ChatResponse(
-            text="Done.",
-            tool_calls=(),
-            stop_reason="end_turn",
-            model="agent",
-            usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=5),
+        lambda request: make_response(
+            "Done.", model="agent", usage=UsageReport(input_tokens=estimate_request_tokens(request), output_tokens=5)
         )
     )
     return script

@@ -6,13 +6,23 @@ import dataclasses
 import re
 
 from contextwarden.assemble.manager import ContextManager, ContextPolicy
-from contextwarden.log.events import AssistantMessage, Event, Instruction, Steering, ToolCall, ToolResult, UserMessage
+from contextwarden.context import ModelContext
+from contextwarden.log.events import (
+    AssistantMessage,
+    Event,
+    Instruction,
+    Steering,
+    ToolCall,
+    ToolResult,
+    UsageReport,
+    UserMessage,
+)
 from contextwarden.log.store._protocol import SessionStore
 from contextwarden.models import ModelProfile, get_profile
 from contextwarden.plan.compaction import CompactionSettings, WindowCompactor
 from contextwarden.plan.compaction._base import Summarizer
-from contextwarden.providers import ChatRequest, ChatResponse, Usage
-from contextwarden.testing import estimate_request_tokens
+from contextwarden.providers import ModelReply
+from contextwarden.testing import estimate_request_tokens, make_response
 from contextwarden.tokens import HeuristicCounter
 
 COUNTER = HeuristicCounter()
@@ -141,26 +151,26 @@ def sectioned(
 def answer(text: str, *, stop: str = "end_turn", calls: tuple[ToolCall, ...] = ()) -> object:
     """A scripted summarizer answer whose usage is the request's estimated size."""
 
-    def respond(request: ChatRequest) -> ChatResponse:
-        return ChatResponse(
-            text=text,
+    def respond(request: ModelContext) -> ModelReply:
+        return make_response(
+            text,
             tool_calls=calls,
             stop_reason=stop,
             model="summarizer-model",
-            usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=len(text) // 4),
+            usage=UsageReport(input_tokens=estimate_request_tokens(request), output_tokens=len(text) // 4),
         )
 
     return respond
 
 
-def transcript_of(request: ChatRequest) -> str:
+def transcript_of(request: ModelContext) -> str:
     """The <conversation> part of a summary request."""
-    m = re.search(r"<conversation>\n(.*)\n</conversation>", request.messages[-1].content, re.DOTALL)
+    m = re.search(r"<conversation>\n(.*)\n</conversation>", request.messages[-1].text, re.DOTALL)
     assert m, "no <conversation> block in the summary request"
     return m.group(1)
 
 
-def previous_of(request: ChatRequest) -> str:
+def previous_of(request: ModelContext) -> str:
     """The <previous-summary> part of a summary request ('' when absent)."""
-    m = re.search(r"<previous-summary>\n(.*)\n</previous-summary>", request.messages[-1].content, re.DOTALL)
+    m = re.search(r"<previous-summary>\n(.*)\n</previous-summary>", request.messages[-1].text, re.DOTALL)
     return m.group(1) if m else ""

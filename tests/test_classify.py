@@ -16,7 +16,6 @@ from contextwarden.errors import (
 from contextwarden.log.events import UsageReport
 from contextwarden.providers import (
     OVERFLOW_PATTERNS,
-    Usage,
     classify_error,
     is_context_overflow,
     is_silent_overflow,
@@ -169,12 +168,12 @@ def test_is_context_overflow_accepts_exceptions() -> None:
 
 
 def test_silent_overflow_when_reported_input_reaches_the_window() -> None:
-    assert is_silent_overflow(Usage(input_tokens=2048), 2048)
-    assert is_silent_overflow(Usage(input_tokens=2100, cache_read_tokens=2000), 2048)
-    assert not is_silent_overflow(Usage(input_tokens=2047), 2048)
-    assert not is_silent_overflow(Usage(input_tokens=10), 0)
+    assert is_silent_overflow(UsageReport(input_tokens=2048), 2048)
+    assert is_silent_overflow(UsageReport(input_tokens=2100, cache_read_tokens=2000), 2048)
+    assert not is_silent_overflow(UsageReport(input_tokens=2047), 2048)
+    assert not is_silent_overflow(UsageReport(input_tokens=10), 0)
     # Anthropic's uncached 100 + cache read 150_000 + write 50_000 is parsed into a total of 200_100
-    assert is_silent_overflow(Usage(input_tokens=200_100, cache_read_tokens=150_000), 200_000)
+    assert is_silent_overflow(UsageReport(input_tokens=200_100, cache_read_tokens=150_000), 200_000)
     # the recorded usage event works the same way
     assert is_silent_overflow(UsageReport(input_tokens=4096, cache_read_tokens=4000), 4096)
     assert not is_silent_overflow(UsageReport(input_tokens=100), 4096)

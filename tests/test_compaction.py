@@ -205,7 +205,7 @@ def test_reground_every_k_compactions_reads_raw_events() -> None:
     _first, second, third = provider.requests
     assert previous_of(second) and not previous_of(third), "the third summary is built from raw events"
     assert "src/round0_0.py" in transcript_of(third), "raw events from the very start are re-read"
-    assert "raw session log" in third.messages[-1].content
+    assert "raw session log" in third.messages[-1].text
     assert compactions(store)[-1].details["reground"] == "compaction 3 is a multiple of 3"
 
 

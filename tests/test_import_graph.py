@@ -35,6 +35,7 @@ PLACE: dict[str, str] = {
         ("context", "tokens", "fragments", "tools", "instructions", "_catalog", "_files", "_trust", "pairing", "chat"),
         "shared",
     ),
+    "_chat_compat": "shared",
     **dict.fromkeys(
         ("items", "tiers", "lifecycle", "accounting", "projection", "state", "taskstate", "editqueue", "policies"),
         "window",

@@ -7,12 +7,12 @@ import threading
 import pytest
 
 from _agentlog import COUNTER, Agent, manager, profile
-from contextwarden.context import ToolDefinition
+from contextwarden.context import ModelContext, ToolDefinition
 from contextwarden.errors import Cancelled, ContextOverflowError, ProviderError, RateLimitError, ServerError
 from contextwarden.log.events import AssistantMessage, Compaction, SettingChange, ToolCall, ToolResult, UsageReport
 from contextwarden.log.store.memory import MemoryStore
-from contextwarden.loop import AgentTool, ToolOutput, run_agent_loop, to_chat_request, window_hint
-from contextwarden.providers import ChatRequest, ChatResponse, Usage
+from contextwarden.loop import AgentTool, ToolOutput, run_agent_loop, window_hint
+from contextwarden.providers import CallOptions, ModelReply
 from contextwarden.testing import ScriptedProvider, estimate_request_tokens, make_response
 
 FILES: dict[str, str] = {}
@@ -45,17 +45,17 @@ TOOLS = [
 ]
 
 
-def call(name: str, n: int, **args: object) -> ChatResponse:
+def call(name: str, n: int, **args: object) -> ModelReply:
     return make_response(
         tool_calls=[ToolCall(id=f"k{n}", name=name, arguments=dict(args))],  # type: ignore[arg-type]
-        usage=Usage(input_tokens=500, output_tokens=20),
+        usage=UsageReport(input_tokens=500, output_tokens=20),
     )
 
 
 def sized(text: str = "", calls: tuple[ToolCall, ...] = ()) -> object:
-    def respond(request: ChatRequest) -> ChatResponse:
+    def respond(request: ModelContext) -> ModelReply:
         return make_response(
-            text, tool_calls=calls, usage=Usage(input_tokens=estimate_request_tokens(request), output_tokens=10)
+            text, tool_calls=calls, usage=UsageReport(input_tokens=estimate_request_tokens(request), output_tokens=10)
         )
 
     return respond
@@ -81,8 +81,8 @@ def test_loop_records_answers_usage_and_tool_results() -> None:
     assert results[2].is_error and "disk on fire" in results[2].output
     assert results[3].is_error and "no tool named 'nope'" in results[3].output
     second = provider.requests[1]
-    assert second.messages[-1].role == "tool" and second.messages[-1].content == "print('a')"
-    assert [t["name"] for t in second.tools][:3] == ["read_file", "run", "explode"]
+    assert second.messages[-1].role == "tool" and second.messages[-1].text == "print('a')"
+    assert [t.name for t in second.tools][:3] == ["read_file", "run", "explode"]
     assert result.input_tokens == 4 * 500 + estimate_request_tokens(provider.requests[-1])
 
 
@@ -135,7 +135,7 @@ def test_real_window_from_the_error_message_is_used_for_the_retry() -> None:
     # the profile claims 40K; the server really has 3K and says so in its error
     result = run_agent_loop(small_server, TOOLS, manager(store), "s", model=profile(40_000), max_turns=1)
     assert result.overflow_recoveries == 1 and result.text == "ok"
-    assert estimate_request_tokens(small_server.requests[-1]) + small_server.requests[-1].max_tokens <= 3_000
+    assert estimate_request_tokens(small_server.requests[-1]) + (small_server.options[-1].max_tokens or 0) <= 3_000
     assert window_hint(ContextOverflowError("Requested tokens (2285) exceed context window of 2048")) == 2048
     assert window_hint(ContextOverflowError('{"n_ctx": 4096, "n_prompt_tokens": 5000}')) == 4096
 
@@ -144,7 +144,7 @@ def test_silent_overflow_is_recovered_without_recording_the_truncated_answer() -
     store = MemoryStore()
     Agent(store).start().work(20)  # enough verbatim history for a compaction to keep 2,000 tokens and cut the rest
     window = profile(40_000)
-    silent = make_response("garbage from a truncated prompt", usage=Usage(input_tokens=40_000, output_tokens=5))
+    silent = make_response("garbage from a truncated prompt", usage=UsageReport(input_tokens=40_000, output_tokens=5))
     provider = ScriptedProvider([silent, "good answer"])
     result = run_agent_loop(provider, TOOLS, manager(store), "s", model=window, max_turns=1)
     assert result.text == "good answer" and result.overflow_recoveries == 1
@@ -187,21 +187,27 @@ def test_cancellation_stops_the_loop() -> None:
     Agent(store).start()
     cancel = threading.Event()
     cancel.set()
-    from contextwarden.providers import CallOptions
-
     with pytest.raises(Cancelled):
         run_agent_loop(
             ScriptedProvider(["x"]), TOOLS, manager(store), "s", model=profile(), options=CallOptions(cancel=cancel)
         )
 
 
-def test_to_chat_request_maps_roles() -> None:
+def test_the_provider_gets_the_built_context_and_the_reply_is_appended_as_it_came() -> None:
     store = MemoryStore()
     agent = Agent(store).start()
     agent.read("a.py")
-    ctx = manager(store).build("s", model=profile(), tools=[t.definition for t in TOOLS])
-    request = to_chat_request(ctx, model="m", max_tokens=100)
-    assert [m.role for m in request.messages] == ["system", "user", "assistant", "tool"]
-    assert request.messages[2].tool_calls[0].name == "read_file"
-    assert request.messages[3].tool_call_id == request.messages[2].tool_calls[0].id
-    assert COUNTER.count(request.messages[0].content) > 0
+    built = manager(store).build("s", model=profile(), tools=[t.definition for t in TOOLS])
+    reply = make_response("done", usage=UsageReport(input_tokens=321, output_tokens=7, cache_read_tokens=300))
+    provider = ScriptedProvider([reply])
+    run_agent_loop(provider, TOOLS, manager(store), "s", model=profile(), request_model="served", max_tokens=99)
+    [sent] = provider.requests
+    assert sent.system == built.system and sent.messages == built.messages and sent.tools == built.tools
+    assert sent.cache_breakpoints == built.cache_breakpoints  # nothing is lost on the way to the provider
+    assert [m.role for m in sent.messages][-2:] == ["assistant", "tool"]
+    assert COUNTER.count(sent.system) > 0
+    assert provider.options[0] is not None
+    assert (provider.options[0].model, provider.options[0].max_tokens) == ("served", 99)
+    message, usage = store.read("s")[-2:]
+    assert message is not None and message.id == reply.message.id and isinstance(message, AssistantMessage)
+    assert isinstance(usage, UsageReport) and usage.response_event_id == message.id and usage.cache_read_tokens == 300

@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
+from contextwarden.context import Message, ModelContext, ToolDefinition
 from contextwarden.errors import (
     Cancelled,
     ContextOverflowError,
@@ -24,17 +25,14 @@ from contextwarden.errors import (
     ServerError,
     UsageError,
 )
-from contextwarden.log.events import ThinkingBlock, ToolCall
+from contextwarden.log.events import ThinkingBlock, ToolCall, UsageReport
 from contextwarden.providers import (
     AnthropicProvider,
     CallOptions,
-    ChatMessage,
-    ChatRequest,
-    ChatResponse,
+    ModelReply,
     OpenAICompatProvider,
     Provider,
     RetryPolicy,
-    Usage,
     backoff_delay,
     parse_retry_after,
 )
@@ -136,11 +134,12 @@ def openai_ok(text: str = "hello", **extra: object) -> Reply:
     )
 
 
-REQUEST = ChatRequest(
-    messages=(ChatMessage("system", "You are terse."), ChatMessage("user", "Say hello")),
-    model="test-model",
-    max_tokens=32,
-)
+REQUEST = ModelContext(model="test-model", system="You are terse.", messages=(Message(role="user", text="Say hello"),))
+
+
+def counts(usage: UsageReport) -> tuple[int, int, int, int]:
+    """Input, output, cache-read and cache-write tokens."""
+    return (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
 
 
 def openai(server: ScriptedServer, **kwargs: object) -> OpenAICompatProvider:
@@ -156,11 +155,12 @@ def test_openai_success_parses_text_usage_and_sends_the_request(server: Scripted
     server.add(openai_ok("hello there"))
     with openai(server) as provider:
         assert isinstance(provider, Provider)
-        response = provider.complete(REQUEST)
+        response = provider.complete(REQUEST, options=CallOptions(max_tokens=32))
     assert response.text == "hello there"
     assert response.stop_reason == "end_turn"
     assert response.model == "served-model"
-    assert response.usage == Usage(input_tokens=120, output_tokens=7, cache_read_tokens=100, cache_write_tokens=0)
+    assert counts(response.usage) == (120, 7, 100, 0)
+    assert response.usage.response_event_id == response.message.id and response.usage.model == "served-model"
     assert response.tool_calls == ()
     [sent] = server.received
     assert sent.path == "/v1/chat/completions"
@@ -385,37 +385,34 @@ def test_tool_calls_and_reasoning_are_parsed(server: ScriptedServer) -> None:
         ToolCall(id="call_b", name="run", arguments={"_raw": "{not json"}),
     )
     assert response.thinking == (ThinkingBlock(text="need the file first"),)
-    assert response.usage == Usage()
+    assert counts(response.usage) == (0, 0, 0, 0)
 
 
 def test_openai_request_rendering_of_tools_and_tool_messages(server: ScriptedServer) -> None:
     server.add(openai_ok())
-    request = ChatRequest(
+    request = ModelContext(
+        model="m",
+        system="",
         messages=(
-            ChatMessage("user", "fix it"),
-            ChatMessage(
-                "assistant",
-                "",
+            Message(role="user", text="fix it"),
+            Message(
+                role="assistant",
                 tool_calls=(
                     ToolCall(id="c1", name="read", arguments={"path": "a.py"}),
                     ToolCall(id="c2", name="run", arguments={"_raw": "{broken"}),
                 ),
             ),
-            ChatMessage("tool", "print(1)", tool_call_id="c1", name="read"),
-            ChatMessage("tool", "error", tool_call_id="c2", name="run"),
+            Message(role="tool", text="print(1)", tool_call_id="c1", tool_name="read"),
+            Message(role="tool", text="error", tool_call_id="c2", tool_name="run"),
         ),
-        model="m",
-        max_tokens=100,
         tools=(
-            {"name": "read", "description": "Read a file", "parameters": {"type": "object"}},
-            {"type": "function", "function": {"name": "run", "parameters": {"type": "object"}}},
+            ToolDefinition(name="read", description="Read a file", parameters={"type": "object"}),
+            ToolDefinition(name="run", description="", parameters={"type": "object"}),
         ),
-        temperature=0.2,
-        thinking="low",
-        stop=("END",),
     )
+    options = CallOptions(max_tokens=100, temperature=0.2, thinking="low", stop=("END",))
     with openai(server, max_tokens_field="max_completion_tokens") as provider:
-        provider.complete(request)
+        provider.complete(request, options=options)
     body = server.received[0].json()
     assert body["max_completion_tokens"] == 100 and "max_tokens" not in body
     assert body["temperature"] == 0.2
@@ -485,7 +482,7 @@ def test_anthropic_success_with_tools_thinking_and_cache_usage(server: ScriptedS
     assert response.stop_reason == "tool_use"
     assert response.tool_calls == (ToolCall(id="toolu_1", name="read", arguments={"path": "a.py"}),)
     assert response.thinking == (ThinkingBlock(text="plan", signature="sig1"),)
-    assert response.usage == Usage(input_tokens=3210, output_tokens=40, cache_read_tokens=3000, cache_write_tokens=200)
+    assert counts(response.usage) == (3210, 40, 3000, 200)
     assert response.model == "claude-test"
     [sent] = server.received
     assert sent.path == "/v1/messages"
@@ -499,30 +496,26 @@ def test_anthropic_success_with_tools_thinking_and_cache_usage(server: ScriptedS
 
 def test_anthropic_rendering_merges_tool_results_into_one_user_turn(server: ScriptedServer) -> None:
     server.add(as_json({"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"}))
-    request = ChatRequest(
+    request = ModelContext(
+        model="claude-test",
+        system="rules",
         messages=(
-            ChatMessage("system", "rules"),
-            ChatMessage("user", "go"),
-            ChatMessage(
-                "assistant",
-                "",
+            Message(role="user", text="go"),
+            Message(
+                role="assistant",
                 tool_calls=(ToolCall(id="t1", name="a"), ToolCall(id="t2", name="b", arguments={"x": 1})),
                 thinking=(ThinkingBlock(text="why", signature="s"), ThinkingBlock(text="unsigned")),
             ),
-            ChatMessage("tool", "A", tool_call_id="t1"),
-            ChatMessage("tool", "B", tool_call_id="t2"),
-            ChatMessage("user", "and now?"),
+            Message(role="tool", text="A", tool_call_id="t1"),
+            Message(role="tool", text="B", tool_call_id="t2"),
+            Message(role="user", text="and now?"),
         ),
-        model="claude-test",
-        max_tokens=8000,
-        tools=({"name": "a", "parameters": {"type": "object"}},),
-        thinking="low",
-        stop=("STOP",),
+        tools=(ToolDefinition(name="a", description="", parameters={"type": "object"}),),
     )
     with anthropic(server) as provider:
-        response = provider.complete(request)
+        response = provider.complete(request, options=CallOptions(max_tokens=8000, thinking="low", stop=("STOP",)))
     assert response.model == "claude-test"  # falls back to the requested model
-    assert response.usage == Usage()
+    assert counts(response.usage) == (0, 0, 0, 0)
     body = server.received[0].json()
     assert body["system"] == [{"type": "text", "text": "rules", "cache_control": {"type": "ephemeral"}}]
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 4096}
@@ -551,9 +544,11 @@ def test_anthropic_rendering_merges_tool_results_into_one_user_turn(server: Scri
 
 def test_anthropic_thinking_is_dropped_when_max_tokens_leaves_no_budget(server: ScriptedServer) -> None:
     server.add(as_json({"content": [], "stop_reason": "max_tokens"}))
-    request = ChatRequest(messages=(ChatMessage("user", "hi"),), model="c", max_tokens=512, thinking="high")
+    request = ModelContext(model="c", system="", messages=(Message(role="user", text="hi"),))
     with anthropic(server) as provider:
-        assert provider.complete(request).stop_reason == "max_tokens"
+        assert (
+            provider.complete(request, options=CallOptions(max_tokens=512, thinking="high")).stop_reason == "max_tokens"
+        )
     assert "thinking" not in server.received[0].json()
 
 
@@ -657,7 +652,7 @@ def test_mock_transport_unknown_finish_reason_passes_through() -> None:
 
 
 def test_scripted_provider_replays_and_records() -> None:
-    canned = make_response("canned", usage=Usage(input_tokens=9, output_tokens=2))
+    canned = make_response("canned", usage=UsageReport(input_tokens=9, output_tokens=2))
     provider = ScriptedProvider(["first", RateLimitError("slow down"), canned, lambda r: make_response(r.model)])
     assert isinstance(provider, Provider)
     first = provider.complete(REQUEST)
@@ -676,21 +671,21 @@ def test_scripted_provider_replays_and_records() -> None:
 
 def test_scripted_provider_overflow_and_cancel_do_not_consume_the_script() -> None:
     provider = ScriptedProvider(["fits"], context_window=100)
-    big = ChatRequest(messages=(ChatMessage("user", "x" * 2000),), model="m", max_tokens=10)
+    big = ModelContext(model="m", system="", messages=(Message(role="user", text="x" * 2000),))
     with pytest.raises(ContextOverflowError, match="context window of 100"):
-        provider.complete(big)
+        provider.complete(big, options=CallOptions(max_tokens=10))
     cancel = threading.Event()
     cancel.set()
     with pytest.raises(Cancelled):
         provider.complete(REQUEST, options=CallOptions(cancel=cancel))
     assert provider.remaining == 1
     assert provider.complete(REQUEST).text == "fits"
-    assert provider.options[-1] is None
+    assert provider.options[-1] == CallOptions()
 
 
 def test_make_response_defaults() -> None:
     call = ToolCall(id="1", name="t")
     assert make_response(tool_calls=[call]).stop_reason == "tool_use"
     response = make_response("abc")
-    assert isinstance(response, ChatResponse)
+    assert isinstance(response, ModelReply)
     assert response.stop_reason == "end_turn"

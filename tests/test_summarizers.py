@@ -134,8 +134,10 @@ def test_llm_request_has_no_tools_a_system_prompt_and_the_output_budget() -> Non
     result = summarizer.summarize(data(), options=OPTS)
     request = provider.requests[0]
     assert request.tools == ()
-    assert request.messages[0].role == "system" and "Reply with the notes and nothing" in request.messages[0].content
-    assert request.max_tokens == min(int(0.8 * 32_768), 8_000) == summary_max_tokens(profile(max_output=8_000))
+    assert "Reply with the notes and nothing" in request.system and [m.role for m in request.messages] == ["user"]
+    assert (
+        provider.options[0].max_tokens == min(int(0.8 * 32_768), 8_000) == summary_max_tokens(profile(max_output=8_000))
+    )
     assert "[tool result #3 read_file]" in transcript_of(request)
     assert result.summarizer == "llm:test-model" and result.calls == 1 and result.input_tokens > 0
 
@@ -157,9 +159,10 @@ def test_summary_request_is_trimmed_to_fit_the_summarizer_window() -> None:
     big = entries(n=200, size=400)  # far more than the window
     summarizer.summarize(data(entries=big), options=OPTS)
     request = provider.requests[0]
-    sent = sum(COUNTER.count(m.content) for m in request.messages)
-    assert sent + request.max_tokens <= small.context_window
-    assert estimate_request_tokens(request) + request.max_tokens <= 6_000
+    sent = COUNTER.count(request.system) + sum(COUNTER.count(m.text) for m in request.messages)
+    limit = provider.options[0].max_tokens or 0
+    assert limit > 0 and sent + limit <= small.context_window
+    assert estimate_request_tokens(request) + limit <= 6_000
     assert "older entries left out" in transcript_of(request)
 
 
@@ -191,13 +194,13 @@ def test_update_prompt_gets_the_previous_summary_apart_from_the_transcript() -> 
     request = provider.requests[0]
     assert "PREVIOUS-GOAL-MARKER" in previous_of(request)
     assert "PREVIOUS-GOAL-MARKER" not in transcript_of(request)
-    assert "replaces the previous ones" in request.messages[-1].content
+    assert "replaces the previous ones" in request.messages[-1].text
 
 
 def test_focus_reaches_the_prompt() -> None:
     provider = ScriptedProvider([answer(sectioned())])
     LLMSummarizer(provider, model=profile(), counter=COUNTER).summarize(data(focus="the parser bug"), options=OPTS)
-    assert "particular attention to: the parser bug" in provider.requests[0].messages[-1].content
+    assert "particular attention to: the parser bug" in provider.requests[0].messages[-1].text
 
 
 # ----------------------------------------------------------------------------- LLM: retries and cancellation
@@ -208,9 +211,9 @@ def test_max_tokens_stop_retries_once_at_the_lowest_thinking_level() -> None:
     settings = LLMSummarizerSettings(thinking="high", thinking_levels=("minimal", "low", "high"))
     summarizer = LLMSummarizer(provider, model=profile(), counter=COUNTER, settings=settings)
     result = summarizer.summarize(data(), options=OPTS)
-    assert [r.thinking for r in provider.requests] == ["high", "minimal"]
+    assert [o.thinking for o in provider.options] == ["high", "minimal"]
     assert provider.requests[0].messages == provider.requests[1].messages
-    assert provider.requests[0].max_tokens == provider.requests[1].max_tokens
+    assert provider.options[0].max_tokens == provider.options[1].max_tokens
     assert result.calls == 2 and "retried once at thinking=minimal" in result.notes[0]
 
 
@@ -345,7 +348,7 @@ def test_reground_that_does_not_fit_goes_chunk_by_chunk() -> None:
     assert len(provider.requests) > 1
     assert previous_of(provider.requests[0]) == ""
     assert "chunk 0" in previous_of(provider.requests[1])
-    assert all("raw session log" in r.messages[-1].content for r in provider.requests)
+    assert all("raw session log" in r.messages[-1].text for r in provider.requests)
     assert result.calls == len(provider.requests)
 
 
@@ -394,11 +397,12 @@ def test_structured_output_asks_the_model_for_judgment_only_and_derives_the_fact
     )
     result = _json_summarizer(provider).summarize(data, options=SummaryOptions())
     request = provider.requests[0]
-    assert request.response_format is not None and request.response_format["type"] == "json_object"
-    schema = request.response_format["schema"]
+    asked = provider.options[0].response_format
+    assert asked is not None and asked["type"] == "json_object"
+    schema = asked["schema"]
     assert isinstance(schema, dict)
     assert set(schema["properties"]) == {"decisions", "next_steps", "critical_context", "open_questions"}  # type: ignore[arg-type]
-    assert "JSON object" in request.messages[1].content
+    assert "JSON object" in request.messages[0].text
     text = result.text
     assert missing_sections(text, REQUIRED_SECTIONS) == []
     assert "1. port src/mod1.py" in text and "2. -" not in text, "the model's next steps, empty items dropped"
@@ -437,7 +441,7 @@ def test_structured_output_off_sends_no_schema_and_a_non_json_answer_is_rejected
     plain = ScriptedProvider([answer(sectioned())])
     plain_summarizer = LLMSummarizer(plain, model=profile(100_000, name="small"), counter=COUNTER)
     plain_summarizer.summarize(data, options=SummaryOptions())
-    assert plain.requests[0].response_format is None
+    assert plain.options[0].response_format is None
     with pytest.raises(InvalidSummary) as rejected:
         _json_summarizer(ScriptedProvider([answer("## Goal\nnot json")])).summarize(data, options=SummaryOptions())
     assert rejected.value.reason == "format"

@@ -22,7 +22,7 @@ def test_the_agent_models_max_output_does_not_bound_the_summary() -> None:
         provider, model=profile(100_000, name="big-summarizer", max_output=32_000), counter=COUNTER
     )
     assert compact(manager(store, summarizer=summarizer), "s", model=AGENT) is not None
-    sent = provider.requests[0].max_tokens
+    sent = provider.options[0].max_tokens
     # floor(0.8 · 32,768) = 26,214: the summarizer's own cap; the agent's 4,000 no longer applies
     assert sent == 26_214, sent
 
@@ -33,7 +33,7 @@ def test_the_summarizers_own_max_output_still_caps_it() -> None:
     provider = ScriptedProvider([answer(sectioned())])
     summarizer = LLMSummarizer(provider, model=profile(100_000, name="small-out", max_output=2_000), counter=COUNTER)
     assert compact(manager(store, summarizer=summarizer), "s", model=AGENT) is not None
-    assert provider.requests[0].max_tokens == 2_000
+    assert provider.options[0].max_tokens == 2_000
 
 
 def test_a_fallback_is_a_decision_of_the_build_and_a_warning() -> None:
@@ -67,14 +67,14 @@ def test_the_first_summary_attempt_uses_the_sessions_thinking_level() -> None:
     mgr = manager(store, summarizer=summarizer)
     event = compact(mgr, "s", model=AGENT)
     assert event is not None and event.details["thinking"] == "high"
-    assert provider.requests[0].thinking == "high"
+    assert provider.options[0].thinking == "high"
     agent.work(8, prefix="src/later")  # the next window holds no SettingChange: the level carries over
     assert compact(mgr, "s", model=AGENT) is not None
-    assert provider.requests[-1].thinking == "high"
+    assert provider.options[-1].thinking == "high"
     named = LLMSummarizer(
         provider, model=profile(100_000, name="fixed"), counter=COUNTER, settings=LLMSummarizerSettings(thinking="low")
     )
     store2 = MemoryStore()
     _thinking_session(store2)
     assert compact(manager(store2, summarizer=named), "s", model=AGENT) is not None
-    assert provider.requests[-1].thinking == "low"  # a summarizer's own setting wins
+    assert provider.options[-1].thinking == "low"  # a summarizer's own setting wins

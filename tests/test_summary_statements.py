@@ -153,7 +153,7 @@ def test_the_schema_goes_in_the_form_the_users_server_takes() -> None:
     LLMSummarizer(provider, model=profile(100_000, name="big"), counter=COUNTER, settings=settings).summarize(
         data, options=SummaryOptions()
     )
-    sent = provider.requests[0].response_format
+    sent = provider.options[0].response_format
     assert sent is not None and sent["type"] == "json_schema"
     spec = sent["json_schema"]
     assert isinstance(spec, dict) and spec["name"] == "summary" and "next_steps" in spec["schema"]["properties"]  # type: ignore[index, operator]

@@ -16,7 +16,6 @@ from contextwarden.log.events import Compaction, Event, Instruction, ToolCall, U
 from contextwarden.log.store import SQLiteStore
 from contextwarden.loop import AgentTool, run_agent_loop
 from contextwarden.plan.treebudget import NOTICE_SOURCE, TreeBudget, TreeBudgetHook, TreeBudgetPolicy
-from contextwarden.providers import Usage
 from contextwarden.testing import ScriptedProvider, make_response
 from contextwarden.tokens import HeuristicCounter
 
@@ -158,7 +157,7 @@ def test_the_loop_hook_stops_a_subagent_when_the_tree_is_spent(store: SQLiteStor
     answers = [
         make_response(
             tool_calls=[ToolCall(id=f"t{i}", name="look", arguments={})],
-            usage=Usage(input_tokens=800, output_tokens=100),
+            usage=UsageReport(input_tokens=800, output_tokens=100),
         )
         for i in range(5)
     ]
@@ -174,5 +173,5 @@ def test_the_loop_hook_stops_a_subagent_when_the_tree_is_spent(store: SQLiteStor
     assert len(provider.requests) == 2
     notices = [e for e in store.read(child) if isinstance(e, Instruction) and e.source == NOTICE_SOURCE]
     assert len(notices) == 1 and "Less than 400" in notices[0].text
-    assert not any("Less than 400" in m.content for m in provider.requests[0].messages)
-    assert any("Less than 400" in m.content for m in provider.requests[1].messages)
+    assert not any("Less than 400" in m.text for m in provider.requests[0].messages)
+    assert any("Less than 400" in m.text for m in provider.requests[1].messages)

@@ -1,11 +1,12 @@
-"""The reference agent loop: how a user wires contextwarden into an agent.
+"""The agent loop: a supported way to run a model with tools on a contextwarden session.
 
 Each turn of :func:`run_agent_loop`:
 
 1. ``on_before_turn`` (by default a :class:`~contextwarden.plan.compaction.CompactionHook`) may compact;
 2. ``manager.build`` projects the log into a request that fits the budget;
-3. the provider answers; the answer and its usage are appended to the log (usage after the
-   answer, so the next estimate is anchored on it);
+3. the provider answers that request (a :class:`~contextwarden.providers.Provider` takes the built
+   :class:`~contextwarden.context.ModelContext` as it is); the answer and its usage are appended to
+   the log (usage after the answer, so the next estimate is anchored on it);
 4. every tool call runs and its result is appended; a turn without tool calls ends the loop.
 
 A context overflow (the provider's error, or a silent one: a success whose reported input filled
@@ -21,13 +22,14 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ._deprecation import deprecated_names
 from .assemble.manager import ContextManager
 from .context import ModelContext, ToolDefinition
 from .errors import Cancelled, ContextOverflowError, ProviderError
-from .log.events import AssistantMessage, Compaction, Event, JSONValue, ToolCall, ToolResult, UsageReport
+from .log.events import Compaction, Event, JSONValue, ToolCall, ToolResult
 from .models import ModelProfile, resolve_profile
 from .plan.compaction import CompactionHook, SummaryOptions, Turn, WindowCompactor, compact
-from .providers import CallOptions, ChatMessage, ChatRequest, ChatResponse, Provider
+from .providers import CallOptions, ModelReply, Provider
 from .providers.classify import is_context_overflow, is_silent_overflow
 from .tools import READ_RANGE, RECALL
 
@@ -59,10 +61,10 @@ class ToolOutput:
 
 @dataclass(frozen=True, kw_only=True)
 class AgentTool:
-    """A tool the loop offers the model and runs when called."""
+    """A tool the loop offers the model and runs when called: its definition and the function that runs it."""
 
     definition: ToolDefinition
-    """Name, description and argument schema, as the model sees them."""
+    """Name, description and argument schema, as the model sees them (the one tool type)."""
     run: Callable[[dict[str, JSONValue]], ToolOutput | str]
     """Runs a call with its parsed arguments; an exception becomes an error result."""
 
@@ -85,39 +87,6 @@ class LoopResult:
     """Input tokens the provider reported, summed."""
     output_tokens: int = 0
     """Output tokens the provider reported, summed."""
-
-
-def to_chat_request(
-    ctx: ModelContext, *, model: str, max_tokens: int, thinking: str | None = None, temperature: float | None = None
-) -> ChatRequest:
-    """A provider-neutral :class:`ChatRequest` for a built :class:`ModelContext`."""
-    messages: list[ChatMessage] = [ChatMessage("system", ctx.system)] if ctx.system else []
-    for m in ctx.messages:
-        notes = "".join(f"\n[attachment: {p.media_type}, {len(p.data)} bytes]" for p in m.parts)
-        if m.role == "tool":
-            messages.append(ChatMessage("tool", m.text + notes, tool_call_id=m.tool_call_id, name=m.tool_name))
-        elif m.role == "assistant":
-            messages.append(ChatMessage("assistant", m.text, tool_calls=m.tool_calls, thinking=m.thinking))
-        elif m.role in ("system", "developer"):
-            messages.append(ChatMessage("system", m.text))
-        else:
-            messages.append(ChatMessage("user", m.text + notes))
-    tools = tuple(
-        {
-            "name": t.name,
-            "description": t.description,
-            "parameters": dict(t.parameters) or {"type": "object", "properties": {}},
-        }
-        for t in ctx.tools
-    )
-    return ChatRequest(
-        messages=tuple(messages),
-        model=model,
-        max_tokens=max_tokens,
-        tools=tools,  # type: ignore[arg-type]
-        thinking=thinking,
-        temperature=temperature,
-    )
 
 
 def window_hint(error: BaseException) -> int | None:
@@ -162,19 +131,24 @@ class _Run:
         """The model's input window as the manager's budget sees it."""
         return self.manager.policy.budget.window_for(self.profile)
 
-    def request(self) -> tuple[ModelContext, ChatRequest]:
+    def request(self) -> tuple[ModelContext, CallOptions]:
         ctx = self.manager.build(self.session_id, model=self.profile, tools=self.definitions)
         room = max(self.window - ctx.total_tokens, 16)
         limit = min(self.max_tokens or self.profile.max_output_tokens, room)
-        return ctx, to_chat_request(
-            ctx, model=self.request_model, max_tokens=limit, thinking=self.thinking, temperature=self.temperature
+        options = dataclasses.replace(
+            self.options,
+            model=self.request_model,
+            max_tokens=limit,
+            thinking=self.thinking,
+            temperature=self.temperature,
         )
+        return ctx, options
 
-    def call(self) -> ChatResponse:
+    def call(self) -> ModelReply:
         """One model call with overflow recovery: compact, retry exactly once."""
-        ctx, request = self.request()
+        ctx, options = self.request()
         try:
-            response = self.provider.complete(request, options=self.options)
+            response = self.provider.complete(ctx, options=options)
         except ProviderError as exc:
             if isinstance(exc, Cancelled) or not is_context_overflow(exc):
                 raise
@@ -183,7 +157,7 @@ class _Run:
             return self._recover(ctx, None, reported=response.usage.input_tokens)
         return response
 
-    def _recover(self, ctx: ModelContext, error: ProviderError | None, *, reported: int = 0) -> ChatResponse:
+    def _recover(self, ctx: ModelContext, error: ProviderError | None, *, reported: int = 0) -> ModelReply:
         what = (
             f"the provider's overflow ({error})" if error else f"a silent overflow ({reported} input tokens reported)"
         )
@@ -207,9 +181,9 @@ class _Run:
                 f"cause: {what}. Lower keep_recent_tokens or use a model with a larger window."
             ) from error
         self.recoveries += 1
-        retry_ctx, request = self.request()
+        retry_ctx, options = self.request()
         try:
-            response = self.provider.complete(request, options=self.options)
+            response = self.provider.complete(retry_ctx, options=options)
         except ProviderError as exc:
             if is_context_overflow(exc) and not isinstance(exc, Cancelled):
                 raise ContextOverflowError(
@@ -229,25 +203,10 @@ class _Run:
             )
         return response
 
-    def record(self, response: ChatResponse) -> None:
-        assistant = AssistantMessage(
-            text=response.text,
-            thinking=response.thinking,
-            tool_calls=response.tool_calls,
-            model=response.model,
-            stop_reason=response.stop_reason,
-        )
-        usage = UsageReport(
-            input_tokens=response.usage.input_tokens,
-            output_tokens=response.usage.output_tokens,
-            cache_read_tokens=response.usage.cache_read_tokens,
-            cache_write_tokens=response.usage.cache_write_tokens,
-            response_event_id=assistant.id,
-            model=response.model,
-        )
-        self.usage[0] += response.usage.input_tokens
-        self.usage[1] += response.usage.output_tokens
-        self._append([assistant, usage])
+    def record(self, reply: ModelReply) -> None:
+        self.usage[0] += reply.usage.input_tokens
+        self.usage[1] += reply.usage.output_tokens
+        self._append([reply.message, reply.usage])
 
     def run_tools(self, calls: Sequence[ToolCall]) -> None:
         results: list[Event] = []
@@ -354,3 +313,14 @@ def _result(run: _Run, start_seq: int, text: str, turns: int, stop: str) -> Loop
         input_tokens=run.usage[0],
         output_tokens=run.usage[1],
     )
+
+
+def _old_to_chat_request() -> object:
+    from ._chat_compat import to_chat_request
+
+    return to_chat_request
+
+
+__getattr__ = deprecated_names(
+    __name__, {"to_chat_request": (_old_to_chat_request, "pass the ModelContext to Provider.complete")}
+)

@@ -1,11 +1,12 @@
 """Test doubles shipped with the library, so users test their agents the way we test ours.
 
 :class:`ScriptedProvider` is a :class:`~contextwarden.providers.Provider` that answers from a
-queue: responses, plain strings, callables or exceptions to raise. It records every request, so a
-test can assert what the model was shown::
+queue: replies, plain strings, callables or exceptions to raise. It records every request (the
+:class:`~contextwarden.context.ModelContext` it was given) and its options, so a test can assert what
+the model was shown::
 
     provider = ScriptedProvider(["first answer", RateLimitError("slow down"), "second answer"])
-    provider.complete(request)          # -> ChatResponse(text="first answer", ...)
+    provider.complete(session.build())  # -> ModelReply whose .text is "first answer"
     provider.requests[0].messages       # what was sent
 """
 
@@ -18,21 +19,25 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
-from .chat import CallOptions, ChatRequest, ChatResponse, Usage
+from .chat import CallOptions, ModelReply, model_reply
+from .context import ModelContext
 from .errors import Cancelled, ContextOverflowError, UsageError
 from .log import events as _events
-from .log.events import ToolCall
+from .log.events import AssistantMessage, ToolCall, UsageReport
 
-ScriptItem = ChatResponse | BaseException | str | Callable[[ChatRequest], ChatResponse]
-"""One scripted answer: a response, a text (wrapped in a response), a function of the request, or
+ScriptItem = ModelReply | BaseException | str | Callable[[ModelContext], ModelReply]
+"""One scripted answer: a reply, a text (wrapped in a reply), a function of the request, or
 an exception to raise."""
 
 
-def estimate_request_tokens(request: ChatRequest) -> int:
+def estimate_request_tokens(request: ModelContext) -> int:
     """Estimate a request's size deterministically (about four characters per token) for scripted usage."""
-    chars = sum(len(m.content) + sum(len(str(c.arguments)) for c in m.tool_calls) for m in request.messages)
-    chars += sum(len(str(tool)) for tool in request.tools)
-    return chars // 4 + 4 * len(request.messages)
+    texts = ([request.system] if request.system else []) + [m.text for m in request.messages]
+    chars = sum(len(t) for t in texts) + sum(len(str(c.arguments)) for m in request.messages for c in m.tool_calls)
+    chars += sum(
+        len(str({"name": t.name, "description": t.description, "parameters": t.parameters})) for t in request.tools
+    )
+    return chars // 4 + 4 * len(texts)
 
 
 def make_response(
@@ -40,28 +45,30 @@ def make_response(
     *,
     tool_calls: Iterable[ToolCall] = (),
     stop_reason: str | None = None,
-    usage: Usage | None = None,
+    usage: UsageReport | None = None,
     model: str = "scripted-model",
-) -> ChatResponse:
-    """Build a :class:`ChatResponse`.
+) -> ModelReply:
+    """Build a :class:`~contextwarden.chat.ModelReply`.
 
-    ``stop_reason`` defaults to ``tool_use`` with calls, else ``end_turn``.
+    ``stop_reason`` defaults to ``tool_use`` with calls, else ``end_turn``; ``usage`` to a quarter of
+    the text's characters as output tokens.
     """
     calls = tuple(tool_calls)
-    return ChatResponse(
+    message = AssistantMessage(
         text=text,
         tool_calls=calls,
         stop_reason=stop_reason if stop_reason is not None else ("tool_use" if calls else "end_turn"),
-        usage=usage if usage is not None else Usage(output_tokens=max(1, len(text) // 4)),
         model=model,
     )
+    usage = usage if usage is not None else UsageReport(input_tokens=0, output_tokens=max(1, len(text) // 4))
+    return model_reply(message, usage, model=model)
 
 
 class ScriptedProvider:
     """A provider that returns queued responses or raises queued errors, and records each request.
 
     With ``context_window`` set it behaves like a real server with a small window: a request whose
-    estimated size (:func:`estimate_request_tokens`) plus ``max_tokens`` exceeds it raises
+    estimated size (:func:`estimate_request_tokens`) plus the options' ``max_tokens`` exceeds it raises
     ``ContextOverflowError`` without consuming a scripted item. A set cancel event raises
     ``Cancelled`` the same way. An empty script raises ``UsageError``: the test forgot an answer.
     """
@@ -80,10 +87,10 @@ class ScriptedProvider:
         self.name = name
         self.model = model
         self.context_window = context_window
-        self.requests: list[ChatRequest] = []
+        self.requests: list[ModelContext] = []
         """Every request received, in order (including those that raised)."""
-        self.options: list[CallOptions | None] = []
-        """The options of every call, in order."""
+        self.options: list[CallOptions] = []
+        """The options of every call, in order (the defaults where a call gave none)."""
         self._script: deque[ScriptItem] = deque(script)
         self._lock = threading.Lock()
 
@@ -98,17 +105,19 @@ class ScriptedProvider:
         with self._lock:
             return len(self._script)
 
-    def complete(self, request: ChatRequest, *, options: CallOptions | None = None) -> ChatResponse:
+    def complete(self, request: ModelContext, *, options: CallOptions | None = None) -> ModelReply:
         """Record ``request`` and answer with the next scripted item."""
         with self._lock:
             self.requests.append(request)
+            options = options or CallOptions()
             self.options.append(options)
-            if options is not None and options.cancel is not None and options.cancel.is_set():
+            if options.cancel is not None and options.cancel.is_set():
                 raise Cancelled(f"{self.name}: the call was cancelled")
             estimate = estimate_request_tokens(request)
-            if self.context_window is not None and estimate + request.max_tokens > self.context_window:
+            output = options.max_tokens or 0
+            if self.context_window is not None and estimate + output > self.context_window:
                 raise ContextOverflowError(
-                    f"{self.name}: request ({estimate} tokens + {request.max_tokens} output) exceeds the "
+                    f"{self.name}: request ({estimate} tokens + {output} output) exceeds the "
                     f"context window of {self.context_window} tokens",
                     status=400,
                 )
@@ -119,12 +128,12 @@ class ScriptedProvider:
             item = self._script.popleft()
         if isinstance(item, BaseException):
             raise item
-        if isinstance(item, ChatResponse):
+        if isinstance(item, ModelReply):
             return item
         if isinstance(item, str):
             return make_response(
                 item,
-                usage=Usage(input_tokens=estimate, output_tokens=max(1, len(item) // 4)),
+                usage=UsageReport(input_tokens=estimate, output_tokens=max(1, len(item) // 4)),
                 model=self.model,
             )
         return item(request)

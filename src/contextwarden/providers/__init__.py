@@ -1,12 +1,18 @@
 """Model providers: the ``Provider`` seam and HTTP clients for model APIs.
 
-OpenAI-compatible and Anthropic clients, error classification and the retry loop. Nothing here
-imports a provider SDK; the clients speak HTTP through ``httpx``.
+A provider takes the :class:`~contextwarden.context.ModelContext` that ``ContextManager.build``
+returns and answers with a :class:`ModelReply` (the assistant message and usage events to append).
+OpenAI-compatible and Anthropic clients share one base (``_http.HTTPProvider``: the connection pool,
+retries, cancellation), each adding its path, its wire codec and its headers. Nothing here imports a
+provider SDK; the clients speak HTTP through ``httpx``.
 """
 
 from __future__ import annotations
 
-from ..chat import CallOptions, ChatMessage, ChatRequest, ChatResponse, Provider, Role, Usage
+from functools import partial
+
+from .._deprecation import deprecated_names
+from ..chat import _INSTEAD, CallOptions, ModelReply, Provider, _compat, model_reply
 from .anthropic import AnthropicProvider
 from .classify import (
     OVERFLOW_PATTERNS,
@@ -23,19 +29,20 @@ __all__ = [
     "OVERFLOW_PATTERNS",
     "AnthropicProvider",
     "CallOptions",
-    "ChatMessage",
-    "ChatRequest",
-    "ChatResponse",
+    "ModelReply",
     "OpenAICompatProvider",
     "OverflowPattern",
     "Provider",
     "RetryPolicy",
-    "Role",
-    "Usage",
     "backoff_delay",
     "classify_error",
     "is_context_overflow",
     "is_silent_overflow",
     "match_overflow",
+    "model_reply",
     "parse_retry_after",
 ]
+
+
+_OLD = ("ChatMessage", "ChatRequest", "ChatResponse", "Role", "Usage")
+__getattr__ = deprecated_names(__name__, {old: (partial(_compat, old), _INSTEAD[old]) for old in _OLD})

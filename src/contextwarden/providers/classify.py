@@ -130,7 +130,7 @@ def is_context_overflow(status_or_error: int | BaseException | None, body: str =
 
 
 class _ReportsInput(Protocol):
-    """Anything carrying normalized usage: ``providers.Usage`` or ``events.UsageReport``."""
+    """Anything carrying normalized usage, such as ``events.UsageReport``."""
 
     @property
     def input_tokens(self) -> int: ...
@@ -140,8 +140,8 @@ def is_silent_overflow(usage: _ReportsInput, context_window: int) -> bool:
     """Whether a successful call silently filled the whole window.
 
     Some servers truncate an over-long prompt instead of failing (Ollama by default, z.ai), so the
-    only sign is the reported input: input plus cache reads at or above the window. Our ``Usage``
-    and ``UsageReport`` already count cache reads inside ``input_tokens`` (Anthropic's uncached,
+    only sign is the reported input: input plus cache reads at or above the window. A
+    ``UsageReport`` already counts cache reads inside ``input_tokens`` (Anthropic's uncached,
     cache-read and cache-write counts are added up when parsed), so that sum is ``input_tokens``.
     """
     if context_window <= 0:

@@ -10,21 +10,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from types import TracebackType
 
 import httpx
 
-from ..chat import CallOptions, ChatRequest, ChatResponse, request_context, usage_of
+from ..chat import CallOptions
+from ..context import ModelContext
 from ..errors import MalformedResponse
-from ..log.events import JSONValue
+from ..log.events import AssistantMessage, JSONValue, UsageReport
 from ..wire.openai_chat import parse_openai_chat_response, render_openai_chat
-from .retry import HttpCall, RetryPolicy, make_error, post_json, resolve_call_settings
+from ._http import HTTPProvider
+from .retry import make_error
 
 
-class OpenAICompatProvider:
+class OpenAICompatProvider(HTTPProvider):
     """A :class:`~contextwarden.providers.Provider` for OpenAI-compatible Chat Completions APIs."""
 
-    name: str
+    path = "/chat/completions"
 
     def __init__(
         self,
@@ -46,69 +47,53 @@ class OpenAICompatProvider:
         ``transport`` replaces the network (``httpx.MockTransport`` in tests); ``headers`` are sent
         with every request.
         """
-        self.name = name
-        self.base_url = base_url.rstrip("/")
-        self.timeout = timeout
-        self.policy = RetryPolicy(max_retries=max_retries, backoff_base=backoff_base, backoff_max=backoff_max)
-        self.max_tokens_field = max_tokens_field
-        self._headers = dict(headers or {})
+        sent = dict(headers or {})
         if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
-        self._client = httpx.Client(transport=transport, timeout=timeout)
-
-    def complete(self, request: ChatRequest, *, options: CallOptions | None = None) -> ChatResponse:
-        """Send ``request`` to ``/chat/completions`` and return the parsed answer."""
-        timeout, policy, cancel = resolve_call_settings(options, timeout=self.timeout, policy=self.policy)
-        call = HttpCall(
-            provider=self.name,
-            url=f"{self.base_url}/chat/completions",
-            payload=render_request(request, max_tokens_field=self.max_tokens_field),
-            headers=self._headers,
+            sent["Authorization"] = f"Bearer {api_key}"
+        super().__init__(
+            base_url,
+            headers=sent,
             timeout=timeout,
-            policy=policy,
-            cancel=cancel,
+            max_retries=max_retries,
+            backoff_base=backoff_base,
+            backoff_max=backoff_max,
+            transport=transport,
+            name=name,
         )
-        return parse_response(post_json(self._client, call), request, provider=self.name)
+        self.max_tokens_field = max_tokens_field
 
-    def close(self) -> None:
-        """Close the HTTP connection pool."""
-        self._client.close()
+    def render(self, context: ModelContext, options: CallOptions) -> dict[str, JSONValue]:
+        """The Chat Completions body (see :func:`render_request`)."""
+        return render_request(context, options, max_tokens_field=self.max_tokens_field)
 
-    def __enter__(self) -> OpenAICompatProvider:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
+    def parse(self, data: dict[str, JSONValue]) -> tuple[AssistantMessage, UsageReport | None]:
+        """The answer of a Chat Completions body (see :func:`parse_response`)."""
+        return parse_response(data, provider=self.name)
 
 
-# --------------------------------------------------------------------------- request
-
-
-def render_request(request: ChatRequest, *, max_tokens_field: str = "max_tokens") -> dict[str, JSONValue]:
-    """Render ``request`` as a Chat Completions JSON body, with the Chat wire codec."""
+def render_request(
+    context: ModelContext, options: CallOptions | None = None, *, max_tokens_field: str = "max_tokens"
+) -> dict[str, JSONValue]:
+    """Render ``context`` as a Chat Completions JSON body, with the Chat wire codec."""
+    options = options or CallOptions()
     extra: dict[str, JSONValue] = {"stream": False}
-    if max_tokens_field != "max_completion_tokens":
-        extra[max_tokens_field] = request.max_tokens  # older servers know only max_tokens
-    if request.temperature is not None:
-        extra["temperature"] = request.temperature
-    if request.stop:
-        extra["stop"] = list(request.stop)
-    if request.response_format is not None:
-        extra["response_format"] = request.response_format
-    if request.thinking is not None and request.thinking not in ("off", ""):
-        extra["reasoning_effort"] = request.thinking
-    limit = request.max_tokens if max_tokens_field == "max_completion_tokens" else None
-    body: dict[str, JSONValue] = render_openai_chat(request_context(request), max_tokens=limit, extra=extra)
+    if max_tokens_field != "max_completion_tokens" and options.max_tokens is not None:
+        extra[max_tokens_field] = options.max_tokens  # older servers know only max_tokens
+    if options.temperature is not None:
+        extra["temperature"] = options.temperature
+    if options.stop:
+        extra["stop"] = list(options.stop)
+    if options.response_format is not None:
+        extra["response_format"] = options.response_format
+    if options.thinking is not None and options.thinking not in ("off", ""):
+        extra["reasoning_effort"] = options.thinking
+    limit = options.max_tokens if max_tokens_field == "max_completion_tokens" else None
+    body: dict[str, JSONValue] = render_openai_chat(context, model=options.model or None, max_tokens=limit, extra=extra)
     return body
 
 
-# --------------------------------------------------------------------------- response
-
-
-def parse_response(data: dict[str, JSONValue], request: ChatRequest, *, provider: str) -> ChatResponse:
-    """Turn a decoded Chat Completions body into a :class:`ChatResponse`.
+def parse_response(data: dict[str, JSONValue], *, provider: str) -> tuple[AssistantMessage, UsageReport | None]:
+    """Read a decoded Chat Completions body.
 
     A 200 that carries an ``error`` object (some proxies do that) raises the classified error;
     one without ``choices`` or a ``message`` raises ``MalformedResponse``.
@@ -128,15 +113,6 @@ def parse_response(data: dict[str, JSONValue], request: ChatRequest, *, provider
     if not isinstance(choice, dict) or not isinstance(message, dict):
         raise MalformedResponse(f"{provider}: the first choice has no message", body=json.dumps(data))
     try:
-        assistant, usage = parse_openai_chat_response(data)
+        return parse_openai_chat_response(data)
     except MalformedResponse as exc:
         raise MalformedResponse(f"{provider}: {exc}", body=json.dumps(data)) from None
-    return ChatResponse(
-        text=assistant.text,
-        tool_calls=assistant.tool_calls,
-        stop_reason=assistant.stop_reason,
-        usage=usage_of(usage),
-        model=assistant.model or request.model,
-        raw=data,
-        thinking=assistant.thinking,
-    )

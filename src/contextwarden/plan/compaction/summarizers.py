@@ -24,7 +24,8 @@ import time
 from dataclasses import dataclass, replace
 
 from ...budget import FALLBACK_CONTEXT_WINDOW, summary_max_tokens
-from ...chat import CallOptions, ChatMessage, ChatRequest, ChatResponse, Provider
+from ...chat import CallOptions, ModelReply, Provider
+from ...context import Message, ModelContext
 from ...errors import CompactionError, ContextOverflowError
 from ...models import ModelProfile, get_profile
 from ...tokens import TokenCounter, best_counter
@@ -232,15 +233,18 @@ class LLMSummarizer:
             json_keys=keys,
         )
         max_tokens = min(self.output_budget(), data.max_tokens or self.output_budget())
-        request = ChatRequest(
-            messages=(ChatMessage("system", prompt.system), ChatMessage("user", prompt.user)),
-            model=self.profile.name,
+        request = ModelContext(
+            model=self.profile.name, system=prompt.system, messages=(Message(role="user", text=prompt.user),)
+        )
+        asked = CallOptions(
             max_tokens=max_tokens,
             temperature=self.settings.temperature,
             thinking=self.settings.thinking or data.thinking,
             response_format=response_format(max_tokens, style=self.settings.schema_style) if keys else None,
+            cancel=options.cancel,
+            timeout=options.timeout,
         )
-        responses = self._call_with_retries(request, options, notes)
+        responses = self._call_with_retries(request, asked, options, notes)
         last = responses[-1]
         text = clean_answer(last.text)
         written: dict[str, list[str]] | None = None
@@ -301,13 +305,14 @@ class LLMSummarizer:
             return ""
         return keys_guide()
 
-    def _call_with_retries(self, request: ChatRequest, options: SummaryOptions, notes: list[str]) -> list[ChatResponse]:
-        call = CallOptions(cancel=options.cancel, timeout=options.timeout)
+    def _call_with_retries(
+        self, request: ModelContext, call: CallOptions, options: SummaryOptions, notes: list[str]
+    ) -> list[ModelReply]:
         try:
             first = self.provider.complete(request, options=call)
         except ContextOverflowError as exc:
             raise CompactionError(
-                f"the summary request of about {self.counter.count(request.messages[1].content)} tokens "
+                f"the summary request of about {self.counter.count(request.messages[0].text)} tokens "
                 f"overflowed {self.profile.name} (window {self.window}) despite budgeting; "
                 f"raise LLMSummarizerSettings.safety_margin if the model's tokenizer counts more: {exc}"
             ) from exc
@@ -318,8 +323,8 @@ class LLMSummarizer:
         lowest = self._lowest_thinking()
         if lowest is None:
             return responses  # no lower thinking level: validation rejects it as truncated
-        notes.append(f"hit max_tokens at thinking={request.thinking}; retried once at thinking={lowest}")
-        second = self.provider.complete(replace(request, thinking=lowest), options=call)
+        notes.append(f"hit max_tokens at thinking={call.thinking}; retried once at thinking={lowest}")
+        second = self.provider.complete(request, options=replace(call, thinking=lowest))
         options.check_cancelled("after the summary retry")
         responses.append(second)
         return responses
