@@ -25,7 +25,7 @@ from contextwarden.errors import (
     ServerError,
     UsageError,
 )
-from contextwarden.log.events import ThinkingBlock, ToolCall, UsageReport
+from contextwarden.log.events import AssistantMessage, ThinkingBlock, ToolCall, UsageReport
 from contextwarden.providers import (
     AnthropicProvider,
     CallOptions,
@@ -689,3 +689,38 @@ def test_make_response_defaults() -> None:
     response = make_response("abc")
     assert isinstance(response, ModelReply)
     assert response.stop_reason == "end_turn"
+
+
+def test_a_built_context_reaches_the_wire_as_render_makes_it() -> None:
+    from contextwarden import AssistantMessage, ContextManager, ToolResult, UserMessage, open_store, render
+    from contextwarden.tokens import HeuristicCounter
+
+    manager = ContextManager(open_store("memory:"), counter=HeuristicCounter())
+    tools = (ToolDefinition(name="read", description="Read a file.", parameters={"type": "object"}),)
+    session = manager.session("s", model="claude-sonnet-4-5", tools=tools, create=True)
+    session.append(UserMessage(text="Read the files."))
+    for i in range(6):
+        call = ToolCall(id=f"c{i}", name="read", arguments={"path": f"f{i}.py"})
+        session.append(
+            AssistantMessage(tool_calls=(call,)), ToolResult(call_id=call.id, tool_name="read", output="x\n" * 800)
+        )
+    context = session.build()
+    assert context.cache_breakpoints  # a request long enough to cache
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"})
+
+    with AnthropicProvider("k", transport=httpx.MockTransport(handler)) as provider:
+        provider.complete(context, options=CallOptions(max_tokens=1_000))
+    # the cache breakpoints of the build become the same cache_control markers render places
+    assert json.loads(seen[0].content) == render(context, "anthropic", max_tokens=1_000)
+
+
+def test_scripted_provider_answers_an_assistant_message_as_it_is() -> None:
+    message = AssistantMessage(text="calling", tool_calls=(ToolCall(id="c1", name="read"),), model="m1")
+    provider = ScriptedProvider([message])
+    reply = provider.complete(REQUEST)
+    assert reply.message.id == message.id and reply.stop_reason == "tool_use" and reply.model == "m1"
+    assert reply.usage.input_tokens > 0 and reply.usage.response_event_id == message.id

@@ -13,6 +13,11 @@ The public API, in the order an agent loop uses it::
     session = manager.session("task-1", model="gpt-4o", create=True)
     session.append(UserMessage(text="Fix the failing test."))
     body = render(session.build(), "openai_chat")         # POST it; append the reply; repeat
+
+or let the agent loop call the model and run the tools: ``run_agent_loop(provider, tools, manager,
+"task-1", model="gpt-4o")``, where a ``Provider`` (``OpenAICompatProvider``, ``AnthropicProvider``,
+``ScriptedProvider`` in tests) takes the ``ModelContext`` a build returns and answers with a ``ModelReply``,
+and each ``AgentTool`` pairs a ``ToolDefinition`` with the function that runs it.
 """
 
 from __future__ import annotations
@@ -58,13 +63,17 @@ if TYPE_CHECKING:
     from .assemble.project import ProjectContext
     from .assemble.session import Session
     from .budget import BudgetPolicy
+    from .chat import CallOptions, ModelReply, Provider
     from .context import Decision, Message, ModelContext, ToolDefinition
     from .log.store import SessionStore, open_store
+    from .loop import AgentTool, LoopResult, ToolOutput, run_agent_loop
     from .models import ModelProfile, get_profile, list_profiles, register_profile, resolve_profile
     from .plan.planner import PlannerSettings
     from .plan.policy import ContextPolicy
     from .plan.taskpolicies import Keep, TaskPolicy, get_task_policy, register_task_policy, task_policy_names
     from .plan.treebudget import TreeBudget, TreeBudgetPolicy
+    from .providers import AnthropicProvider, OpenAICompatProvider
+    from .testing import ScriptedProvider
     from .window.policies.presets import ToolPolicy
     from .wire import FORMATS, WireFormat
     from .wire._render import render
@@ -101,6 +110,16 @@ _LAZY: dict[str, str] = {
     "TreeBudgetPolicy": ".plan.treebudget",
     "FORMATS": ".wire",
     "WireFormat": ".wire",
+    "CallOptions": ".chat",
+    "ModelReply": ".chat",
+    "Provider": ".chat",
+    "AnthropicProvider": ".providers",
+    "OpenAICompatProvider": ".providers",
+    "ScriptedProvider": ".testing",
+    "AgentTool": ".loop",
+    "LoopResult": ".loop",
+    "ToolOutput": ".loop",
+    "run_agent_loop": ".loop",
 }
 
 
@@ -121,12 +140,15 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "FORMATS",
+    "AgentTool",
+    "AnthropicProvider",
     "AssistantMessage",
     "BinaryPart",
     "BudgetExceededError",
     "BudgetExhausted",
     "BudgetPolicy",
     "BuildSettings",
+    "CallOptions",
     "CodecError",
     "Compaction",
     "ConflictError",
@@ -140,13 +162,18 @@ __all__ = [
     "ForkMarker",
     "Instruction",
     "Keep",
+    "LoopResult",
     "Message",
     "ModelContext",
     "ModelProfile",
+    "ModelReply",
+    "OpenAICompatProvider",
     "Pin",
     "PlannerSettings",
     "ProjectContext",
+    "Provider",
     "ProviderError",
+    "ScriptedProvider",
     "Session",
     "SessionNotFound",
     "SessionStore",
@@ -157,6 +184,7 @@ __all__ = [
     "ThinkingBlock",
     "ToolCall",
     "ToolDefinition",
+    "ToolOutput",
     "ToolPolicy",
     "ToolResult",
     "ToolSetChange",
@@ -175,5 +203,6 @@ __all__ = [
     "register_task_policy",
     "render",
     "resolve_profile",
+    "run_agent_loop",
     "task_policy_names",
 ]

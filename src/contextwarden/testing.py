@@ -1,7 +1,7 @@
 """Test doubles shipped with the library, so users test their agents the way we test ours.
 
 :class:`ScriptedProvider` is a :class:`~contextwarden.providers.Provider` that answers from a
-queue: replies, plain strings, callables or exceptions to raise. It records every request (the
+queue: replies, assistant messages, plain strings, callables or exceptions to raise. It records every request (the
 :class:`~contextwarden.context.ModelContext` it was given) and its options, so a test can assert what
 the model was shown::
 
@@ -12,6 +12,7 @@ the model was shown::
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 import threading
@@ -25,9 +26,9 @@ from .errors import Cancelled, ContextOverflowError, UsageError
 from .log import events as _events
 from .log.events import AssistantMessage, ToolCall, UsageReport
 
-ScriptItem = ModelReply | BaseException | str | Callable[[ModelContext], ModelReply]
-"""One scripted answer: a reply, a text (wrapped in a reply), a function of the request, or
-an exception to raise."""
+ScriptItem = ModelReply | AssistantMessage | BaseException | str | Callable[[ModelContext], ModelReply]
+"""One scripted answer: a reply, an assistant message or a text (wrapped in a reply), a function of
+the request, or an exception to raise."""
 
 
 def estimate_request_tokens(request: ModelContext) -> int:
@@ -53,14 +54,14 @@ def make_response(
     ``stop_reason`` defaults to ``tool_use`` with calls, else ``end_turn``; ``usage`` to a quarter of
     the text's characters as output tokens.
     """
-    calls = tuple(tool_calls)
-    message = AssistantMessage(
-        text=text,
-        tool_calls=calls,
-        stop_reason=stop_reason if stop_reason is not None else ("tool_use" if calls else "end_turn"),
-        model=model,
-    )
+    message = AssistantMessage(text=text, tool_calls=tuple(tool_calls), stop_reason=stop_reason or "", model=model)
     usage = usage if usage is not None else UsageReport(input_tokens=0, output_tokens=max(1, len(text) // 4))
+    return _reply(message, usage, model)
+
+
+def _reply(message: AssistantMessage, usage: UsageReport, model: str) -> ModelReply:
+    if not message.stop_reason:
+        message = dataclasses.replace(message, stop_reason="tool_use" if message.tool_calls else "end_turn")
     return model_reply(message, usage, model=model)
 
 
@@ -131,10 +132,10 @@ class ScriptedProvider:
         if isinstance(item, ModelReply):
             return item
         if isinstance(item, str):
-            return make_response(
-                item,
-                usage=UsageReport(input_tokens=estimate, output_tokens=max(1, len(item) // 4)),
-                model=self.model,
+            item = AssistantMessage(text=item)
+        if isinstance(item, AssistantMessage):
+            return _reply(
+                item, UsageReport(input_tokens=estimate, output_tokens=max(1, len(item.text) // 4)), self.model
             )
         return item(request)
 
