@@ -131,7 +131,7 @@ def _compat(name: str) -> object:
 _INSTEAD = {
     "ChatMessage": "contextwarden.Message",
     "ChatRequest": "contextwarden.ModelContext with CallOptions",
-    "ChatResponse": "contextwarden.chat.ModelReply",
+    "ChatResponse": "contextwarden.ModelReply",
     "Usage": "contextwarden.UsageReport",
     "Role": "contextwarden.context.Role",
     "request_context": "a ModelContext (what ContextManager.build returns)",

@@ -106,15 +106,15 @@ class ScriptedProvider:
         with self._lock:
             return len(self._script)
 
-    def complete(self, request: ModelContext, *, options: CallOptions | None = None) -> ModelReply:
-        """Record ``request`` and answer with the next scripted item."""
+    def complete(self, context: ModelContext, *, options: CallOptions | None = None) -> ModelReply:
+        """Record ``context`` and answer with the next scripted item."""
         with self._lock:
-            self.requests.append(request)
+            self.requests.append(context)
             options = options or CallOptions()
             self.options.append(options)
             if options.cancel is not None and options.cancel.is_set():
                 raise Cancelled(f"{self.name}: the call was cancelled")
-            estimate = estimate_request_tokens(request)
+            estimate = estimate_request_tokens(context)
             output = options.max_tokens or 0
             if self.context_window is not None and estimate + output > self.context_window:
                 raise ContextOverflowError(
@@ -137,7 +137,7 @@ class ScriptedProvider:
             return _reply(
                 item, UsageReport(input_tokens=estimate, output_tokens=max(1, len(item.text) // 4)), self.model
             )
-        return item(request)
+        return item(context)
 
 
 @contextmanager
