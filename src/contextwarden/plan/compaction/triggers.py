@@ -36,7 +36,7 @@ from ...window.projection import Projection
 from ..planner import plan
 from ..seams import WindowManager
 from ._base import SummaryOptions
-from .compactor import compact
+from .entry import compact
 
 
 @dataclass(frozen=True, kw_only=True)
