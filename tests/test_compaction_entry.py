@@ -6,6 +6,7 @@ from _agentlog import COUNTER, Agent, profile
 from contextwarden.assemble.manager import ContextManager, ContextPolicy
 from contextwarden.budget import BudgetPolicy
 from contextwarden.governance.inspection import inspect_session
+from contextwarden.governance.session import replay_session
 from contextwarden.log.events import Compaction
 from contextwarden.log.store.memory import MemoryStore
 from contextwarden.plan.compaction import (
@@ -67,6 +68,9 @@ def test_the_hook_records_its_trigger_and_inspect_lists_it() -> None:
     listed = [d for d in view.standing if d.action == "compact"]
     assert [d.reason for d in listed] == ["as recorded: 36 model calls in this window (limit 10)"]
     assert listed[0].target == event.id
+    # the replay that lint, inspect and the taxonomy read copies it: only the log knows why it ran
+    turns = list(replay_session(store, "s", counter=COUNTER, final=True))
+    assert [t.window_events for t in turns if "compaction" in t.window_events] == [("compaction",)]
 
 
 def test_an_explicit_compaction_runs_under_the_policy_it_names() -> None:

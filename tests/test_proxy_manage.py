@@ -12,6 +12,7 @@ import pytest
 from _proxy import Rig, normalized_messages, rig
 from contextwarden.errors import StoreError
 from contextwarden.governance.inspection import inspect_session
+from contextwarden.governance.session import replay_session
 from contextwarden.log.events import WINDOW_KINDS, Compaction
 from contextwarden.log.store import SQLiteStore
 from contextwarden.models import get_profile, register_profile
@@ -207,6 +208,9 @@ def test_context_overflow_before_streaming_compacts_once_and_retries(tmp_path: P
         assert overflow and overflow[0].details["reason"] == "the upstream reported a context overflow"
         listed = {d.target: d.reason for d in inspect_session(r.proxy.store, info.id).standing}
         assert listed[overflow[0].id] == "as recorded: the upstream reported a context overflow"
+        # the replay lint reads copies it (its own planner, at the model's 200K window, would not compact)
+        after = next(t for t in replay_session(r.proxy.store, info.id) if t.seq > overflow[0].seq)
+        assert "compaction" in after.window_events
 
 
 def _direct_count(r: Rig, messages: list[Any]) -> int:

@@ -18,7 +18,7 @@ from ..errors import UsageError
 from ..log.events import Compaction, ToolCall
 from ..log.store import SessionStore
 from ..models import get_profile
-from ..plan.compaction.entry import PLANNER_TRIGGER, compaction_decision
+from ..plan.compaction.entry import compaction_decision, recorded_only
 from ..plan.compaction.statements import compaction_reason
 from ..tokens import TokenCounter, best_counter
 from ..window.items import ContextItem, Tier
@@ -143,7 +143,7 @@ def _recorded_summaries(store: SessionStore, session_id: str) -> list[tuple[int,
         if not isinstance(event, Compaction):
             continue
         decision = compaction_decision(event)
-        if event.details.get("trigger", PLANNER_TRIGGER) == PLANNER_TRIGGER or "reason" not in event.details:
+        if not recorded_only(event):
             decision = replace(decision, reason=compaction_reason(event, ""))  # the replay's own says why
         if decision.reason:
             out.append((event.seq, replace(decision, reason=f"as recorded: {decision.reason}")))

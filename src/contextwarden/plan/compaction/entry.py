@@ -90,6 +90,14 @@ def compact(
     return stored
 
 
+def recorded_only(event: Compaction) -> bool:
+    """Whether only the log knows why this compaction ran (a replay copies it instead of re-deriving it).
+
+    That is one recorded through :func:`compact` with a trigger other than the planner's.
+    """
+    return event.details.get("trigger", PLANNER_TRIGGER) != PLANNER_TRIGGER and "reason" in event.details
+
+
 def compaction_decision(event: Compaction) -> Decision:
     """The decision-log entry of a recorded compaction: its reason, plus any fallback and correction it needed."""
     why = event.details.get("reason")
