@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
+
 from _agentlog import COUNTER, Agent, profile
 from contextwarden.assemble.manager import ContextManager, ContextPolicy
 from contextwarden.budget import BudgetPolicy
+from contextwarden.errors import UsageError
 from contextwarden.governance.inspection import inspect_session
 from contextwarden.governance.session import replay_session
 from contextwarden.log.events import Compaction
 from contextwarden.log.store.memory import MemoryStore
+from contextwarden.models import ModelProfile
 from contextwarden.plan.compaction import (
     PLANNER_TRIGGER,
     CompactionHook,
@@ -20,6 +24,7 @@ from contextwarden.plan.compaction import (
     compaction_decision,
 )
 from contextwarden.plan.planner import PlannerSettings
+from contextwarden.window.projection import Projection
 
 WINDOW = profile(60_000)
 TIGHT = ContextPolicy(budget=BudgetPolicy(trigger_tokens=6_000), planner=PlannerSettings(mask=False))
@@ -81,3 +86,30 @@ def test_an_explicit_compaction_runs_under_the_policy_it_names() -> None:
     assert event is not None and event.details["trigger"] == "explicit"
     assert event.details["reason"] == "before a long subtask"
     assert event.details["keep_recent_tokens"] == int(6_000 * CompactionSettings().keep_recent_max_share)
+
+
+class OneLineCompactor:
+    """A compactor of the seam's own shape: everything before the last 10 events becomes one line."""
+
+    def compact_window(
+        self, session_id: str, projection: Projection, *, profile: ModelProfile, reason: str
+    ) -> Compaction | None:
+        first = projection.last_seq - 9
+        return Compaction(summary=f"earlier work ({reason})", first_kept_seq=first, covered_to_seq=first - 1)
+
+
+def test_a_compactor_of_the_seam_gets_its_decision_recorded_too() -> None:
+    store = MemoryStore()
+    explored(store)
+    manager = ContextManager(store, counter=COUNTER, policy=TIGHT, compactor=OneLineCompactor())
+    ctx = manager.build("s", model=WINDOW)
+    (event,) = compactions(store)
+    plan = next(d for d in ctx.decisions if d.action == "plan")
+    assert event.summary == f"earlier work ({plan.reason})"
+    assert event.details == {"trigger": PLANNER_TRIGGER, "reason": plan.reason}
+    assert compaction_decision(event) in ctx.decisions
+    with pytest.raises(UsageError, match="focus and reground need a WindowCompactor"):
+        compact(manager, "s", model=WINDOW, focus="the parser")
+    off = ContextManager(store, counter=COUNTER, compactor=None)
+    with pytest.raises(UsageError, match="compaction is off"):
+        compact(off, "s", model=WINDOW)
