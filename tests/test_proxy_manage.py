@@ -11,9 +11,12 @@ import pytest
 
 from _proxy import Rig, normalized_messages, rig
 from contextwarden.errors import StoreError
-from contextwarden.log.events import WINDOW_KINDS
+from contextwarden.governance.inspection import inspect_session
+from contextwarden.governance.session import replay_session
+from contextwarden.log.events import WINDOW_KINDS, Compaction
 from contextwarden.log.store import SQLiteStore
 from contextwarden.models import get_profile, register_profile
+from contextwarden.plan.compaction import OVERFLOW_TRIGGER
 from contextwarden.proxy.bodyedit import count_breakpoints
 from contextwarden.proxy.scripted import Reply
 
@@ -198,8 +201,16 @@ def test_context_overflow_before_streaming_compacts_once_and_retries(tmp_path: P
         assert len(rows) == 14 and all(row.status == 200 for row in rows)
         assert any("context overflow" in row.note for row in rows)
         (info,) = r.proxy.store.list_sessions()
-        compactions = [e for e in r.proxy.store.read(info.id) if e.kind == "compaction"]
+        compactions = [e for e in r.proxy.store.read(info.id) if isinstance(e, Compaction)]
         assert compactions and compactions[0].summarizer != "mirror"
+        # the decision is recorded on the event, through the one entry point, and inspect lists it
+        overflow = [e for e in compactions if e.details.get("trigger") == OVERFLOW_TRIGGER]
+        assert overflow and overflow[0].details["reason"] == "the upstream reported a context overflow"
+        listed = {d.target: d.reason for d in inspect_session(r.proxy.store, info.id).standing}
+        assert listed[overflow[0].id] == "as recorded: the upstream reported a context overflow"
+        # the replay lint reads copies it (its own planner, at the model's 200K window, would not compact)
+        after = next(t for t in replay_session(r.proxy.store, info.id) if t.seq > overflow[0].seq)
+        assert "compaction" in after.window_events
 
 
 def _direct_count(r: Rig, messages: list[Any]) -> int:

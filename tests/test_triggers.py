@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from _agentlog import COUNTER, Agent, manager, profile
+from contextwarden.budget import BudgetPolicy
 from contextwarden.context import ToolDefinition
 from contextwarden.log.events import Compaction, UsageReport
 from contextwarden.log.store.memory import MemoryStore
@@ -55,23 +58,34 @@ def test_estimate_is_anchored_on_usage_and_ignores_reports_from_before_a_compact
     assert after.source == "counter", "a report describing the pre-compaction context is no anchor"
 
 
-def test_token_threshold_is_strict_and_settings_take_precedence() -> None:
-    _store, _, hook = setup()
+def test_token_threshold_is_strict_and_comes_from_the_budget_policy() -> None:
+    store, _, hook = setup()
     est = hook.check("s", Turn(model=BIG)).estimate.tokens
-    exact = CompactionHook(hook.manager, settings=TriggerSettings(trigger_tokens=est, consult_planner=False))
+    blind = TriggerSettings(consult_planner=False)
+    exact = CompactionHook(manager(store, budget=BudgetPolicy(trigger_tokens=est)), settings=blind)
     assert not exact.check("s", Turn(model=BIG)).fire, "equal to the threshold does not trigger"
-    over = CompactionHook(hook.manager, settings=TriggerSettings(trigger_tokens=est - 1, consult_planner=False))
+    over = CompactionHook(manager(store, budget=BudgetPolicy(trigger_tokens=est - 1)), settings=blind)
     decision = over.check("s", Turn(model=BIG))
     assert decision.fire and decision.trigger == "tokens"
     budget = hook.manager.policy.budget
-    assert threshold_for(BIG, TriggerSettings(trigger_ratio=0.5), budget) == 100_000
-    assert threshold_for(BIG, TriggerSettings(trigger_tokens=1234), budget) == 1234
-    per_model = TriggerSettings(trigger_tokens=1234, per_model={"test-model": 0.25})
+    assert threshold_for(BIG, TriggerSettings(), budget) == budget.compaction_threshold(BIG)
+    assert budget.compaction_threshold(BIG) == min(budget.trigger_for(BIG), budget.usable_input(BIG))
+
+
+def test_the_old_size_settings_warn_and_map_onto_the_budget_policy() -> None:
+    budget = BudgetPolicy()
+    with pytest.warns(DeprecationWarning, match=r"TriggerSettings\(trigger_ratio\) is deprecated.*BudgetPolicy"):
+        ratio = TriggerSettings(trigger_ratio=0.5)
+    assert ratio.budget_for(BIG, budget) == BudgetPolicy(trigger_tokens=100_000)
+    assert threshold_for(BIG, ratio, budget) == 100_000
+    with pytest.warns(DeprecationWarning):
+        assert threshold_for(BIG, TriggerSettings(trigger_tokens=1234), budget) == 1234
+    with pytest.warns(DeprecationWarning, match="trigger_tokens, per_model"):
+        per_model = TriggerSettings(trigger_tokens=1234, per_model={"test-model": 0.25})
     assert threshold_for(BIG, per_model, budget) == 50_000
-    assert threshold_for(BIG, TriggerSettings(per_model={"test-model": 7_000}), budget) == 7_000
-    assert threshold_for(BIG, TriggerSettings(), budget) == min(
-        budget.trigger_for(BIG), budget.usable_input(BIG, tool_schema_tokens=0)
-    )
+    assert threshold_for(profile(200_000, name="other"), per_model, budget) == 1234
+    with pytest.warns(DeprecationWarning):
+        assert threshold_for(BIG, TriggerSettings(per_model={"test-model": 7_000}), budget) == 7_000
 
 
 def test_token_trigger_leaves_it_to_the_planner_when_masking_suffices() -> None:
@@ -79,11 +93,10 @@ def test_token_trigger_leaves_it_to_the_planner_when_masking_suffices() -> None:
     agent = Agent(store).start()
     for r in range(30):
         agent.read(f"src/big{r}.py", size=2_000)  # large, maskable tool outputs
-    mgr = manager(store)
-    est = CompactionHook(mgr).check("s", Turn(model=BIG)).estimate.tokens
-    consults = CompactionHook(mgr, settings=TriggerSettings(trigger_tokens=est - 500))
-    assert not consults.check("s", Turn(model=BIG)).fire
-    blind = CompactionHook(mgr, settings=TriggerSettings(trigger_tokens=est - 500, consult_planner=False))
+    est = CompactionHook(manager(store)).check("s", Turn(model=BIG)).estimate.tokens
+    mgr = manager(store, budget=BudgetPolicy(trigger_tokens=est - 500))
+    assert not CompactionHook(mgr).check("s", Turn(model=BIG)).fire
+    blind = CompactionHook(mgr, settings=TriggerSettings(consult_planner=False))
     assert blind.check("s", Turn(model=BIG)).fire
 
 

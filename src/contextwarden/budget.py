@@ -176,6 +176,14 @@ class BudgetPolicy:
             trigger = max(trigger, fixed)
         return trigger
 
+    def compaction_threshold(self, profile: ModelProfile) -> int:
+        """The window size above which ``profile``'s window compacts: the trigger, never above the usable input.
+
+        The one size trigger every compaction path compares with (a build's planner, the agent
+        loop's hook) and the kept tail is sized by.
+        """
+        return min(self.trigger_for(profile), self.usable_input(profile))
+
     @property
     def _fixed_reserve(self) -> int:
         """The reserve where no model scales it: a guessed window, a summary's length."""

@@ -28,7 +28,7 @@ from .context import ModelContext, ToolDefinition
 from .errors import Cancelled, ContextOverflowError, ProviderError
 from .log.events import Compaction, Event, JSONValue, ToolCall, ToolResult
 from .models import ModelProfile, resolve_profile
-from .plan.compaction import CompactionHook, SummaryOptions, Turn, WindowCompactor, compact
+from .plan.compaction import OVERFLOW_TRIGGER, CompactionHook, SummaryOptions, Turn, WindowCompactor, compact
 from .providers import CallOptions, ModelReply, Provider
 from .providers.classify import is_context_overflow, is_silent_overflow
 from .tools import READ_RANGE, RECALL
@@ -170,7 +170,7 @@ class _Run:
             self.manager,
             self.session_id,
             model=self.profile,
-            trigger="overflow",
+            trigger=OVERFLOW_TRIGGER,
             reason=what,
             options=SummaryOptions(cancel=self.options.cancel),
         )

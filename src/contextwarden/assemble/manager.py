@@ -4,9 +4,12 @@
 
 1. bring the window's projection up to date (only events new since the last call are read);
 2. record the model profile, tools and policy of the build when they changed (``buildrecord``);
-3. ask the planner for a batch of reductions; record it as a window event;
-4. if still over the trigger, compact (when a compactor is configured); record it;
-5. order, pairing-normalize and measure the request; refuse to return one over the budget.
+3. ask the planner for a batch of reductions; record it as a window event (``_plan``);
+4. if still over the trigger, compact through :func:`~contextwarden.plan.compaction.compact`, which
+   records why (``_compact_if_needed``);
+5. record where the retrieval tools first appear when no other window event marks it
+   (``_record_retrieval_offer``);
+6. order, pairing-normalize and measure the request; refuse to return one over the budget.
 
 The manager only ever appends its own events; it never edits or deletes events. Projections are
 cached per session and policy value; builds of one session run one at a time, builds of different
@@ -20,14 +23,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from ..budget import BudgetPolicy
 from ..context import SECTIONS, Decision, ModelContext, ToolDefinition
 from ..errors import BudgetExceededError
 from ..log.events import ContextEditBatch, SettingChange, ToolCall, ToolResult, UsageReport
 from ..log.store._protocol import SessionStore
 from ..models import ModelProfile, resolve_profile
-from ..plan.compaction.compactor import CompactionSettings, WindowCompactor
-from ..plan.compaction.statements import compaction_reason
+from ..plan.compaction.compactor import WindowCompactor
+from ..plan.compaction.entry import PLANNER_TRIGGER, compact, compaction_decision
 from ..plan.exposure import evicted, exposed_tools, tool_json
 from ..plan.planner import Plan, plan, plan_of
 from ..plan.policy import ContextPolicy
@@ -72,7 +74,8 @@ class ContextManager:
 
         ``policy`` is the default of every build: a :class:`ContextPolicy` or a task preset's name
         (``"research"``). ``compactor`` compacts a window that reductions cannot bring under the
-        trigger; the default is contextwarden's structured compactor, which needs no model.
+        trigger; the default is contextwarden's structured compactor, which needs no model (a
+        ``WindowCompactor`` without a budget of its own sizes the compaction by the build's policy).
         ``None`` turns compaction off (an over-budget window then raises
         :class:`BudgetExceededError`). ``tree_budget`` caps what a session and its subagents spend
         together: each build checks it first (raising :class:`~contextwarden.errors.BudgetExhausted`
@@ -84,10 +87,8 @@ class ContextManager:
         self.store = store
         self.counter = counter or best_counter()
         self.policy = _policy(policy) if policy is not None else ContextPolicy()
-        self._structured: dict[BudgetPolicy, WindowCompactor] = {}
-        """The structured compactor of each budget builds used (when the manager makes its own)."""
         if compactor == "structured":
-            compactor = self._structured_compactor(self.policy.budget)
+            compactor = WindowCompactor(store, counter=self.counter)
         self.compactor: Compactor | None = compactor
         self.tree_budget = tree_budget
         self.checkpoints = checkpoints
@@ -122,23 +123,6 @@ class ContextManager:
         resolved = self._resolve(policy)
         with self._session_lock(session_id):
             return self._window(session_id, resolved).projection
-
-    def _structured_compactor(self, budget: BudgetPolicy) -> WindowCompactor:
-        compactor = self._structured.get(budget)
-        if compactor is None:  # builds of different sessions may race here: setdefault keeps one
-            made = WindowCompactor(self.store, counter=self.counter, settings=CompactionSettings(budget=budget))
-            compactor = self._structured.setdefault(budget, made)
-        return compactor
-
-    def _compactor_for(self, policy: ContextPolicy) -> Compactor | None:
-        """The compactor of a build under ``policy``.
-
-        The manager's own structured compactor sizes the kept tail and the summary for the build's
-        budget (the trigger the planner compared with); a compactor given to the manager is used as is.
-        """
-        if self.compactor is not None and self.compactor is self._structured.get(self.policy.budget):
-            return self._structured_compactor(policy.budget)
-        return self.compactor
 
     def _resolve(self, policy: PolicyLike | None) -> ContextPolicy:
         return self.policy if policy is None else _policy(policy)
@@ -213,63 +197,80 @@ class ContextManager:
         window.recorded_event = stored[0] if isinstance(stored[0], SettingChange) else None
 
     def _plan_and_assemble(self, session_id: str, window: Window, settings: BuildSettings) -> ModelContext:
+        """Plan, record what was decided, and assemble: the steps of one build after the window caught up."""
         policy, profile = settings.policy, settings.profile
-        projection = window.projection
-        exposed = self.exposed_tools(settings.tools, projection, policy=policy)
-        offered = any(t.name == READ_RANGE.name for t in exposed)  # the retrieval tools, offered once evicted
-        fixed = self._fixed_tokens(projection.system, exposed)
-        window_ids: list[str] = []
-        made: list[Decision] = []
+        exposed = self.exposed_tools(settings.tools, window.projection, policy=policy)
+        fixed = self._fixed_tokens(window.projection.system, exposed)
+        planned = self._plan(window.projection, settings, exposed, fixed)
+        window_ids = [self._record_edits(session_id, window.projection, planned)] if planned.edits else []
+        window, compacted = self._compact_if_needed(session_id, window, settings, planned)
+        window_ids += [compacted.target] if compacted is not None else []
+        if window_ids:  # a window event changed the window; the first that evicts brings the retrieval tools
+            exposed = self.exposed_tools(settings.tools, window.projection, policy=policy)
+            fixed = self._fixed_tokens(window.projection.system, exposed)
+        window_ids += self._record_retrieval_offer(session_id, window, exposed, changed=bool(window_ids))
+        made = (compacted, plan_of(planned)) if compacted is not None else (plan_of(planned),)
         budget = policy.budget.usable_input(profile, tool_schema_tokens=0)
-        trigger = min(policy.budget.trigger_for(profile), budget)
-        decision = plan(
+        return self._assemble(window, profile, exposed, fixed, budget, tuple(window_ids), made, policy)
+
+    def _plan(
+        self, projection: Projection, settings: BuildSettings, exposed: Sequence[ToolDefinition], fixed: int
+    ) -> Plan:
+        """The planner's verdict for this request: a batch of reductions, and whether they are enough."""
+        policy, planner = settings.policy, settings.policy.planner
+        offered = any(t.name == READ_RANGE.name for t in exposed)  # the retrieval tools, offered once evicted
+        return plan(
             projection,
             total=projection.estimate(fixed).tokens,
-            trigger=trigger,
-            profile=profile,
+            trigger=policy.budget.compaction_threshold(settings.profile),
+            profile=settings.profile,
             turns_so_far=projection.assistant_turns,
-            settings=policy.planner,
+            settings=planner,
             evidence=projection.protected_ids(
-                policy.planner.working_set_files,
-                revisited=policy.planner.protect_revisited_files,
-                modified=policy.planner.protect_modified_files,
+                planner.working_set_files,
+                revisited=planner.protect_revisited_files,
+                modified=planner.protect_modified_files,
             ),
-            kept=projection.exploration_ids() if policy.planner.protect_exploration_reads else frozenset(),
+            kept=projection.exploration_ids() if planner.protect_exploration_reads else frozenset(),
             conversation_tokens=projection.total,
             tools_join=policy.retrieval_tools and not offered,
         )
-        if decision.edits:
-            window_ids.append(self._record_edits(session_id, projection, decision))
-        compactor = self._compactor_for(policy) if decision.needs_compaction and policy.compact else None
-        if compactor is not None:
-            compaction = compactor.compact_window(session_id, projection, profile=profile, reason=decision.reason)
-            if compaction is not None:
-                stored = self.store.append(session_id, [compaction], expected_last_seq=projection.last_seq)
-                window_ids.append(stored[0].id)
-                compacted = Decision(
-                    action="compact",
-                    target=stored[0].id,
-                    reason=compaction_reason(compaction, decision.reason),
-                    tokens_saved=max(compaction.tokens_before - compaction.tokens_after, 0),
-                )
-                window = self._window(session_id, policy)  # reloads the window after the compaction
-                projection = window.projection
-                made.append(compacted)
-        if window_ids:
-            # The first window event that evicts something is where the retrieval tools appear.
-            exposed = self.exposed_tools(settings.tools, projection, policy=policy)
-            fixed = self._fixed_tokens(projection.system, exposed)
-        shown = any(t.name == READ_RANGE.name for t in exposed)
-        if shown and window.retrieval_shown is False and not window_ids:
-            # Output truncated at ingestion made them needed: the tool list changes here, so record it.
-            batch = ContextEditBatch(edits=(), reason="retrieval tools offered: output truncated at ingestion")
-            stored_batch = self.store.append(session_id, [batch], expected_last_seq=projection.last_seq)
-            projection.add(stored_batch[0])
-            window_ids.append(stored_batch[0].id)
-        window.retrieval_shown = shown
-        return self._assemble(
-            window, profile, exposed, fixed, budget, tuple(window_ids), (*made, plan_of(decision)), policy
+
+    def _compact_if_needed(
+        self, session_id: str, window: Window, settings: BuildSettings, planned: Plan
+    ) -> tuple[Window, Decision | None]:
+        """Compact when the planner's reductions are not enough: the window (reloaded) and the decision, if any."""
+        if not (planned.needs_compaction and settings.policy.compact and self.compactor is not None):
+            return window, None
+        stored = compact(
+            self,
+            session_id,
+            model=settings.profile,
+            policy=settings.policy,
+            trigger=PLANNER_TRIGGER,
+            reason=planned.reason,
         )
+        if stored is None:
+            return window, None
+        return self._window(session_id, settings.policy), compaction_decision(stored)
+
+    def _record_retrieval_offer(
+        self, session_id: str, window: Window, exposed: Sequence[ToolDefinition], *, changed: bool
+    ) -> list[str]:
+        """The id of an empty context-edit batch marking where the retrieval tools appear, when one is needed.
+
+        They join the tool list with the first window event that evicts; when output cut at ingestion made
+        them needed, nothing else marks the change (the cached prefix changes only at window events).
+        """
+        shown = any(t.name == READ_RANGE.name for t in exposed)
+        appeared = shown and window.retrieval_shown is False and not changed
+        window.retrieval_shown = shown
+        if not appeared:
+            return []
+        batch = ContextEditBatch(edits=(), reason="retrieval tools offered: output truncated at ingestion")
+        stored = self.store.append(session_id, [batch], expected_last_seq=window.projection.last_seq)
+        window.projection.add(stored[0])
+        return [stored[0].id]
 
     def exposed_tools(
         self, tools: Sequence[ToolDefinition], projection: Projection, *, policy: PolicyLike | None = None

@@ -41,7 +41,7 @@ def is_client_window_event(event: Event) -> bool:
 
 
 def copy_client_window_event(store: SessionStore, session_id: str, event: Event, seq_map: Mapping[int, int]) -> None:
-    """Append ``event`` to the replay's copy, its window bounds renumbered from the log's seqs to the copy's."""
+    """Append a window event the replay copies to the copy, its bounds renumbered from the log's seqs."""
     last = store.get_session(session_id).last_seq
     copied = replace(event, session_id="", seq=0)
     if isinstance(copied, Compaction):

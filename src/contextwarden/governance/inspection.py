@@ -9,7 +9,7 @@ stale or compacted, and why.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..assemble.manager import ContextPolicy
@@ -18,6 +18,7 @@ from ..errors import UsageError
 from ..log.events import Compaction, ToolCall
 from ..log.store import SessionStore
 from ..models import get_profile
+from ..plan.compaction.entry import compaction_decision, recorded_only
 from ..plan.compaction.statements import compaction_reason
 from ..tokens import TokenCounter, best_counter
 from ..window.items import ContextItem, Tier
@@ -131,18 +132,21 @@ def _standing(made: list[Decision], ctx: ModelContext) -> tuple[Decision, ...]:
 
 
 def _recorded_summaries(store: SessionStore, session_id: str) -> list[tuple[int, Decision]]:
-    """(seq, decision) of the session's own compactions whose summary needed a fallback or corrections.
+    """(seq, decision) of the session's own compactions a replay cannot re-derive.
 
-    The replay re-derives compactions with the structured summarizer; what the agent's summarizer did
-    (rejected, replaced, corrected by verification) is only in the recorded events, so it is listed too.
+    The replay re-derives only the planner's compactions, with the structured summarizer. A compaction
+    something else decided (a hook, an overflow, a caller) is only in the log, and so is what the
+    agent's summarizer did (rejected, replaced, corrected by verification): both are listed as recorded.
     """
     out: list[tuple[int, Decision]] = []
     for event in store.iter_events(session_id):
         if not isinstance(event, Compaction):
             continue
-        reason = compaction_reason(event, "")
-        if reason:
-            out.append((event.seq, Decision(action="compact", target=event.id, reason=f"as recorded: {reason}")))
+        decision = compaction_decision(event)
+        if not recorded_only(event):
+            decision = replace(decision, reason=compaction_reason(event, ""))  # the replay's own says why
+        if decision.reason:
+            out.append((event.seq, replace(decision, reason=f"as recorded: {decision.reason}")))
     return out
 
 

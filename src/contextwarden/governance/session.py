@@ -6,7 +6,9 @@ builds the request the manager would send before each assistant message, with th
 tools and policy the session's own builds recorded (:mod:`contextwarden.assemble.buildrecord`), so the
 requests are the ones the agent sent. Window decisions are the fresh manager's own: compactions
 and context-edit batches recorded in the original log are not copied (the replay re-derives them
-from the same inputs), tool-set changes are (they are the agent's choice). Each turn
+from the same inputs), tool-set changes are (they are the agent's choice), and so are compactions
+something other than the planner decided (a hook, an overflow, a caller: the log is all that knows
+why they ran). Each turn
 knows the window events recorded since the previous one, which is what tells a planned prefix
 change from a history rewrite.
 
@@ -47,6 +49,7 @@ from ..log.events import (
 from ..log.store import MemoryStore, SessionStore
 from ..models import ModelProfile, get_profile, resolve_profile
 from ..plan.compaction import WindowCompactor
+from ..plan.compaction.entry import recorded_only
 from ..tokens import MESSAGE_OVERHEAD, TokenCounter, best_counter
 from ..window.items import ContextItem
 from ..window.policies.presets import policy_for
@@ -199,7 +202,7 @@ def replay_session(
             settings = fixed.settings(recorded, event.model or current)
             waiting = _build(replay, turn, event, settings, flushed, items_at == turn)
         replay.last_original_seq = event.seq
-        if proxied and is_client_window_event(event):
+        if (proxied and is_client_window_event(event)) or (isinstance(event, Compaction) and recorded_only(event)):
             replay.flush()
             copy_client_window_event(replay.store, session_id, event, replay.seq_map)
             replay.note(event)

@@ -27,7 +27,11 @@ PolicyLike = ContextPolicy | str
 
 
 class Compactor(Protocol):
-    """Makes a compaction event for a window that no longer fits (see ``contextwarden.plan.compaction``)."""
+    """Makes a compaction event for a window that no longer fits (see ``contextwarden.plan.compaction``).
+
+    Every path calls it through ``contextwarden.plan.compaction.compact``, which records the trigger and
+    the reason on the event and appends it.
+    """
 
     def compact_window(
         self, session_id: str, projection: Projection, *, profile: ModelProfile, reason: str

@@ -21,6 +21,7 @@ from ..errors import ConflictError, SessionExists, SessionNotFound
 from ..log.events import AssistantMessage, Event, JSONValue, UsageReport
 from ..log.store import SessionStore
 from ..mirror import MIRROR_SUMMARIZER, content_digest, mirror_history
+from ..plan.compaction import OVERFLOW_TRIGGER, compact
 from ..plan.policy import ContextPolicy
 from ..plan.treebudget import TreeBudgetPolicy
 from ..tokens import TokenCounter
@@ -71,6 +72,8 @@ class Prepared:
     """Set when the task's budget is spent: the proxy answers with an error and forwards nothing."""
     stand_in: str = ""
     """The listed profile the model was planned with when the table does not name it."""
+    policy: ContextPolicy | None = None
+    """The policy the request was built under (a compaction after an overflow runs under it too)."""
 
 
 class Pipeline:
@@ -172,6 +175,7 @@ class Pipeline:
         policy = with_recall(self.manager.policy, parsed.tools)
         if provider_clears_tool_results(body):
             policy = without_masking(policy)
+        prepared.policy = policy
         ctx = self.manager.build(identity.session_id, model=profile, tools=parsed.tools, policy=policy)
         edited = self._forwarded(identity.session_id, read, raw, body, ctx, policy, addressed=loaded.addressed)
         prepared.client_body = body
@@ -218,20 +222,23 @@ class Pipeline:
     def compact_for_overflow(self, prepared: Prepared, raw: bytes) -> Prepared | None:
         """After the upstream refused the request as too long: compact once and prepare it again.
 
-        Returns ``None`` when there is nothing to compact (the caller passes the error on).
+        The compaction goes through the one entry point, recorded with trigger ``overflow`` and the
+        upstream's refusal as its reason. Returns ``None`` when there is nothing to compact (the
+        caller passes the error on).
         """
         identity = prepared.identity
-        compactor = self.manager.compactor
-        if identity is None or compactor is None or self.settings.mode != "manage":
+        if identity is None or self.manager.compactor is None or self.settings.mode != "manage":
             return None
-        projection = self.manager.projection(identity.session_id)
-        profile = self.models.profile(prepared.model, prepared.fmt)
-        compaction = compactor.compact_window(
-            identity.session_id, projection, profile=profile, reason="the upstream reported a context overflow"
+        compaction = compact(
+            self.manager,
+            identity.session_id,
+            model=self.models.profile(prepared.model, prepared.fmt),
+            policy=prepared.policy,
+            trigger=OVERFLOW_TRIGGER,
+            reason="the upstream reported a context overflow",
         )
         if compaction is None:
             return None
-        self.store.append(identity.session_id, [compaction], expected_last_seq=projection.last_seq)
         retried = self.prepare(
             prepared.fmt, raw, {}, "", identity=identity, model=prepared.model, stream=prepared.stream
         )

@@ -15,7 +15,8 @@
    fails (a cancellation is never a fallback: it propagates and nothing is written);
 6. verifies the result against the derived state and appends what is missing, and checks every
    statement it makes about the log (:mod:`.statements`), relabelling or dropping what is untrue;
-7. returns the event; the caller appends it. A failed compaction appends nothing.
+7. returns the event. :func:`~contextwarden.plan.compaction.entry.compact` records why and appends
+   it; a failed compaction appends nothing.
 """
 
 from __future__ import annotations
@@ -31,18 +32,16 @@ from ...errors import (
     ProviderError,
     SummaryFallbackWarning,
     SummaryRejected,
-    UsageError,
 )
 from ...log.events import Compaction, Event, JSONValue, SettingChange, ToolResult
 from ...log.store._protocol import SessionStore
-from ...models import ModelProfile, get_profile
+from ...models import ModelProfile
 from ...tokens import TokenCounter, best_counter
 from ...window.items import ContextItem
 from ...window.opening import compaction_blocks, pinned_text
 from ...window.outcome import result_failed
 from ...window.projection import Projection
 from ...window.taskstate import TaskState
-from ..seams import WindowManager
 from ._base import Summarizer, SummaryInput, SummaryOptions, SummaryResult
 from .cutpoint import CutPoint, find_cut
 from .serialize import entries_from_events, entries_from_items
@@ -75,7 +74,8 @@ class CompactionSettings:
     summarizer (structured by default). False: the compaction fails, raising the cause, and the
     log stays unchanged."""
     budget: BudgetPolicy | None = None
-    """The policy giving the trigger ``keep_recent_max_share`` applies to (None: defaults)."""
+    """The policy giving the trigger ``keep_recent_max_share`` applies to (None: the budget of the
+    policy the compaction runs under, which :func:`~.entry.compact` passes)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,23 +116,24 @@ class WindowCompactor:
     def compact_window(
         self, session_id: str, projection: Projection, *, profile: ModelProfile, reason: str
     ) -> Compaction | None:
-        """The manager's entry point: compact because the window is over its trigger."""
+        """The :class:`~contextwarden.plan.seams.Compactor` seam: the event for a window over its trigger."""
         return self.prepare(session_id, projection, profile=profile, trigger="budget", reason=reason)
 
-    @property
-    def budget(self) -> BudgetPolicy:
-        """The budget policy sizes are derived from."""
-        return self.settings.budget or BudgetPolicy()
+    def budget(self, policy: BudgetPolicy | None = None) -> BudgetPolicy:
+        """The budget sizes are derived from: the settings' own, else ``policy`` (the build's), else defaults."""
+        return self.settings.budget or policy or BudgetPolicy()
 
-    def keep_recent(self, profile: ModelProfile) -> int:
-        """Tokens kept verbatim for ``profile``: the setting, capped by a share of the trigger.
+    def keep_recent(self, profile: ModelProfile, budget: BudgetPolicy | None = None) -> int:
+        """Tokens kept verbatim for ``profile``: the setting, capped by a share of the compaction threshold.
 
-        The share is of the usable input instead when that is smaller (windows below the reserve).
+        ``budget`` is the policy the compaction runs under (see :meth:`budget`).
         """
-        limit = min(self.budget.trigger_for(profile), self.budget.usable_input(profile))
+        limit = self.budget(budget).compaction_threshold(profile)
         return max(min(self.settings.keep_recent_tokens, int(limit * self.settings.keep_recent_max_share)), 1)
 
-    def summary_budget(self, profile: ModelProfile, cut: CutPoint, anchors: TaskState) -> int:
+    def summary_budget(
+        self, profile: ModelProfile, cut: CutPoint, anchors: TaskState, budget: BudgetPolicy | None = None
+    ) -> int:
         """The most tokens the summary may take in the agent's window.
 
         floor(0.8 · reserve), capped by what the window has left once the kept tail, the pinned anchors
@@ -140,8 +141,9 @@ class WindowCompactor:
         summarizing model's output, and a model summarizer caps it at its own model's max output.
         """
         fixed = self.counter.count(pinned_text(anchors, self.counter)) + self.counter.count("\n\n".join(anchors.system))
-        room = self.budget.usable_input(profile) - cut.kept_tokens - fixed - 256
-        return max(min(self.budget.summary_share(), room), MIN_SUMMARY_TOKENS)
+        sizes = self.budget(budget)
+        room = sizes.usable_input(profile) - cut.kept_tokens - fixed - 256
+        return max(min(sizes.summary_share(), room), MIN_SUMMARY_TOKENS)
 
     def prepare(
         self,
@@ -154,14 +156,17 @@ class WindowCompactor:
         focus: str = "",
         options: SummaryOptions | None = None,
         reground: bool = False,
+        budget: BudgetPolicy | None = None,
     ) -> Compaction | None:
         """Build the compaction event for the session's window; the caller appends it.
 
-        None when nothing is old enough to summarize or the result would not be smaller.
+        ``budget`` is the budget of the policy it runs under (it sizes the kept tail and the summary
+        unless the settings fix one). None when nothing is old enough to summarize or the result
+        would not be smaller.
         """
         options = options or SummaryOptions()
         options.check_cancelled("before it started")
-        keep = self.keep_recent(profile)
+        keep = self.keep_recent(profile, budget)
         cut = find_cut(projection.items, keep_recent=keep, keep_ids=projection.state.evidence_ids)
         if cut is None:
             return None
@@ -192,7 +197,7 @@ class WindowCompactor:
             focus=focus,
             reground=why_reground,
             options=options,
-            max_tokens=self.summary_budget(profile, cut, anchors),
+            max_tokens=self.summary_budget(profile, cut, anchors, budget),
             thinking=(thinking := _thinking_level(window_events, previous)),
         )
         options.check_cancelled("before it was recorded")
@@ -358,43 +363,3 @@ def _who(written: _Written) -> str:
     model = next((r.model for r in written.results if r.model), "")
     who = "+".join(names)
     return f"{who} ({model})" if model and model not in who else who
-
-
-def compact(
-    manager: WindowManager,
-    session_id: str,
-    *,
-    model: str | ModelProfile,
-    focus: str = "",
-    options: SummaryOptions | None = None,
-    reground: bool = False,
-    trigger: str = "explicit",
-    reason: str = "",
-) -> Compaction | None:
-    """Compact a session now, on request (``focus`` tells the summarizer what matters most).
-
-    Uses the manager's compactor, which must be a :class:`WindowCompactor`. Returns the stored
-    event, or None when nothing is old enough to summarize. A failure or a cancellation raises and
-    leaves the log unchanged.
-    """
-    compactor = manager.compactor
-    if not isinstance(compactor, WindowCompactor):
-        raise UsageError("compact() needs a ContextManager built with compactor=WindowCompactor(...)")
-    profile = model if isinstance(model, ModelProfile) else get_profile(model)
-    projection = manager.projection(session_id)
-    event = compactor.prepare(
-        session_id,
-        projection,
-        profile=profile,
-        trigger=trigger,
-        reason=reason,
-        focus=focus,
-        options=options,
-        reground=reground,
-    )
-    if event is None:
-        return None
-    stored = manager.store.append(session_id, [event], expected_last_seq=projection.last_seq)
-    result = stored[0]
-    assert isinstance(result, Compaction)
-    return result

@@ -14,17 +14,20 @@ window), then checks the triggers in order:
 ``steps``         this many model calls happened in the current window
 ``age``           the current window is older than this many seconds
 
-The threshold is, in order of precedence: a per-model setting (a ratio of the window when at most
-1, else tokens), an absolute ``trigger_tokens``, a ``trigger_ratio`` of the window, or the budget
-policy's trigger (``min(floor(0.85 * window), window - reserve)``).
+The threshold is the one every compaction path compares with: the manager policy's
+:meth:`BudgetPolicy.compaction_threshold <contextwarden.budget.BudgetPolicy.compaction_threshold>`
+(``min(floor(0.85 * window), window - reserve)``, never above the usable input; set
+``BudgetPolicy(trigger_tokens=...)`` or ``trigger_ratio`` to move it). ``TriggerSettings``'
+``trigger_tokens``, ``trigger_ratio`` and ``per_model`` are deprecated aliases that map onto it.
 """
 
 from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...budget import BudgetPolicy
 from ...context import ToolDefinition
@@ -36,7 +39,7 @@ from ...window.projection import Projection
 from ..planner import plan
 from ..seams import WindowManager
 from ._base import SummaryOptions
-from .compactor import compact
+from .entry import compact
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,11 +47,12 @@ class TriggerSettings:
     """Which triggers fire and where. Vary it with ``dataclasses.replace``."""
 
     trigger_tokens: int | None = None
-    """Absolute threshold in tokens."""
+    """Deprecated: ``BudgetPolicy(trigger_tokens=...)`` on the manager's policy (this maps onto it)."""
     trigger_ratio: float | None = None
-    """Threshold as a share of the model's window."""
+    """Deprecated: a share of the model's window, mapped onto ``BudgetPolicy.trigger_tokens``."""
     per_model: Mapping[str, float] = field(default_factory=dict)
-    """Model name → threshold (a ratio of its window when <= 1, else tokens)."""
+    """Deprecated: model name → threshold (a ratio of its window when <= 1, else tokens), mapped onto
+    ``BudgetPolicy.trigger_tokens`` for that model."""
     max_steps: int | None = None
     """Compact after this many model calls in the current window."""
     max_age_seconds: float | None = None
@@ -63,6 +67,32 @@ class TriggerSettings:
     """...when the estimate is above this share of the smaller model's threshold."""
     consult_planner: bool = True
     """On the token trigger, leave it to the planner's cheaper reductions when they suffice."""
+
+    def __post_init__(self) -> None:
+        named = [k for k in ("trigger_tokens", "trigger_ratio") if getattr(self, k) is not None]
+        named += ["per_model"] if self.per_model else []
+        if named:
+            warnings.warn(
+                f"TriggerSettings({', '.join(named)}) is deprecated and will be removed in the next release: "
+                "size triggers live in one place, ContextPolicy(budget=BudgetPolicy(trigger_tokens=...)) "
+                "on the manager (the build's planner compares with the same threshold)",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+
+    def budget_for(self, profile: ModelProfile, budget: BudgetPolicy) -> BudgetPolicy:
+        """``budget`` with the deprecated size settings mapped onto its ``trigger_tokens``, if any is set."""
+        window = budget.window_for(profile)
+        ratio = self.per_model.get(profile.name)
+        if ratio is not None:
+            tokens = int(window * ratio) if ratio <= 1 else int(ratio)
+        elif self.trigger_tokens is not None:
+            tokens = self.trigger_tokens
+        elif self.trigger_ratio is not None:
+            tokens = int(window * self.trigger_ratio)
+        else:
+            return budget
+        return replace(budget, trigger_tokens=max(tokens, 1))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,16 +151,8 @@ def estimate_request(projection: Projection, tools: Sequence[ToolDefinition], co
 
 
 def threshold_for(profile: ModelProfile, settings: TriggerSettings, budget: BudgetPolicy) -> int:
-    """The token threshold for ``profile`` (see the module docstring for the precedence)."""
-    window = budget.window_for(profile)
-    per_model = settings.per_model.get(profile.name)
-    if per_model is not None:
-        return int(window * per_model) if per_model <= 1 else int(per_model)
-    if settings.trigger_tokens is not None:
-        return settings.trigger_tokens
-    if settings.trigger_ratio is not None:
-        return int(window * settings.trigger_ratio)
-    return min(budget.trigger_for(profile), budget.usable_input(profile, tool_schema_tokens=0))
+    """The token threshold for ``profile``: ``budget``'s compaction threshold (see the module docstring)."""
+    return settings.budget_for(profile, budget).compaction_threshold(profile)
 
 
 @dataclass
