@@ -316,7 +316,7 @@ def test_the_recall_tool_is_found_under_each_clients_naming() -> None:
     codex = ToolDefinition(
         name="mcp__contextwarden", description="", format="openai_responses", raw_json=json.dumps(namespace)
     )
-    assert recall_tool_of([codex]) == "mcp__contextwarden__recall"
+    assert recall_tool_of([codex]) == "mcp__contextwarden.recall"  # Codex: the namespace's tool
     # a tool merely called recall is someone else's
     assert recall_tool_of([tool("recall", "Recall a memory")]) == ""
 

@@ -143,11 +143,15 @@ def _responses(items: list[Any]) -> dict[str, Any]:
 FC = {"type": "function_call", "call_id": "call_1", "name": "exec_command", "arguments": "{}"}
 FCO = {"type": "function_call_output", "call_id": "call_1", "output": "ok"}
 USER = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
+SEARCH = {"type": "tool_search_call", "call_id": "call_s", "execution": "client", "arguments": {"query": "recall"}}
+FOUND = {"type": "tool_search_output", "call_id": "call_s", "execution": "client", "tools": []}
 
 RESPONSES_REFUSED = {
     "orphan output": ([USER, FCO], "No tool call found"),
     "call without output": ([USER, FC], "No tool output found"),
     "custom output for a function call": ([USER, FC, {**FCO, "type": "custom_tool_call_output"}], "No tool call found"),
+    "tool search without its output": ([USER, SEARCH], "No tool output found"),
+    "search output without its search": ([USER, FOUND], "No tool call found"),
     "foreign encrypted reasoning": (
         [USER, {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAAforged"}],
         "could not be verified",
@@ -169,6 +173,10 @@ def test_responses_accepts_issued_reasoning(strict: tuple[ScriptedUpstream, http
     _, client = strict
     reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": encrypted("plan")}
     assert client.post("/v1/responses", json=_responses([USER, reasoning, FC, FCO])).status_code == 200
+    # a client-executed tool search is answered by the client; one the API ran itself has no output to match
+    assert client.post("/v1/responses", json=_responses([USER, SEARCH, FOUND, FC, FCO])).status_code == 200
+    hosted = {**SEARCH, "execution": "server"}
+    assert client.post("/v1/responses", json=_responses([USER, hosted, FC, FCO])).status_code == 200
 
 
 def test_lenient_upstream_keeps_answering_what_it_always_did() -> None:
