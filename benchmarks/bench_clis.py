@@ -7,7 +7,7 @@ task finished, fall-backs, upstream errors, window events and their causes, forw
 the stand-in's bill against direct, and the proxy's added latency p50/p99 (the ledger's
 ``added_ms``). The ``recall`` arm is ``manage`` with ``contextwarden mcp`` configured in the client:
 ``recall_ok`` says whether a read the proxy masked came back byte for byte through the client.
-``gemini-cli`` runs its own form of the task (:mod:`contextwarden.proxy.agentgemini`), direct and manage.
+``gemini-cli`` runs its own form of the task (:mod:`contextwarden.proxy.agentgemini`) in the same arms.
 
     while read -r l; do export "$l"; done < <(bash scripts/clis.sh)
     python benchmarks/bench_clis.py [--clients claude-code,codex,gemini-cli] [--arms direct,manage,recall] [--json]
@@ -25,7 +25,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from contextwarden.log.events import ToolResult
 from contextwarden.proxy import agentcli, agentgemini
+from contextwarden.proxy.agentscript import mcp_answer
 from contextwarden.proxy.agenttask import make_repo, repo_state
 from contextwarden.proxy.app import Proxy
 from contextwarden.proxy.conformance import (
@@ -81,9 +83,8 @@ def summary(result: ArmResult, direct: ArmResult | None) -> dict[str, Any]:
     if result.arm == RECALL_ARM:
         calls = result.agent.recall_calls
         original = result.first_output(result.agent.recall_of)
-        out["recall_ok"] = bool(
-            calls and original and result.first_output(calls[0][0]) == original == result.agent.recalled_as_seen()
-        )
+        answer = mcp_answer(result.first_output(calls[0][0]) or "") if calls else ""
+        out["recall_ok"] = bool(calls and original and answer == original == result.agent.recalled_as_seen())
     if direct is not None:
         base_tokens = sum(r.usage.input_tokens for r in direct.task_requests() if r.usage is not None)
         out["tokens_vs_direct"] = round(forwarded / base_tokens, 3) if base_tokens else None
@@ -92,19 +93,26 @@ def summary(result: ArmResult, direct: ArmResult | None) -> dict[str, Any]:
 
 
 def gemini_row(binary: str, arm: str, workdir: Path, direct: dict[str, Any] | None) -> dict[str, Any]:
-    """One row for Gemini CLI on its form of the task, ``direct`` or ``manage``."""
+    """One row for Gemini CLI on its form of the task: ``direct``, ``observe``, ``manage`` or ``recall``.
+
+    Through the proxy the CLI has ``contextwarden mcp`` configured; in ``recall`` (``manage`` otherwise)
+    the agent recalls the first output shown as a placeholder, by line ranges that stay under the
+    CLI's own cut, and ``recall_ok`` says whether the pieces the CLI sent back are that output.
+    """
     repo = make_repo(workdir / "repo")
-    agent = agentgemini.GeminiTaskAgent(agentgemini.task_commands())
+    agent = agentgemini.GeminiTaskAgent(agentgemini.task_commands(), recall=arm == RECALL_ARM)
     upstream = agentgemini.GeminiUpstream(agent)
     rows: list[Any] = []
     events: list[Any] = []
+    logged: dict[str, str] = {}
     prompt = "fix the off-by-one in engine.py total()"
     with BackgroundServer(upstream.app) as up:
         if arm == "direct":
             home = agentgemini.home(workdir / "home")
             run = agentgemini.run(binary, repo, home, up.url, "gemini-conformance-key", prompt)
         else:
-            settings = ProxySettings(mode=arm, gemini_upstream=up.url, store_url=str(workdir / "store.db"))  # type: ignore[arg-type]
+            mode = "manage" if arm == RECALL_ARM else arm
+            settings = ProxySettings(mode=mode, gemini_upstream=up.url, store_url=str(workdir / "store.db"))  # type: ignore[arg-type]
             proxy = Proxy(settings)
             try:
                 with BackgroundServer(proxy.app) as px:
@@ -112,7 +120,9 @@ def gemini_row(binary: str, arm: str, workdir: Path, direct: dict[str, Any] | No
                     run = agentgemini.run(binary, repo, home, px.url, "gemini-conformance-key", prompt)
                     proxy.settle()
                 rows = proxy.pipeline.ledger.rows()
-                events = [e for s in proxy.store.list_sessions() for e in proxy.store.read(s.id) if e.is_window_event]
+                history = [e for s in proxy.store.list_sessions() for e in proxy.store.read(s.id)]
+                events = [e for e in history if e.is_window_event]
+                logged = {e.id: e.output for e in history if isinstance(e, ToolResult)}
             finally:
                 proxy.close()
     main = upstream.main_requests()
@@ -149,6 +159,11 @@ def gemini_row(binary: str, arm: str, workdir: Path, direct: dict[str, Any] | No
         "added_ms_p50": round(statistics.median(added), 2) if added else None,
         "added_ms_p99": round(_pct(added, 0.99), 2) if added else None,
     }
+    if arm == RECALL_ARM:
+        # the output as the proxy logged it from the CLI's request (what is forwarded may be cut)
+        original = logged.get(str(agent.recall_calls[0]["id"]), "") if agent.recall_calls else ""
+        wrapped = agentgemini.as_wrapped(original)
+        out["recall_ok"] = bool(agent.pieces and original and agent.recalled_as_sent() == wrapped)
     if direct is not None:
         out["tokens_vs_direct"] = (
             round(forwarded / direct["forwarded_tokens"], 3) if direct["forwarded_tokens"] else None
@@ -186,7 +201,7 @@ def main() -> int:
                 )
                 continue
             base = None
-            for arm in ("direct", "manage"):
+            for arm in args.arms.split(","):
                 with tempfile.TemporaryDirectory(prefix=f"cw-gemini-{arm}-") as tmp:
                     rows.append(gemini_row(gemini, arm, Path(tmp), base))
                     base = rows[-1] if arm == "direct" else base

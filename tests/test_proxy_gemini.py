@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,10 @@ from contextwarden.errors import StoreError
 from contextwarden.log.events import WINDOW_KINDS, AssistantMessage
 from contextwarden.log.store import SQLiteStore
 from contextwarden.models import get_profile, register_profile
+from contextwarden.proxy.app import Proxy
 from contextwarden.proxy.scripted import Reply
+from contextwarden.proxy.serve import BackgroundServer
+from contextwarden.proxy.settings import ProxySettings
 
 SMALL = "proxy-test-gemini"
 """A Gemini profile with a 60K window, so a test session reaches the planner's trigger quickly."""
@@ -258,3 +262,50 @@ def test_a_store_that_is_down_forwards_the_clients_bytes(tmp_path: Path) -> None
         assert [row.outcome for row in r.rows()] == ["fallback"]
         store.down = False
         assert store.list_sessions() == []
+
+
+@pytest.mark.parametrize(("body", "why"), [(b"not json", "not JSON"), (b"[1, 2]", "not an object")])
+def test_bad_count_and_stream_bodies_reach_the_upstream_unchanged_and_change_nothing(
+    tmp_path: Path, body: bytes, why: str
+) -> None:
+    with rig(str(tmp_path / "s.db")) as r:
+        for method in ("countTokens", "streamGenerateContent?alt=sse"):
+            answer = httpx.post(
+                f"{r.url}/v1beta/models/{SMALL}:{method}", content=body, headers={"x-goog-api-key": "k"}, timeout=60
+            )
+            assert r.upstream.received[-1].body == body, (method, why)
+            assert answer.status_code >= 400 and "error" in answer.json(), (method, why)
+        assert r.proxy.store.list_sessions() == []
+
+
+def test_a_count_with_the_store_down_counts_the_clients_own_request(tmp_path: Path) -> None:
+    store = _BreakableStore(tmp_path / "s.db")
+    with rig(str(tmp_path / "s.db"), store=store) as r:
+        body = {"contents": [{"role": "user", "parts": [{"text": "hello"}]}]}
+        _post(r, body)
+        store.down = True
+        answer = httpx.post(
+            f"{r.url}/v1beta/models/{SMALL}:countTokens", json=body, headers={"x-goog-api-key": "gk"}, timeout=60
+        )
+        assert answer.status_code == 200 and answer.json()["totalTokens"] > 0
+        assert json.loads(r.upstream.received[-1].body) == body
+        store.down = False
+        assert [len(store.read(s.id)) for s in store.list_sessions()] == [2]
+
+
+def test_an_upstream_that_is_down_gets_a_502_in_geminis_shape(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    proxy = Proxy(ProxySettings(gemini_upstream=down, store_url=str(tmp_path / "s.db")))
+    try:
+        with BackgroundServer(proxy.app) as px:
+            body = {"contents": [{"role": "user", "parts": [{"text": "hello"}]}]}
+            for path in ("v1beta", "v1"):
+                for method in ("generateContent", "streamGenerateContent?alt=sse", "countTokens"):
+                    answer = httpx.post(f"{px.url}/{path}/models/{SMALL}:{method}", json=body, timeout=60)
+                    assert answer.status_code == 502, method
+                    error = answer.json()["error"]
+                    assert (error["code"], error["status"]) == (502, "UNAVAILABLE") and down in error["message"], method
+    finally:
+        proxy.close()

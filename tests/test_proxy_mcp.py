@@ -163,6 +163,26 @@ def test_search_history_finds_lines_with_the_ids_that_recall_them(served: Rig) -
         assert error and says in text
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments", "says"),
+    [
+        ("window", {"session": "nope"}, "is not a recall id"),
+        ("window", {"session": "0" * 32}, "no session holds"),
+        ("search_history", {"session": "0" * 32, "query": "step"}, "no session holds"),
+        ("search_history", {"query": "step", "limit": 0}, "limit"),
+    ],
+)
+def test_bad_searches_and_window_views_are_clear_errors_and_change_nothing(
+    served: Rig, tool: str, arguments: dict[str, Any], says: str
+) -> None:
+    store = served.proxy.store
+    arguments.setdefault("session", _result_id(store, RAW))
+    before = [len(store.read(i.id)) for i in store.list_sessions()]
+    error, text = _call(build_server(store), tool, **arguments)
+    assert error and says in text, text
+    assert [len(store.read(i.id)) for i in store.list_sessions()] == before
+
+
 def test_window_shows_what_the_window_holds(served: Rig) -> None:
     store = served.proxy.store
     rid = _result_id(store, RAW)
@@ -184,15 +204,21 @@ def test_a_server_bound_to_a_credential_serves_only_that_credentials_sessions(se
 
 
 class _DownStore(SQLiteStore):
-    def read(self, session_id: str, *, since_seq: int = 0) -> Any:
-        raise StoreError("the session store is unreachable (test)")
+    """A real store whose reads all fail, as if its database went away."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in ("read", "iter_events", "get_session", "list_sessions", "read_window"):
+            raise StoreError("the session store is unreachable (test)")
+        return object.__getattribute__(self, name)
 
 
 def test_a_store_that_is_down_is_a_clear_error(served: Rig, tmp_path: Path) -> None:
     rid = _result_id(served.proxy.store, RAW)
     down = _DownStore(tmp_path / "s.db")
     try:
-        for tool, arguments in (("recall", {"id": rid}), ("search_history", {"session": rid, "query": "x"})):
+        calls = [("recall", {"id": rid}), ("search_history", {"session": rid, "query": "x"})]
+        calls.append(("window", {"session": rid}))
+        for tool, arguments in calls:
             error, text = _call(build_server(down), tool, **arguments)
             assert error and "unreachable" in text
     finally:
@@ -316,7 +342,7 @@ def test_the_recall_tool_is_found_under_each_clients_naming() -> None:
     codex = ToolDefinition(
         name="mcp__contextwarden", description="", format="openai_responses", raw_json=json.dumps(namespace)
     )
-    assert recall_tool_of([codex]) == "mcp__contextwarden__recall"
+    assert recall_tool_of([codex]) == "mcp__contextwarden.recall"  # Codex: the namespace's tool
     # a tool merely called recall is someone else's
     assert recall_tool_of([tool("recall", "Recall a memory")]) == ""
 

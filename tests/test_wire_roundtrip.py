@@ -545,3 +545,31 @@ def test_openai_encrypted_reasoning_from_an_import_never_reaches_anthropic_or_ge
     for fmt in ("anthropic", "gemini"):
         assert "gAAAAA" not in json.dumps(get_codec(fmt).render_request(ctx))
     assert "gAAAAA" in json.dumps(get_codec("openai_responses").render_request(ctx))
+
+
+def test_a_deferred_tools_search_and_namespaced_call_come_back_as_sent() -> None:
+    """Codex loads its MCP tools with a client-executed ``tool_search``, then calls one in its namespace."""
+    namespace = {"type": "namespace", "name": "mcp__srv", "description": "A server.", "tools": []}
+    body = {
+        "model": "gpt-5",
+        "input": [
+            {"type": "message", "role": "user", "content": "recall it"},
+            {"type": "tool_search_call", "call_id": "c1", "execution": "client", "arguments": {"query": "recall"}},
+            {"type": "tool_search_output", "call_id": "c1", "status": "completed", "execution": "client"}
+            | {"tools": [namespace]},
+            {"type": "function_call", "call_id": "c2", "name": "recall", "namespace": "mcp__srv", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c2", "output": "the original"},
+        ],
+    }
+    parsed = get_codec("openai_responses").parse_request(body)
+    # the search output answers the search: a message of its own, not part of the turn before it
+    kinds = [(type(e).__name__, [p.kind for p in getattr(e, "opaque", ())]) for e in parsed.events]
+    assert kinds == [
+        ("UserMessage", []),
+        ("AssistantMessage", ["tool_search_call"]),
+        ("UserMessage", ["tool_search_output"]),
+        ("AssistantMessage", []),
+        ("ToolResult", []),
+    ]
+    assert [c.name for c in parsed.events[3].tool_calls] == ["mcp__srv.recall"]
+    assert round_trip(body) == body

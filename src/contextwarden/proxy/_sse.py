@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ..replay.costmodel import RequestCost
-from ._reply import Reply
+from ._reply import TOOL_SEARCH, Reply
 
 
 def _usage(fmt: str, cost: RequestCost) -> dict[str, Any]:
@@ -65,7 +65,10 @@ def _responses_output(reply: Reply) -> list[dict[str, Any]]:
             }
         )
     for i, n, a in reply.tool_calls:
-        if isinstance(a, str):
+        if n == TOOL_SEARCH and not isinstance(a, str):
+            search = {"type": "tool_search_call", "id": f"tsc_{i}", "call_id": i, "execution": "client"}
+            output.append({**search, "arguments": a, "status": "completed"})
+        elif isinstance(a, str):
             output.append(
                 {
                     "type": "custom_tool_call",
@@ -77,12 +80,12 @@ def _responses_output(reply: Reply) -> list[dict[str, Any]]:
                 }
             )
         else:
+            namespace, _, name = n.rpartition(".")
+            call = {"type": "function_call", "id": f"fc_{i}", "call_id": i, "name": name}
             output.append(
                 {
-                    "type": "function_call",
-                    "id": f"fc_{i}",
-                    "call_id": i,
-                    "name": n,
+                    **call,
+                    **({"namespace": namespace} if namespace else {}),
                     "arguments": json.dumps(a),
                     "status": "completed",
                 }

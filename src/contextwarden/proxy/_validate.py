@@ -10,9 +10,9 @@ would answer 400, in its own words where they are known. Among them:
   with thinking on, a thinking block after text or a tool call, or an assistant turn that calls
   a tool without starting with its thinking; a thinking block whose signature is not the one issued
   for that text (:func:`signature`), which is what a client or proxy that edits thinking meets.
-- OpenAI Responses: a ``function_call_output`` or ``custom_tool_call_output`` whose call is not
-  earlier in the input, a call without its output, duplicate call ids, and encrypted reasoning
-  that was not issued by this upstream (:func:`encrypted`).
+- OpenAI Responses: a ``function_call_output``, ``custom_tool_call_output`` or client-executed
+  ``tool_search_output`` whose call is not earlier in the input, a call without its output,
+  duplicate call ids, and encrypted reasoning that was not issued by this upstream (:func:`encrypted`).
 """
 
 from __future__ import annotations
@@ -166,8 +166,13 @@ def _assistant(i: int, blocks: list[Any], thinking: bool, seen_ids: set[str]) ->
     return out
 
 
-_CALLS = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output"}
+_CALLS = {
+    "function_call": "function_call_output",
+    "custom_tool_call": "custom_tool_call_output",
+    "tool_search_call": "tool_search_output",
+}
 _OUTPUTS = {v: k for k, v in _CALLS.items()}
+_SEARCHES = ("tool_search_call", "tool_search_output")
 
 
 def _responses(body: Mapping[str, Any]) -> list[str]:
@@ -185,6 +190,8 @@ def _responses(body: Mapping[str, Any]) -> list[str]:
             continue
         kind = item.get("type", "message")
         call_id = str(item.get("call_id", ""))
+        if kind in _SEARCHES and item.get("execution") != "client":
+            continue  # a search the API ran itself: its output is the API's own, with no call id to match
         if kind in _CALLS:
             if call_id in calls:
                 out.append(f"input[{i}]: Duplicate item found with call_id {call_id}.")

@@ -140,17 +140,15 @@ exporter = "none"
 """
 
 CODEX_MCP = """
-# Codex defers MCP tools behind its tool_search: the proxy knows the recall tool only when the
-# client's own tool list declares it
-[features]
-tool_search = false
-
+# required: Codex waits for the server before its first request, whose listing of deferred tools then
+# names it (a server that starts later is listed later, and the proxy words a session from its start)
 [mcp_servers.contextwarden]
 command = {command}
 args = {args}
 env = {{ {env} }}
 startup_timeout_sec = 120
 tool_timeout_sec = 120
+required = true
 """
 
 

@@ -39,6 +39,18 @@ SKIP_SIGNATURE = "skip_thought_signature_validator"
 
 _STEP = re.compile(r"# cw-step-(\d+)$")
 
+RECALL = "mcp_contextwarden_recall"
+"""The name Gemini CLI lists ``contextwarden mcp``'s recall tool under."""
+
+RECALL_LINES = 300
+"""Lines one recall asks for: a piece stays well under the 40,000 characters past which Gemini CLI cuts
+a tool's answer itself (it keeps the first 8,000 and the last 32,000)."""
+
+UNTRUSTED = "untrusted_context"
+"""The tag Gemini CLI wraps shell and MCP output in; inside what it wraps, it escapes the closing tag."""
+
+_PLACEHOLDER = re.compile(rf'{RECALL}\(id="([0-9a-f]{{32}})"\)')
+
 
 def binary() -> str | None:
     """The installed Gemini CLI (``None``: not installed; ``scripts/clis.sh`` installs it)."""
@@ -119,13 +131,24 @@ def task_commands(python: str = sys.executable) -> list[str]:
 
 
 class GeminiTaskAgent:
-    """Plays the task: the step after the newest one the conversation's calls hold, each with a signed thought."""
+    """Plays the task: the step after the newest one the conversation's calls hold, each with a signed thought.
 
-    def __init__(self, commands: list[str]) -> None:
+    With ``recall``, the first result the proxy shows as a placeholder naming the recall tool is
+    recalled through the CLI, :data:`RECALL_LINES` lines at a time, before the task goes on.
+    """
+
+    def __init__(self, commands: list[str], *, recall: bool = False) -> None:
         """Play ``commands`` (:func:`task_commands`), then finish."""
         self.commands = commands
+        self.recall = recall
         self.issued: list[str] = []
         """The signature issued with each answer, in order."""
+        self.recall_of = ""
+        """The CLI's id of the result whose placeholder named the recall call."""
+        self.recall_calls: list[dict[str, Any]] = []
+        """The arguments of each recall call made, in order."""
+        self.pieces: list[str] = []
+        """Each recall's answer as the CLI sent it back (its ``response.output``)."""
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         """The next move for one main request."""
@@ -139,10 +162,63 @@ class GeminiTaskAgent:
         text = f"Step {step}: the plan continues from the last result."
         self.issued.append(signature(text))
         thinking = (text, self.issued[-1])
+        move = self._recall_move(body) if self.recall else None
+        if move is not None:
+            call = (f"r{len(self.recall_calls)}", RECALL, move)
+            return Reply(text="", tool_calls=(call,), thinking=thinking, output_tokens=30)
         if step >= len(self.commands):
             return Reply(text="Done: fixed total(), the tests pass, and the fix is committed.", thinking=thinking)
         call = (f"s{step}", "run_shell_command", {"command": self.commands[step], "description": "Work"})
         return Reply(text="", tool_calls=(call,), thinking=thinking, output_tokens=60)
+
+    def _recall_move(self, body: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The next recall's arguments: the first placeholder's lines, then the next lines (``None``: none)."""
+        responses = function_responses(body)
+        if not self.recall_calls:
+            for response in responses:
+                found = _PLACEHOLDER.search(str(response.get("response", {}).get("output", "")))
+                if found:
+                    self.recall_of = str(response.get("id", ""))
+                    self.recall_calls.append({"id": found[1], "start_line": 1, "end_line": RECALL_LINES})
+                    return self.recall_calls[-1]
+            return None
+        answers = [r for r in responses if r.get("name") == RECALL]
+        if len(answers) != len(self.recall_calls) or len(self.pieces) == len(answers):
+            return None  # not the answer to the last call: the task goes on
+        output = answers[-1].get("response", {}).get("output")
+        if not isinstance(output, str) or _inner(output).count("\n") < RECALL_LINES:
+            self.pieces.append(output if isinstance(output, str) else "")
+            return None  # the last piece (or a refusal)
+        self.pieces.append(output)
+        last = self.recall_calls[-1]
+        start = int(last["end_line"]) + 1
+        self.recall_calls.append({"id": last["id"], "start_line": start, "end_line": start + RECALL_LINES - 1})
+        return self.recall_calls[-1]
+
+    def recalled_as_sent(self) -> str:
+        """The recall pieces as the CLI sent them, unwrapped and put together (its closing tag left escaped)."""
+        return "".join(_inner(piece) for piece in self.pieces)
+
+
+def as_wrapped(text: str) -> str:
+    """``text`` as it reads inside Gemini CLI's wrapping (the closing tag escaped), to compare with a recall."""
+    return text.replace(f"</{UNTRUSTED}>", f"&lt;/{UNTRUSTED}&gt;")
+
+
+def _inner(output: str) -> str:
+    """What Gemini CLI wrapped in ``<untrusted_context>`` (an answer without the wrapping as it is)."""
+    head, tail = f"<{UNTRUSTED}>\n", f"\n</{UNTRUSTED}>"
+    return output[len(head) : -len(tail)] if output.startswith(head) and output.endswith(tail) else output
+
+
+def function_responses(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A request's ``functionResponse`` parts, in order."""
+    return [
+        p["functionResponse"]
+        for c in body.get("contents") or []
+        for p in c.get("parts") or []
+        if "functionResponse" in p
+    ]
 
 
 def signatures(body: Mapping[str, Any]) -> list[str]:

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._reply import Reply
+from ._reply import TOOL_SEARCH, Reply
 from ._validate import encrypted, signature
 
 TASK_MARKER = "[conformance task]"
@@ -39,6 +39,15 @@ RANGE_CALL = re.compile(r'call ([\w.-]+)\(id="([0-9a-f]{32})", start_line=(\d+),
 
 RECALL_SUFFIX = "recall"
 """How a recall call's id goes on after the script's prefix (then its number)."""
+
+SEARCH_SUFFIX = "search"
+"""How a tool search call's id goes on after the script's prefix (then its number)."""
+
+RECALL_SEARCH = "contextwarden recall"
+"""What the agent searches for to load a deferred recall tool (Codex's ``tool_search`` ranks tools with BM25)."""
+
+MCP_FRAMING = re.compile(r"\AWall time: \d+(?:\.\d+)? seconds\nOutput:\n")
+"""How Codex opens an MCP tool's answer: a text item of its own, before the tool's content."""
 
 MAX_RECALLS = 8
 """The most recall calls one run makes."""
@@ -72,7 +81,8 @@ class Script:
     """Whether to call the recall tool once: on the first request that shows a step's output as a
     placeholder naming a recall call, the move is that call (parsed from the placeholder), and the
     script goes on after its result; an answer the proxy cut is followed by the recall its marker names
-    for the omitted lines."""
+    for the omitted lines. A call ``<namespace>.recall`` of a namespace the request has not loaded is
+    preceded by a ``tool_search`` call that loads it (Codex defers MCP tools)."""
 
 
 def prompt() -> str:
@@ -104,7 +114,12 @@ class ScriptedAgent:
     """The recall calls made, as ``(call id, tool, arguments)``: the one a placeholder named, then the
     one each truncated answer's marker named for the lines it omitted."""
     recalled: dict[str, str] = field(default_factory=dict)
-    """Each recall call's result by call id, as the upstream received it."""
+    """Each recall call's result by call id, as the upstream received it (the tool's answer alone:
+    :func:`mcp_answer`)."""
+    searches: list[str] = field(default_factory=list)
+    """The call ids of the tool searches made to load a deferred recall tool."""
+    wanted: tuple[str, dict[str, Any]] | None = None
+    """The recall call the first placeholder named, as ``(tool, arguments)``, until it is made."""
 
     def __call__(self, fmt: str, body: dict[str, Any]) -> Reply:
         """The next move for one request."""
@@ -121,10 +136,10 @@ class ScriptedAgent:
         step = max(done) + 1 if done else 0
         for call_id, *_ in self.recall_calls:
             if call_id in results:
-                self.recalled.setdefault(call_id, results[call_id])
+                self.recalled.setdefault(call_id, mcp_answer(results[call_id]))
         if calls and calls[-1] == f"{prefix}{step - 1:03d}":
             self._check(step - 1, results.get(calls[-1]))
-        move = self._recall_move(results, calls) if self.script.recall else None
+        move = self._recall_move(results, calls, loaded_namespaces(fmt, body)) if self.script.recall else None
         self.played.append(-1 if move else step)
         note = f"Step {step}: " + ("finishing." if step >= len(self.script.steps) else "next tool call.")
         thinking = None
@@ -164,15 +179,22 @@ class ScriptedAgent:
             text = "\n".join(lines)
         return text
 
-    def _recall_move(self, results: Mapping[str, str], calls: list[str]) -> tuple[str, str, dict[str, Any]] | None:
-        """The next recall call: the first placeholder's, then the omitted lines of a cut answer (``None``: none)."""
+    def _recall_move(
+        self, results: Mapping[str, str], calls: list[str], loaded: set[str]
+    ) -> tuple[str, str, dict[str, Any]] | None:
+        """The next recall call: the first placeholder's, then the omitted lines of a cut answer (``None``: none).
+
+        ``loaded``: the namespaces the request offers; a recall of another namespace loads it first.
+        """
         if not self.recall_calls:
-            for call_id, text in results.items():
-                found = RECALL_CALL.search(text) if call_id.startswith(self.script.prefix) else None
-                if found:
-                    self.recall_of = call_id
-                    return self._recall(found.group(1), {"id": found.group(2)})
-            return None
+            if self.wanted is None and not self.searches:
+                for call_id, text in results.items():
+                    found = RECALL_CALL.search(text) if call_id.startswith(self.script.prefix) else None
+                    if found:
+                        self.recall_of = call_id
+                        self.wanted = (found.group(1), {"id": found.group(2)})
+                        break
+            return self._load_or_recall(results, loaded) if self.wanted is not None else None
         last = self.recall_calls[-1][0]
         if not calls or calls[-1] != last or last not in results:
             return None
@@ -181,6 +203,22 @@ class ScriptedAgent:
             return None
         tool, rid, first, end = found.groups()
         return self._recall(tool, {"id": rid, "start_line": int(first), "end_line": int(end)})
+
+    def _load_or_recall(self, results: Mapping[str, str], loaded: set[str]) -> tuple[str, str, dict[str, Any]] | None:
+        """The wanted recall, or first the tool search that loads its namespace (``None``: the search found nothing)."""
+        assert self.wanted is not None
+        tool, arguments = self.wanted
+        namespace = tool.rpartition(".")[0]
+        if not namespace or namespace in loaded:
+            self.wanted = None
+            return self._recall(tool, arguments)
+        if self.searches and self.searches[-1] in results:
+            self.failures.append(f"{TOOL_SEARCH} did not load {namespace}: {results[self.searches[-1]][:300]!r}")
+            self.wanted = None
+            return None
+        call_id = f"{self.script.prefix}{SEARCH_SUFFIX}{len(self.searches)}"
+        self.searches.append(call_id)
+        return (call_id, TOOL_SEARCH, {"query": RECALL_SEARCH})
 
     def _recall(self, tool: str, arguments: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
         call_id = f"{self.script.prefix}{RECALL_SUFFIX}{len(self.recall_calls)}"
@@ -195,6 +233,26 @@ class ScriptedAgent:
             self.failures.append(f"step {step} ({move.tool}): no result in the request")
         elif move.expect not in result:
             self.failures.append(f"step {step} ({move.tool}): {move.expect!r} not in {result[:300]!r}")
+
+
+def mcp_answer(text: str) -> str:
+    """An MCP tool's answer as the client returned it, without the client's own framing.
+
+    Codex puts a ``Wall time: ... Output:`` item before the tool's content; what is left is the content
+    as the server sent it.
+    """
+    return MCP_FRAMING.sub("", text, count=1)
+
+
+def loaded_namespaces(fmt: str, body: Mapping[str, Any]) -> set[str]:
+    """The Responses namespaces a request offers: declared in its tools, or loaded by a tool search."""
+    if fmt != "openai_responses":
+        return set()
+    tools = list(body.get("tools") or [])
+    for item in body.get("input") or []:
+        if isinstance(item, Mapping) and item.get("type") == "tool_search_output":
+            tools += item.get("tools") or []
+    return {str(t.get("name")) for t in tools if isinstance(t, Mapping) and t.get("type") == "namespace"}
 
 
 def _text_of(body: Mapping[str, Any]) -> str:
@@ -248,10 +306,12 @@ def _responses_calls(body: Mapping[str, Any]) -> tuple[list[str], dict[str, str]
     for item in items if isinstance(items, list) else []:
         if not isinstance(item, Mapping):
             continue
-        if item.get("type") in ("function_call", "custom_tool_call"):
+        if item.get("type") in ("function_call", "custom_tool_call", "tool_search_call"):
             calls.append(str(item.get("call_id")))
         elif item.get("type") in ("function_call_output", "custom_tool_call_output"):
             results[str(item.get("call_id"))] = _flatten(item.get("output"))
+        elif item.get("type") == "tool_search_output":
+            results[str(item.get("call_id"))] = json.dumps(item.get("tools"))
     return calls, results
 
 

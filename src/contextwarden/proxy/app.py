@@ -251,7 +251,8 @@ class Proxy:
         upstream = self.settings.upstream_for(request.url.path)
         message = f"contextwarden proxy could not reach the upstream {upstream}: {type(exc).__name__}: {exc}"
         log.warning("%s", message)
-        body = forward.error_body(forward.format_of(request.url.path), message, kind="api_error", code="bad_gateway")
+        fmt = forward.format_of(request.url.path)
+        body = forward.error_body(fmt, message, kind="api_error", code="bad_gateway", status=502)
         return Response(body, status_code=502, media_type="application/json")
 
     async def _send(self, request: Request, body: bytes) -> httpx.Response:

@@ -58,7 +58,8 @@ def counted_body(
     if identity is None:
         return raw
     try:
-        projection = manager.projection(identity.session_id, policy=with_recall(manager.policy, read.parsed.tools))
+        policy = with_recall(manager.policy, read.parsed.tools, read.parsed.instructions)
+        projection = manager.projection(identity.session_id, policy=policy)
     except SessionNotFound:
         return raw
     compaction = projection.compaction

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 
 import httpx
 
+from .gemini import VERSIONS as GEMINI_VERSIONS
 from .settings import ProxySettings
 
 HOP_BY_HOP = frozenset(
@@ -113,6 +114,7 @@ def error_body(fmt: str, message: str, *, kind: str, code: str | None = None, st
 
 def format_of(path: str) -> str:
     """The wire format whose error shape suits a request on ``path`` (Anthropic's paths start ``/v1/messages``)."""
-    if path.startswith("/v1beta/"):
+    version, _, rest = path.lstrip("/").partition("/")
+    if path.startswith("/v1beta/") or (version in GEMINI_VERSIONS and rest.startswith("models/") and ":" in rest):
         return "gemini"
     return "anthropic" if path.startswith("/v1/messages") else "openai_chat"

@@ -16,19 +16,22 @@ from pydantic import Field
 
 from ..errors import ContextWardenError
 from ..log.store import SessionStore
-from .recall import MAX_ANSWER_CHARS, MAX_SEARCH_LINES, RECALL_DESCRIPTION, Credential, History, window_view
+from .recall import (
+    MAX_ANSWER_CHARS,
+    MAX_SEARCH_LINES,
+    RECALL_DESCRIPTION,
+    RECALL_NAME,
+    SERVER_INSTRUCTIONS,
+    Credential,
+    History,
+    window_view,
+)
 
 SERVER_NAME = "contextwarden"
 """The name clients list the server under (Claude Code then names its tools ``mcp__contextwarden__<tool>``)."""
 
-TOOLS = ("recall", "search_history", "window")
+TOOLS = (RECALL_NAME, "search_history", "window")
 """The tools the server offers."""
-
-_INSTRUCTIONS = (
-    "contextwarden keeps every tool output of this conversation in full. Where an earlier output was"
-    " replaced by a placeholder or cut by a marker, call recall with the id it names to get the original"
-    " back; search_history finds lines of the conversation's history; window shows what the context holds."
-)
 
 
 def build_server(
@@ -42,7 +45,7 @@ def build_server(
         raise ImportError("contextwarden mcp needs the MCP SDK: pip install 'contextwarden[mcp]'") from exc
 
     history = History(store, max_answer_chars=max_answer_chars, credential=credential)
-    server = MCPServer(SERVER_NAME, instructions=_INSTRUCTIONS)
+    server = MCPServer(SERVER_NAME, instructions=SERVER_INSTRUCTIONS)
 
     def answer(call: Any, *args: Any) -> str:
         try:
@@ -52,7 +55,7 @@ def build_server(
 
     # Plain text answers, no structured copy: a client given both may show the model the structured one,
     # JSON-escaped ({"result": "..."}, as Claude Code does), where recall must give the bytes back as they were.
-    @server.tool(name="recall", description=RECALL_DESCRIPTION, structured_output=False)
+    @server.tool(name=RECALL_NAME, description=RECALL_DESCRIPTION, structured_output=False)
     def recall(
         id: Annotated[str, Field(description="The id a placeholder or truncation marker names (32 hex digits)")],
         start_line: Annotated[int | None, Field(description="First line to return (1-based); omit for all")] = None,

@@ -172,7 +172,7 @@ class Pipeline:
                     prepared.logged_seq = stored[-1].seq
         profile = self.models.profile(prepared.model, prepared.fmt)
         prepared.stand_in = profile.family_match or ""
-        policy = with_recall(self.manager.policy, parsed.tools)
+        policy = with_recall(self.manager.policy, parsed.tools, parsed.instructions)
         if provider_clears_tool_results(body):
             policy = without_masking(policy)
         prepared.policy = policy

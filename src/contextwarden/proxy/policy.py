@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from ..context import ToolDefinition
+from ..log.events import Instruction
 from ..plan.policy import ContextPolicy
 from ..plan.taskpolicies import get_task_policy
-from .recall import RECALL_DESCRIPTION
+from .recall import RECALL_DESCRIPTION, RECALL_NAME, SERVER_INSTRUCTIONS
 
 PROXY_HORIZON = 1 / 3
 """A batch the session does not live to pay back costs more than going direct, so the proxy expects
@@ -60,14 +62,19 @@ def without_masking(policy: ContextPolicy) -> ContextPolicy:
     return replace(policy, planner=replace(policy.planner, mask=False))
 
 
-def with_recall(policy: ContextPolicy, tools: Sequence[ToolDefinition]) -> ContextPolicy:
-    """``policy`` naming the client's ``contextwarden mcp`` recall tool, when ``tools`` (the client's own) hold it.
+def with_recall(
+    policy: ContextPolicy, tools: Sequence[ToolDefinition], instructions: Sequence[Instruction] = ()
+) -> ContextPolicy:
+    """``policy`` naming the client's ``contextwarden mcp`` recall tool, when the client declares it.
 
-    The tool is in the client's list from its first request, so the session's placeholders name it
-    from the start and nothing forwarded changes for it. A session whose client offers no such tool
-    keeps ``policy`` as it is (its placeholders say the content is not retrievable).
+    ``tools`` are the client's own, ``instructions`` its opening system or developer text, where a
+    client that defers MCP tools lists their servers (:func:`deferred_recall_tool`). Both are there
+    from the client's first request, so the session's placeholders name the tool from the start and
+    nothing forwarded changes for it; a server a client lists only later in the conversation is left
+    out, since naming it then would reword every placeholder already sent. A session whose client
+    declares no such tool keeps ``policy`` as it is (its placeholders say the content is not retrievable).
     """
-    name = recall_tool_of(tools)
+    name = recall_tool_of(tools) or deferred_recall_tool(instructions)
     return replace(policy, recall_tool=name) if name and name != policy.recall_tool else policy
 
 
@@ -75,8 +82,9 @@ def recall_tool_of(tools: Sequence[ToolDefinition]) -> str:
     """The name a client lists ``contextwarden mcp``'s recall tool under, or ``""``.
 
     Known by its description, whatever the client calls it: Claude Code ``mcp__<server>__recall``;
-    Codex groups a server's tools in a Responses ``namespace`` tool (``mcp__<server>``), whose
-    tools the model calls as ``<namespace>__<tool>``; other clients list it by its own name.
+    Codex groups a server's tools in a Responses ``namespace`` tool (``mcp__<server>``), whose tools
+    the model calls by their own name within the namespace: ``<namespace>.recall``; other clients
+    list it by its own name.
     """
     head = RECALL_DESCRIPTION.split(":")[0]
     for tool in tools:
@@ -86,7 +94,27 @@ def recall_tool_of(tools: Sequence[ToolDefinition]) -> str:
         inner = raw.get("tools") if raw.get("type") == "namespace" else None
         for entry in inner if isinstance(inner, list) else ():
             if isinstance(entry, Mapping) and str(entry.get("description", "")).startswith(head):
-                return f"{raw.get('name', '')}__{entry.get('name', '')}"
+                return f"{raw.get('name', '')}.{entry.get('name', '')}"
+    return ""
+
+
+_LISTED = re.compile(r"^- ([\w.-]+): (.*)$", re.MULTILINE)
+"""A server in a client's listing of deferred tools: ``- <namespace>: <what the server says of itself>``."""
+
+
+def deferred_recall_tool(instructions: Sequence[Instruction]) -> str:
+    """The recall call of a ``contextwarden mcp`` server listed among deferred tools, or ``""``.
+
+    Codex 0.171.0 declares no MCP tool up front: its opening developer text lists each server as a
+    namespace (``Deferred tool namespaces:`` then ``- mcp__contextwarden: <the server's
+    instructions, cut>``), and the model loads a namespace with ``tool_search`` before it calls a tool
+    of it as ``<namespace>.recall``. The server is known by the first sentence of its instructions.
+    """
+    head = SERVER_INSTRUCTIONS.split(". ")[0]
+    for instruction in instructions:
+        for found in _LISTED.finditer(instruction.text):
+            if found.group(2).startswith(head):
+                return f"{found.group(1)}.{RECALL_NAME}"
     return ""
 
 

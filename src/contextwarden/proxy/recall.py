@@ -30,11 +30,23 @@ from ..window.items import REDUCED
 from ..window.policies.placeholders import render_call
 from .identity import namespace
 
+RECALL_NAME = "recall"
+"""The recall tool's own name (a client may list it under a longer one: ``mcp__contextwarden__recall``)."""
+
 RECALL_DESCRIPTION = (
     "The original content a contextwarden placeholder or truncation marker stands for, byte for byte: the"
     " whole output, or lines start_line..end_line (1-based, inclusive)."
 )
 """The recall tool's description; the proxy knows the tool in a client's tool list by its first sentence."""
+
+SERVER_INSTRUCTIONS = (
+    "contextwarden keeps every tool output of this conversation in full. Where an earlier output was"
+    " replaced by a placeholder or cut by a marker, call recall with the id it names to get the original"
+    " back; search_history finds lines of the conversation's history; window shows what the context holds."
+)
+"""What the server tells a client about itself; a client that defers MCP tools lists the server by it
+(Codex: ``- mcp__contextwarden: contextwarden keeps every tool output...``), and the proxy knows the
+server in such a listing by its first sentence."""
 
 MAX_ANSWER_CHARS = 100_000
 """The longest text one recall returns whole (about 25,000 tokens, what MCP clients such as Claude

@@ -148,8 +148,11 @@ class ScriptedUpstream:
         if method == "countTokens":
             raw = await request.body()
             self.received.append(Received(path=request.url.path, headers=dict(request.headers), body=raw))
-            body = json.loads(raw)
-            blocks, _ = self.meter.cut("gemini", body.get("generateContentRequest") or body)
+            try:
+                body = json.loads(raw)
+                blocks, _ = self.meter.cut("gemini", body.get("generateContentRequest") or body)
+            except (ValueError, AttributeError, TypeError):
+                return _error("gemini", 400, "INVALID_ARGUMENT", "request body is not a countTokens request")
             return JSONResponse({"totalTokens": sum(b.tokens for b in blocks)})
         if method not in ("generateContent", "streamGenerateContent"):
             self.received.append(Received(path=request.url.path, headers=dict(request.headers), body=b""))

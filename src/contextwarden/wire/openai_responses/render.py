@@ -12,7 +12,8 @@ The request is stateless (no ``previous_response_id``): the whole conversation i
   (``input_text`` and ``input_image`` parts).
 - A call of a freeform tool (a ``custom`` tool in ``ctx.tools``, such as Codex's ``apply_patch``, or an
   undeclared tool whose one argument is ``input`` text) is a ``custom_tool_call``, and its result a
-  ``custom_tool_call_output``.
+  ``custom_tool_call_output``. A call named ``<namespace>.<name>`` is a ``function_call`` of ``name``
+  in ``namespace``; a client's ``tool_search_output``, kept whole, goes back as it came.
 - Function tools are sent with ``"strict": false`` because Responses makes them strict by default,
   which would reject ordinary JSON schemas.
 """
@@ -42,6 +43,8 @@ __all__ = ["render_openai_responses"]
 
 _OWN_FIELDS = frozenset({"model", "instructions", "input", "tools", "max_output_tokens"})
 _FORMAT = "openai_responses"
+_OWN_ITEMS = frozenset({"tool_search_output"})
+"""Input items kept whole as a message of their own (``request.search_output``): sent back as they came."""
 
 
 def render_openai_responses(
@@ -97,7 +100,9 @@ class _Freeform:
         if freeform and isinstance(text, str) and set(call.arguments) == {"input"}:
             self.calls.add(call.id)
             return {"type": "custom_tool_call", "call_id": call.id, "name": call.name, "input": text}
-        return {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": arguments_text(call)}
+        namespace, _, name = call.name.rpartition(".")
+        item = {"type": "function_call", "call_id": call.id, "name": name}
+        return {**item, **({"namespace": namespace} if namespace else {}), "arguments": arguments_text(call)}
 
 
 def _items(message: Message, freeform: _Freeform) -> list[dict[str, Any]]:
@@ -114,6 +119,8 @@ def _items(message: Message, freeform: _Freeform) -> list[dict[str, Any]]:
         return [{"type": "function_call_output", "call_id": message.tool_call_id, "output": output}]
     if not text and not images and not has_opaque(message.opaque, _FORMAT):
         return []
+    if not text and not images and {p.kind for p in message.opaque if p.format == _FORMAT} <= _OWN_ITEMS:
+        return [json.loads(p.raw_json) for p in message.opaque if p.format == _FORMAT]
     content: str | list[dict[str, Any]] = text
     if images or has_opaque(message.opaque, _FORMAT):
         content = with_opaque(_content(text, images), message.opaque, _FORMAT)

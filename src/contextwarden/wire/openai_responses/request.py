@@ -12,7 +12,10 @@
   :class:`~contextwarden.log.events.OpaquePart` at its position in the turn. A ``reasoning`` item also
   gives a :class:`~contextwarden.log.events.ThinkingBlock` with its summary text, unsigned (so only the
   opaque item is ever sent back, and only to Responses).
-- ``function_call_output`` items become ``tool`` messages.
+- ``function_call_output`` items become ``tool`` messages. A ``function_call`` of a tool in a
+  ``namespace`` (tools a client loads with ``tool_search``, Codex's MCP tools) is named
+  ``<namespace>.<name>`` (a function name has no dot). A client's ``tool_search_output`` is a
+  message of its own (:func:`search_output`).
 
 The same turn reader reads a response's ``output`` list.
 """
@@ -30,10 +33,10 @@ from .._common import dumps_compact, from_data_url, parse_arguments
 from .._messages import SYSTEM_FIELD
 from .._types import RawSpan
 
-__all__ = ["assistant_turn", "is_user_side", "parse_input", "parse_instructions", "tool_entries"]
+__all__ = ["assistant_turn", "is_user_side", "parse_input", "parse_instructions", "search_output", "tool_entries"]
 
 _FORMAT = "openai_responses"
-_USER_SIDE = frozenset({"function_call_output", "custom_tool_call_output"})
+_USER_SIDE = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
 
 
 def parse_instructions(instructions: object, spans: list[RawSpan] | None = None) -> tuple[Instruction, ...]:
@@ -87,7 +90,10 @@ def parse_input(items: object, spans: list[RawSpan] | None = None) -> list[Messa
             flush(index)
             if spans is not None:
                 spans.append(RawSpan(f"input[{index}]", (raw,)))
-            out.append(_message(raw) if kind == "message" else _tool_output(raw, names))
+            if kind == "tool_search_output":
+                out.append(search_output(raw))
+            else:
+                out.append(_message(raw) if kind == "message" else _tool_output(raw, names))
         else:
             turn.append(raw)
     flush(len(items))
@@ -127,10 +133,12 @@ def assistant_turn(items: Sequence[Mapping[str, Any]]) -> Message:
         if kind == "message":
             texts.append(_assistant_text(item.get("content")))
         elif kind == "function_call":
+            namespace = item.get("namespace")
+            name = str(item.get("name", ""))
             calls.append(
                 ToolCall(
                     id=str(item.get("call_id", "")),
-                    name=str(item.get("name", "")),
+                    name=f"{namespace}.{name}" if isinstance(namespace, str) and namespace else name,
                     arguments=parse_arguments(str(item.get("arguments") or "")),
                 )
             )
@@ -148,6 +156,16 @@ def assistant_turn(items: Sequence[Mapping[str, Any]]) -> Message:
     return Message(
         role="assistant", text="".join(texts), thinking=tuple(thinking), tool_calls=tuple(calls), opaque=tuple(opaque)
     )
+
+
+def search_output(item: Mapping[str, Any]) -> Message:
+    """A client's ``tool_search_output`` (the tools its search loaded): a message of its own, kept whole.
+
+    It answers the assistant turn's ``tool_search_call`` the way a tool output answers a call, and must
+    go back as it came (the tools it loaded are callable only while it is there), so it is neither a
+    tool result the window may reduce nor part of the turn before it.
+    """
+    return Message(role="user", text="", opaque=(_opaque(item, 0),))
 
 
 def _opaque(item: Mapping[str, Any], position: int) -> OpaquePart:
