@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from contextwarden.log.events import AssistantMessage, ToolCall, ToolResult, UserMessage
+import dataclasses
+
+from contextwarden.log.events import AssistantMessage, OpaquePart, ThinkingBlock, ToolCall, ToolResult, UserMessage
+from contextwarden.log.store.memory import MemoryStore
+from contextwarden.tokens import HeuristicCounter
 from contextwarden.window.policies.presets import CODING_TOOL_POLICIES
+from contextwarden.window.projection import Projection, ProjectionConfig
 from contextwarden.window.state import derive_state
 
 PYTEST_FAILURE = """\
@@ -44,3 +49,26 @@ def test_output_with_no_error_line_is_remembered_by_its_last_line_that_is_not_a_
     assert error.endswith("make: *** [check] 2")
     (only_banner,) = _errors_after("==================== test session starts ====================\n", exit_code=2)
     assert only_banner.endswith("exit code 2")
+
+
+def test_a_provider_item_on_the_users_side_is_not_the_user_speaking() -> None:
+    """A tool search's output (Codex sends it as an input item of its own) has no words: the goal and the
+    latest request stay the user's, and the turn's thinking is not yet old."""
+    search = OpaquePart(
+        format="openai_responses", raw_json='{"type":"tool_search_output"}', position=0, kind="tool_search_output"
+    )
+    events = [
+        UserMessage(text="fix the build", seq=1),
+        AssistantMessage(text="", thinking=(ThinkingBlock(text="plan " * 400),), seq=2),
+        UserMessage(text="", opaque=(search,), seq=3),
+    ]
+    assert not events[2].speaks and events[0].speaks
+    state = derive_state(events, policies=CODING_TOOL_POLICIES)
+    assert (state.goal, state.latest_user_intent) == ("fix the build", "fix the build")
+
+    projection = Projection(ProjectionConfig(counter=HeuristicCounter(), tool_policies=CODING_TOOL_POLICIES))
+    store = MemoryStore()
+    store.create_session("s")
+    for event in store.append("s", [dataclasses.replace(e, seq=0) for e in events], expected_last_seq=0):
+        projection.add(event)
+    assert projection.queue.thinking_edits() == []

@@ -171,6 +171,12 @@ class UserMessage(Event):
     opaque: tuple[OpaquePart, ...] = ()
     """Provider items kept verbatim (unknown content blocks), each with its position in the message."""
 
+    @property
+    def speaks(self) -> bool:
+        """The user says or attaches something; False for a provider item a client sends on the user's side
+        with no words (a tool search's output), which is neither the goal nor the latest request."""
+        return bool(self.text.strip() or self.parts)
+
 
 @dataclass(frozen=True, kw_only=True)
 class AssistantMessage(Event):

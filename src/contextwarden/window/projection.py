@@ -256,8 +256,8 @@ class Projection:
         if role == "assistant":
             self.assistant_turns += 1
             self.queue.add_assistant(item)
-        elif role == "user" and item.kind == "user":
-            self.queue.add_user(position)
+        elif role == "user" and item.kind == "user" and (item.message.text.strip() or item.message.parts):
+            self.queue.add_user(position)  # a turn's old thinking may go once the user speaks again
 
     def _flag(self, decision: Decision | None) -> None:
         if decision is not None:
@@ -294,7 +294,7 @@ class Projection:
 
     def _add_user(self, event: UserMessage) -> None:
         text, truncated, original = self._bounded_text(event.text, event.id)
-        goal = not self._seen_user
+        goal = not self._seen_user and event.speaks
         escaped = None
         if not goal:  # the task as the person gave it is pinned verbatim (a SWE task's <pr_description> too)
             text, escaped = escape_unregistered(text, event.id)
@@ -302,7 +302,7 @@ class Projection:
         note = overrides(event.text, self.list.items)
         if note:
             text = f"{text}\n{note}"
-        self._seen_user = True
+        self._seen_user = self._seen_user or event.speaks
         message = Message(role="user", text=text, parts=event.parts, opaque=event.opaque, source_ids=(event.id,))
         tier = Tier.GOAL if goal else Tier.HISTORY
         counted = None if truncated or note or escaped else original

@@ -215,7 +215,7 @@ class StateBuilder:
         if isinstance(event, Instruction):
             if not self._seen_user:
                 self._state = replace(s, system=(*s.system, event.text))
-        elif isinstance(event, UserMessage):
+        elif isinstance(event, UserMessage) and event.speaks:
             self._apply_user(event)
         elif isinstance(event, Steering):
             self._state = replace(
