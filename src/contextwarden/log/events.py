@@ -173,8 +173,11 @@ class UserMessage(Event):
 
     @property
     def speaks(self) -> bool:
-        """The user says or attaches something; False for a provider item a client sends on the user's side
-        with no words (a tool search's output), which is neither the goal nor the latest request."""
+        """The user says or attaches something.
+
+        False for a provider item a client sends on the user's side with no words (a tool search's output),
+        which is neither the goal nor the latest request.
+        """
         return bool(self.text.strip() or self.parts)
 
 
