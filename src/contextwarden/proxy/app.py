@@ -76,8 +76,9 @@ class Proxy:
     ) -> None:
         """Serve ``settings``; ``store`` and ``db`` default to the ones ``settings.store_url`` names."""
         self.settings = settings
-        self.store = store or open_session_store(settings.store_url, lock_wait=settings.lock_wait)
-        self.db = db or ProxyDB(settings.store_url, lock_wait=settings.lock_wait)
+        pool = settings.db_connections
+        self.store = store or open_session_store(settings.store_url, lock_wait=settings.lock_wait, connections=pool)
+        self.db = db or ProxyDB(settings.store_url, lock_wait=settings.lock_wait, connections=pool)
         self.pipeline = Pipeline(settings, self.store, self.db)
         legacy = () if settings.salt else deployment_salts(self.db)[1]
         self.access = Access(salt=self.pipeline.salt, legacy_salts=legacy, admin_token=settings.admin_token)
