@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from ...errors import SessionExists, StoreError
@@ -147,11 +147,13 @@ class PostgresStore(SQLStore):
 
     @contextmanager
     def _transaction(self, *, write: bool) -> Iterator[Cursor]:
-        # reads and writes alike: the row locks the queries take do the serializing
+        # writes: the row locks the queries take do the serializing. Reads run each statement on its
+        # own (autocommit): under READ COMMITTED a transaction gives a read no steadier view (each
+        # statement takes a new snapshot anyway), and its BEGIN and COMMIT are two more round trips
         errors = self._psycopg.errors
         with self._pool.connection() as conn:
             try:
-                with conn.transaction(), conn.cursor() as cur:
+                with conn.transaction() if write else nullcontext(), conn.cursor() as cur:
                     yield cur
             except errors.UniqueViolation as exc:
                 if exc.diag.constraint_name == _SEQ_KEY:
