@@ -60,9 +60,12 @@ LOCK_WAIT_SECONDS = 0.25
 request falls back): a locked store costs a request this much, never the driver's 30 s."""
 
 
-DB_CONNECTIONS = 8
-"""Connections each proxy process keeps to a PostgreSQL store, for the session log and for the
-proxy's tables each: concurrent requests' statements run side by side instead of queueing for one."""
+DB_CONNECTIONS = 16
+"""Connections the proxy keeps to a PostgreSQL store, for the session log and as many for its own
+tables, opened as concurrent requests need them (``--workers`` split them: each worker opens its
+share). Concurrent requests' statements then run side by side instead of queueing for one connection;
+at 50 concurrent sessions 16 cut the time before forwarding the most of 1, 4, 8 and 16
+(docs/benchmarks.md, "Proxy under load")."""
 
 
 class ProxyDB:

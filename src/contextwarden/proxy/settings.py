@@ -49,8 +49,9 @@ class ProxySettings:
     """Seconds a SQLite statement waits for another process's write lock before the request falls
     back (the ledger's rows wait and are written once the lock is gone)."""
     db_connections: int = DB_CONNECTIONS
-    """On a PostgreSQL store: connections each proxy process opens for the session log, and as many
-    for the proxy's own tables, so that concurrent requests' statements do not queue for one."""
+    """On a PostgreSQL store: connections the proxy opens for the session log, and as many for its
+    own tables, so that concurrent requests' statements do not queue for one; with ``--workers N``
+    each worker opens its share (:func:`.serve.worker_settings`)."""
 
     def upstream_for(self, path: str) -> str:
         """The base URL a request path is forwarded to (Anthropic's paths start ``/v1/messages``).
