@@ -46,6 +46,8 @@ import bench_proxy_latency as lat
 
 START = 10
 """Messages each session starts with."""
+RESENT: list[str] = []
+"""Requests sent again after the server closed their kept-alive connection (reported per arm)."""
 lat.WIRE = dataclasses.replace(lat.WIRES["anthropic"], model="claude-sonnet-4-5")
 """Short sessions of a real profile: nothing to reduce, so the proxy's cost is its own plumbing."""
 
@@ -100,11 +102,20 @@ async def _session(client: httpx.AsyncClient, url: str, tag: str, turns: int, ti
         body = lat._body(history)
         started = time.perf_counter()
         raw = bytearray()
-        async with client.stream("POST", url + lat.WIRE.path, content=body, headers=lat._headers(key)) as r:
-            async for chunk in r.aiter_raw():
-                raw += chunk
-            if r.status_code != 200:
-                raise RuntimeError(f"{url}: status {r.status_code}: {bytes(raw)[:200]!r}")
+        for attempt in (1, 2):
+            try:
+                async with client.stream("POST", url + lat.WIRE.path, content=body, headers=lat._headers(key)) as r:
+                    async for chunk in r.aiter_raw():
+                        raw += chunk
+                    if r.status_code != 200:
+                        raise RuntimeError(f"{url}: status {r.status_code}: {bytes(raw)[:200]!r}")
+                break
+            except (httpx.ReadError, httpx.RemoteProtocolError):
+                # the server closed a kept-alive connection as the request went out (its 5 s idle timeout
+                # passed while this overloaded client was busy): sent again once, as SDKs do, and counted
+                if attempt == 2 or raw:
+                    raise
+                RESENT.append(url)
         times.append((time.perf_counter() - started) * 1000)
         history += [lat._reply(lat._reply_text(bytes(raw))), lat._message(START + 2 * n + 1, "user")]
 
@@ -155,12 +166,14 @@ def _measure(arms: dict[str, tuple[str, str, int]], levels: list[int], turns: in
     report: dict[str, Any] = {}
     for level in levels:
         per: dict[str, dict[str, list[float]]] = {
-            arm: {"rps": [], "times": [], "added": [], "cpu": [], "client_cpu": []} for arm in arms
+            arm: {"rps": [], "times": [], "added": [], "cpu": [], "client_cpu": [], "resent": []} for arm in arms
         }
         for _ in range(rounds):
             for arm, (url, store, pid) in arms.items():
                 since, cpu, client_cpu = time.time(), _cpu_seconds(pid), time.process_time()
+                RESENT.clear()
                 rps, times = asyncio.run(_run(url, level, turns))
+                per[arm]["resent"].append(len(RESENT))
                 per[arm]["client_cpu"].append((time.process_time() - client_cpu) * 1000 / len(times))
                 per[arm]["cpu"].append((_cpu_seconds(pid) - cpu) * 1000 / len(times))
                 per[arm]["rps"].append(rps)
@@ -176,6 +189,7 @@ def _measure(arms: dict[str, tuple[str, str, int]], levels: list[int], turns: in
                 "p50_ms": lat._pct(times, 0.5),
                 "p99_ms": lat._pct(times, 0.99),
                 "calls": len(times),
+                "resent": int(sum(got["resent"])),
                 "cpu_ms_per_call": sum(got["cpu"]) / len(got["cpu"]),
                 "client_cpu_ms_per_call": sum(got["client_cpu"]) / len(got["client_cpu"]),
             }
@@ -207,6 +221,8 @@ def _print(level: int, row: dict[str, Any]) -> None:
             )
         if "own_p50_ms" in r:
             line += f"   own p50 {r['own_p50_ms']:.1f} ms  p99 {r['own_p99_ms']:.1f} ms"
+        if r["resent"]:
+            line += f"   resent {r['resent']}"
         print(line, flush=True)
 
 
