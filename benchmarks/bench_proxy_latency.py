@@ -231,7 +231,9 @@ def _serve(role: str, port: int, upstream: str, store: str) -> None:
         app = _plain_proxy(upstream)
     else:
         app = Proxy(ProxySettings(anthropic_upstream=upstream, openai_upstream=upstream, store_url=store)).app
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    # a provider keeps idle connections open longer than uvicorn's 5 s; with the default, a connection a
+    # caller left idle while the other arms ran could close just as the caller reused it (a reset)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", timeout_keep_alive=75)
 
 
 def _spawn(role: str, upstream: str, store: str) -> tuple[subprocess.Popen[bytes], str]:

@@ -172,3 +172,43 @@ def test_the_proxy_survives_postgresql_restarts_and_outages(own_postgres: tuple[
         assert outcomes[1:5].count("projected") >= 2
         stats = httpx.get(r.url + "/contextwarden/stats", headers={"x-api-key": OPERATOR}, timeout=CLIENT_TIMEOUT)
         assert stats.status_code == 200 and stats.json()["total"]["requests"] == 7
+
+
+def test_a_restart_costs_one_statement_however_many_connections_were_pooled(
+    own_postgres: tuple[str, Callable[..., str]],
+) -> None:
+    import threading
+
+    from contextwarden.log.store import PostgresStore
+
+    dsn, pg = own_postgres
+    store = PostgresStore(dsn, connections=4)
+    db = ProxyDB(dsn, connections=4)
+    try:
+        store.create_session("s")
+        barrier = threading.Barrier(4)
+
+        def busy() -> None:  # four threads hold a connection of each pool at once, then leave them idle
+            with store._pool.connection(), db._pool.connection():  # type: ignore[union-attr]
+                barrier.wait()
+
+        threads = [threading.Thread(target=busy) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert store._pool.opened == 4 and db._pool is not None and db._pool.opened == 4
+        pg("restart", "immediate")
+        # the store reports the one statement that found its connection broken, the proxy's tables retry it
+        failures = 0
+        for _ in range(4):
+            try:
+                store.get_session("s")
+            except StoreError:
+                failures += 1
+        assert failures == 1
+        for _ in range(4):
+            assert db.execute("SELECT count(*) FROM contextwarden_proxy_ledger") == [(0,)]
+    finally:
+        store.close()
+        db.close()

@@ -17,7 +17,8 @@ from contextwarden.log.store import open_store
 from contextwarden.proxy._db import ProxyDB
 from contextwarden.proxy.ledger import Ledger
 from contextwarden.proxy.scripted import ScriptedUpstream
-from contextwarden.proxy.serve import BackgroundServer
+from contextwarden.proxy.serve import BackgroundServer, worker_settings
+from contextwarden.proxy.settings import ProxySettings
 
 SMALL = "claude-haiku-4-5"
 
@@ -105,3 +106,11 @@ def test_workers_need_a_shared_store() -> None:
         timeout=60,
     )
     assert done.returncode == 2 and "--workers needs a store" in done.stderr
+
+
+def test_workers_split_the_database_connections() -> None:
+    settings = ProxySettings(db_connections=16)
+    assert worker_settings(settings, 1).db_connections == 16
+    assert worker_settings(settings, 2).db_connections == 8
+    assert worker_settings(settings, 3).db_connections == 6  # rounded up: every worker gets its share
+    assert worker_settings(ProxySettings(db_connections=2), 4).db_connections == 1

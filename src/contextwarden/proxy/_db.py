@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import StoreError
-from ..log.store import DEFAULT_SQLITE_PATH, SessionStore, SQLiteStore, check_store_url, open_store
+from ..log.store import DEFAULT_SQLITE_PATH, PostgresStore, SessionStore, SQLiteStore, check_store_url, open_store
+from ..log.store._pgpool import ConnectionPool
 
 _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS contextwarden_proxy_lanes (
@@ -59,44 +60,56 @@ LOCK_WAIT_SECONDS = 0.25
 request falls back): a locked store costs a request this much, never the driver's 30 s."""
 
 
+DB_CONNECTIONS = 16
+"""Connections the proxy keeps to a PostgreSQL store, for the session log and as many for its own
+tables, opened as concurrent requests need them (``--workers`` split them: each worker opens its
+share). Concurrent requests' statements then run side by side instead of queueing for one connection;
+at 50 concurrent sessions 16 cut the time before forwarding the most of 1, 4, 8 and 16
+(docs/benchmarks.md, "Proxy under load")."""
+
+
 class ProxyDB:
-    """One connection to the store's database, shared by threads under a lock.
+    """The proxy's tables: one SQLite connection shared by threads under a lock, or a PostgreSQL pool.
 
     A PostgreSQL connection lost to a server restart is replaced: the statement that finds it broken
     runs once more on a new one, and while the server is down each statement fails at once
     (:class:`~contextwarden.errors.StoreError`), so requests fall back and ledger rows wait.
     """
 
-    def __init__(self, url: str | None, *, lock_wait: float = LOCK_WAIT_SECONDS) -> None:
+    def __init__(self, url: str | None, *, lock_wait: float = LOCK_WAIT_SECONDS, connections: int = 1) -> None:
         """Open the database ``url`` names (the same spellings as :func:`contextwarden.log.store.open_store`).
 
         ``lock_wait``: seconds a SQLite statement waits for another process's write lock.
+        ``connections``: at most this many PostgreSQL connections, one per statement running.
         """
         self._lock = threading.Lock()
         self._url = url
         self.postgres = bool(url and url.startswith(("postgresql://", "postgres://")))
         self._errors: tuple[type[Exception], ...] = (sqlite3.Error, OSError)
+        self._pool: ConnectionPool | None = None
         if self.postgres:
             import psycopg
 
             self._errors = (psycopg.Error, OSError)
+            self._pool = ConnectionPool(self._connect_postgres, size=connections)
         self._lock_wait = lock_wait
         self._conn: Any = None
         try:
-            self._connect()
-        except self._errors as exc:
+            if self._pool is None:
+                self._connect_sqlite()
+            for statement in _SCHEMA:
+                self._run(statement, ())
+        except (_Lost, *self._errors) as exc:
             raise StoreError(f"cannot open the proxy tables: {_one_line(exc)}") from None
-        for statement in _SCHEMA:
-            self.execute(statement)
         if not self.postgres:
             self.execute(f"PRAGMA busy_timeout = {int(lock_wait * 1000)}")
 
-    def _connect(self) -> Any:
-        if self.postgres:
-            import psycopg
+    def _connect_postgres(self) -> Any:
+        import psycopg
 
-            self._conn = psycopg.connect(self._url or "", autocommit=True, connect_timeout=5)
-            return self._conn
+        return psycopg.connect(self._url or "", autocommit=True, connect_timeout=5)
+
+    def _connect_sqlite(self) -> None:
         path = _sqlite_path(self._url)
         if path != ":memory:":
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -107,59 +120,76 @@ class ProxyDB:
         # (the session log itself keeps the store's own full sync); no fsync per request for them
         conn.execute("PRAGMA synchronous = NORMAL")
         self._conn = conn
-        return conn
 
-    def _connection(self) -> Any:
-        if self._conn is None or (self.postgres and (self._conn.broken or self._conn.closed)):
-            return self._connect()
-        return self._conn
-
-    def _sql(self, sql: str) -> str:
-        return sql.replace("?", "%s") if self.postgres else sql
+    def _run(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """One statement on a connection of its own (PostgreSQL) or on the shared one under the lock."""
+        if self._pool is None:
+            with self._lock:
+                cur = self._conn.execute(sql, params)
+                return [tuple(r) for r in cur.fetchall()] if cur.description else []
+        with self._pool.connection() as conn:
+            try:
+                cur = conn.execute(sql.replace("?", "%s"), params)
+                return [tuple(r) for r in cur.fetchall()] if cur.description else []
+            except self._errors as exc:
+                if conn.broken or conn.closed:
+                    raise _Lost(exc) from None
+                raise
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one statement; return its rows (empty for statements without any).
 
         A failure (the database down, locked past ``lock_wait``) is a ``StoreError``.
         """
-        with self._lock:
-            for attempt in (1, 2):
-                try:
-                    cur = self._connection().execute(self._sql(sql), tuple(params))
-                    rows = cur.fetchall() if cur.description else []
-                    return [tuple(r) for r in rows]
-                except self._errors as exc:
-                    # a server restart broke the connection: nothing was sent, so once more on a new one
-                    lost = self.postgres and self._conn is not None and (self._conn.broken or self._conn.closed)
-                    if attempt == 1 and lost:
-                        continue
-                    raise StoreError(f"the proxy's tables: {_one_line(exc)}") from None
+        for attempt in (1, 2):
+            try:
+                return self._run(sql, tuple(params))
+            except _Lost as lost:
+                # a server restart broke the connection: nothing was sent, so once more on a new one
+                if attempt == 1:
+                    continue
+                raise StoreError(f"the proxy's tables: {_one_line(lost.cause)}") from None
+            except self._errors as exc:
+                raise StoreError(f"the proxy's tables: {_one_line(exc)}") from None
         raise AssertionError("unreachable")
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connections."""
+        if self._pool is not None:
+            self._pool.close()
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
+
+
+class _Lost(Exception):
+    """Internal: the statement's PostgreSQL connection was found broken (a server restart)."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
 
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
-def open_session_store(url: str | None, *, lock_wait: float = LOCK_WAIT_SECONDS) -> SessionStore:
+def open_session_store(url: str | None, *, lock_wait: float = LOCK_WAIT_SECONDS, connections: int = 1) -> SessionStore:
     """The session store ``url`` names, opened for the proxy: SQLite commits without an fsync each.
 
     Why that is safe here: the client holds its whole history and resends it on every call, so a
     commit lost to a machine crash (a process crash loses nothing in WAL mode) is ingested again from
     the client's next request; only the usage report of a lost turn is gone. An fsync per commit
     cost ~3 ms per append on a loaded disk, twice per request, all of it added latency.
-    ``lock_wait`` bounds the wait for another process's write lock (:data:`LOCK_WAIT_SECONDS`).
+    ``lock_wait`` bounds the wait for another process's write lock (:data:`LOCK_WAIT_SECONDS`);
+    ``connections`` is the size of a PostgreSQL store's connection pool.
     """
     if url is None or not url.startswith(("postgresql://", "postgres://", "memory:")):
         store = SQLiteStore(_sqlite_path(url), synchronous="NORMAL")  # its schema check may wait as usual
         store.set_busy_timeout(lock_wait)
         return store
+    if url.startswith(("postgresql://", "postgres://")):
+        return PostgresStore(url, connections=connections)
     return open_store(url)
 
 

@@ -22,10 +22,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,14 +46,12 @@ from .budget import REFUSAL_STATUS, REFUSED, refusal_body
 from .failures import with_taxonomy
 from .metrics import ProxyMetrics
 from .pipeline import Pipeline, Prepared, fallback
+from .recorder import RECORDER_THREADS, Recorder, Sent
 from .settings import ProxySettings
 from .tee import StreamTee, parse_body
 from .viewer import LiveView
 
 log = logging.getLogger("contextwarden.proxy")
-
-SENT_WAIT_SECONDS = 60.0
-"""How long the recorder waits for an answer's last byte to be sent before it files the answer anyway."""
 
 OFF_LOOP_SECONDS = 5.0
 """After a fall-back, how long pipeline steps run on worker threads only (the store may be making them wait)."""
@@ -76,8 +72,9 @@ class Proxy:
     ) -> None:
         """Serve ``settings``; ``store`` and ``db`` default to the ones ``settings.store_url`` names."""
         self.settings = settings
-        self.store = store or open_session_store(settings.store_url, lock_wait=settings.lock_wait)
-        self.db = db or ProxyDB(settings.store_url, lock_wait=settings.lock_wait)
+        pool = settings.db_connections
+        self.store = store or open_session_store(settings.store_url, lock_wait=settings.lock_wait, connections=pool)
+        self.db = db or ProxyDB(settings.store_url, lock_wait=settings.lock_wait, connections=pool)
         self.pipeline = Pipeline(settings, self.store, self.db)
         legacy = () if settings.salt else deployment_salts(self.db)[1]
         self.access = Access(salt=self.pipeline.salt, legacy_salts=legacy, admin_token=settings.admin_token)
@@ -89,8 +86,8 @@ class Proxy:
         """Whether pipeline steps may run on the event loop (module docstring)."""
         self._off_loop_until = 0.0
         """Until this ``time.monotonic()``, pipeline steps run on worker threads (set by a fall-back)."""
-        # one thread files answers in the order they completed (each session's turns in sequence)
-        self._recorder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="contextwarden-recorder")
+        # each session's answers are filed in the order they completed (:mod:`.recorder`)
+        self._recorder = Recorder(RECORDER_THREADS if self.db.postgres else 1)
         self.app = Starlette(
             routes=[
                 Route("/contextwarden/stats", self._stats, methods=["GET"]),
@@ -154,19 +151,17 @@ class Proxy:
         if prepared.outcome == "fallback":
             return await self._fall_back(request, prepared, raw)
         if prepared.refused is not None:  # the task's budget is spent: nothing goes upstream
-            self._recorder.submit(self._record, prepared, 0, None, None, REFUSED)
+            self._submit(prepared, 0, None, None, REFUSED)
             body = refusal_body(fmt, prepared.refused)
             return Response(body, status_code=REFUSAL_STATUS, media_type="application/json")
-        sent = threading.Event()
+        sent = Sent()
         return _Answer(await self._forward(request, prepared, raw, sent, retry=True), sent)
 
-    async def _forward(
-        self, request: Request, prepared: Prepared, raw: bytes, sent: threading.Event, *, retry: bool
-    ) -> Response:
+    async def _forward(self, request: Request, prepared: Prepared, raw: bytes, sent: Sent, *, retry: bool) -> Response:
         try:
             upstream = await self._send(request, prepared.body)
         except httpx.TransportError as exc:
-            self._recorder.submit(self._record, prepared, 0, None, None, "upstream_error")
+            self._submit(prepared, 0, None, None, "upstream_error")
             return self._unreachable(request, exc)
         if upstream.status_code != 200 or not prepared.stream:
             data = b"".join([chunk async for chunk in upstream.aiter_raw()])
@@ -182,7 +177,7 @@ class Proxy:
             self._tee(prepared, upstream, sent), status_code=upstream.status_code, headers=_headers(upstream)
         )
 
-    async def _file(self, prepared: Prepared, status: int, assistant: Any, usage: Any, sent: threading.Event) -> None:
+    async def _file(self, prepared: Prepared, status: int, assistant: Any, usage: Any, sent: Sent) -> None:
         """Announce an answer before its last byte goes out; file it on the recorder thread once it has.
 
         The session's next request waits for the filing (:meth:`Pipeline.answered`), so the client
@@ -203,7 +198,8 @@ class Proxy:
         except Exception as exc:  # the store may be down; the next request then finds its session anew
             log.warning("contextwarden proxy could not remember a turn: %s: %s", type(exc).__name__, exc)
             self._off_loop_until = time.monotonic() + OFF_LOOP_SECONDS
-        self._recorder.submit(self._record_sent, sent, prepared, status, assistant, usage)
+        session = prepared.identity.session_id if prepared.identity else ""
+        self._recorder.after(sent, session, self._record, prepared, status, assistant, usage, None)
 
     def _loop_may_run(self) -> bool:
         """Whether a pipeline step may run on the event loop now (module docstring)."""
@@ -229,7 +225,7 @@ class Proxy:
         try:
             upstream = await self._send(request, raw)
         except httpx.TransportError as exc:
-            self._recorder.submit(self._record, prepared, 0, None, None, "upstream_error")
+            self._submit(prepared, 0, None, None, "upstream_error")
             return self._unreachable(request, exc)
         status = upstream.status_code
 
@@ -238,7 +234,7 @@ class Proxy:
                 async for chunk in _relay(upstream):
                     yield chunk
             finally:
-                self._recorder.submit(self._record, prepared, status, None, None, None)
+                self._submit(prepared, status, None, None, None)
 
         return StreamingResponse(relayed(), status_code=status, headers=_headers(upstream))
 
@@ -264,7 +260,7 @@ class Proxy:
         )
         return await client.send(outgoing, stream=True)
 
-    async def _tee(self, prepared: Prepared, upstream: httpx.Response, sent: threading.Event) -> AsyncIterator[bytes]:
+    async def _tee(self, prepared: Prepared, upstream: httpx.Response, sent: Sent) -> AsyncIterator[bytes]:
         tee = StreamTee(prepared.fmt, upstream.headers.get("content-encoding", ""))
         filed = False
         try:
@@ -291,10 +287,10 @@ class Proxy:
             log.warning("contextwarden proxy could not read a response: %s", exc)
             return None, None
 
-    def _record_sent(self, sent: threading.Event, prepared: Prepared, status: int, assistant: Any, usage: Any) -> None:
-        if not sent.wait(SENT_WAIT_SECONDS):
-            log.warning("contextwarden proxy filed a turn whose answer was still being sent")
-        self._record(prepared, status, assistant, usage, None)
+    def _submit(self, prepared: Prepared, status: int, assistant: Any, usage: Any, outcome: str | None) -> None:
+        """File a request the client has its answer to (or will have at once) on its session's recorder thread."""
+        session = prepared.identity.session_id if prepared.identity else ""
+        self._recorder.submit(session, self._record, prepared, status, assistant, usage, outcome)
 
     def _record(self, prepared: Prepared, status: int, assistant: Any, usage: Any, outcome: str | None) -> None:
         try:
@@ -353,12 +349,12 @@ class Proxy:
 
     def settle(self) -> None:
         """Wait until every answer so far is filed and in the ledger (for readers of the stats)."""
-        self._recorder.submit(lambda: None).result()  # one thread: everything queued before is done
+        self._recorder.settle()
         self.pipeline.accountant.flush()
 
     def close(self) -> None:
         """File the pending answers, write the remaining ledger rows; release the store and the proxy's tables."""
-        self._recorder.shutdown(wait=True)
+        self._recorder.close()
         self.pipeline.close()
         self.store.close()
         self.db.close()
@@ -369,7 +365,7 @@ class _Answer:
     """A model call's response, and the event set once it is sent (or its sending ended otherwise)."""
 
     response: Response
-    sent: threading.Event
+    sent: Sent
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:

@@ -40,7 +40,7 @@ def serve_workers(settings: ProxySettings, *, host: str, port: int, workers: int
 
     open_session_store(settings.store_url).close()
     ProxyDB(settings.store_url).close()
-    os.environ[WORKER_SETTINGS_ENV] = json.dumps(dataclasses.asdict(settings))
+    os.environ[WORKER_SETTINGS_ENV] = json.dumps(dataclasses.asdict(worker_settings(settings, workers)))
     uvicorn.run(
         "contextwarden.proxy.serve:worker_app",
         factory=True,
@@ -49,6 +49,11 @@ def serve_workers(settings: ProxySettings, *, host: str, port: int, workers: int
         port=port,
         log_level="warning",
     )
+
+
+def worker_settings(settings: ProxySettings, workers: int) -> ProxySettings:
+    """One of ``workers`` workers' settings: its share of the database connections (at least one)."""
+    return dataclasses.replace(settings, db_connections=max(1, -(-settings.db_connections // workers)))
 
 
 def worker_app() -> Any:

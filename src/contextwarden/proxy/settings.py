@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Literal
 
-from ._db import LOCK_WAIT_SECONDS
+from ._db import DB_CONNECTIONS, LOCK_WAIT_SECONDS
 
 Mode = Literal["manage", "observe"]
 
@@ -48,6 +48,10 @@ class ProxySettings:
     lock_wait: float = LOCK_WAIT_SECONDS
     """Seconds a SQLite statement waits for another process's write lock before the request falls
     back (the ledger's rows wait and are written once the lock is gone)."""
+    db_connections: int = DB_CONNECTIONS
+    """On a PostgreSQL store: connections the proxy opens for the session log, and as many for its
+    own tables, so that concurrent requests' statements do not queue for one; with ``--workers N``
+    each worker opens its share (:func:`.serve.worker_settings`)."""
 
     def upstream_for(self, path: str) -> str:
         """The base URL a request path is forwarded to (Anthropic's paths start ``/v1/messages``).

@@ -12,13 +12,13 @@ psycopg is an optional dependency: ``pip install 'contextwarden[postgres]'``.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from ...errors import SessionExists, StoreError
 from . import _shared as sh
+from ._pgpool import ConnectionPool
 from ._sql import Cursor, Dialect, DuplicateSeq, SQLStore
 from ._sql_checkpoints import pieces_migration
 
@@ -111,19 +111,19 @@ def _psycopg() -> Any:
 class PostgresStore(SQLStore):
     """A :class:`~contextwarden.log.store.SessionStore` in PostgreSQL.
 
-    One connection per store object, shared by threads under a lock; give each concurrent worker
-    its own store. Tables go in the first schema of the connection's ``search_path``.
+    Each transaction takes one of up to ``connections`` connections (:class:`._pgpool.ConnectionPool`),
+    so that many threads' statements run at once; the row locks the queries take keep appends
+    serialized per session. Tables go in the first schema of the connection's ``search_path``.
     """
 
     dialect = POSTGRES
 
-    def __init__(self, dsn: str, *, connect_timeout: float = 10.0) -> None:
+    def __init__(self, dsn: str, *, connect_timeout: float = 10.0, connections: int = 1) -> None:
+        """Open the store on ``dsn``; ``connections``: how many transactions may run at once (threads share them)."""
         self._psycopg = _psycopg()
         self.dsn = dsn
         self._connect_timeout = connect_timeout
-        self._lock = threading.RLock()
-        self._conn: psycopg.Connection[Any] | None = None
-        self._closed = False
+        self._pool = ConnectionPool(self._connect, size=connections)
         self._migrate()
 
     def __repr__(self) -> str:
@@ -132,35 +132,28 @@ class PostgresStore(SQLStore):
         return f"PostgresStore({where!r})"
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
-        with self._lock:
-            self._closed = True
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        """Close the connections (idempotent)."""
+        self._pool.close()
 
-    def _connection(self) -> psycopg.Connection[Any]:
-        if self._closed:
-            raise StoreError("the PostgreSQL store is closed")
-        # a connection lost to a server restart is replaced on the next call instead of failing forever
-        if self._conn is None or self._conn.broken or self._conn.closed:
-            try:
-                self._conn = self._psycopg.connect(
-                    self.dsn, autocommit=True, connect_timeout=max(1, int(self._connect_timeout))
-                )
-            except self._psycopg.Error as exc:
-                raise StoreError(f"cannot connect to PostgreSQL: {_one_line(exc)}") from None
-        assert self._conn is not None
-        return self._conn
+    def _connect(self) -> psycopg.Connection[Any]:
+        # called for each new pooled connection: one lost to a server restart is replaced this way
+        try:
+            conn: psycopg.Connection[Any] = self._psycopg.connect(
+                self.dsn, autocommit=True, connect_timeout=max(1, int(self._connect_timeout))
+            )
+        except self._psycopg.Error as exc:
+            raise StoreError(f"cannot connect to PostgreSQL: {_one_line(exc)}") from None
+        return conn
 
     @contextmanager
     def _transaction(self, *, write: bool) -> Iterator[Cursor]:
-        # reads and writes alike: the row locks the queries take do the serializing
+        # writes: the row locks the queries take do the serializing. Reads run each statement on its
+        # own (autocommit): under READ COMMITTED a transaction gives a read no steadier view (each
+        # statement takes a new snapshot anyway), and its BEGIN and COMMIT are two more round trips
         errors = self._psycopg.errors
-        with self._lock:
-            conn = self._connection()
+        with self._pool.connection() as conn:
             try:
-                with conn.transaction(), conn.cursor() as cur:
+                with conn.transaction() if write else nullcontext(), conn.cursor() as cur:
                     yield cur
             except errors.UniqueViolation as exc:
                 if exc.diag.constraint_name == _SEQ_KEY:
