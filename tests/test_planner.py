@@ -9,6 +9,7 @@ from contextwarden.log.events import AssistantMessage, Event, ToolCall, ToolResu
 from contextwarden.log.store.memory import MemoryStore
 from contextwarden.models import get_profile
 from contextwarden.plan.planner import PlannerSettings, payback_turns, plan
+from contextwarden.plan.protection import Protection, protect
 from contextwarden.tokens import HeuristicCounter
 from contextwarden.window.items import Tier
 from contextwarden.window.policies.presets import CODING_TOOL_POLICIES
@@ -168,7 +169,9 @@ def test_under_pressure_a_working_set_read_outlives_a_newer_read_outside_it() ->
     )
     assert p.state.working_set[:2] == ("c.py", "a.py")  # c.py read last, a.py read twice; b.py once, long ago
     ids = {i.message.text.split(" line")[0]: i.id for i in p.items if i.message.role == "tool"}
-    settings = PlannerSettings(keep_recent_tool_results=3, pressure_target=1.0, working_set_files=0)
+    settings = PlannerSettings(
+        keep_recent_tool_results=3, pressure_target=1.0, protection=Protection(working_set_files=0)
+    )
     one = p.savings(p.mask_edits(3, frozenset())[0])
     first = plan(p, total=p.total, trigger=p.total - one // 2, profile=PROFILE, turns_so_far=7, settings=settings)
     assert [e.target_id for e in first.edits] == [ids["b"]]  # newer than both reads of a.py, but outside the set
@@ -250,7 +253,7 @@ def test_each_cache_style_has_its_own_batch_share() -> None:
 
 
 def test_the_current_read_of_every_modified_file_is_protected() -> None:
-    """``protect_modified_files``: the files the session changed last keep their latest current read, whatever
+    """``Protection.modified_files``: the files the session changed last keep their latest current read, whatever
     their rank."""
     p = projection(
         ("read_file", body(40, "a v1"), {"path": "src/a.py"}),
@@ -262,9 +265,13 @@ def test_the_current_read_of_every_modified_file_is_protected() -> None:
         ("bash", body(40, "log"), {"command": "make"}),
     )
     reads = {i.message.text.split(" line")[0]: i.id for i in p.items if i.message.role == "tool"}
-    assert reads["a v2"] not in p.protected_ids(0)
-    changed = p.protected_ids(0, modified=3)
+
+    def evidence(modified: int) -> frozenset[str]:
+        return protect(p, Protection(working_set_files=0, modified_files=modified)).evidence
+
+    assert reads["a v2"] not in evidence(0)
+    changed = evidence(3)
     assert {reads["a v2"], reads["b v2"]} <= changed  # the current reads of both changed files
     assert reads["a v1"] not in changed and reads["b v1"] not in changed  # stale: a later edit changed them
-    last = p.protected_ids(0, modified=1)
+    last = evidence(1)
     assert reads["b v2"] in last and reads["a v2"] not in last  # only the file changed most recently

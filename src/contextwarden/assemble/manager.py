@@ -229,12 +229,6 @@ class ContextManager:
             profile=profile,
             turns_so_far=projection.assistant_turns,
             settings=policy.planner,
-            evidence=projection.protected_ids(
-                policy.planner.working_set_files,
-                revisited=policy.planner.protect_revisited_files,
-                modified=policy.planner.protect_modified_files,
-            ),
-            kept=projection.exploration_ids() if policy.planner.protect_exploration_reads else frozenset(),
             conversation_tokens=projection.total,
             tools_join=policy.retrieval_tools and not offered,
         )

@@ -15,15 +15,17 @@ thinking; compaction is left to the caller as the last resort.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+import warnings
+from dataclasses import InitVar, dataclass, field, replace
+from typing import Any, Protocol
 
 from ..context import Decision
 from ..log.events import EVICTING_EDITS, ContextEdit
 from ..models import ModelProfile
+from .protection import Protection, WorkingSetFacts, protect
 
 
-class ReductionPool(Protocol):
+class ReductionPool(WorkingSetFacts, Protocol):
     """What the planner can reduce, kept up to date incrementally (``Projection`` implements it)."""
 
     def lossless_edits(self) -> list[ContextEdit]:
@@ -95,35 +97,62 @@ class PlannerSettings:
     """Drop thinking blocks of turns before the latest user message."""
     mask: bool = True
     """Mask old tool results at all (False: only lossless reductions)."""
-    working_set_files: int = 1
-    """Besides the files the task names or an unresolved failure involves (always protected), the latest
-    current read of this many most relevant working-set files is never masked while no later write made
-    it stale (0: none). The task's files rank first and count among them: with 1, a session whose goal
-    names a file protects no other once it has read that file. Without ``protect_exploration_reads``, 3
-    keeps every next-action read on the generated replay sessions but costs 0.02-0.03x raw more
-    (docs/benchmarks.md, "Next-action evidence on every long transcript"); that rule keeps them for less,
-    so the default protects one."""
-    protect_revisited_files: bool = False
-    """Also keep the latest current read of every working-set file the session touched more than once.
-    The next-action misses on the generated replay sessions are re-reads of such files ranked below the
-    one ``working_set_files`` protects; True brought next-action evidence to 1.000 there but cost about
-    0.03x raw more under gpt-5 (0.73 -> 0.76), so it is off by default (``protect_exploration_reads``
-    reaches 1.000 for less)."""
-    protect_modified_files: int = 3
-    """Also keep the latest current read of this many working-set files the session changed, the most
-    recently touched first (seed 002 §23: files modified are in the working set; 0: none). With a keep of
-    1, recency alone no longer keeps them: in experiments/working_set.py the final request showed 2 of the
-    3 files being fixed without it, 3 with it. Protecting every changed file (up to the working set's 12)
-    cost 10-18% more agent tokens in bench_drift.py's compaction runs, which change a new file every third
-    turn; 3 cost 2-5% there. On the replay sessions (bench_replay.py) it changes no figure."""
-    protect_exploration_reads: bool = True
-    """While the session has only read (no file changed, no test run, no error unresolved:
-    ``TaskState.exploring``), keep the latest current read of every file it read (at most 12) under the
-    trigger; under pressure they are masked in the order of loss. An agent still exploring comes back to
-    what it read: on the generated replay sessions this keeps every next-action read (docs/benchmarks.md,
-    "Next-action evidence on every long transcript")."""
+    protection: Protection = field(default_factory=Protection)
+    """Which tool results stay verbatim: the task's evidence and the working set's reads (:mod:`.protection`)."""
+    working_set_files: InitVar[int | None] = None
+    """Deprecated: ``protection=Protection(working_set_files=N)``."""
+    protect_modified_files: InitVar[int | None] = None
+    """Deprecated: ``protection=Protection(modified_files=N)``."""
+    protect_exploration_reads: InitVar[bool | None] = None
+    """Deprecated: ``protection=Protection(exploration_reads=...)``."""
+    protect_revisited_files: InitVar[bool | None] = None
+    """Deprecated and without effect: the working set's reads are kept (``Protection.working_set_reads``),
+    files the session came back to among them."""
     pressure_target: float = 0.6
     """Under pressure, mask down towards this share of the trigger."""
+
+    def __post_init__(
+        self,
+        working_set_files: int | None,
+        protect_modified_files: int | None,
+        protect_exploration_reads: bool | None,
+        protect_revisited_files: bool | None,
+    ) -> None:
+        renamed = {
+            "working_set_files": working_set_files,
+            "modified_files": protect_modified_files,
+            "exploration_reads": protect_exploration_reads,
+        }
+        # ``dataclasses.replace`` passes the old names back as read (``_Read``): those are no change.
+        given: dict[str, Any] = {k: v for k, v in renamed.items() if v is not None and not isinstance(v, _Read)}
+        if given or (protect_revisited_files is not None and not isinstance(protect_revisited_files, _Read)):
+            warnings.warn(
+                "PlannerSettings protection knobs moved to PlannerSettings(protection=Protection(...)) "
+                "(working_set_files, modified_files, exploration_reads); protect_revisited_files has no effect",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+        if given:
+            object.__setattr__(self, "protection", replace(self.protection, **given))
+
+
+class _Read(int):
+    """A deprecated field's value as read: ``dataclasses.replace`` passes it back, which changes nothing."""
+
+
+def _alias(name: str) -> property:
+    """An old ``PlannerSettings`` field that reads its ``Protection`` value, for one release."""
+    return property(lambda self: _Read(getattr(self.protection, name) if name else False))
+
+
+# Without these the old names would read the InitVar's default (None) left on the class.
+for _old, _new in (
+    ("working_set_files", "working_set_files"),
+    ("protect_modified_files", "modified_files"),
+    ("protect_exploration_reads", "exploration_reads"),
+    ("protect_revisited_files", ""),
+):
+    setattr(PlannerSettings, _old, _alias(_new))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -180,16 +209,19 @@ def plan(
     offered does not change when to batch; ``min_batch_share`` is a share of it (under an automatic
     cache, less what no batch can change: pinned items, placeholders, ``evidence``).
 
-    ``evidence`` names tool results that must stay verbatim (failing tests, unresolved errors,
-    the current reads of the working set): they are never masked, only superseded by a newer
-    result on the same thing. ``kept`` names results a voluntary batch leaves alone (the reads of a
-    session still exploring) but pressure may mask. Every edit's saving is net (placeholder included)
-    and positive.
+    What stays verbatim is ``settings.protection`` applied to the pool's working set
+    (:func:`~.protection.protect`): its evidence is never masked, only superseded by a newer result on
+    the same thing; what it keeps a voluntary batch leaves alone, and pressure may mask. ``evidence``
+    and ``kept`` add results of the caller's own to either. Every edit's saving is net (placeholder
+    included) and positive.
 
     ``tools_join`` says tools join the tool list with the first batch that evicts something (the
     retrieval tools): tool schemas open the cached prefix, so that batch rewrites the whole request,
     and its payback counts ``total`` as rewritten rather than the tail from its first edit.
     """
+    shield = protect(pool, settings.protection)
+    evidence |= shield.evidence
+    kept = (kept | shield.kept) - evidence
     lossless = pool.lossless_edits()
     pressure = total > trigger
     if not pressure:

@@ -1,0 +1,154 @@
+"""What the planner keeps verbatim (``PlannerSettings.protection``): the evidence an edit needs, not the logs."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import pytest
+
+from contextwarden.assemble.manager import ContextManager, ContextPolicy
+from contextwarden.context import ModelContext, ToolDefinition
+from contextwarden.log.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
+from contextwarden.log.store.memory import MemoryStore
+from contextwarden.models import ModelProfile
+from contextwarden.plan.planner import PlannerSettings
+from contextwarden.plan.protection import Protection
+from contextwarden.replay.catalog import parse_strategy
+from contextwarden.replay.warden import ContextWardenStrategy
+
+SMALL = ModelProfile(name="declared-64k", context_window=65_536, max_output_tokens=4_096)
+"""What a framework adapter declares for a model the table does not hold: 64K, no cache prices."""
+TOOLS = tuple(
+    ToolDefinition(name=n, description=f"{n}.", parameters={"type": "object"})
+    for n in ("read_file", "str_replace", "bash")
+)
+EDITED = "src/checkout.py"
+
+
+def _source(path: str, version: int) -> str:
+    name = path.rsplit("/", 1)[-1].removesuffix(".py")
+    return "".join(f"def {name}_{version}_{i}(x):\n    return x + {i}  # {path} v{version}\n" for i in range(120))
+
+
+def _log(kind: str, run: int, size: int) -> str:
+    lines, n = [], 0
+    while sum(map(len, lines)) < size:
+        if kind == "test":
+            lines.append(f"test run {run}.{n}: tests/test_mod_{n}.py::test_case PASSED [ 42%]\n")
+        else:
+            lines.append(f"build {run}.{n}: CC build/obj_{n}.o -O2 -Wall ... done\n")
+        n += 1
+    return "".join(lines)
+
+
+class _Agent:
+    """A tool-heavy session driven through the manager: a build before every model call, as an adapter does."""
+
+    def __init__(self, policy: ContextPolicy) -> None:
+        self.store = MemoryStore()
+        self.store.create_session("s")
+        self.manager = ContextManager(self.store, policy=policy, compactor=None)
+        self.calls = 0
+        self.add(UserMessage(text="Order totals are wrong for discounted carts. Find the bug and fix it."))
+
+    def add(self, *events: Event) -> None:
+        self.store.append("s", list(events), expected_last_seq=self.store.get_session("s").last_seq)
+
+    def call(self, name: str, output: str, **args: object) -> ModelContext:
+        context = self.manager.build("s", model=SMALL, tools=TOOLS)
+        self.calls += 1
+        cid = f"c{self.calls}"
+        self.add(AssistantMessage(tool_calls=(ToolCall(id=cid, name=name, arguments=dict(args)),)))  # type: ignore[arg-type]
+        self.add(ToolResult(call_id=cid, tool_name=name, output=output, exit_code=0))
+        return context
+
+
+def _edits(policy: ContextPolicy) -> list[tuple[bool, bool, bool]]:
+    """42 calls, 4 edits of one file; before each edit: (its latest read shown, test log shown, build log shown)."""
+    agent = _Agent(policy)
+    for path in ("src/cart.py", "src/pricing.py", "src/discount.py", EDITED):
+        agent.call("read_file", _source(path, 0), path=path)
+    agent.call("bash", "src/pricing.py:12: discount\n" * 60, command="grep -rn discount src")
+    agent.call("bash", _log("test", 0, 28_000), command="pytest -q tests")
+    agent.call("bash", _log("build", 0, 13_500), command="make build")
+    seen = []
+    for k in range(1, 5):
+        agent.call("read_file", _source(EDITED, k), path=EDITED)
+        agent.call("bash", f"{EDITED}:{k}: total\n" * 40, command=f"grep -n total {EDITED}")
+        agent.call("read_file", _source(f"src/helper{k}.py", 0), path=f"src/helper{k}.py")
+        agent.call("bash", _log("test", k, 28_000), command="pytest -q tests")  # 28 KB
+        agent.call("bash", _log("build", k, 13_500), command="make build")  # 13.5 KB
+        context = agent.call("str_replace", f"Edited {EDITED}", path=EDITED, old_str="x + 1", new_str="x - 1")
+        shown = [m.text for m in context.messages if m.role == "tool"]
+        seen.append(
+            (
+                any(f"{EDITED} v{k}" in t for t in shown),
+                any(f"test run {k}.0:" in t for t in shown),
+                any(f"build {k}.0:" in t for t in shown),
+            )
+        )
+    while agent.calls < 42:
+        agent.call("bash", "file\n" * 50, command=f"ls dir{agent.calls}")
+    return seen
+
+
+def test_the_read_of_the_file_being_edited_outlives_the_logs_of_its_age() -> None:
+    """A 42-call tool-heavy session on a 64K model: at every edit the file's latest read is in view."""
+    seen = _edits(ContextPolicy())
+    assert all(read for read, _, _ in seen), seen
+    assert not any(test for _, test, _ in seen)  # the 28 KB test logs of the same age went first
+
+
+def test_without_the_working_set_rule_the_first_edit_loses_its_read() -> None:
+    policy = ContextPolicy(planner=PlannerSettings(protection=Protection(working_set_reads=False)))
+    seen = _edits(policy)
+    assert not seen[0][0] and seen[0][2]  # the read masked while the newer build log stays
+
+
+def test_a_file_the_session_came_back_to_keeps_its_latest_read() -> None:
+    def texts(protection: Protection) -> list[str]:
+        agent = _Agent(
+            ContextPolicy(
+                planner=PlannerSettings(
+                    cache_aware=False,
+                    min_batch_tokens=0,
+                    min_batch_share=0,
+                    keep_recent_tool_results=2,
+                    protection=protection,
+                )
+            )
+        )
+        agent.call("read_file", "loader v1 " * 800, path="loader.py")
+        agent.call("read_file", "loader again " * 800, path="loader.py")  # the agent came back to it
+        agent.call("read_file", "other module " * 800, path="other.py")
+        agent.call("str_replace", "Edited other.py", path="other.py", old_str="a", new_str="b")
+        for i in range(6):
+            agent.call("bash", f"listing {i} " * 800, command=f"ls dir{i}")
+        context = agent.manager.build("s", model=SMALL, tools=TOOLS)
+        return [m.text for m in context.messages if m.role == "tool"]
+
+    kept = texts(Protection())
+    assert kept[1].startswith("loader again") and "loader v1" not in kept[0]  # the older read is superseded
+    assert "masked" in kept[4]  # an old listing goes
+    assert "loader again" not in texts(Protection(working_set_reads=False, working_set_files=0))[1]
+
+
+def test_the_old_knob_names_still_work_for_one_release() -> None:
+    with pytest.warns(DeprecationWarning, match="Protection"):
+        old = PlannerSettings(working_set_files=3, protect_exploration_reads=False)
+    assert old.protection == Protection(working_set_files=3, exploration_reads=False)
+    assert old.working_set_files == 3 and not old.protect_exploration_reads  # type: ignore[misc]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        varied = dataclasses.replace(old, keep_recent_tool_results=5)  # passes the old names back: no warning
+        other = dataclasses.replace(old, protection=Protection(modified_files=0))
+    assert varied.protection == old.protection and other.protection == Protection(modified_files=0)
+    with pytest.warns(DeprecationWarning):
+        assert dataclasses.replace(old, protect_modified_files=1).protection.modified_files == 1
+
+
+def test_the_replay_varies_protection_by_name() -> None:
+    strategy = parse_strategy("contextwarden:no-working-set-reads,modified-files=0")
+    assert isinstance(strategy, ContextWardenStrategy)
+    assert strategy.policy.planner.protection == Protection(working_set_reads=False, modified_files=0)
