@@ -328,7 +328,7 @@ def test_failing_test_output_is_never_masked_while_unresolved() -> None:
             min_batch_tokens=0,
             min_batch_share=0,
             keep_recent_tool_results=2,
-            protection=Protection(working_set_files=0, working_set_reads=False),
+            protection=Protection(working_set_files=0, working_set_reads=0),
         )
     )
     ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS, policy=policy)
@@ -353,7 +353,7 @@ def test_latest_read_of_working_set_files_stays_verbatim() -> None:
                 keep_recent_tool_results=2,
                 protection=Protection(
                     working_set_files=working_set_files,
-                    working_set_reads=False,  # that rule keeps core.py from voluntary batches too
+                    working_set_reads=0,  # that rule keeps core.py from voluntary batches too
                     exploration_reads=False,  # the session only reads: that rule would keep core.py too
                 ),
             )

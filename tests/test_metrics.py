@@ -61,7 +61,7 @@ def test_re_read_of_masked_output_counts() -> None:
             keep_recent_tool_results=2,
             cache_aware=False,
             min_batch_tokens=1,
-            protection=Protection(exploration_reads=False, working_set_reads=False),
+            protection=Protection(exploration_reads=False, working_set_reads=0),
         ),
     )  # an agent that only reads keeps its reads by default: mask them here to count the re-read
     metrics = session_metrics(store, _session(store, steps), model="gpt-4o", policy=eager)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from contextwarden.assemble.manager import ContextManager, ContextPolicy
 from contextwarden.log.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
 from contextwarden.log.store.memory import MemoryStore
@@ -79,28 +81,18 @@ def test_voluntary_batches_wait_for_payback_and_count_net_savings() -> None:
 
 
 def test_the_batch_floor_is_a_share_of_what_a_batch_can_still_change() -> None:
-    """Under an automatic cache, protected evidence, placeholders and pinned items do not raise the floor."""
+    """Under a write premium, protected evidence, placeholders and pinned items do not raise the floor."""
     p = projection(*[("bash", body(80, f"log{i}"), {"command": f"make {i}"}) for i in range(10)])
     results = [i.id for i in p.items if i.message.role == "tool"]
     evidence = frozenset(results[:6])  # e.g. unresolved failures: never masked
-    settings = PlannerSettings(
-        keep_recent_tool_results=3,
-        min_batch_tokens=0,
-        min_batch_share=0.2,
-        min_batch_share_automatic=0.2,
-        cache_aware=False,
-    )
+    settings = PlannerSettings(keep_recent_tool_results=3, min_batch_tokens=0, min_batch_share=0.2, cache_aware=False)
+    explicit = get_profile("claude-sonnet-4-5")
     decided = plan(
-        p, total=p.total, trigger=10**6, profile=PROFILE, turns_so_far=20, settings=settings, evidence=evidence
+        p, total=p.total, trigger=10**6, profile=explicit, turns_so_far=20, settings=settings, evidence=evidence
     )
     assert [e.target_id for e in decided.edits] == [results[6]]
     one = p.savings(decided.edits[0])
     assert one < 0.2 * p.total  # a share of the whole conversation would never batch it
-    explicit = get_profile("claude-sonnet-4-5")  # with a write premium, the same floor (with its own share)
-    same = plan(
-        p, total=p.total, trigger=10**6, profile=explicit, turns_so_far=20, settings=settings, evidence=evidence
-    )
-    assert same.edits == decided.edits
     assert p.settled_tokens(evidence) >= sum(t.tokens for t in p.items if t.id in evidence or t.pinned)
     p.apply_edits(decided.edits)
     assert p.settled_tokens(frozenset()) >= p.item(results[6]).tokens  # a placeholder is settled too
@@ -236,20 +228,22 @@ def test_a_manager_counts_the_tool_list_its_first_batch_rewrites() -> None:
     assert "waiting" in actions[True][0]
 
 
-def test_each_cache_style_has_its_own_batch_share() -> None:
-    """``min_batch_share`` holds batches under an explicit cache, ``min_batch_share_automatic`` under others."""
+def test_only_a_cache_with_a_write_premium_holds_batches_to_a_share() -> None:
+    """``min_batch_share`` holds batches under an explicit cache; under an automatic one the payback rule does."""
     p = projection(*[("bash", body(80, f"log{i}"), {"command": f"make {i}"}) for i in range(8)])
     explicit, automatic = get_profile("claude-sonnet-4-5"), get_profile("gpt-4o")
 
-    def batches(profile: object, **shares: float) -> bool:
-        settings = PlannerSettings(keep_recent_tool_results=3, min_batch_tokens=0, cache_aware=False, **shares)  # type: ignore[arg-type]
+    def batches(profile: object, share: float) -> bool:
+        settings = PlannerSettings(
+            keep_recent_tool_results=3, min_batch_tokens=0, cache_aware=False, min_batch_share=share
+        )
         decided = plan(p, total=p.total, trigger=10**6, profile=profile, turns_so_far=20, settings=settings)  # type: ignore[arg-type]
         return bool(decided.edits)
 
-    assert batches(explicit, min_batch_share=0.1, min_batch_share_automatic=0.99)
-    assert not batches(explicit, min_batch_share=0.99, min_batch_share_automatic=0.1)
-    assert batches(automatic, min_batch_share=0.99, min_batch_share_automatic=0.1)
-    assert not batches(automatic, min_batch_share=0.1, min_batch_share_automatic=0.99)
+    assert batches(explicit, 0.1) and not batches(explicit, 0.99)
+    assert batches(automatic, 0.99)
+    with pytest.warns(DeprecationWarning, match="no effect"):
+        PlannerSettings(min_batch_share_automatic=0.99)
 
 
 def test_the_current_read_of_every_modified_file_is_protected() -> None:

@@ -18,7 +18,7 @@ TOOLS = (
     ToolDefinition(name="write_file", description="Write a file.", parameters={"type": "object"}),
     ToolDefinition(name="bash", description="Run a command.", parameters={"type": "object"}),
 )
-NO_WORKING_SET = Protection(working_set_files=0, working_set_reads=False)
+NO_WORKING_SET = Protection(working_set_files=0, working_set_reads=0)
 EAGER = PlannerSettings(cache_aware=False, min_batch_tokens=0, min_batch_share=0, keep_recent_tool_results=2)
 
 
@@ -66,7 +66,7 @@ def test_the_rule_off_masks_the_reads() -> None:
     agent = Agent()
     agent.explore()
     texts = agent.tool_texts(
-        replace(EAGER, protection=Protection(exploration_reads=False, working_set_files=0, working_set_reads=False))
+        replace(EAGER, protection=Protection(exploration_reads=False, working_set_files=0, working_set_reads=0))
     )
     assert all("masked" in t for t in texts[:6])
 

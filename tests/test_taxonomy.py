@@ -260,7 +260,7 @@ def test_session_masked_read_then_re_read_is_under_context() -> None:
             keep_recent_tool_results=2,
             cache_aware=False,
             min_batch_tokens=1,
-            protection=Protection(exploration_reads=False, working_set_reads=False),
+            protection=Protection(exploration_reads=False, working_set_reads=0),
         ),
     )  # an agent that only reads keeps its reads by default: mask them here to see the re-read
     report = classify_session(store, sid, model="gpt-4o", policy=eager)

@@ -67,32 +67,29 @@ class PlannerSettings:
 
     keep_recent_tool_results: int = 1
     """Tool results newer than this many stay verbatim when masking; a tool policy's own ``keep_recent``
-    raises the floor for its results. Anthropic's context editing keeps 3, and so did this default until
-    the first evicting batch paid for the tool list it rewrites: since then 1 is cheaper on the long
-    replay sessions and still never above raw on the short real ones
-    (docs/benchmarks.md, "The first evicting batch pays for the whole request")."""
+    raises the floor for its results. The first batch that evicts something rewrites the tool list, so
+    batches come late and few; keeping more results then only costs more (docs/benchmarks.md, "Planner
+    defaults and why")."""
     min_batch_tokens: int = 2_048
     """A voluntary batch must save at least this many tokens (the hard budget ignores it)."""
     min_batch_share: float = 0.45
     """...and, under a cache that charges a write premium (Anthropic's breakpoints), at least this share of
     what a batch could still change (the conversation less pinned items, placeholders and protected
     evidence; a share of everything would grow with what no batch can take out and starve batches late in
-    a session). Every batch pays the premium again on what it rewrites, so few, large batches cost less
-    (docs/benchmarks.md, "Replay" and "The first evicting batch pays for the whole request")."""
-    min_batch_share_automatic: float = 0.2
-    """...and, under an automatic cache or none (no write premium), at least this share of what a batch
-    could still change. The payback rule already holds such batches back: any share from 0.05 to 0.25 gave
-    the same, fewest tokens and lowest cost on the long replay sessions under gpt-5 (docs/benchmarks.md,
-    "The first evicting batch pays for the whole request")."""
+    a session). Every batch pays the premium again on what it rewrites, so few, large batches cost less.
+    Under an automatic cache or none the payback rule alone holds batches back: a share there changed
+    nothing measurable (docs/benchmarks.md, "Planner defaults and why")."""
+    min_batch_share_automatic: InitVar[float | None] = None
+    """Deprecated and without effect: no share applies without a write premium."""
     cache_aware: bool = True
     """Batch by payback; False reduces at every request as soon as something is reducible."""
     expected_turns: int | None = None
     """Turns the session is expected to still run; None estimates ``horizon_share`` of the turns so far (min 4
     turns)."""
     horizon_share: float = 0.4
-    """Share of the turns so far a session is expected to still run, when ``expected_turns`` is None. Half
-    (the earlier estimate) let a batch late in the 21-request ctf__i_got_id_demo cost 1.09x raw under gpt-5;
-    0.4 keeps every bundled real transcript at raw under both cache models (docs/benchmarks.md, "Replay")."""
+    """Share of the turns so far a session is expected to still run, when ``expected_turns`` is None: a
+    batch the session does not live to pay back costs more than keeping the cache, so the estimate is
+    cautious (docs/benchmarks.md, "Planner defaults and why")."""
     drop_old_thinking: bool = True
     """Drop thinking blocks of turns before the latest user message."""
     mask: bool = True
@@ -113,11 +110,19 @@ class PlannerSettings:
 
     def __post_init__(
         self,
+        min_batch_share_automatic: float | None,
         working_set_files: int | None,
         protect_modified_files: int | None,
         protect_exploration_reads: bool | None,
         protect_revisited_files: bool | None,
     ) -> None:
+        if min_batch_share_automatic is not None:
+            warnings.warn(
+                "PlannerSettings.min_batch_share_automatic has no effect: the payback rule alone holds batches "
+                "back under a cache without a write premium",
+                DeprecationWarning,
+                stacklevel=3,
+            )
         renamed = {
             "working_set_files": working_set_files,
             "modified_files": protect_modified_files,
@@ -206,8 +211,8 @@ def plan(
 
     ``total`` is the whole request (system and tool schemas included) and is what the trigger
     compares; ``conversation_tokens`` is the conversation (default: ``total``), so the number of tools
-    offered does not change when to batch; ``min_batch_share`` is a share of it (under an automatic
-    cache, less what no batch can change: pinned items, placeholders, ``evidence``).
+    offered does not change when to batch; under a cache with a write premium ``min_batch_share`` is a
+    share of it, less what no batch can change (pinned items, placeholders, the protected results).
 
     What stays verbatim is ``settings.protection`` applied to the pool's working set
     (:func:`~.protection.protect`): its evidence is never masked, only superseded by a newer result on
@@ -240,8 +245,8 @@ def plan(
     write, read = cache_prices(profile)
     # The floor is a share of what a batch can still change, so settled tokens (pinned items, placeholders,
     # protected evidence) do not starve batches late in a session. An explicit cache charges a write premium
-    # on every batch, so its share is larger (fewer batches).
-    share = settings.min_batch_share if write > 1.0 else settings.min_batch_share_automatic
+    # on every batch, so only there a share holds batches back (fewer, larger ones).
+    share = settings.min_batch_share if write > 1.0 else 0.0
     floor = max(settings.min_batch_tokens, int(share * max(conversation - pool.settled_tokens(evidence), 0)))
     if not batch or saved < floor:
         return Plan(reason=f"nothing worth a batch ({saved} tokens reducible, {floor} needed)")

@@ -9,10 +9,10 @@ files it changed, then files the latest steps touched, which decay):
   task names, an unresolved failure involves or a shown result points back to; of the
   :attr:`Protection.working_set_files` most relevant working-set files; and of the
   :attr:`Protection.modified_files` working-set files the session changed last;
-- **kept**, left alone by a voluntary batch but masked under pressure: the latest current read of
-  every working-set file (:attr:`Protection.working_set_reads`), and, while the session has only read
-  (:attr:`~contextwarden.window.taskstate.TaskState.exploring`), of every file it read, the 12
-  touched last (:attr:`Protection.exploration_reads`).
+- **kept**, left alone by a voluntary batch but masked under pressure: the latest current read of a
+  working-set file while it is one of the latest steps (:attr:`Protection.working_set_reads`), and, while
+  the session has only read (:attr:`~contextwarden.window.taskstate.TaskState.exploring`), of every file
+  it read, the 12 touched last (:attr:`Protection.exploration_reads`).
 
 Under pressure the order of loss follows the tiers (6 first), and a result touching a working-set file
 counts as :attr:`~contextwarden.window.tiers.Tier.WORKING_SET`: so the latest read of the file being
@@ -44,10 +44,11 @@ class Protection:
     """The latest current read of this many working-set files the session changed, the most recently
     touched first, is never masked (0: none). Protecting every changed file costs more on sessions that
     change a new file every few turns; 3 keeps the files being fixed in view."""
-    working_set_reads: bool = True
-    """A voluntary batch leaves the latest current read of every working-set file alone (pressure may
-    mask them, after every other result of their tier): the file being edited stays in view while
-    older logs go."""
+    working_set_reads: int = 8
+    """A voluntary batch leaves the latest current read of a working-set file alone while it is among the
+    last this many tool results (0: none); pressure may mask it, after every other result of its tier.
+    The file being edited stays in view while the logs of the same age go; a longer reach keeps reads
+    the agent has moved on from and costs more than it keeps."""
     exploration_reads: bool = True
     """While the session has only read (no file changed, no test run, no error unresolved), a voluntary
     batch leaves the latest current read of every file it read alone (the 12 touched last): an agent
@@ -75,6 +76,10 @@ class WorkingSetFacts(Protocol):
         """Files a result still shown points back to (:mod:`contextwarden.window.pointers`)."""
         ...
 
+    def recent_tool_results(self, count: int) -> list[str]:
+        """Ids of the last ``count`` tool results, oldest first."""
+        ...
+
 
 @dataclass(frozen=True, kw_only=True)
 class Protected:
@@ -99,8 +104,9 @@ def protect(facts: WorkingSetFacts, protection: Protection) -> Protected:
         touched = state.last_touch
         read = sorted(state.files_read, key=lambda key: touched.get(key, 0), reverse=True)[:MAX_WORKING_SET]
         kept = _latest_reads(facts, read)
-    if protection.working_set_reads:
-        kept |= _latest_reads(facts, working_set)
+    if protection.working_set_reads > 0:
+        recent = frozenset(facts.recent_tool_results(protection.working_set_reads))
+        kept |= _latest_reads(facts, working_set) & recent
     return Protected(evidence=evidence, kept=kept - evidence)
 
 

@@ -86,6 +86,10 @@ class EditQueue:
         self._rank_in_policy[item.id] = len(same)
         same.append(item.id)
 
+    def recent_tool_results(self, count: int) -> list[str]:
+        """Ids of the last ``count`` tool results, oldest first."""
+        return self._tool_ids[-count:] if count > 0 else []
+
     def add_assistant(self, item: ContextItem) -> None:
         """An assistant turn was pushed (its thinking may be dropped once a user message follows)."""
         if item.message.thinking:

@@ -182,6 +182,10 @@ class Projection:
         """The id of the latest read of file ``key`` that no later write made stale, if any."""
         return self._ledger.latest_read(key)
 
+    def recent_tool_results(self, count: int) -> list[str]:
+        """Ids of the last ``count`` tool results, oldest first."""
+        return self.queue.recent_tool_results(count)
+
     def pointed_files(self) -> list[str]:
         """Files a result still shown points back to: their latest read is what the model is told to use."""
         return self._ledger.pointed_files(self.list)
