@@ -100,13 +100,18 @@ def test_the_read_of_the_file_being_edited_outlives_the_logs_of_its_age() -> Non
     assert not any(test for _, test, _ in seen)  # the 28 KB test logs of the same age went first
 
 
-def test_without_the_working_set_rule_the_first_edit_loses_its_read() -> None:
-    policy = ContextPolicy(planner=PlannerSettings(protection=Protection(working_set_reads=0)))
+def test_without_the_working_set_file_the_first_edit_loses_its_read() -> None:
+    policy = ContextPolicy(planner=PlannerSettings(protection=Protection(working_set_files=0)))
     seen = _edits(policy)
     assert not seen[0][0] and seen[0][2]  # the read masked while the newer build log stays
 
 
-def test_a_file_the_session_came_back_to_keeps_its_latest_read() -> None:
+def test_the_working_set_reads_keep_every_recent_read_of_the_working_set_when_asked() -> None:
+    policy = ContextPolicy(planner=PlannerSettings(protection=Protection(working_set_files=0, working_set_reads=8)))
+    assert all(read for read, _, _ in _edits(policy))
+
+
+def test_a_file_the_session_came_back_to_outranks_one_read_once_since() -> None:
     def texts(protection: Protection) -> list[str]:
         agent = _Agent(
             ContextPolicy(
@@ -121,17 +126,16 @@ def test_a_file_the_session_came_back_to_keeps_its_latest_read() -> None:
         )
         agent.call("read_file", "loader v1 " * 800, path="loader.py")
         agent.call("read_file", "loader again " * 800, path="loader.py")  # the agent came back to it
-        agent.call("read_file", "other module " * 800, path="other.py")
-        agent.call("str_replace", "Edited other.py", path="other.py", old_str="a", new_str="b")
-        for i in range(4):  # the re-read stays one of the last 8 results
+        agent.call("read_file", "other module " * 800, path="other.py")  # read once, and later
+        for i in range(6):
             agent.call("bash", f"listing {i} " * 800, command=f"ls dir{i}")
         context = agent.manager.build("s", model=SMALL, tools=TOOLS)
         return [m.text for m in context.messages if m.role == "tool"]
 
-    kept = texts(Protection())
+    kept = texts(Protection(exploration_reads=False))  # the session only reads: that rule would keep every read
     assert kept[1].startswith("loader again") and "loader v1" not in kept[0]  # the older read is superseded
-    assert "masked" in kept[4]  # an old listing goes
-    assert "loader again" not in texts(Protection(working_set_reads=0, working_set_files=0))[1]
+    assert "masked" in kept[2] and "masked" in kept[3]  # the file read once goes, and an old listing
+    assert "loader again" not in texts(Protection(exploration_reads=False, working_set_files=0))[1]
 
 
 def test_the_old_knob_names_still_work_for_one_release() -> None:

@@ -7,12 +7,13 @@ files it changed, then files the latest steps touched, which decay):
 - **evidence**, never masked while current (a newer result on the same thing, or a later write, still
   replaces it): failing test runs and unresolved errors; the latest current read of every file the
   task names, an unresolved failure involves or a shown result points back to; of the
-  :attr:`Protection.working_set_files` most relevant working-set files; and of the
-  :attr:`Protection.modified_files` working-set files the session changed last;
-- **kept**, left alone by a voluntary batch but masked under pressure: the latest current read of a
-  working-set file while it is one of the latest steps (:attr:`Protection.working_set_reads`), and, while
-  the session has only read (:attr:`~contextwarden.window.taskstate.TaskState.exploring`), of every file
-  it read, the 12 touched last (:attr:`Protection.exploration_reads`).
+  :attr:`Protection.working_set_files` most relevant working-set files (a file the session came back to
+  before one it read once); and of the :attr:`Protection.modified_files` working-set files the session
+  changed last;
+- **kept**, left alone by a voluntary batch but masked under pressure: while the session has only read
+  (:attr:`~contextwarden.window.taskstate.TaskState.exploring`), the latest current read of every file
+  it read, the 12 touched last (:attr:`Protection.exploration_reads`); and, when asked, of a working-set
+  file while it is among the latest steps (:attr:`Protection.working_set_reads`).
 
 Under pressure the order of loss follows the tiers (6 first), and a result touching a working-set file
 counts as :attr:`~contextwarden.window.tiers.Tier.WORKING_SET`: so the latest read of the file being
@@ -38,17 +39,19 @@ class Protection:
 
     working_set_files: int = 1
     """The latest current read of this many most relevant working-set files is never masked (0: none).
-    The task's files rank first and count among them. More costs more than it keeps: the reads of the
-    working set are kept from voluntary batches anyway (``working_set_reads``)."""
+    The task's files rank first and count among them; after them a file the session came back to (touched
+    more than once) outranks one it read once since: the file being edited stays in view while the logs
+    of the same age go. More files cost more than they keep (docs/benchmarks.md, "Planner defaults and
+    why")."""
     modified_files: int = 3
     """The latest current read of this many working-set files the session changed, the most recently
     touched first, is never masked (0: none). Protecting every changed file costs more on sessions that
     change a new file every few turns; 3 keeps the files being fixed in view."""
-    working_set_reads: int = 8
+    working_set_reads: int = 0
     """A voluntary batch leaves the latest current read of a working-set file alone while it is among the
     last this many tool results (0: none); pressure may mask it, after every other result of its tier.
-    The file being edited stays in view while the logs of the same age go; a longer reach keeps reads
-    the agent has moved on from and costs more than it keeps."""
+    8 kept every next-action read on the bundled real sessions, for 2-4% more cost on the generated long
+    ones, so it is off by default (docs/benchmarks.md, "Planner defaults and why")."""
     exploration_reads: bool = True
     """While the session has only read (no file changed, no test run, no error unresolved), a voluntary
     batch leaves the latest current read of every file it read alone (the 12 touched last): an agent
@@ -96,7 +99,9 @@ def protect(facts: WorkingSetFacts, protection: Protection) -> Protected:
     state = facts.state
     working_set = state.working_set
     changed = [k for k in working_set if k in state.files_modified][: max(protection.modified_files, 0)]
-    head = working_set[: max(protection.working_set_files, 0)]
+    # A file the session came back to is the one it is working on, more than a file it read once since.
+    revisited = sorted(working_set, key=lambda key: state.references.get(key, 0) < 2)
+    head = revisited[: max(protection.working_set_files, 0)]
     files = dict.fromkeys((*facts.task_files, *head, *changed, *facts.pointed_files()))
     evidence = state.evidence_ids | _latest_reads(facts, files)
     kept: frozenset[str] = frozenset()

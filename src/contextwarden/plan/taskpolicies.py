@@ -358,7 +358,7 @@ their signatures, so the planner must not count on dropping them, and a client's
 history is its whole history. The rest is measured with the proxy's matched A/B
 (``docs/benchmarks.md``, "Planner defaults and why"): its first batch adds no tool list, so it looks
 cheap and comes early unless 3 results stay; a batch the session does not live to pay back costs more
-than going direct, so it expects a session to run a third as long again; and keeping an exploring
+than going direct, so it expects a session to run a third as long again; and holding back an exploring
 session's reads costs more than it keeps there."""
 
 _PRESETS: dict[str, TaskPolicy] = {p.name: p for p in (CODING, RESEARCH, BROWSER, PROXY)}
