@@ -12,10 +12,14 @@ from contextwarden.context import ModelContext, ToolDefinition
 from contextwarden.log.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
 from contextwarden.log.store.memory import MemoryStore
 from contextwarden.models import ModelProfile
-from contextwarden.plan.planner import PlannerSettings
+from contextwarden.plan.planner import PlannerSettings, plan
 from contextwarden.plan.protection import Protection
 from contextwarden.replay.catalog import parse_strategy
 from contextwarden.replay.warden import ContextWardenStrategy
+from contextwarden.tokens import HeuristicCounter
+from contextwarden.window.policies.presets import CODING_TOOL_POLICIES, ToolPolicy
+from contextwarden.window.projection import Projection, ProjectionConfig
+from contextwarden.window.tiers import Tier
 
 SMALL = ModelProfile(name="declared-64k", context_window=65_536, max_output_tokens=4_096)
 """What a framework adapter declares for a model the table does not hold: 64K, no cache prices."""
@@ -156,3 +160,35 @@ def test_the_replay_varies_protection_by_name() -> None:
     strategy = parse_strategy("contextwarden:no-working-set-reads,modified-files=0")
     assert isinstance(strategy, ContextWardenStrategy)
     assert strategy.policy.planner.protection == Protection(working_set_reads=0, modified_files=0)
+
+
+def test_under_pressure_a_read_of_a_working_set_file_counts_as_the_working_set_tier() -> None:
+    """A tool that files its output low (history) still outlives a log of the recent tier when it reads the work."""
+    notes = ToolPolicy(name="notes", patterns=("read_notes",), category="file_read", tier=Tier.HISTORY)
+    store = MemoryStore()
+    store.create_session("p")
+    calls = [
+        ("read_notes", "notes " * 600, {"path": "plan.md"}),
+        ("bash", "".join(f"compiling module {i} ... ok\n" for i in range(300)), {"command": "make"}),
+        ("bash", "listing\n" * 50, {"command": "ls"}),
+    ]
+    events: list[Event] = [UserMessage(text="carry out the plan")]
+    for n, (name, output, args) in enumerate(calls):
+        events += [
+            AssistantMessage(tool_calls=(ToolCall(id=f"k{n}", name=name, arguments=args),)),  # type: ignore[arg-type]
+            ToolResult(call_id=f"k{n}", tool_name=name, output=output),
+        ]
+    p = Projection(ProjectionConfig(counter=HeuristicCounter(), tool_policies=(notes, *CODING_TOOL_POLICIES)))
+    for event in store.append("p", events, expected_last_seq=0):
+        p.add(event)
+    assert "plan.md" in p.state.working_set
+    read, log = [i.id for i in p.items if i.message.role == "tool"][:2]
+    settings = PlannerSettings(
+        keep_recent_tool_results=1, pressure_target=1.0, protection=Protection(working_set_files=0)
+    )
+    edits = {e.target_id: e for e in p.mask_edits(1, frozenset())}
+    assert set(edits) == {read, log}
+    assert p.loss_key(edits[log]) < p.loss_key(edits[read])  # the log goes first
+    one = p.savings(edits[log])
+    decided = plan(p, total=p.total, trigger=p.total - one // 2, profile=SMALL, turns_so_far=3, settings=settings)
+    assert [e.target_id for e in decided.edits] == [log]  # tier 5 by its tool, but it reads the work
