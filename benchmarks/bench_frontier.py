@@ -35,12 +35,13 @@ from contextwarden.report.frontier import charts_document, cost_above_frontier, 
 from contextwarden.report.scatter import frontier, knee, tradeoff_chart
 
 SETTINGS = (
-    # the default: keep 1; batches of >= 45% (explicit cache) or 20% (automatic) of what a batch can
-    # change; 1 working-set file, the 3 files changed last; exploration reads
+    # the default: keep 1; batches of >= 45% of what a batch can change under an explicit cache (the payback
+    # rule alone under an automatic one); 1 working-set file, the 3 files changed last, the working set's
+    # recent reads; exploration reads
     "contextwarden",
-    # the floors before stop 24 (then the explicit-cache share counted the whole conversation, not what can change)
-    "contextwarden:keep=3,min-batch-share=0.4,min-batch-share-automatic=0.4",
-    "contextwarden:no-protect-exploration-reads",
+    "contextwarden:keep=3,min-batch-share=0.4",
+    "contextwarden:no-exploration-reads",
+    "contextwarden:no-working-set-reads",
     "contextwarden:keep=2",
     "contextwarden:keep=3",
     "contextwarden:keep=5",
@@ -50,16 +51,13 @@ SETTINGS = (
     "contextwarden:min-batch-share=0.4",
     "contextwarden:min-batch-share=0.5",
     "contextwarden:min-batch-share=0.6",
-    "contextwarden:min-batch-share-automatic=0.1",
-    "contextwarden:min-batch-share-automatic=0.3",
-    "contextwarden:min-batch-share-automatic=0.45",
-    "contextwarden:min-batch-share-automatic=0.6",
     "contextwarden:keep=2,min-batch-share=0.3",
     "contextwarden:keep=3,min-batch-share=0.3",
     "contextwarden:keep=5,min-batch-share=0.5",
     "contextwarden:working-set-files=2",
     "contextwarden:working-set-files=3",
-    "contextwarden:protect-revisited-files=true",
+    "contextwarden:working-set-reads=4",
+    "contextwarden:working-set-reads=12",
     "contextwarden:working-set-files=2,min-batch-share=0.3",
     "contextwarden:no-cache-aware",
     "mask-last-n:10",

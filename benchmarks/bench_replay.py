@@ -60,6 +60,7 @@ STRATEGIES = (
     "contextwarden:task=coding",
     "contextwarden:task=research",
     "contextwarden:task=browser",
+    "contextwarden:task=proxy",
     "langchain-context-editing",
     "openai-agents-trimmer",
     "openhands-condenser",

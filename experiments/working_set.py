@@ -23,6 +23,9 @@ from contextwarden.window.state import derive_state
 FOCUS = ("src/pkg/core.py", "src/pkg/module_3.py", "src/pkg/module_7.py")
 GOAL = "Fix compute_total in src/pkg/core.py so compute_total([2, 3]) == 5. Do not change the public API."
 
+UNGUARDED = "contextwarden:modified-files=0"
+"""The default without the protection of the files changed last (``Protection.modified_files``)."""
+
 
 def session(explore: int, cycles: int) -> tuple[Script, list[int]]:
     """The session and the event counts at which part 1 takes a snapshot."""
@@ -105,7 +108,7 @@ def run(*, small: bool = False) -> Experiment:
         note="The state tracks files, tests and errors; it does not track symbols (functions, classes).",
     )
     latest = _latest_reads(script)
-    specs = ("raw", "mask-last-n:5", "contextwarden", "contextwarden:protect-modified-files=0")
+    specs = ("raw", "mask-last-n:5", "contextwarden", UNGUARDED)
     rows = [_final(script, spec, latest) for spec in specs]
     window = (int(str(rows[2][1])) // 1000 + 1) * 1000
     narrow = small_window(window)
@@ -134,10 +137,10 @@ def run(*, small: bool = False) -> Experiment:
         f"Under pressure ({narrow}) contextwarden kept {pressured[2]} working-set files current in "
         f"{pressured[1]:,} tokens, with {pressured[3]:,} tokens of other files' reads; raw kept {by['raw'][2]} with "
         f"{by['raw'][3]:,} such tokens.",
-        f"Without the protection of modified files (`protect-modified-files=0`) "
-        f"{by['contextwarden:protect-modified-files=0'][2]} of the working set stays current, against "
-        f"{by['contextwarden'][2]} with it: the default keeps only the newest tool result by recency, so the "
-        "current read of a file being changed, a few calls back, would be masked like any other.",
+        f"Without the protection of modified files (`{UNGUARDED.partition(':')[2]}`) {by[UNGUARDED][2]} of the "
+        f"working set stays current, against {by['contextwarden'][2]} with it: the default keeps only the newest "
+        "tool result by recency, so the current read of a file being changed, a few calls back, would be masked "
+        "like any other.",
     )
     return Experiment(
         name="working_set",

@@ -103,7 +103,7 @@ def test_working_set(load: Any) -> None:
     assert int(final["contextwarden"][3].replace(",", "")) < int(final["raw"][3].replace(",", ""))
     # the current reads of the files being changed stay, though the default keeps only the newest result
     assert final["contextwarden"][2] == "3/3"
-    assert final["contextwarden:protect-modified-files=0"][2] == "2/3"
+    assert final[mod.UNGUARDED][2] == "2/3"
 
 
 def test_compaction(load: Any) -> None:

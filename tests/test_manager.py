@@ -26,6 +26,7 @@ from contextwarden.log.events import (
 from contextwarden.log.store.memory import MemoryStore
 from contextwarden.models import get_profile
 from contextwarden.plan.planner import PlannerSettings
+from contextwarden.plan.protection import Protection
 from contextwarden.tokens import HeuristicCounter
 from contextwarden.wire import render_openai_chat
 
@@ -323,7 +324,11 @@ def test_failing_test_output_is_never_masked_while_unresolved() -> None:
         s.call("read_file", f"module {i} " * 800, path=f"m{i}.py")
     policy = ContextPolicy(
         planner=PlannerSettings(
-            cache_aware=False, min_batch_tokens=0, min_batch_share=0, keep_recent_tool_results=2, working_set_files=0
+            cache_aware=False,
+            min_batch_tokens=0,
+            min_batch_share=0,
+            keep_recent_tool_results=2,
+            protection=Protection(working_set_files=0, working_set_reads=0),
         )
     )
     ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS, policy=policy)
@@ -346,8 +351,11 @@ def test_latest_read_of_working_set_files_stays_verbatim() -> None:
                 min_batch_tokens=0,
                 min_batch_share=0,
                 keep_recent_tool_results=2,
-                working_set_files=working_set_files,
-                protect_exploration_reads=False,  # the session only reads: that rule would keep core.py too
+                protection=Protection(
+                    working_set_files=working_set_files,
+                    working_set_reads=0,  # that rule keeps core.py from voluntary batches too
+                    exploration_reads=False,  # the session only reads: that rule would keep core.py too
+                ),
             )
         )
         ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS, policy=policy)

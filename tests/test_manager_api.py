@@ -152,6 +152,14 @@ def test_a_record_written_by_an_older_release_reads_with_defaults() -> None:
     assert policy_from_dict(data) == ContextPolicy(max_item_tokens=3_000)
 
 
+def test_a_record_with_the_former_protection_knobs_keeps_them() -> None:
+    data = policy_to_dict(ContextPolicy())
+    del data["planner"]["protection"]
+    data["planner"].update(working_set_files=3, protect_modified_files=0, protect_exploration_reads=False)
+    protection = policy_from_dict(data).planner.protection
+    assert (protection.working_set_files, protection.modified_files, protection.exploration_reads) == (3, 0, False)
+
+
 # ---------------------------------------------------------------------- this build's decisions
 
 

@@ -14,6 +14,7 @@ from contextwarden.log.events import AssistantMessage, Instruction, ToolCall, To
 from contextwarden.log.store import MemoryStore
 from contextwarden.models import ModelProfile, get_profile, register_profile
 from contextwarden.plan.planner import PlannerSettings
+from contextwarden.plan.protection import Protection
 
 SYSTEM = "You are a careful coding agent. " * 200  # a long stable prefix, well over 1,024 tokens
 
@@ -57,7 +58,10 @@ def test_re_read_of_masked_output_counts() -> None:
     eager = replace(
         ContextPolicy(),
         planner=PlannerSettings(
-            keep_recent_tool_results=2, cache_aware=False, min_batch_tokens=1, protect_exploration_reads=False
+            keep_recent_tool_results=2,
+            cache_aware=False,
+            min_batch_tokens=1,
+            protection=Protection(exploration_reads=False, working_set_reads=0),
         ),
     )  # an agent that only reads keeps its reads by default: mask them here to count the re-read
     metrics = session_metrics(store, _session(store, steps), model="gpt-4o", policy=eager)

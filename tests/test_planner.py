@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from contextwarden.assemble.manager import ContextManager, ContextPolicy
 from contextwarden.log.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
 from contextwarden.log.store.memory import MemoryStore
 from contextwarden.models import get_profile
 from contextwarden.plan.planner import PlannerSettings, payback_turns, plan
+from contextwarden.plan.protection import Protection, protect
 from contextwarden.tokens import HeuristicCounter
 from contextwarden.window.items import Tier
 from contextwarden.window.policies.presets import CODING_TOOL_POLICIES
@@ -78,28 +81,18 @@ def test_voluntary_batches_wait_for_payback_and_count_net_savings() -> None:
 
 
 def test_the_batch_floor_is_a_share_of_what_a_batch_can_still_change() -> None:
-    """Under an automatic cache, protected evidence, placeholders and pinned items do not raise the floor."""
+    """Under a write premium, protected evidence, placeholders and pinned items do not raise the floor."""
     p = projection(*[("bash", body(80, f"log{i}"), {"command": f"make {i}"}) for i in range(10)])
     results = [i.id for i in p.items if i.message.role == "tool"]
     evidence = frozenset(results[:6])  # e.g. unresolved failures: never masked
-    settings = PlannerSettings(
-        keep_recent_tool_results=3,
-        min_batch_tokens=0,
-        min_batch_share=0.2,
-        min_batch_share_automatic=0.2,
-        cache_aware=False,
-    )
+    settings = PlannerSettings(keep_recent_tool_results=3, min_batch_tokens=0, min_batch_share=0.2, cache_aware=False)
+    explicit = get_profile("claude-sonnet-4-5")
     decided = plan(
-        p, total=p.total, trigger=10**6, profile=PROFILE, turns_so_far=20, settings=settings, evidence=evidence
+        p, total=p.total, trigger=10**6, profile=explicit, turns_so_far=20, settings=settings, evidence=evidence
     )
     assert [e.target_id for e in decided.edits] == [results[6]]
     one = p.savings(decided.edits[0])
     assert one < 0.2 * p.total  # a share of the whole conversation would never batch it
-    explicit = get_profile("claude-sonnet-4-5")  # with a write premium, the same floor (with its own share)
-    same = plan(
-        p, total=p.total, trigger=10**6, profile=explicit, turns_so_far=20, settings=settings, evidence=evidence
-    )
-    assert same.edits == decided.edits
     assert p.settled_tokens(evidence) >= sum(t.tokens for t in p.items if t.id in evidence or t.pinned)
     p.apply_edits(decided.edits)
     assert p.settled_tokens(frozenset()) >= p.item(results[6]).tokens  # a placeholder is settled too
@@ -168,7 +161,9 @@ def test_under_pressure_a_working_set_read_outlives_a_newer_read_outside_it() ->
     )
     assert p.state.working_set[:2] == ("c.py", "a.py")  # c.py read last, a.py read twice; b.py once, long ago
     ids = {i.message.text.split(" line")[0]: i.id for i in p.items if i.message.role == "tool"}
-    settings = PlannerSettings(keep_recent_tool_results=3, pressure_target=1.0, working_set_files=0)
+    settings = PlannerSettings(
+        keep_recent_tool_results=3, pressure_target=1.0, protection=Protection(working_set_files=0)
+    )
     one = p.savings(p.mask_edits(3, frozenset())[0])
     first = plan(p, total=p.total, trigger=p.total - one // 2, profile=PROFILE, turns_so_far=7, settings=settings)
     assert [e.target_id for e in first.edits] == [ids["b"]]  # newer than both reads of a.py, but outside the set
@@ -233,24 +228,26 @@ def test_a_manager_counts_the_tool_list_its_first_batch_rewrites() -> None:
     assert "waiting" in actions[True][0]
 
 
-def test_each_cache_style_has_its_own_batch_share() -> None:
-    """``min_batch_share`` holds batches under an explicit cache, ``min_batch_share_automatic`` under others."""
+def test_only_a_cache_with_a_write_premium_holds_batches_to_a_share() -> None:
+    """``min_batch_share`` holds batches under an explicit cache; under an automatic one the payback rule does."""
     p = projection(*[("bash", body(80, f"log{i}"), {"command": f"make {i}"}) for i in range(8)])
     explicit, automatic = get_profile("claude-sonnet-4-5"), get_profile("gpt-4o")
 
-    def batches(profile: object, **shares: float) -> bool:
-        settings = PlannerSettings(keep_recent_tool_results=3, min_batch_tokens=0, cache_aware=False, **shares)  # type: ignore[arg-type]
+    def batches(profile: object, share: float) -> bool:
+        settings = PlannerSettings(
+            keep_recent_tool_results=3, min_batch_tokens=0, cache_aware=False, min_batch_share=share
+        )
         decided = plan(p, total=p.total, trigger=10**6, profile=profile, turns_so_far=20, settings=settings)  # type: ignore[arg-type]
         return bool(decided.edits)
 
-    assert batches(explicit, min_batch_share=0.1, min_batch_share_automatic=0.99)
-    assert not batches(explicit, min_batch_share=0.99, min_batch_share_automatic=0.1)
-    assert batches(automatic, min_batch_share=0.99, min_batch_share_automatic=0.1)
-    assert not batches(automatic, min_batch_share=0.1, min_batch_share_automatic=0.99)
+    assert batches(explicit, 0.1) and not batches(explicit, 0.99)
+    assert batches(automatic, 0.99)
+    with pytest.warns(DeprecationWarning, match="no effect"):
+        PlannerSettings(min_batch_share_automatic=0.99)
 
 
 def test_the_current_read_of_every_modified_file_is_protected() -> None:
-    """``protect_modified_files``: the files the session changed last keep their latest current read, whatever
+    """``Protection.modified_files``: the files the session changed last keep their latest current read, whatever
     their rank."""
     p = projection(
         ("read_file", body(40, "a v1"), {"path": "src/a.py"}),
@@ -262,9 +259,13 @@ def test_the_current_read_of_every_modified_file_is_protected() -> None:
         ("bash", body(40, "log"), {"command": "make"}),
     )
     reads = {i.message.text.split(" line")[0]: i.id for i in p.items if i.message.role == "tool"}
-    assert reads["a v2"] not in p.protected_ids(0)
-    changed = p.protected_ids(0, modified=3)
+
+    def evidence(modified: int) -> frozenset[str]:
+        return protect(p, Protection(working_set_files=0, modified_files=modified)).evidence
+
+    assert reads["a v2"] not in evidence(0)
+    changed = evidence(3)
     assert {reads["a v2"], reads["b v2"]} <= changed  # the current reads of both changed files
     assert reads["a v1"] not in changed and reads["b v1"] not in changed  # stale: a later edit changed them
-    last = p.protected_ids(0, modified=1)
+    last = evidence(1)
     assert reads["b v2"] in last and reads["a v2"] not in last  # only the file changed most recently

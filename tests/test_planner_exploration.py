@@ -1,4 +1,4 @@
-"""An agent that has only read keeps its reads (``PlannerSettings.protect_exploration_reads``)."""
+"""An agent that has only read keeps its reads (``Protection.exploration_reads``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from contextwarden.context import ToolDefinition
 from contextwarden.log.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
 from contextwarden.log.store.memory import MemoryStore
 from contextwarden.plan.planner import PlannerSettings
+from contextwarden.plan.protection import Protection
 from contextwarden.tokens import HeuristicCounter
 
 TOOLS = (
@@ -17,6 +18,7 @@ TOOLS = (
     ToolDefinition(name="write_file", description="Write a file.", parameters={"type": "object"}),
     ToolDefinition(name="bash", description="Run a command.", parameters={"type": "object"}),
 )
+NO_WORKING_SET = Protection(working_set_files=0, working_set_reads=0)
 EAGER = PlannerSettings(cache_aware=False, min_batch_tokens=0, min_batch_share=0, keep_recent_tool_results=2)
 
 
@@ -63,7 +65,9 @@ def test_a_session_that_has_only_read_keeps_every_read() -> None:
 def test_the_rule_off_masks_the_reads() -> None:
     agent = Agent()
     agent.explore()
-    texts = agent.tool_texts(replace(EAGER, protect_exploration_reads=False, working_set_files=0))
+    texts = agent.tool_texts(
+        replace(EAGER, protection=Protection(exploration_reads=False, working_set_files=0, working_set_reads=0))
+    )
     assert all("masked" in t for t in texts[:6])
 
 
@@ -73,7 +77,7 @@ def test_the_first_change_ends_exploration_and_lets_the_reads_go() -> None:
     agent.call("write_file", "ok", path="src/loader.py", content="x = 1\n")
     for i in range(3):
         agent.call("bash", f"listing {i} " * 600, command=f"ls dir{i}")
-    texts = agent.tool_texts(replace(EAGER, working_set_files=0))
+    texts = agent.tool_texts(replace(EAGER, protection=NO_WORKING_SET))
     assert "masked" in texts[1] and "masked" in texts[2]  # record.py and schema.py: no longer kept
     assert "loader source" not in texts[0]  # the write made that read stale
 
@@ -84,7 +88,7 @@ def test_a_failing_run_ends_exploration_too() -> None:
     agent.call("bash", "Traceback: ValueError: empty record", exit_code=1, command="python repro.py")
     for i in range(3):
         agent.call("bash", f"listing {i} " * 600, command=f"ls dir{i}")
-    texts = agent.tool_texts(replace(EAGER, working_set_files=0))
+    texts = agent.tool_texts(replace(EAGER, protection=NO_WORKING_SET))
     assert all("masked" in t for t in texts[:3])
     assert "Traceback" in texts[8]  # the unresolved failure itself stays
 

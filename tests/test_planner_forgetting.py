@@ -8,13 +8,17 @@ from contextwarden.log.events import AssistantMessage, Event, ToolCall, ToolResu
 from contextwarden.log.store.memory import MemoryStore
 from contextwarden.models import get_profile
 from contextwarden.plan.planner import PlannerSettings, plan
+from contextwarden.plan.protection import Protection
 from contextwarden.tokens import HeuristicCounter
 from contextwarden.window.accounting import message_tokens
 from contextwarden.window.policies.presets import CODING_TOOL_POLICIES
 from contextwarden.window.projection import Projection, ProjectionConfig
 
 COUNTER = HeuristicCounter()
-EAGER = PlannerSettings(cache_aware=False, min_batch_tokens=0, min_batch_share=0, keep_recent_tool_results=1)
+UNPROTECTED = Protection(working_set_files=0, modified_files=0, working_set_reads=0, exploration_reads=False)
+EAGER = PlannerSettings(
+    cache_aware=False, min_batch_tokens=0, min_batch_share=0, keep_recent_tool_results=1, protection=UNPROTECTED
+)
 
 
 def project(*calls: tuple[str, str, dict[str, object]]) -> Projection:

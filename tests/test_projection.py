@@ -24,6 +24,7 @@ from contextwarden.log.events import (
 from contextwarden.log.store.memory import MemoryStore
 from contextwarden.models import get_profile
 from contextwarden.plan.planner import PlannerSettings
+from contextwarden.plan.protection import Protection, protect
 from contextwarden.tokens import HeuristicCounter
 from contextwarden.window.accounting import anchored_estimate
 from contextwarden.window.items import Lifecycle
@@ -194,7 +195,7 @@ def test_state_is_derived_under_the_policy_in_force() -> None:
     assert derive_state(events, policies=checks).failing_tests == ("tests/test_a.py::t",)
     projection = project(events, checks)
     assert projection.state.failing_tests == ("tests/test_a.py::t",)
-    assert projection.protected_ids(0) == {projection.items[-1].id}  # and its evidence is never masked
+    assert protect(projection, Protection(working_set_files=0)).evidence == {projection.items[-1].id}  # never masked
 
 
 # --------------------------------------------------------------------------- breakpoints that hold

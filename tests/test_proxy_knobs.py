@@ -71,7 +71,7 @@ def test_a_task_preset_plans_the_proxied_session(tmp_path: Path) -> None:
             records = [build_settings_of(e) for e in r.proxy.store.read(info.id) if isinstance(e, SettingChange)]
         policy = records[-1].policy if records and records[-1] else None
         assert policy is not None
-        assert policy.name == (preset or "contextwarden")
+        assert policy.name == (preset or "proxy")
         # what the proxy must keep, whatever the preset: the client's tools, its thinking, its horizon
         assert not policy.retrieval_tools and not policy.planner.drop_old_thinking
         assert policy.planner.horizon_share == pytest.approx(1 / 3)

@@ -15,6 +15,8 @@ import pytest
 
 from contextwarden.assemble.manager import ContextPolicy
 from contextwarden.plan.planner import PlannerSettings
+from contextwarden.plan.taskpolicies import PROXY, get_task_policy, register_task_policy, task_policy_names
+from contextwarden.proxy.policy import proxy_policy
 from contextwarden.replay import ReplaySettings, load_inputs, replay_file
 from contextwarden.replay.catalog import parse_strategy
 from contextwarden.replay.engine import reference_of
@@ -66,10 +68,9 @@ def test_the_proxy_keeps_three_results_because_its_first_batch_adds_no_tools(tmp
     The proxy adds none, so that batch looks cheap and comes early: with a keep of 1 it costs 1.02x raw on
     this short real trajectory under gpt-5; the proxy's keep of 3 stays at raw.
     """
-    from contextwarden.proxy.policy import PROXY_KEEP_RECENT
-
+    keep = PROXY.planner.keep_recent_tool_results
     policy = _proxy_policy(tmp_path)
-    assert policy.planner.keep_recent_tool_results == PROXY_KEEP_RECENT > PlannerSettings().keep_recent_tool_results
+    assert policy.planner.keep_recent_tool_results == keep > PlannerSettings().keep_recent_tool_results
     counter = best_counter()
     settings = ReplaySettings(model="gpt-5", optimum=False)
     (inp,) = load_inputs([str(TRAJECTORY)])
@@ -85,4 +86,30 @@ def test_the_proxy_keeps_three_results_because_its_first_batch_adds_no_tools(tmp
         raw, proxied = (sum(r.cost_usd for r in run.requests) for run in runs)
         return proxied / raw
 
-    assert ratio(PROXY_KEEP_RECENT) <= 1.0 < ratio(1) - 0.01
+    assert ratio(keep) <= 1.0 < ratio(1) - 0.01
+
+
+def test_the_proxy_plans_with_the_registered_proxy_preset(tmp_path: Path) -> None:
+    """The proxy's settings are the ``proxy`` task preset: listed, replayable, and what the proxy runs."""
+    assert "proxy" in task_policy_names()
+    assert _proxy_policy(tmp_path) == get_task_policy("proxy")
+    replayed = parse_strategy("contextwarden:task=proxy")
+    assert isinstance(replayed, ContextWardenStrategy)
+    assert replayed.policy.planner == PROXY.planner and not replayed.policy.retrieval_tools
+    tuned = dataclasses.replace(PROXY, planner=dataclasses.replace(PROXY.planner, horizon_share=0.25))
+    register_task_policy(tuned, replace_existing=True)
+    try:
+        assert proxy_policy().planner.horizon_share == 0.25  # read from the registry, not a constant
+        assert proxy_policy("coding").planner.horizon_share == 0.25
+        assert proxy_policy("coding").planner.keep_recent_tool_results == 10  # the preset's own, being more
+    finally:
+        register_task_policy(PROXY, replace_existing=True)
+
+
+def test_the_former_constants_read_the_preset_with_a_warning() -> None:
+    import contextwarden.proxy.policy as module
+
+    with pytest.warns(DeprecationWarning):
+        assert module.PROXY_KEEP_RECENT == 3  # type: ignore[attr-defined]
+    with pytest.warns(DeprecationWarning):
+        assert PROXY.planner.horizon_share == module.PROXY_HORIZON  # type: ignore[attr-defined]

@@ -241,6 +241,7 @@ def test_session_masked_read_then_re_read_is_under_context() -> None:
 
     from contextwarden.assemble.manager import ContextPolicy
     from contextwarden.plan.planner import PlannerSettings
+    from contextwarden.plan.protection import Protection
 
     store = MemoryStore()
     sid = store.create_session().id
@@ -256,7 +257,10 @@ def test_session_masked_read_then_re_read_is_under_context() -> None:
     eager = replace(
         ContextPolicy(),
         planner=PlannerSettings(
-            keep_recent_tool_results=2, cache_aware=False, min_batch_tokens=1, protect_exploration_reads=False
+            keep_recent_tool_results=2,
+            cache_aware=False,
+            min_batch_tokens=1,
+            protection=Protection(exploration_reads=False, working_set_reads=0),
         ),
     )  # an agent that only reads keeps its reads by default: mask them here to see the re-read
     report = classify_session(store, sid, model="gpt-4o", policy=eager)

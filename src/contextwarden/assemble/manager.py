@@ -226,12 +226,6 @@ class ContextManager:
             profile=settings.profile,
             turns_so_far=projection.assistant_turns,
             settings=planner,
-            evidence=projection.protected_ids(
-                planner.working_set_files,
-                revisited=planner.protect_revisited_files,
-                modified=planner.protect_modified_files,
-            ),
-            kept=projection.exploration_ids() if planner.protect_exploration_reads else frozenset(),
             conversation_tokens=projection.total,
             tools_join=policy.retrieval_tools and not offered,
         )

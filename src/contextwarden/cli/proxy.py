@@ -51,7 +51,8 @@ from ._policy import chosen_policy
     "policy_name",
     default=None,
     metavar="NAME",
-    help=f"Task preset to plan under ({', '.join(task_policy_names())}); default: the library's default policy.",
+    help=f"Task preset to plan under ({', '.join(task_policy_names())}); default: proxy (the default policy "
+    "as a proxy runs it).",
 )
 @click.option(
     "--budget-limit",

@@ -15,15 +15,17 @@ thinking; compaction is left to the caller as the last resort.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+import warnings
+from dataclasses import InitVar, dataclass, field, replace
+from typing import Any, Protocol
 
 from ..context import Decision
 from ..log.events import EVICTING_EDITS, ContextEdit
 from ..models import ModelProfile
+from .protection import Protection, WorkingSetFacts, protect
 
 
-class ReductionPool(Protocol):
+class ReductionPool(WorkingSetFacts, Protocol):
     """What the planner can reduce, kept up to date incrementally (``Projection`` implements it)."""
 
     def lossless_edits(self) -> list[ContextEdit]:
@@ -65,65 +67,97 @@ class PlannerSettings:
 
     keep_recent_tool_results: int = 1
     """Tool results newer than this many stay verbatim when masking; a tool policy's own ``keep_recent``
-    raises the floor for its results. Anthropic's context editing keeps 3, and so did this default until
-    the first evicting batch paid for the tool list it rewrites: since then 1 is cheaper on the long
-    replay sessions and still never above raw on the short real ones
-    (docs/benchmarks.md, "The first evicting batch pays for the whole request")."""
+    raises the floor for its results. The first batch that evicts something rewrites the tool list, so
+    batches come late and few; keeping more results then only costs more (docs/benchmarks.md, "Planner
+    defaults and why")."""
     min_batch_tokens: int = 2_048
     """A voluntary batch must save at least this many tokens (the hard budget ignores it)."""
     min_batch_share: float = 0.45
     """...and, under a cache that charges a write premium (Anthropic's breakpoints), at least this share of
     what a batch could still change (the conversation less pinned items, placeholders and protected
     evidence; a share of everything would grow with what no batch can take out and starve batches late in
-    a session). Every batch pays the premium again on what it rewrites, so few, large batches cost less
-    (docs/benchmarks.md, "Replay" and "The first evicting batch pays for the whole request")."""
-    min_batch_share_automatic: float = 0.2
-    """...and, under an automatic cache or none (no write premium), at least this share of what a batch
-    could still change. The payback rule already holds such batches back: any share from 0.05 to 0.25 gave
-    the same, fewest tokens and lowest cost on the long replay sessions under gpt-5 (docs/benchmarks.md,
-    "The first evicting batch pays for the whole request")."""
+    a session). Every batch pays the premium again on what it rewrites, so few, large batches cost less.
+    Under an automatic cache or none the payback rule alone holds batches back: a share there changed
+    nothing measurable (docs/benchmarks.md, "Planner defaults and why")."""
+    min_batch_share_automatic: InitVar[float | None] = None
+    """Deprecated and without effect: no share applies without a write premium."""
     cache_aware: bool = True
     """Batch by payback; False reduces at every request as soon as something is reducible."""
     expected_turns: int | None = None
     """Turns the session is expected to still run; None estimates ``horizon_share`` of the turns so far (min 4
     turns)."""
     horizon_share: float = 0.4
-    """Share of the turns so far a session is expected to still run, when ``expected_turns`` is None. Half
-    (the earlier estimate) let a batch late in the 21-request ctf__i_got_id_demo cost 1.09x raw under gpt-5;
-    0.4 keeps every bundled real transcript at raw under both cache models (docs/benchmarks.md, "Replay")."""
+    """Share of the turns so far a session is expected to still run, when ``expected_turns`` is None: a
+    batch the session does not live to pay back costs more than keeping the cache, so the estimate is
+    cautious (docs/benchmarks.md, "Planner defaults and why")."""
     drop_old_thinking: bool = True
     """Drop thinking blocks of turns before the latest user message."""
     mask: bool = True
     """Mask old tool results at all (False: only lossless reductions)."""
-    working_set_files: int = 1
-    """Besides the files the task names or an unresolved failure involves (always protected), the latest
-    current read of this many most relevant working-set files is never masked while no later write made
-    it stale (0: none). The task's files rank first and count among them: with 1, a session whose goal
-    names a file protects no other once it has read that file. Without ``protect_exploration_reads``, 3
-    keeps every next-action read on the generated replay sessions but costs 0.02-0.03x raw more
-    (docs/benchmarks.md, "Next-action evidence on every long transcript"); that rule keeps them for less,
-    so the default protects one."""
-    protect_revisited_files: bool = False
-    """Also keep the latest current read of every working-set file the session touched more than once.
-    The next-action misses on the generated replay sessions are re-reads of such files ranked below the
-    one ``working_set_files`` protects; True brought next-action evidence to 1.000 there but cost about
-    0.03x raw more under gpt-5 (0.73 -> 0.76), so it is off by default (``protect_exploration_reads``
-    reaches 1.000 for less)."""
-    protect_modified_files: int = 3
-    """Also keep the latest current read of this many working-set files the session changed, the most
-    recently touched first (seed 002 §23: files modified are in the working set; 0: none). With a keep of
-    1, recency alone no longer keeps them: in experiments/working_set.py the final request showed 2 of the
-    3 files being fixed without it, 3 with it. Protecting every changed file (up to the working set's 12)
-    cost 10-18% more agent tokens in bench_drift.py's compaction runs, which change a new file every third
-    turn; 3 cost 2-5% there. On the replay sessions (bench_replay.py) it changes no figure."""
-    protect_exploration_reads: bool = True
-    """While the session has only read (no file changed, no test run, no error unresolved:
-    ``TaskState.exploring``), keep the latest current read of every file it read (at most 12) under the
-    trigger; under pressure they are masked in the order of loss. An agent still exploring comes back to
-    what it read: on the generated replay sessions this keeps every next-action read (docs/benchmarks.md,
-    "Next-action evidence on every long transcript")."""
+    protection: Protection = field(default_factory=Protection)
+    """Which tool results stay verbatim: the task's evidence and the working set's reads (:mod:`.protection`)."""
+    working_set_files: InitVar[int | None] = None
+    """Deprecated: ``protection=Protection(working_set_files=N)``."""
+    protect_modified_files: InitVar[int | None] = None
+    """Deprecated: ``protection=Protection(modified_files=N)``."""
+    protect_exploration_reads: InitVar[bool | None] = None
+    """Deprecated: ``protection=Protection(exploration_reads=...)``."""
+    protect_revisited_files: InitVar[bool | None] = None
+    """Deprecated and without effect: the working set's reads are kept (``Protection.working_set_reads``),
+    files the session came back to among them."""
     pressure_target: float = 0.6
     """Under pressure, mask down towards this share of the trigger."""
+
+    def __post_init__(
+        self,
+        min_batch_share_automatic: float | None,
+        working_set_files: int | None,
+        protect_modified_files: int | None,
+        protect_exploration_reads: bool | None,
+        protect_revisited_files: bool | None,
+    ) -> None:
+        if min_batch_share_automatic is not None:
+            warnings.warn(
+                "PlannerSettings.min_batch_share_automatic has no effect: the payback rule alone holds batches "
+                "back under a cache without a write premium",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+        renamed = {
+            "working_set_files": working_set_files,
+            "modified_files": protect_modified_files,
+            "exploration_reads": protect_exploration_reads,
+        }
+        # ``dataclasses.replace`` passes the old names back as read (``_Read``): those are no change.
+        given: dict[str, Any] = {k: v for k, v in renamed.items() if v is not None and not isinstance(v, _Read)}
+        if given or (protect_revisited_files is not None and not isinstance(protect_revisited_files, _Read)):
+            warnings.warn(
+                "PlannerSettings protection knobs moved to PlannerSettings(protection=Protection(...)) "
+                "(working_set_files, modified_files, exploration_reads); protect_revisited_files has no effect",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+        if given:
+            object.__setattr__(self, "protection", replace(self.protection, **given))
+
+
+class _Read(int):
+    """A deprecated field's value as read: ``dataclasses.replace`` passes it back, which changes nothing."""
+
+
+def _alias(name: str) -> property:
+    """An old ``PlannerSettings`` field that reads its ``Protection`` value, for one release."""
+    return property(lambda self: _Read(getattr(self.protection, name) if name else False))
+
+
+# Without these the old names would read the InitVar's default (None) left on the class.
+for _old, _new in (
+    ("working_set_files", "working_set_files"),
+    ("protect_modified_files", "modified_files"),
+    ("protect_exploration_reads", "exploration_reads"),
+    ("protect_revisited_files", ""),
+):
+    setattr(PlannerSettings, _old, _alias(_new))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,19 +211,22 @@ def plan(
 
     ``total`` is the whole request (system and tool schemas included) and is what the trigger
     compares; ``conversation_tokens`` is the conversation (default: ``total``), so the number of tools
-    offered does not change when to batch; ``min_batch_share`` is a share of it (under an automatic
-    cache, less what no batch can change: pinned items, placeholders, ``evidence``).
+    offered does not change when to batch; under a cache with a write premium ``min_batch_share`` is a
+    share of it, less what no batch can change (pinned items, placeholders, the protected results).
 
-    ``evidence`` names tool results that must stay verbatim (failing tests, unresolved errors,
-    the current reads of the working set): they are never masked, only superseded by a newer
-    result on the same thing. ``kept`` names results a voluntary batch leaves alone (the reads of a
-    session still exploring) but pressure may mask. Every edit's saving is net (placeholder included)
-    and positive.
+    What stays verbatim is ``settings.protection`` applied to the pool's working set
+    (:func:`~.protection.protect`): its evidence is never masked, only superseded by a newer result on
+    the same thing; what it keeps a voluntary batch leaves alone, and pressure may mask. ``evidence``
+    and ``kept`` add results of the caller's own to either. Every edit's saving is net (placeholder
+    included) and positive.
 
     ``tools_join`` says tools join the tool list with the first batch that evicts something (the
     retrieval tools): tool schemas open the cached prefix, so that batch rewrites the whole request,
     and its payback counts ``total`` as rewritten rather than the tail from its first edit.
     """
+    shield = protect(pool, settings.protection)
+    evidence |= shield.evidence
+    kept = (kept | shield.kept) - evidence
     lossless = pool.lossless_edits()
     pressure = total > trigger
     if not pressure:
@@ -208,8 +245,8 @@ def plan(
     write, read = cache_prices(profile)
     # The floor is a share of what a batch can still change, so settled tokens (pinned items, placeholders,
     # protected evidence) do not starve batches late in a session. An explicit cache charges a write premium
-    # on every batch, so its share is larger (fewer batches).
-    share = settings.min_batch_share if write > 1.0 else settings.min_batch_share_automatic
+    # on every batch, so only there a share holds batches back (fewer, larger ones).
+    share = settings.min_batch_share if write > 1.0 else 0.0
     floor = max(settings.min_batch_tokens, int(share * max(conversation - pool.settled_tokens(evidence), 0)))
     if not batch or saved < floor:
         return Plan(reason=f"nothing worth a batch ({saved} tokens reducible, {floor} needed)")

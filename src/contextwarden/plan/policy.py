@@ -61,8 +61,20 @@ def policy_to_dict(policy: ContextPolicy) -> dict[str, Any]:
     return encode_dataclass(policy)
 
 
+_FORMER_PROTECTION = {
+    "working_set_files": "working_set_files",
+    "protect_modified_files": "modified_files",
+    "protect_exploration_reads": "exploration_reads",
+}
+"""Planner fields a policy recorded by an earlier release holds, and the ``Protection`` field each became."""
+
+
 def policy_from_dict(data: object) -> ContextPolicy:
     """Read a policy written by :func:`policy_to_dict`; ``CodecError`` names what is wrong."""
+    planner = data.get("planner") if isinstance(data, dict) else None
+    if isinstance(data, dict) and isinstance(planner, dict) and "protection" not in planner:
+        former = {new: planner[old] for old, new in _FORMER_PROTECTION.items() if old in planner}
+        data = {**data, "planner": {**planner, "protection": former}}
     try:
         return decode_dataclass(ContextPolicy, data, "policy")
     except (TypeError, ValueError) as exc:

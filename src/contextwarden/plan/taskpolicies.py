@@ -41,10 +41,12 @@ from ..window.policies.presets import (
 )
 from .planner import PlannerSettings
 from .policy import ContextPolicy
+from .protection import Protection
 
 __all__ = [
     "BROWSER",
     "CODING",
+    "PROXY",
     "RESEARCH",
     "Keep",
     "TaskPolicy",
@@ -109,6 +111,11 @@ class TaskPolicy:
     """Tool policies for every tool the entries do not name."""
     planner: PlannerSettings = field(default_factory=PlannerSettings)
     """When and how much to reduce."""
+    retrieval_tools: bool = True
+    """Offer ``read_range`` and ``recall`` once something is evicted (``ContextPolicy.retrieval_tools``)."""
+    client_window_notes: bool = True
+    """Open a window a client's own trim started with the pinned goal and a note
+    (``ContextPolicy.client_window_notes``)."""
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("_", "").replace("-", "").isalnum():
@@ -137,7 +144,13 @@ class TaskPolicy:
 
     def context_policy(self) -> ContextPolicy:
         """The :class:`ContextPolicy` the manager runs with for this kind of agent."""
-        return ContextPolicy(name=self.name, tool_policies=self.tool_policies(), planner=self.planner)
+        return ContextPolicy(
+            name=self.name,
+            tool_policies=self.tool_policies(),
+            planner=self.planner,
+            retrieval_tools=self.retrieval_tools,
+            client_window_notes=self.client_window_notes,
+        )
 
 
 _FILE_READS = ("read", "read_file", "view", "view_file", "open", "cat", "*read_file*", "mcp__*__read_file")
@@ -324,7 +337,31 @@ BROWSER = TaskPolicy(
 )
 """Current page state, recent actions, target and extracted data."""
 
-_PRESETS: dict[str, TaskPolicy] = {p.name: p for p in (CODING, RESEARCH, BROWSER)}
+PROXY = TaskPolicy(
+    name="proxy",
+    description="Behind the HTTP proxy: the client keeps its own tools and thinking, nothing is added.",
+    keeps=(),
+    planner=PlannerSettings(
+        keep_recent_tool_results=3,
+        drop_old_thinking=False,
+        horizon_share=1 / 3,
+        protection=Protection(exploration_reads=False),
+    ),
+    retrieval_tools=False,
+    client_window_notes=False,
+)
+"""The default policy as the proxy runs it (``contextwarden proxy`` plans with it; a ``--policy`` preset
+gets the same planner changes, :func:`contextwarden.proxy.policy.proxy_policy`).
+
+The proxy forwards the client's own tools (no retrieval tools of ours) and its thinking blocks with
+their signatures, so the planner must not count on dropping them, and a client's trim of its own
+history is its whole history. The rest is measured with the proxy's matched A/B
+(``docs/benchmarks.md``, "Planner defaults and why"): its first batch adds no tool list, so it looks
+cheap and comes early unless 3 results stay; a batch the session does not live to pay back costs more
+than going direct, so it expects a session to run a third as long again; and holding back an exploring
+session's reads costs more than it keeps there."""
+
+_PRESETS: dict[str, TaskPolicy] = {p.name: p for p in (CODING, RESEARCH, BROWSER, PROXY)}
 _ALIASES = {"deep_research": "research", "deep-research": "research", "web": "browser", "code": "coding"}
 _LOCK = threading.Lock()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -11,37 +12,44 @@ from typing import Any
 from ..context import ToolDefinition
 from ..log.events import Instruction
 from ..plan.policy import ContextPolicy
-from ..plan.taskpolicies import get_task_policy
+from ..plan.taskpolicies import get_task_policy, get_task_preset
 from .recall import RECALL_DESCRIPTION, RECALL_NAME, SERVER_INSTRUCTIONS
 
-PROXY_HORIZON = 1 / 3
-"""A batch the session does not live to pay back costs more than going direct, so the proxy expects
-a session to run a third as long again, not half (docs/proxy.md, "Measured")."""
-
-
-PROXY_KEEP_RECENT = 3
-"""Tool results the proxy keeps at least: it adds no retrieval tools, so its first batch rewrites no
-tool list and the planner sees it as cheap; with the library's keep of 1 it comes early enough to cost
-1.02x direct on a short real trajectory (tests/test_proxy_policy.py)."""
+PROXY_PRESET = "proxy"
+"""The task preset (:data:`contextwarden.plan.taskpolicies.PROXY`) that holds the proxy's settings."""
 
 
 def proxy_policy(preset: str | None = None) -> ContextPolicy:
-    """The policy of a proxy planning under the task preset ``preset`` (``None``: the default policy).
+    """The policy of a proxy planning under the task preset ``preset`` (``None``: the ``proxy`` preset).
 
-    The proxy keeps the client's tools as they are (no retrieval tools of ours) and leaves thinking
-    blocks with their signatures alone, so the planner must not count on dropping them. Keeping an
-    exploring session's reads took the matched A/B over issue 12's 0.80x of going direct (0.802x /
-    0.806x), so that protection is off here. An unknown preset is a ``UsageError`` that lists the known ones.
+    Another preset keeps its tool policies and planner, with what the ``proxy`` preset (as registered)
+    sets for a proxy: its retrieval tools and window notes off, thinking kept, its horizon and its
+    protection, and at least its number of recent results. An unknown preset is a ``UsageError`` that
+    lists the known ones.
     """
-    base = get_task_policy(preset) if preset is not None else ContextPolicy()
+    own = get_task_policy(PROXY_PRESET)
+    if preset is None or get_task_preset(preset).name == PROXY_PRESET:
+        return own
+    base = get_task_policy(preset)
     planner = replace(
         base.planner,
-        keep_recent_tool_results=max(base.planner.keep_recent_tool_results, PROXY_KEEP_RECENT),
-        drop_old_thinking=False,
-        horizon_share=PROXY_HORIZON,
-        protect_exploration_reads=False,
+        keep_recent_tool_results=max(base.planner.keep_recent_tool_results, own.planner.keep_recent_tool_results),
+        drop_old_thinking=own.planner.drop_old_thinking,
+        horizon_share=own.planner.horizon_share,
+        protection=own.planner.protection,
     )
-    return replace(base, retrieval_tools=False, client_window_notes=False, planner=planner)
+    return replace(
+        base, retrieval_tools=own.retrieval_tools, client_window_notes=own.client_window_notes, planner=planner
+    )
+
+
+def __getattr__(name: str) -> object:
+    """The proxy's former constants, read from the ``proxy`` preset (deprecated, for one release)."""
+    if name in ("PROXY_HORIZON", "PROXY_KEEP_RECENT"):
+        warnings.warn(f"{name} is deprecated: read get_task_preset('proxy').planner", DeprecationWarning, stacklevel=2)
+        planner = get_task_preset(PROXY_PRESET).planner
+        return planner.horizon_share if name == "PROXY_HORIZON" else planner.keep_recent_tool_results
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def provider_clears_tool_results(body: Mapping[str, Any]) -> bool:

@@ -41,7 +41,7 @@ class ProxySettings:
     """Seconds to wait for the upstream (model calls can be long)."""
     policy: str | None = None
     """A task preset (``coding``, ``research``, ``browser`` or one registered) to plan under; ``None``:
-    the library's default policy. Either way with the proxy's own settings (:func:`.policy.proxy_policy`)."""
+    the ``proxy`` preset. Either way with the proxy's own settings (:func:`.policy.proxy_policy`)."""
     budget_limit: int | None = None
     """Weighted tokens (output plus uncached input at a quarter) one task may spend before the proxy
     refuses its requests (:mod:`.budget`); ``None``: no budget."""

@@ -4,12 +4,14 @@
 :class:`~contextwarden.assemble.manager.ContextPolicy` and the structured compactor (so summarizer tokens are
 counted). Variants take comma-separated options after a colon:
 
-- any :class:`~contextwarden.plan.planner.PlannerSettings` field as ``name=value`` (dashes for underscores),
-  ``no-<flag>`` for a boolean one (``no-cache-aware``, ``no-mask``); ``keep=N`` and ``min-batch=N`` are
+- any :class:`~contextwarden.plan.planner.PlannerSettings` or :class:`~contextwarden.plan.protection.Protection`
+  field as ``name=value`` (dashes for underscores), ``no-<flag>`` for a boolean one (``no-cache-aware``,
+  ``no-mask``, ``no-working-set-reads``); ``keep=N`` and ``min-batch=N`` are
   short for ``keep-recent-tool-results`` and ``min-batch-tokens``; ``trigger=N`` sets the budget
   trigger; ``tools=PRESET`` uses a tool-policy preset (``coding-bytes``: seed 003's byte truncation);
   ``no-compact`` runs without the compactor; ``task=NAME`` starts from a task preset
-  (:func:`~contextwarden.plan.taskpolicies.get_task_policy`: ``coding``, ``research``, ``browser``)
+  (:func:`~contextwarden.plan.taskpolicies.get_task_policy`: ``coding``, ``research``, ``browser``,
+  ``proxy``)
   instead of the default policy, the other options varying it;
 - a what-if that changes how the builder's request is sent, not the builder, so a proposed change can be
   measured before it is made: ``frontier`` adds a cache breakpoint right before the oldest tool result a
@@ -20,12 +22,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ..assemble.manager import ContextManager, ContextPolicy
 from ..context import ModelContext
 from ..errors import BudgetExceededError, UsageError
 from ..log.events import Compaction
 from ..plan.planner import PlannerSettings
+from ..plan.protection import Protection
 from ..plan.taskpolicies import get_task_policy
 from ..window.policies.presets import tool_policy_preset
 from ..window.projection import Projection
@@ -112,7 +116,8 @@ def contextwarden_variant(options: str, *, name: str | None = None) -> ContextWa
     base = get_task_policy(tasks[-1]) if tasks else ContextPolicy()
     planner, budget, tools = base.planner, base.budget, base.tool_policies
     compact, frontier = True, False
-    fields = {f.name for f in dataclasses.fields(PlannerSettings)}
+    fields = {f.name for f in dataclasses.fields(PlannerSettings)} - {"protection"}
+    guards = {f.name for f in dataclasses.fields(Protection)}
     for option in given:
         key, _, value = option.partition("=")
         attr = _SHORT.get(key.replace("-", "_"), key.replace("-", "_"))
@@ -126,10 +131,11 @@ def contextwarden_variant(options: str, *, name: str | None = None) -> ContextWa
             budget = replace(budget, trigger_tokens=convert_option(value, 0, option))
         elif key == "tools" and value:
             tools = tool_policy_preset(value)
-        elif key.startswith("no-") and not value and attr[3:] in fields:
-            planner = replace(planner, **{attr[3:]: False})
-        elif attr in fields and value:
-            planner = replace(planner, **{attr: convert_option(value, getattr(planner, attr), option)})
+        elif key.startswith("no-") and not value and attr[3:] in fields | guards:
+            planner = _vary(planner, attr[3:], False)
+        elif attr in fields | guards and value:
+            owner = planner if attr in fields else planner.protection
+            planner = _vary(planner, attr, convert_option(value, getattr(owner, attr), option))
         else:
             known = [
                 "no-compact",
@@ -139,9 +145,17 @@ def contextwarden_variant(options: str, *, name: str | None = None) -> ContextWa
                 "trigger=N",
                 "task=NAME",
                 "tools=PRESET",
-                *(f"{f.replace('_', '-')}=..." for f in sorted(fields)),
+                *(f"{f.replace('_', '-')}=..." for f in sorted(fields | guards)),
             ]
             raise UsageError(f"unknown contextwarden option {option!r}; known: {', '.join(known)}")
     label = name or (f"contextwarden:{options}" if options else "contextwarden")
     policy = replace(base, name=label, planner=planner, budget=budget, compact=compact, tool_policies=tools)
     return ContextWardenStrategy(name=label, policy=policy, compact=compact, frontier_breakpoint=frontier)
+
+
+def _vary(planner: PlannerSettings, name: str, value: Any) -> PlannerSettings:
+    """``planner`` with its field ``name``, or its protection's, set to ``value``."""
+    change: dict[str, Any] = {name: value}
+    if name in {f.name for f in dataclasses.fields(Protection)}:
+        return replace(planner, protection=replace(planner.protection, **change))
+    return replace(planner, **change)

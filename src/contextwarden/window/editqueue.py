@@ -86,6 +86,10 @@ class EditQueue:
         self._rank_in_policy[item.id] = len(same)
         same.append(item.id)
 
+    def recent_tool_results(self, count: int) -> list[str]:
+        """Ids of the last ``count`` tool results, oldest first."""
+        return self._tool_ids[-count:] if count > 0 else []
+
     def add_assistant(self, item: ContextItem) -> None:
         """An assistant turn was pushed (its thinking may be dropped once a user message follows)."""
         if item.message.thinking:
@@ -235,7 +239,9 @@ class EditQueue:
     def loss_key(self, edit: ContextEdit, working_set: Sequence[str]) -> tuple[int, int, int]:
         """Sort key of the order of loss: higher tier first, then less relevant, then older.
 
-        Relevance is the rank of the most relevant working-set file the item touches (0: none).
+        Relevance is the rank of the most relevant working-set file the item touches (0: none). An item
+        touching a working-set file counts as :attr:`Tier.WORKING_SET` at least, whatever tier its tool
+        gave it: the read of the file being edited outlives a log of the same tier and age.
         """
         item = self.items.get(edit.target_id)
         if item is None:
@@ -244,7 +250,8 @@ class EditQueue:
         for r in item.resources:
             if r.key in working_set:
                 relevance = max(relevance, len(working_set) - list(working_set).index(r.key))
-        return (-int(item.tier), relevance, item.recency)
+        tier = min(int(item.tier), int(Tier.WORKING_SET)) if relevance else int(item.tier)
+        return (-tier, relevance, item.recency)
 
     def frontier(self, *, thinking: bool = True) -> int | None:
         """Position of the first item a pending or possible edit can change (None: no such item).

@@ -44,7 +44,7 @@ from .pointers import points_back, read_pointer
 from .policies.placeholders import extract_sources
 from .policies.presets import apply_policy, policy_for
 from .policies.resources import as_shown, resources_of
-from .state import MAX_WORKING_SET, StateBuilder, TaskState
+from .state import StateBuilder, TaskState
 
 __all__ = ["MAX_ARGUMENT_CHARS", "Projection", "ProjectionConfig", "message_tokens"]
 
@@ -173,38 +173,22 @@ class Projection:
         """Position of the first item a pending or possible edit can change (see :mod:`.editqueue`)."""
         return self.queue.frontier(thinking=thinking)
 
-    def exploration_ids(self) -> frozenset[str]:
-        """The latest current read of each file read so far, while the session is still exploring.
+    @property
+    def task_files(self) -> tuple[str, ...]:
+        """Working-set files the task names or an unresolved failure involves."""
+        return self.state_builder.task_files
 
-        Empty once :attr:`TaskState.exploring` is false; at most the :data:`MAX_WORKING_SET` files touched last.
-        """
-        state = self.state
-        if not state.exploring:
-            return frozenset()
-        touched = state.last_touch
-        files = sorted(state.files_read, key=lambda key: touched.get(key, 0), reverse=True)[:MAX_WORKING_SET]
-        latest = (self._ledger.latest_read(key) for key in files)
-        return frozenset(i for i in latest if i is not None)
+    def latest_read(self, key: str) -> str | None:
+        """The id of the latest read of file ``key`` that no later write made stale, if any."""
+        return self._ledger.latest_read(key)
 
-    def protected_ids(self, working_set_files: int, *, revisited: bool = False, modified: int = 0) -> frozenset[str]:
-        """Tool results never masked (superseding or a later change still replaces them).
+    def recent_tool_results(self, count: int) -> list[str]:
+        """Ids of the last ``count`` tool results, oldest first."""
+        return self.queue.recent_tool_results(count)
 
-        The task's evidence (failing tests, unresolved errors) and the latest *current* read of every
-        working-set file the task names or an unresolved failure involves, and of the
-        ``working_set_files`` most relevant working-set files (those rank first, so they count among
-        them): a read a later write made stale is no longer current, so it is not protected. With
-        ``revisited``, also every working-set file the session has come back to (touched more than
-        once): an agent that re-opened a file re-opens it again. And of the ``modified`` working-set files
-        the session changed most recently: the agent is working on them.
-        """
-        state = self.state
-        again = [k for k in state.working_set if state.references.get(k, 0) > 1] if revisited else []
-        changed = [k for k in state.working_set if k in state.files_modified][: max(modified, 0)]
-        head = state.working_set[: max(working_set_files, 0)]
-        pointed = self._ledger.pointed_files(self.list)
-        files = dict.fromkeys((*self.state_builder.task_files, *head, *again, *changed, *pointed))
-        latest = (self._ledger.latest_read(key) for key in files)
-        return state.evidence_ids | frozenset(i for i in latest if i is not None)
+    def pointed_files(self) -> list[str]:
+        """Files a result still shown points back to: their latest read is what the model is told to use."""
+        return self._ledger.pointed_files(self.list)
 
     # ------------------------------------------------------------------ events
 
