@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from _localmodel import LOCAL_N_CTX, local_model_name, local_provider
-from contextwarden.errors import Cancelled, ContextOverflowError
+from contextwarden.errors import Cancelled, PromptTooLongError
 from contextwarden.providers import (
     CallOptions,
     ChatMessage,
@@ -63,7 +63,7 @@ def test_real_context_overflow_is_classified_and_the_server_keeps_working() -> N
         max_tokens=32,
     )
     with local_provider(max_retries=3) as provider:
-        with pytest.raises(ContextOverflowError) as info:
+        with pytest.raises(PromptTooLongError) as info:
             provider.complete(request)
         error = info.value
         assert error.status is not None and 400 <= error.status < 600

@@ -28,7 +28,7 @@ from contextwarden import (
     resolve_profile,
 )
 from contextwarden.assemble.buildrecord import BuildSettings, build_settings_of
-from contextwarden.errors import BudgetExhausted, UsageError
+from contextwarden.errors import SpendLimitReached, UsageError
 from contextwarden.log.store import MemoryStore
 from contextwarden.plan.policy import policy_from_dict, policy_to_dict
 from contextwarden.plan.taskpolicies import task_policy_names
@@ -222,7 +222,7 @@ def test_the_tree_budget_stops_builds_of_a_spent_tree_and_reminds_before() -> No
     context = root.build()
     assert any("weighted tokens remain" in m.text for m in context.messages), "the reminder reached the model"
     child.record_usage(UsageReport(input_tokens=0, output_tokens=600))
-    with pytest.raises(BudgetExhausted):
+    with pytest.raises(SpendLimitReached):
         root.build()
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from contextwarden.assemble.manager import ContextManager
 from contextwarden.context import ToolDefinition
-from contextwarden.errors import BudgetExhausted, UsageError
+from contextwarden.errors import SpendLimitReached, UsageError
 from contextwarden.fragments import find_fragment
 from contextwarden.log.events import Compaction, Event, Instruction, ToolCall, UsageReport, UserMessage
 from contextwarden.log.store import SQLiteStore
@@ -79,13 +79,13 @@ def test_exhaustion_stops_every_session_of_the_tree_and_stays(store: SQLiteStore
     budget.check(store, child)
     _spend(store, child, out=1_000)
     for sid in (root, child):
-        with pytest.raises(BudgetExhausted, match="1,000 of its 1,000 weighted tokens"):
+        with pytest.raises(SpendLimitReached, match="1,000 of its 1,000 weighted tokens"):
             budget.check(store, sid)
     late = store.create_session(parent_session_id=root).id  # a subagent started afterwards
-    with pytest.raises(BudgetExhausted):
+    with pytest.raises(SpendLimitReached):
         budget.check(store, late)
     store.delete_session(child)  # even if the spending record goes away, the tree stays stopped
-    with pytest.raises(BudgetExhausted):
+    with pytest.raises(SpendLimitReached):
         budget.check(store, root)
 
 
@@ -167,7 +167,7 @@ def test_the_loop_hook_stops_a_subagent_when_the_tree_is_spent(store: SQLiteStor
     hook = TreeBudgetHook(
         TreeBudget(TreeBudgetPolicy(limit=2_000, reminders=(400,)), counter=HeuristicCounter()), store
     )
-    with pytest.raises(BudgetExhausted):
+    with pytest.raises(SpendLimitReached):
         run_agent_loop(provider, [tool], manager, child, model="gpt-4o", max_turns=10, on_before_turn=hook)
     # 1,500 + 300 per call: after the 1st call 200 remain (< 400: reminded before the 2nd call);
     # after the 2nd the tree is spent and the 3rd call is refused.

@@ -20,14 +20,15 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from ._deprecated import warn_renamed
 from .errors import (
     BudgetExceededError,
-    BudgetExhausted,
     CodecError,
     ConflictError,
     ContextWardenError,
     ProviderError,
     SessionNotFound,
+    SpendLimitReached,
     SummaryRejected,
     UnknownModelError,
     UsageError,
@@ -103,9 +104,18 @@ _LAZY: dict[str, str] = {
     "WireFormat": ".wire",
 }
 
+_RENAMED: dict[str, str] = {
+    "BudgetExhausted": "SpendLimitReached",  # deprecated
+}
+"""Old public names, kept for one release: each use warns and returns the new name's value."""
+
 
 def __getattr__(name: str) -> object:
-    """Import a public name's module on first access (PEP 562)."""
+    """Import a public name's module on first access (PEP 562); an old name warns."""
+    new = _RENAMED.get(name)
+    if new is not None:
+        warn_renamed(f"contextwarden.{name}", f"contextwarden.{new}")
+        return __getattr__(new) if new in _LAZY else globals()[new]
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'contextwarden' has no attribute {name!r}")
@@ -124,7 +134,6 @@ __all__ = [
     "AssistantMessage",
     "BinaryPart",
     "BudgetExceededError",
-    "BudgetExhausted",
     "BudgetPolicy",
     "BuildSettings",
     "CodecError",
@@ -151,6 +160,7 @@ __all__ = [
     "SessionNotFound",
     "SessionStore",
     "SettingChange",
+    "SpendLimitReached",
     "Steering",
     "SummaryRejected",
     "TaskPolicy",

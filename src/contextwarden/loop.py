@@ -10,7 +10,7 @@ Each turn of :func:`run_agent_loop`:
 
 A context overflow (the provider's error, or a silent one: a success whose reported input filled
 the window) is recovered by compacting and retrying **exactly once**; a second overflow raises a
-:class:`~contextwarden.errors.ContextOverflowError` naming the sizes. Rate limits and 5xx are the
+:class:`~contextwarden.errors.PromptTooLongError` naming the sizes. Rate limits and 5xx are the
 provider's to retry with backoff; they are never answered by compacting.
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from .assemble.manager import ContextManager
 from .context import ModelContext, ToolDefinition
-from .errors import Cancelled, ContextOverflowError, ProviderError
+from .errors import Cancelled, PromptTooLongError, ProviderError
 from .log.events import AssistantMessage, Compaction, Event, JSONValue, ToolCall, ToolResult, UsageReport
 from .models import ModelProfile, resolve_profile
 from .plan.compaction import CompactionHook, SummaryOptions, Turn, WindowCompactor, compact
@@ -201,7 +201,7 @@ class _Run:
             options=SummaryOptions(cancel=self.options.cancel),
         )
         if compaction is None:
-            raise ContextOverflowError(
+            raise PromptTooLongError(
                 f"{self.profile.name}: a request of about {ctx.total_tokens} tokens (window "
                 f"{self.window}) overflowed and nothing was old enough to compact; "
                 f"cause: {what}. Lower keep_recent_tokens or use a model with a larger window."
@@ -212,7 +212,7 @@ class _Run:
             response = self.provider.complete(request, options=self.options)
         except ProviderError as exc:
             if is_context_overflow(exc) and not isinstance(exc, Cancelled):
-                raise ContextOverflowError(
+                raise PromptTooLongError(
                     f"{self.profile.name}: still overflowing after compaction and one retry: "
                     f"{ctx.total_tokens} tokens before, {retry_ctx.total_tokens} after (compaction "
                     f"{compaction.tokens_before} -> {compaction.tokens_after} window tokens), window "
@@ -222,7 +222,7 @@ class _Run:
                 ) from exc
             raise
         if is_silent_overflow(response.usage, self.window):
-            raise ContextOverflowError(
+            raise PromptTooLongError(
                 f"{self.profile.name}: still filling the window after compaction and one retry: "
                 f"{response.usage.input_tokens} input tokens reported for a request of about "
                 f"{retry_ctx.total_tokens} tokens, window {self.window}"
@@ -305,7 +305,7 @@ def run_agent_loop(
     ``model`` is the profile the context is budgeted for; ``request_model`` the name sent to the
     provider (default: the profile's name). ``on_before_turn`` defaults to a
     :class:`CompactionHook` when the manager's compactor is a :class:`WindowCompactor`.
-    Raises ``Cancelled`` when ``options.cancel`` is set, ``ContextOverflowError`` when an overflow
+    Raises ``Cancelled`` when ``options.cancel`` is set, ``PromptTooLongError`` when an overflow
     survives one compaction, and other ``ProviderError`` subclasses as the provider raised them.
     """
     profile = resolve_profile(model)  # an unknown name is an error naming the known ones

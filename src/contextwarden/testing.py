@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from .chat import CallOptions, ChatRequest, ChatResponse, Usage
-from .errors import Cancelled, ContextOverflowError, UsageError
+from .errors import Cancelled, PromptTooLongError, UsageError
 from .log import events as _events
 from .log.events import ToolCall
 
@@ -62,7 +62,7 @@ class ScriptedProvider:
 
     With ``context_window`` set it behaves like a real server with a small window: a request whose
     estimated size (:func:`estimate_request_tokens`) plus ``max_tokens`` exceeds it raises
-    ``ContextOverflowError`` without consuming a scripted item. A set cancel event raises
+    ``PromptTooLongError`` without consuming a scripted item. A set cancel event raises
     ``Cancelled`` the same way. An empty script raises ``UsageError``: the test forgot an answer.
     """
 
@@ -107,7 +107,7 @@ class ScriptedProvider:
                 raise Cancelled(f"{self.name}: the call was cancelled")
             estimate = estimate_request_tokens(request)
             if self.context_window is not None and estimate + request.max_tokens > self.context_window:
-                raise ContextOverflowError(
+                raise PromptTooLongError(
                     f"{self.name}: request ({estimate} tokens + {request.max_tokens} output) exceeds the "
                     f"context window of {self.context_window} tokens",
                     status=400,

@@ -75,7 +75,7 @@ class ContextManager:
         trigger; the default is contextwarden's structured compactor, which needs no model.
         ``None`` turns compaction off (an over-budget window then raises
         :class:`BudgetExceededError`). ``tree_budget`` caps what a session and its subagents spend
-        together: each build checks it first (raising :class:`~contextwarden.errors.BudgetExhausted`
+        together: each build checks it first (raising :class:`~contextwarden.errors.SpendLimitReached`
         once spent) and delivers its due reminder into the session. ``checkpoints`` says who saves a
         window's checkpoint when it is due: ``"build"`` (the build that finds it due), or
         ``"caller"`` (only :meth:`save_checkpoint`, for a caller with a moment off the request path,

@@ -66,6 +66,6 @@ def command(
         click.echo(
             f"tree {usage.root_session_id} ({len(usage.sessions)} session(s)): spent {usage.spent:,.0f} of "
             f"{usage.limit:,} weighted tokens, {usage.remaining:,.0f} left"
-            + (" (exhausted: builds in this tree raise BudgetExhausted)" if usage.exhausted else "")
+            + (" (exhausted: builds in this tree raise SpendLimitReached)" if usage.exhausted else "")
         )
     sys.exit(1 if usage.exhausted else 0)

@@ -7,7 +7,7 @@ its subagents spend together. Here every provider usage report counts as
 
 (uncached input = input − cache reads: cached input is cheap and not counted), summed over the root
 and all its descendants. Call :meth:`TreeBudget.check` before each model call of any session in the
-tree; once the sum reaches the limit it raises :class:`~contextwarden.errors.BudgetExhausted`, and
+tree; once the sum reaches the limit it raises :class:`~contextwarden.errors.SpendLimitReached`, and
 keeps raising for every session of that tree (usage only grows in an append-only log, and the
 budget also remembers the exhaustion).
 
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import BudgetExhausted, UsageError
+from ..errors import SpendLimitReached, UsageError
 from ..fragments import DEFAULT_REGISTRY, FragmentRegistry
 from ..log.events import Instruction, UsageReport
 from ..log.store._protocol import SessionInfo, SessionStore
@@ -141,14 +141,14 @@ class TreeBudget:
         return total
 
     def check(self, store: SessionStore, session_id: str) -> TreeUsage:
-        """Call before each model call: raises :class:`BudgetExhausted` once the tree's budget is spent."""
+        """Call before each model call: raises :class:`SpendLimitReached` once the tree's budget is spent."""
         usage = self.usage(store, session_id)
         with self._lock:
             if usage.exhausted:
                 self._exhausted.add(usage.root_session_id)
             exhausted = usage.root_session_id in self._exhausted
         if exhausted:
-            raise BudgetExhausted(
+            raise SpendLimitReached(
                 f"session tree {usage.root_session_id!r} has spent {usage.spent:,.0f} of its "
                 f"{usage.limit:,} weighted tokens; no further model call is allowed in it "
                 "(finish with what you have, or start a new task with a larger budget)"
@@ -194,7 +194,7 @@ class TreeBudget:
 class TreeBudgetHook:
     """An ``on_before_turn`` hook for :func:`~contextwarden.loop.run_agent_loop`.
 
-    Before each model call: raises :class:`BudgetExhausted` when the tree is spent, runs ``then``
+    Before each model call: raises :class:`SpendLimitReached` when the tree is spent, runs ``then``
     (for example a ``CompactionHook``), and delivers a due reminder after it, so a compaction made
     now cannot drop the reminder before the model sees it.
     """

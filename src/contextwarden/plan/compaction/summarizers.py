@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 from ...budget import FALLBACK_CONTEXT_WINDOW, summary_max_tokens
 from ...chat import CallOptions, ChatMessage, ChatRequest, ChatResponse, Provider
-from ...errors import CompactionError, ContextOverflowError
+from ...errors import CompactionError, PromptTooLongError
 from ...models import ModelProfile, get_profile
 from ...tokens import TokenCounter, best_counter
 from ._base import Purpose, Summarizer, SummaryInput, SummaryOptions, SummaryResult
@@ -305,7 +305,7 @@ class LLMSummarizer:
         call = CallOptions(cancel=options.cancel, timeout=options.timeout)
         try:
             first = self.provider.complete(request, options=call)
-        except ContextOverflowError as exc:
+        except PromptTooLongError as exc:
             raise CompactionError(
                 f"the summary request of about {self.counter.count(request.messages[1].content)} tokens "
                 f"overflowed {self.profile.name} (window {self.window}) despite budgeting; "

@@ -1,0 +1,33 @@
+"""Old public names kept for one release: using one warns and hands back the new one.
+
+A module that renamed a public name keeps a map of old name to new name and answers lookups of the
+old ones from its module ``__getattr__`` (PEP 562)::
+
+    _RENAMED = {"OldName": "NewName"}
+
+    def __getattr__(name: str) -> object:
+        return renamed(__name__, name, _RENAMED, globals().__getitem__)
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+
+
+def warn_renamed(old: str, new: str, *, stacklevel: int = 3) -> None:
+    """Warn that ``old`` is deprecated in favour of ``new`` (the caller of the caller is blamed)."""
+    warnings.warn(
+        f"{old} is deprecated and will be removed in the next release; use {new}",
+        DeprecationWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def renamed(module: str, name: str, renames: Mapping[str, str], resolve: Callable[[str], object]) -> object:
+    """``resolve`` of the new name for ``module``'s old ``name``, with a warning; AttributeError otherwise."""
+    new = renames.get(name)
+    if new is None:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    warn_renamed(f"{module}.{name}", f"{module}.{new}", stacklevel=4)
+    return resolve(new)
