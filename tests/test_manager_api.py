@@ -13,11 +13,11 @@ from contextwarden import (
     ContextManager,
     ContextPolicy,
     SettingChange,
+    SpendLimit,
+    SpendTracker,
     ToolCall,
     ToolDefinition,
     ToolResult,
-    TreeBudget,
-    TreeBudgetPolicy,
     UnknownModelError,
     UsageReport,
     UserMessage,
@@ -211,8 +211,8 @@ def test_an_unknown_task_preset_names_the_known_ones() -> None:
 
 def test_the_tree_budget_stops_builds_of_a_spent_tree_and_reminds_before() -> None:
     store = MemoryStore()
-    budget = TreeBudget(TreeBudgetPolicy(limit=1_000, reminders=(600,)))
-    mgr = manager(store, tree_budget=budget)
+    budget = SpendTracker(SpendLimit(limit=1_000, reminders=(600,)))
+    mgr = manager(store, spend_tracker=budget)
     root = mgr.session("root", model="gpt-4o", create=True)
     root.append(UserMessage(text="Plan the work."))
     store.create_session("child", parent_session_id="root")

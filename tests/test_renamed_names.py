@@ -7,8 +7,14 @@ the replacement.
 from __future__ import annotations
 
 import importlib
+import sys
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+
+from contextwarden import ContextManager, SpendLimit, SpendTracker, open_store
+from contextwarden.cli import cli, main
 
 
 @pytest.mark.parametrize(
@@ -17,6 +23,8 @@ import pytest
         ("contextwarden", "BudgetExhausted", "SpendLimitReached"),
         ("contextwarden.errors", "BudgetExhausted", "SpendLimitReached"),
         ("contextwarden.errors", "ContextOverflowError", "PromptTooLongError"),
+        ("contextwarden", "TreeBudget", "SpendTracker"),
+        ("contextwarden", "TreeBudgetPolicy", "SpendLimit"),
     ],
 )
 def test_old_name_warns_and_is_the_new_one(module: str, old: str, new: str) -> None:
@@ -40,3 +48,48 @@ def test_an_unknown_name_is_still_an_attribute_error() -> None:
 
     with pytest.raises(AttributeError, match="NoSuchError"):
         _ = contextwarden.errors.NoSuchError  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("TreeBudgetPolicy", "SpendLimit"),
+        ("TreeBudget", "SpendTracker"),
+        ("TreeUsage", "TreeSpend"),
+        ("TreeBudgetHook", "SpendLimitHook"),
+        ("NOTICE_SOURCE", "NOTICE_SOURCE"),
+    ],
+)
+def test_the_old_spend_module_warns_on_import_and_on_each_old_name(old: str, new: str) -> None:
+    sys.modules.pop("contextwarden.plan.treebudget", None)
+    with pytest.warns(DeprecationWarning, match="contextwarden.plan.treebudget is deprecated"):
+        old_module = importlib.import_module("contextwarden.plan.treebudget")
+    spend = importlib.import_module("contextwarden.plan.spend")
+    with pytest.warns(DeprecationWarning, match=f"use contextwarden.plan.spend.{new}"):
+        assert getattr(old_module, old) is getattr(spend, new)
+
+
+def test_the_managers_old_keyword_warns_and_still_limits_spending() -> None:
+    tracker = SpendTracker(SpendLimit(limit=1_000))
+    with pytest.warns(DeprecationWarning, match="tree_budget= is deprecated .* use spend_tracker="):
+        manager = ContextManager(open_store("memory:"), tree_budget=tracker)
+    assert manager.spend_tracker is tracker
+
+
+def test_the_old_spend_command_runs_the_new_one_with_a_note(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    open_store(str(store)).close()
+    new = CliRunner().invoke(cli, ["spend", "nobody", "--limit", "10", "--store", str(store)])
+    old = CliRunner().invoke(cli, ["budget", "nobody", "--limit", "10", "--store", str(store)])
+    assert "`contextwarden budget` is deprecated" in old.stderr and "use `contextwarden spend`" in old.stderr
+    assert "deprecated" not in new.stderr
+    assert old.exit_code == new.exit_code == 2 and "no session 'nobody'" in old.stderr
+    listed = CliRunner().invoke(cli, ["--help"]).stdout
+    assert " spend " in listed and " budget " not in listed
+
+
+def test_the_proxys_old_limit_option_is_hidden_and_notes_its_new_name(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["proxy", "--budget-limit", "5", "stats", "--store", "memory:"])
+    err = capsys.readouterr().err
+    assert "--budget-limit is deprecated" in err and "use --spend-limit" in err
+    assert "--budget-limit" not in CliRunner().invoke(cli, ["proxy", "--help"]).stdout

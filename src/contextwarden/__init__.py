@@ -64,8 +64,8 @@ if TYPE_CHECKING:
     from .models import ModelProfile, get_profile, list_profiles, register_profile, resolve_profile
     from .plan.planner import PlannerSettings
     from .plan.policy import ContextPolicy
+    from .plan.spend import SpendLimit, SpendTracker
     from .plan.taskpolicies import Keep, TaskPolicy, get_task_policy, register_task_policy, task_policy_names
-    from .plan.treebudget import TreeBudget, TreeBudgetPolicy
     from .window.policies.presets import ToolPolicy
     from .wire import FORMATS, WireFormat
     from .wire._render import render
@@ -98,14 +98,16 @@ _LAZY: dict[str, str] = {
     "get_task_policy": ".plan.taskpolicies",
     "register_task_policy": ".plan.taskpolicies",
     "task_policy_names": ".plan.taskpolicies",
-    "TreeBudget": ".plan.treebudget",
-    "TreeBudgetPolicy": ".plan.treebudget",
+    "SpendTracker": ".plan.spend",
+    "SpendLimit": ".plan.spend",
     "FORMATS": ".wire",
     "WireFormat": ".wire",
 }
 
 _RENAMED: dict[str, str] = {
     "BudgetExhausted": "SpendLimitReached",  # deprecated
+    "TreeBudget": "SpendTracker",  # deprecated
+    "TreeBudgetPolicy": "SpendLimit",  # deprecated
 }
 """Old public names, kept for one release: each use warns and returns the new name's value."""
 
@@ -160,7 +162,9 @@ __all__ = [
     "SessionNotFound",
     "SessionStore",
     "SettingChange",
+    "SpendLimit",
     "SpendLimitReached",
+    "SpendTracker",
     "Steering",
     "SummaryRejected",
     "TaskPolicy",
@@ -170,8 +174,6 @@ __all__ = [
     "ToolPolicy",
     "ToolResult",
     "ToolSetChange",
-    "TreeBudget",
-    "TreeBudgetPolicy",
     "UnknownModelError",
     "UsageError",
     "UsageReport",

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def warn_renamed(old: str, new: str, *, stacklevel: int = 3) -> None:
@@ -24,10 +27,27 @@ def warn_renamed(old: str, new: str, *, stacklevel: int = 3) -> None:
     )
 
 
-def renamed(module: str, name: str, renames: Mapping[str, str], resolve: Callable[[str], object]) -> object:
-    """``resolve`` of the new name for ``module``'s old ``name``, with a warning; AttributeError otherwise."""
+def renamed(
+    module: str,
+    name: str,
+    renames: Mapping[str, str],
+    resolve: Callable[[str], object],
+    *,
+    home: str | None = None,
+) -> object:
+    """``resolve`` of the new name for ``module``'s old ``name``, with a warning; AttributeError otherwise.
+
+    ``home`` is the module the new name lives in, when it moved (default: ``module``).
+    """
     new = renames.get(name)
     if new is None:
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
-    warn_renamed(f"{module}.{name}", f"{module}.{new}", stacklevel=4)
+    warn_renamed(f"{module}.{name}", f"{home or module}.{new}", stacklevel=4)
     return resolve(new)
+
+
+def renamed_argument(value: T | None, old: str, new: str) -> T | None:
+    """``value``, passed under the old keyword ``old`` (warns unless it is ``None``; ``new`` replaces it)."""
+    if value is not None:
+        warn_renamed(f"the keyword argument {old}=", f"{new}=", stacklevel=4)
+    return value

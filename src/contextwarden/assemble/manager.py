@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from .._deprecated import renamed_argument
 from ..budget import BudgetPolicy
 from ..context import SECTIONS, Decision, ModelContext, ToolDefinition
 from ..errors import BudgetExceededError
@@ -46,7 +47,7 @@ from .subagents import SubtaskContext, project_for_subtask
 from .windows import Window, WindowCache
 
 if TYPE_CHECKING:
-    from ..plan.treebudget import TreeBudget
+    from ..plan.spend import SpendTracker
 
 __all__ = ["Compactor", "ContextManager", "ContextPolicy", "ToolLike"]
 
@@ -65,21 +66,21 @@ class ContextManager:
         counter: TokenCounter | None = None,
         policy: PolicyLike | None = None,
         compactor: Compactor | Literal["structured"] | None = "structured",
-        tree_budget: TreeBudget | None = None,
+        spend_tracker: SpendTracker | None = None,
         checkpoints: Literal["build", "caller"] = "build",
+        tree_budget: SpendTracker | None = None,  # deprecated: spend_tracker=
     ) -> None:
         """Build requests from ``store``.
 
         ``policy`` is the default of every build: a :class:`ContextPolicy` or a task preset's name
         (``"research"``). ``compactor`` compacts a window that reductions cannot bring under the
         trigger; the default is contextwarden's structured compactor, which needs no model.
-        ``None`` turns compaction off (an over-budget window then raises
-        :class:`BudgetExceededError`). ``tree_budget`` caps what a session and its subagents spend
-        together: each build checks it first (raising :class:`~contextwarden.errors.SpendLimitReached`
-        once spent) and delivers its due reminder into the session. ``checkpoints`` says who saves a
-        window's checkpoint when it is due: ``"build"`` (the build that finds it due), or
-        ``"caller"`` (only :meth:`save_checkpoint`, for a caller with a moment off the request path,
-        as the proxy has once an answer is sent).
+        ``None`` turns compaction off (an over-budget window then raises :class:`BudgetExceededError`).
+        ``spend_tracker`` caps what a session and its subagents spend together: each build checks it first
+        (raising :class:`~contextwarden.errors.SpendLimitReached`) and delivers its due reminder.
+        ``checkpoints`` says who saves a window's checkpoint when it is due: ``"build"`` (the build that
+        finds it due), or ``"caller"`` (only :meth:`save_checkpoint`, for a caller with a moment off the
+        request path, as the proxy has once an answer is sent).
         """
         self.store = store
         self.counter = counter or best_counter()
@@ -89,7 +90,9 @@ class ContextManager:
         if compactor == "structured":
             compactor = self._structured_compactor(self.policy.budget)
         self.compactor: Compactor | None = compactor
-        self.tree_budget = tree_budget
+        self.spend_tracker = spend_tracker or renamed_argument(
+            tree_budget, "tree_budget", "spend_tracker"
+        )  # deprecated
         self.checkpoints = checkpoints
         self._cache = WindowCache(store, self.counter)
 
@@ -184,9 +187,9 @@ class ContextManager:
         profile = resolve_profile(model)
         settings = BuildSettings(profile=profile, tools=tuple(definition(t) for t in tools), policy=resolved)
         with self._session_lock(session_id):
-            if self.tree_budget is not None:
-                self.tree_budget.check(self.store, session_id)
-                self.tree_budget.deliver(self.store, session_id)
+            if self.spend_tracker is not None:
+                self.spend_tracker.check(self.store, session_id)
+                self.spend_tracker.deliver(self.store, session_id)
             window = self._window(session_id, resolved)
             self._record_settings(session_id, window, settings)
             context = self._plan_and_assemble(session_id, window, settings)
