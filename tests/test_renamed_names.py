@@ -25,6 +25,8 @@ from contextwarden.cli import cli, main
         ("contextwarden.errors", "ContextOverflowError", "PromptTooLongError"),
         ("contextwarden", "TreeBudget", "SpendTracker"),
         ("contextwarden", "TreeBudgetPolicy", "SpendLimit"),
+        ("contextwarden.importers", "FORMATS", "TRANSCRIPT_FORMATS"),
+        ("contextwarden.importers", "detect_format", "detect_transcript_format"),
     ],
 )
 def test_old_name_warns_and_is_the_new_one(module: str, old: str, new: str) -> None:

@@ -46,7 +46,7 @@ def renamed(
     return resolve(new)
 
 
-def renamed_argument(value: T | None, old: str, new: str) -> T | None:
+def renamed_kwarg(value: T | None, old: str, new: str) -> T | None:
     """``value``, passed under the old keyword ``old`` (warns unless it is ``None``; ``new`` replaces it)."""
     if value is not None:
         warn_renamed(f"the keyword argument {old}=", f"{new}=", stacklevel=4)

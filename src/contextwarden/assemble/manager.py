@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from .._deprecated import renamed_argument
+from .._deprecated import renamed_kwarg
 from ..budget import BudgetPolicy
 from ..context import SECTIONS, Decision, ModelContext, ToolDefinition
 from ..errors import BudgetExceededError
@@ -90,9 +90,7 @@ class ContextManager:
         if compactor == "structured":
             compactor = self._structured_compactor(self.policy.budget)
         self.compactor: Compactor | None = compactor
-        self.spend_tracker = spend_tracker or renamed_argument(
-            tree_budget, "tree_budget", "spend_tracker"
-        )  # deprecated
+        self.spend_tracker = spend_tracker or renamed_kwarg(tree_budget, "tree_budget", "spend_tracker")  # deprecated
         self.checkpoints = checkpoints
         self._cache = WindowCache(store, self.counter)
 
