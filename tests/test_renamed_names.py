@@ -95,3 +95,16 @@ def test_the_proxys_old_limit_option_is_hidden_and_notes_its_new_name(capsys: py
     err = capsys.readouterr().err
     assert "--budget-limit is deprecated" in err and "use --spend-limit" in err
     assert "--budget-limit" not in CliRunner().invoke(cli, ["proxy", "--help"]).stdout
+
+
+def test_build_seen_warns_and_returns_what_build_with_last_seq_returns() -> None:
+    from contextwarden import UserMessage
+
+    manager = ContextManager(open_store("memory:"))
+    session = manager.session("s", model="gpt-4o", create=True)
+    session.append(UserMessage(text="hello"))
+    context, last_seq = manager.build_with_last_seq("s", model="gpt-4o")
+    with pytest.warns(DeprecationWarning, match=r"ContextManager.build_seen\(\) is deprecated .*build_with_last_seq"):
+        old_context, old_seq = manager.build_seen("s", model="gpt-4o")
+    assert old_seq == last_seq == manager.store.get_session("s").last_seq
+    assert old_context.messages == context.messages

@@ -51,3 +51,17 @@ def renamed_kwarg(value: T | None, old: str, new: str) -> T | None:
     if value is not None:
         warn_renamed(f"the keyword argument {old}=", f"{new}=", stacklevel=4)
     return value
+
+
+def renamed_method(old: str, new: str) -> Callable[..., object]:
+    """A method named ``old`` that warns and calls the method ``new`` with the same arguments."""
+
+    def method(self: object, *args: object, **kwargs: object) -> object:
+        cls = type(self).__name__
+        warn_renamed(f"{cls}.{old}()", f"{cls}.{new}()")
+        result: object = getattr(self, new)(*args, **kwargs)
+        return result
+
+    method.__name__ = method.__qualname__ = old
+    method.__doc__ = f"Deprecated: use :meth:`{new}`."
+    return method

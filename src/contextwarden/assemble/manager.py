@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from .._deprecated import renamed_kwarg
+from .._deprecated import renamed_kwarg, renamed_method
 from ..budget import BudgetPolicy
 from ..context import SECTIONS, Decision, ModelContext, ToolDefinition
 from ..errors import BudgetExceededError
@@ -72,15 +72,14 @@ class ContextManager:
     ) -> None:
         """Build requests from ``store``.
 
-        ``policy`` is the default of every build: a :class:`ContextPolicy` or a task preset's name
-        (``"research"``). ``compactor`` compacts a window that reductions cannot bring under the
-        trigger; the default is contextwarden's structured compactor, which needs no model.
-        ``None`` turns compaction off (an over-budget window then raises :class:`BudgetExceededError`).
-        ``spend_tracker`` caps what a session and its subagents spend together: each build checks it first
-        (raising :class:`~contextwarden.errors.SpendLimitReached`) and delivers its due reminder.
-        ``checkpoints`` says who saves a window's checkpoint when it is due: ``"build"`` (the build that
-        finds it due), or ``"caller"`` (only :meth:`save_checkpoint`, for a caller with a moment off the
-        request path, as the proxy has once an answer is sent).
+        ``policy`` is the default of every build: a :class:`ContextPolicy` or a task preset's name (``"research"``).
+        ``compactor`` compacts a window that reductions cannot bring under the trigger; the default is contextwarden's
+        structured compactor, which needs no model. ``None`` turns compaction off (an over-budget window then raises
+        :class:`BudgetExceededError`). ``spend_tracker`` caps what a session and its subagents spend together: each
+        build checks it first (raising :class:`~contextwarden.errors.SpendLimitReached`) and delivers its due
+        reminder. ``checkpoints`` says who saves a window's checkpoint when it is due: ``"build"`` (the build that
+        finds it due), or ``"caller"`` (only :meth:`save_checkpoint`, for a caller with a moment off the request path,
+        as the proxy has once an answer is sent).
         """
         self.store = store
         self.counter = counter or best_counter()
@@ -162,13 +161,14 @@ class ContextManager:
     ) -> ModelContext:
         """Build the request for the session's next model call (see the module docstring).
 
-        ``model`` must name a registered profile (``UnknownModelError`` lists them) or be a
-        :class:`ModelProfile`. The returned ``decisions`` are this build's own (the history of
-        reductions stays in the log as window events).
+        ``model`` must name a registered profile (``UnknownModelError`` lists them) or be a :class:`ModelProfile`. The
+        returned ``decisions`` are this build's own (the history of reductions stays in the log as window events).
         """
-        return self.build_seen(session_id, model=model, tools=tools, policy=policy)[0]
+        return self.build_with_last_seq(session_id, model=model, tools=tools, policy=policy)[0]
 
-    def build_seen(
+    build_seen = renamed_method("build_seen", "build_with_last_seq")  # deprecated
+
+    def build_with_last_seq(
         self,
         session_id: str,
         *,
@@ -178,8 +178,8 @@ class ContextManager:
     ) -> tuple[ModelContext, int]:
         """Like :meth:`build`, also returning the last seq the build read or wrote.
 
-        That is the ``expected_last_seq`` of the caller's next append when nothing else writes to
-        the session in between (what :class:`~contextwarden.assemble.session.Session` keeps for you).
+        That is the ``expected_last_seq`` of the caller's next append when nothing else writes to the session
+        in between (what :class:`.Session` keeps for you).
         """
         resolved = self._resolve(policy)
         profile = resolve_profile(model)
