@@ -108,3 +108,15 @@ def test_build_seen_warns_and_returns_what_build_with_last_seq_returns() -> None
         old_context, old_seq = manager.build_seen("s", model="gpt-4o")
     assert old_seq == last_seq == manager.store.get_session("s").last_seq
     assert old_context.messages == context.messages
+
+
+def test_model_context_window_warns_and_is_the_context_window() -> None:
+    from contextwarden import UserMessage
+
+    manager = ContextManager(open_store("memory:"))
+    session = manager.session("s", model="gpt-4o", create=True)
+    session.append(UserMessage(text="hello"))
+    context = session.build()
+    assert context.context_window == 128_000
+    with pytest.warns(DeprecationWarning, match="ModelContext.window is deprecated .*ModelContext.context_window"):
+        assert context.window == 128_000

@@ -44,7 +44,7 @@ from .project import ProjectContext
 from .retrieval import answer_retrieval
 from .session import Session
 from .subagents import SubtaskContext, project_for_subtask
-from .windows import Window, WindowCache
+from .windows import CachedWindow, WindowCache
 
 if TYPE_CHECKING:
     from ..plan.spend import SpendTracker
@@ -146,7 +146,7 @@ class ContextManager:
     def _session_lock(self, session_id: str) -> threading.RLock:
         return self._cache.lock(session_id)
 
-    def _window(self, session_id: str, policy: ContextPolicy) -> Window:
+    def _window(self, session_id: str, policy: ContextPolicy) -> CachedWindow:
         return self._cache.window(session_id, policy)
 
     # ------------------------------------------------------------------ build
@@ -205,7 +205,7 @@ class ContextManager:
         with self._session_lock(session_id):
             return self._cache.save(session_id, resolved, self._window(session_id, resolved))
 
-    def _record_settings(self, session_id: str, window: Window, settings: BuildSettings) -> None:
+    def _record_settings(self, session_id: str, window: CachedWindow, settings: BuildSettings) -> None:
         if window.recorded == settings:
             return
         stored = self.store.append(session_id, [record_event(settings)], expected_last_seq=window.projection.last_seq)
@@ -213,7 +213,7 @@ class ContextManager:
         window.recorded = settings
         window.recorded_event = stored[0] if isinstance(stored[0], SettingChange) else None
 
-    def _plan_and_assemble(self, session_id: str, window: Window, settings: BuildSettings) -> ModelContext:
+    def _plan_and_assemble(self, session_id: str, window: CachedWindow, settings: BuildSettings) -> ModelContext:
         policy, profile = settings.policy, settings.profile
         projection = window.projection
         exposed = self.exposed_tools(settings.tools, projection, policy=policy)
@@ -306,7 +306,7 @@ class ContextManager:
 
     def _assemble(
         self,
-        window: Window,
+        window: CachedWindow,
         profile: ModelProfile,
         tools: tuple[ToolDefinition, ...],
         fixed: int,
@@ -354,7 +354,7 @@ class ContextManager:
             sections=sections,
             total_tokens=total,
             budget=budget,
-            window=profile.context_window,
+            context_window=profile.context_window,
             counter=self.counter.name,
             cache_breakpoints=breakpoints(messages, projection, fixed=fixed, profile=profile, policy=policy),
             decisions=decisions,
