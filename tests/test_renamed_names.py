@@ -120,3 +120,21 @@ def test_model_context_window_warns_and_is_the_context_window() -> None:
     assert context.context_window == 128_000
     with pytest.warns(DeprecationWarning, match="ModelContext.window is deprecated .*ModelContext.context_window"):
         assert context.window == 128_000
+
+
+def test_the_budgets_window_for_warns_and_answers_the_input_window() -> None:
+    from contextwarden import BudgetPolicy, get_profile
+
+    gpt5 = get_profile("gpt-5")
+    with pytest.warns(DeprecationWarning, match=r"BudgetPolicy.window_for\(\) is deprecated .*input_window_for"):
+        assert BudgetPolicy().window_for(gpt5) == BudgetPolicy().input_window_for(gpt5) == 272_000
+
+
+def test_the_summarizers_window_warns_and_is_its_input_window() -> None:
+    from contextwarden import get_profile
+    from contextwarden.plan.compaction.summarizers import LLMSummarizer
+    from contextwarden.testing import ScriptedProvider
+
+    summarizer = LLMSummarizer(ScriptedProvider([]), model=get_profile("gpt-4o"))
+    with pytest.warns(DeprecationWarning, match="LLMSummarizer.window is deprecated .*LLMSummarizer.input_window"):
+        assert summarizer.window == summarizer.input_window == 128_000

@@ -158,13 +158,13 @@ class _Run:
         self.usage = [0, 0]
 
     @property
-    def window(self) -> int:
+    def input_window(self) -> int:
         """The model's input window as the manager's budget sees it."""
-        return self.manager.policy.budget.window_for(self.profile)
+        return self.manager.policy.budget.input_window_for(self.profile)
 
     def request(self) -> tuple[ModelContext, ChatRequest]:
         ctx = self.manager.build(self.session_id, model=self.profile, tools=self.definitions)
-        room = max(self.window - ctx.total_tokens, 16)
+        room = max(self.input_window - ctx.total_tokens, 16)
         limit = min(self.max_tokens or self.profile.max_output_tokens, room)
         return ctx, to_chat_request(
             ctx, model=self.request_model, max_tokens=limit, thinking=self.thinking, temperature=self.temperature
@@ -179,7 +179,7 @@ class _Run:
             if isinstance(exc, Cancelled) or not is_context_overflow(exc):
                 raise
             return self._recover(ctx, exc)
-        if is_silent_overflow(response.usage, self.window):
+        if is_silent_overflow(response.usage, self.input_window):
             return self._recover(ctx, None, reported=response.usage.input_tokens)
         return response
 
@@ -188,7 +188,7 @@ class _Run:
             f"the provider's overflow ({error})" if error else f"a silent overflow ({reported} input tokens reported)"
         )
         hint = window_hint(error) if error else None
-        if hint is not None and hint < self.window:
+        if hint is not None and hint < self.input_window:
             self.profile = dataclasses.replace(
                 self.profile, context_window=hint, max_output_tokens=min(self.profile.max_output_tokens, hint // 4)
             )
@@ -202,8 +202,8 @@ class _Run:
         )
         if compaction is None:
             raise PromptTooLongError(
-                f"{self.profile.name}: a request of about {ctx.total_tokens} tokens (window "
-                f"{self.window}) overflowed and nothing was old enough to compact; "
+                f"{self.profile.name}: a request of about {ctx.total_tokens} tokens (input window "
+                f"{self.input_window}) overflowed and nothing was old enough to compact; "
                 f"cause: {what}. Lower keep_recent_tokens or use a model with a larger window."
             ) from error
         self.recoveries += 1
@@ -215,17 +215,17 @@ class _Run:
                 raise PromptTooLongError(
                     f"{self.profile.name}: still overflowing after compaction and one retry: "
                     f"{ctx.total_tokens} tokens before, {retry_ctx.total_tokens} after (compaction "
-                    f"{compaction.tokens_before} -> {compaction.tokens_after} window tokens), window "
-                    f"{self.window}: {exc}",
+                    f"{compaction.tokens_before} -> {compaction.tokens_after} window tokens), input window "
+                    f"{self.input_window}: {exc}",
                     status=exc.status,
                     body=exc.body,
                 ) from exc
             raise
-        if is_silent_overflow(response.usage, self.window):
+        if is_silent_overflow(response.usage, self.input_window):
             raise PromptTooLongError(
                 f"{self.profile.name}: still filling the window after compaction and one retry: "
                 f"{response.usage.input_tokens} input tokens reported for a request of about "
-                f"{retry_ctx.total_tokens} tokens, window {self.window}"
+                f"{retry_ctx.total_tokens} tokens, input window {self.input_window}"
             )
         return response
 

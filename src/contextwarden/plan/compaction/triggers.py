@@ -122,7 +122,7 @@ def estimate_request(projection: Projection, tools: Sequence[ToolDefinition], co
 
 def threshold_for(profile: ModelProfile, settings: TriggerSettings, budget: BudgetPolicy) -> int:
     """The token threshold for ``profile`` (see the module docstring for the precedence)."""
-    window = budget.window_for(profile)
+    window = budget.input_window_for(profile)
     per_model = settings.per_model.get(profile.name)
     if per_model is not None:
         return int(window * per_model) if per_model <= 1 else int(per_model)
@@ -179,7 +179,7 @@ class CompactionHook:
         if estimate.tokens > threshold and not self._planner_suffices(projection, estimate, threshold, turn):
             return decide("tokens", f"estimate {estimate.tokens} ({estimate.source}) > threshold {threshold}")
         s = self.settings
-        window_of = self.manager.policy.budget.window_for
+        window_of = self.manager.policy.budget.input_window_for
         if (
             s.on_smaller_model
             and memory.model is not None
