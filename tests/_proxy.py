@@ -66,13 +66,13 @@ def rig(
     upstream: ScriptedUpstream | None = None,
     store: Any = None,
     policy: str | None = None,
-    budget_limit: int | None = None,
+    spend_limit: int | None = None,
     admin_token: str | None = None,
     salt: str | None = None,
 ) -> Iterator[Rig]:
     """An upstream and a proxy forwarding to it, storing in ``store_url`` (or in ``store``).
 
-    ``policy``, ``budget_limit`` and ``admin_token`` are the proxy's ``--policy``, ``--budget-limit``
+    ``policy``, ``spend_limit`` and ``admin_token`` are the proxy's ``--policy``, ``--spend-limit``
     and ``--admin-token``; ``salt`` its ``CONTEXTWARDEN_PROXY_SALT``.
     """
     upstream = upstream or ScriptedUpstream()
@@ -84,7 +84,7 @@ def rig(
             gemini_upstream=up.url,
             store_url=store_url,
             policy=policy,
-            budget_limit=budget_limit,
+            spend_limit=spend_limit,
             admin_token=admin_token,
             salt=salt,
         )

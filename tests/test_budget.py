@@ -122,8 +122,8 @@ def test_policy_output_reserve_and_usable_input() -> None:
     assert policy.usable_input(sonnet, tool_schema_tokens=3_000) == 200_000 - 8_192 - 3_000 - 2_048
     tight = dataclasses.replace(policy, reserved_output=20_000, safety_margin=0)
     assert tight.usable_input(sonnet) == 180_000
-    assert policy.window_for(get_profile("gpt-5")) == 272_000
-    assert policy.window_for(get_profile("generic")) == 128_000
+    assert policy.input_window_for(get_profile("gpt-5")) == 272_000
+    assert policy.input_window_for(get_profile("generic")) == 128_000
 
 
 def test_policy_overrides_and_validation() -> None:

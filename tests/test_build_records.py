@@ -88,7 +88,7 @@ def test_lint_taxonomy_runs_on_the_recorded_requests(tmp_path: Path) -> None:
 
 def test_budget_command_sums_a_session_tree(tmp_path: Path) -> None:
     from contextwarden import UsageReport
-    from contextwarden.cli.budget import command as budget_command
+    from contextwarden.cli.spend import command as budget_command
 
     db = str(tmp_path / "tree.db")
     store = SQLiteStore(db)
@@ -104,4 +104,4 @@ def test_budget_command_sums_a_session_tree(tmp_path: Path) -> None:
     # (100 + 400 x 0.25) + (50 + 400 x 0.25): cached input is not counted
     assert result.exit_code == 0 and data["root"] == "root" and data["spent"] == 350
     spent = CliRunner().invoke(budget_command, ["root", "--store", db, "--limit", "300"])
-    assert spent.exit_code == 1 and "exhausted" in spent.output
+    assert spent.exit_code == 1 and "limit reached" in spent.output

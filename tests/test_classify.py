@@ -7,8 +7,8 @@ import json
 import pytest
 
 from contextwarden.errors import (
-    ContextOverflowError,
     MalformedResponse,
+    PromptTooLongError,
     ProviderError,
     RateLimitError,
     ServerError,
@@ -105,8 +105,8 @@ NOT_OVERFLOWS = [
 
 @pytest.mark.parametrize(("family", "status", "body"), REAL_OVERFLOWS)
 def test_real_overflow_messages_are_classified_as_overflow(family: str, status: int | None, body: str) -> None:
-    assert classify_error(status, body) is ContextOverflowError
-    assert classify_error(None, body) is ContextOverflowError
+    assert classify_error(status, body) is PromptTooLongError
+    assert classify_error(None, body) is PromptTooLongError
     assert is_context_overflow(status, body)
 
 
@@ -151,14 +151,14 @@ def test_status_classes() -> None:
     assert classify_error(500, "internal error") is ServerError
     assert classify_error(503, "") is ServerError
     assert classify_error(529, '{"type":"error","error":{"type":"overloaded_error"}}') is ServerError
-    assert classify_error(413, "request_too_large") is ContextOverflowError
+    assert classify_error(413, "request_too_large") is PromptTooLongError
     assert classify_error(400, "bad request") is ProviderError
     assert classify_error(401, "unauthorized") is ProviderError
     assert classify_error(None, "connection reset") is ProviderError
 
 
 def test_is_context_overflow_accepts_exceptions() -> None:
-    assert is_context_overflow(ContextOverflowError("x"))
+    assert is_context_overflow(PromptTooLongError("x"))
     assert is_context_overflow(ProviderError("failed", status=400, body='{"error":"prompt too long"}'))
     assert is_context_overflow(ProviderError("prompt is too long: 5 tokens > 4 maximum"))
     assert not is_context_overflow(ProviderError("failed", status=500, body="boom"))

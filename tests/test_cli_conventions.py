@@ -125,7 +125,7 @@ def test_read_only_commands_never_create_a_store(in_tmp: Path, capsys: pytest.Ca
         ["inspect", "x", "--store", "elsewhere/s.db"],
         ["lint", "x", "--store", "elsewhere/s.db"],
         ["replay", "x", "--store", "elsewhere/s.db"],
-        ["budget", "x", "--limit", "100"],
+        ["spend", "x", "--limit", "100"],
         ["proxy", "stats"],
         ["proxy", "stats", "--json", "--store", "elsewhere/s.db"],
     ):

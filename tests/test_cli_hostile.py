@@ -16,7 +16,7 @@ import pytest
 
 from contextwarden.cli import main
 from contextwarden.errors import ImportFormatError
-from contextwarden.importers import detect_format, load_transcript, text_size
+from contextwarden.importers import detect_transcript_format, load_transcript, text_size
 from contextwarden.log.codec import event_to_dict
 
 DATA = Path(__file__).parent / "data" / "transcripts"
@@ -98,7 +98,7 @@ def _poisoned_copy(path: Path, tmp_path: Path) -> Path:
 @pytest.mark.parametrize("path", ONE_PER_FORMAT, ids=lambda p: p.name)
 def test_every_importer_gets_lone_surrogates_replaced_and_counted(path: Path, tmp_path: Path) -> None:
     poisoned = _poisoned_copy(path, tmp_path)
-    transcript = load_transcript(poisoned, format=detect_format(path))
+    transcript = load_transcript(poisoned, format=detect_transcript_format(path))
     texts = [s for event in transcript.events for s in _strings(event_to_dict(event))]
     assert not any(SURROGATE.search(s) for s in texts)
     # the longest string may occur more than once (a file that repeats its messages), each poisoned
@@ -168,7 +168,7 @@ def test_a_forced_format_that_does_not_fit_fails_in_one_line_and_stores_nothing(
     assert code == 1 and out == ""
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert f"--format {forced} does not fit" in err and "nothing was imported" in err
-    assert detect_format(path) in err  # says which format it looks like
+    assert detect_transcript_format(path) in err  # says which format it looks like
     assert not (in_tmp / ".contextwarden").exists()
 
 
@@ -183,7 +183,7 @@ def test_the_misfit_message_says_what_and_how_much_is_lost() -> None:
 
 def test_a_forced_format_that_keeps_everything_is_accepted() -> None:
     bare = DATA / "chat" / "bare-list.json"  # plain role/content messages read the same either way
-    assert detect_format(bare) == "openai-chat"
+    assert detect_transcript_format(bare) == "openai-chat"
     forced = load_transcript(bare, format="anthropic-messages")
     assert forced.format == "anthropic-messages" and len(forced.events) == len(load_transcript(bare).events)
 

@@ -29,7 +29,7 @@ FOLDERS = ("log", "window", "plan", "assemble", "wire")
 OUTSIDE = "outside"
 """Around the data path: the edges, the public API and what no step may import."""
 PLACE: dict[str, str] = {
-    **dict.fromkeys(("errors", "models", "_families", "budget", "_dataclass_json", "_deprecation"), "base"),
+    **dict.fromkeys(("errors", "models", "_families", "budget", "_dataclass_json", "_deprecated"), "base"),
     **dict.fromkeys(("events", "codec", "store"), "log"),
     **dict.fromkeys(
         ("context", "tokens", "fragments", "tools", "instructions", "_catalog", "_files", "_trust", "pairing", "chat"),

@@ -16,11 +16,11 @@ from contextwarden.cli import main
 from contextwarden.context import Message, ModelContext
 from contextwarden.errors import ImportFormatError, UsageError
 from contextwarden.importers import (
-    FORMATS,
+    TRANSCRIPT_FORMATS,
     ImportOptions,
     SourceDocument,
     Transcript,
-    detect_format,
+    detect_transcript_format,
     load_transcript,
 )
 from contextwarden.log.events import (
@@ -417,14 +417,14 @@ def test_anthropic_messages() -> None:
     ],
     ids=lambda v: v.name if isinstance(v, Path) else v,
 )
-def test_detect_format(path: Path, expected: str) -> None:
-    assert detect_format(path) == expected
+def test_detect_transcript_format(path: Path, expected: str) -> None:
+    assert detect_transcript_format(path) == expected
 
 
 def test_detection_reads_content_not_the_file_name(tmp_path: Path) -> None:
     disguised = tmp_path / "notes.txt"
     shutil.copy(DATA / "codex" / "rollout.jsonl", disguised)
-    assert detect_format(disguised) == "codex"
+    assert detect_transcript_format(disguised) == "codex"
     one_line = tmp_path / "one.json"
     one_line.write_text((DATA / "claude-code" / "rewound.jsonl").read_text().splitlines()[0])
     assert load_transcript(one_line).format == "claude-code"
@@ -442,7 +442,7 @@ def test_messages_per_line_and_events_wrapper(tmp_path: Path) -> None:
 def test_format_can_be_forced(tmp_path: Path) -> None:
     plain = tmp_path / "plain.json"
     plain.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
-    assert detect_format(plain) == "openai-chat"
+    assert detect_transcript_format(plain) == "openai-chat"
     assert load_transcript(plain, format="anthropic-messages").format == "anthropic-messages"
     with pytest.raises(ImportFormatError, match=r"rollout\.jsonl: \$: expected an object"):
         load_transcript(DATA / "codex" / "rollout.jsonl", format="swe-agent")
@@ -531,7 +531,7 @@ _json = st.recursive(
 )
 
 
-@pytest.mark.parametrize("format_name", list(FORMATS))
+@pytest.mark.parametrize("format_name", list(TRANSCRIPT_FORMATS))
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(document=_json)
 def test_foreign_shapes_give_a_transcript_or_a_format_error(format_name: str, document: Any) -> None:
@@ -541,7 +541,7 @@ def test_foreign_shapes_give_a_transcript_or_a_format_error(format_name: str, do
         docs.append(SourceDocument(path="fuzz.jsonl", lines=((1, document), (2, document)), is_jsonl=True))
     for doc in docs:
         try:
-            transcript = FORMATS[format_name](doc, ImportOptions(format=format_name))
+            transcript = TRANSCRIPT_FORMATS[format_name](doc, ImportOptions(format=format_name))
         except ImportFormatError as exc:
             assert str(exc).startswith("fuzz.json")
         else:
@@ -559,7 +559,7 @@ def test_detection_of_foreign_shapes_never_crashes(document: Any) -> None:
     for doc in docs:
         try:
             name = _detect(doc)
-            FORMATS[name](doc, ImportOptions(format=name))
+            TRANSCRIPT_FORMATS[name](doc, ImportOptions(format=name))
         except ImportFormatError as exc:
             assert str(exc).startswith("fuzz.json")
 

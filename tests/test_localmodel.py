@@ -11,7 +11,7 @@ import pytest
 
 from _localmodel import LOCAL_N_CTX, local_model_name, local_provider
 from contextwarden.context import Message, ModelContext
-from contextwarden.errors import Cancelled, ContextOverflowError
+from contextwarden.errors import Cancelled, PromptTooLongError
 from contextwarden.providers import CallOptions, is_context_overflow, is_silent_overflow
 
 pytestmark = pytest.mark.localmodel
@@ -56,7 +56,7 @@ def test_real_context_overflow_is_classified_and_the_server_keeps_working() -> N
         model=local_model_name(), system="", messages=(Message(role="user", text=f"Summarize this:\n{filler}"),)
     )
     with local_provider(max_retries=3) as provider:
-        with pytest.raises(ContextOverflowError) as info:
+        with pytest.raises(PromptTooLongError) as info:
             provider.complete(request, options=CallOptions(max_tokens=32))
         error = info.value
         assert error.status is not None and 400 <= error.status < 600

@@ -8,7 +8,7 @@ import pytest
 
 from _agentlog import COUNTER, Agent, manager, profile
 from contextwarden.context import ModelContext, ToolDefinition
-from contextwarden.errors import Cancelled, ContextOverflowError, ProviderError, RateLimitError, ServerError
+from contextwarden.errors import Cancelled, PromptTooLongError, ProviderError, RateLimitError, ServerError
 from contextwarden.log.events import AssistantMessage, Compaction, SettingChange, ToolCall, ToolResult, UsageReport
 from contextwarden.log.store.memory import MemoryStore
 from contextwarden.loop import AgentTool, ToolOutput, run_agent_loop, window_hint
@@ -98,7 +98,7 @@ def test_provider_overflow_is_compacted_and_retried_exactly_once() -> None:
     store = MemoryStore()
     Agent(store).start().work(20)  # enough verbatim history for a compaction to keep 2,000 tokens and cut the rest
     provider = ScriptedProvider(
-        [ContextOverflowError("This model's maximum context length is 8192 tokens", status=400), "fixed"]
+        [PromptTooLongError("This model's maximum context length is 8192 tokens", status=400), "fixed"]
     )
     result = run_agent_loop(provider, TOOLS, manager(store), "s", model=profile(), max_turns=2)
     assert result.text == "fixed" and result.overflow_recoveries == 1
@@ -111,10 +111,10 @@ def test_provider_overflow_is_compacted_and_retried_exactly_once() -> None:
 def test_a_second_overflow_raises_a_clear_error_naming_the_sizes() -> None:
     store = MemoryStore()
     Agent(store).start().work(20)  # enough verbatim history for a compaction to keep 2,000 tokens and cut the rest
-    overflow = ContextOverflowError("prompt is too long: 9000 tokens > 8000 maximum", status=400)
+    overflow = PromptTooLongError("prompt is too long: 9000 tokens > 8000 maximum", status=400)
     provider = ScriptedProvider([overflow, overflow, "never"])
     sizes = r"still overflowing after compaction and one retry: \d+ tokens before, \d+ after .* window \d+"
-    with pytest.raises(ContextOverflowError, match=sizes):
+    with pytest.raises(PromptTooLongError, match=sizes):
         run_agent_loop(provider, TOOLS, manager(store), "s", model=profile(), max_turns=2)
     assert len(provider.requests) == 2
 
@@ -122,8 +122,8 @@ def test_a_second_overflow_raises_a_clear_error_naming_the_sizes() -> None:
 def test_overflow_with_nothing_to_compact_says_so() -> None:
     store = MemoryStore()
     Agent(store).start()
-    provider = ScriptedProvider([ContextOverflowError("context_length_exceeded", status=400)])
-    with pytest.raises(ContextOverflowError, match="nothing was old enough to compact"):
+    provider = ScriptedProvider([PromptTooLongError("context_length_exceeded", status=400)])
+    with pytest.raises(PromptTooLongError, match="nothing was old enough to compact"):
         run_agent_loop(provider, TOOLS, manager(store), "s", model=profile(), max_turns=2)
     assert not [e for e in store.read("s") if isinstance(e, Compaction)]
 
@@ -136,8 +136,8 @@ def test_real_window_from_the_error_message_is_used_for_the_retry() -> None:
     result = run_agent_loop(small_server, TOOLS, manager(store), "s", model=profile(40_000), max_turns=1)
     assert result.overflow_recoveries == 1 and result.text == "ok"
     assert estimate_request_tokens(small_server.requests[-1]) + (small_server.options[-1].max_tokens or 0) <= 3_000
-    assert window_hint(ContextOverflowError("Requested tokens (2285) exceed context window of 2048")) == 2048
-    assert window_hint(ContextOverflowError('{"n_ctx": 4096, "n_prompt_tokens": 5000}')) == 4096
+    assert window_hint(PromptTooLongError("Requested tokens (2285) exceed context window of 2048")) == 2048
+    assert window_hint(PromptTooLongError('{"n_ctx": 4096, "n_prompt_tokens": 5000}')) == 4096
 
 
 def test_silent_overflow_is_recovered_without_recording_the_truncated_answer() -> None:

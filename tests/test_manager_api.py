@@ -13,11 +13,11 @@ from contextwarden import (
     ContextManager,
     ContextPolicy,
     SettingChange,
+    SpendLimit,
+    SpendTracker,
     ToolCall,
     ToolDefinition,
     ToolResult,
-    TreeBudget,
-    TreeBudgetPolicy,
     UnknownModelError,
     UsageReport,
     UserMessage,
@@ -28,7 +28,7 @@ from contextwarden import (
     resolve_profile,
 )
 from contextwarden.assemble.buildrecord import BuildSettings, build_settings_of
-from contextwarden.errors import BudgetExhausted, UsageError
+from contextwarden.errors import SpendLimitReached, UsageError
 from contextwarden.log.store import MemoryStore
 from contextwarden.plan.policy import policy_from_dict, policy_to_dict
 from contextwarden.plan.taskpolicies import task_policy_names
@@ -219,8 +219,8 @@ def test_an_unknown_task_preset_names_the_known_ones() -> None:
 
 def test_the_tree_budget_stops_builds_of_a_spent_tree_and_reminds_before() -> None:
     store = MemoryStore()
-    budget = TreeBudget(TreeBudgetPolicy(limit=1_000, reminders=(600,)))
-    mgr = manager(store, tree_budget=budget)
+    budget = SpendTracker(SpendLimit(limit=1_000, reminders=(600,)))
+    mgr = manager(store, spend_tracker=budget)
     root = mgr.session("root", model="gpt-4o", create=True)
     root.append(UserMessage(text="Plan the work."))
     store.create_session("child", parent_session_id="root")
@@ -230,7 +230,7 @@ def test_the_tree_budget_stops_builds_of_a_spent_tree_and_reminds_before() -> No
     context = root.build()
     assert any("weighted tokens remain" in m.text for m in context.messages), "the reminder reached the model"
     child.record_usage(UsageReport(input_tokens=0, output_tokens=600))
-    with pytest.raises(BudgetExhausted):
+    with pytest.raises(SpendLimitReached):
         root.build()
 
 

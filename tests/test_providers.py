@@ -17,8 +17,8 @@ import pytest
 from contextwarden.context import Message, ModelContext, ToolDefinition
 from contextwarden.errors import (
     Cancelled,
-    ContextOverflowError,
     MalformedResponse,
+    PromptTooLongError,
     ProviderError,
     ProviderTimeout,
     RateLimitError,
@@ -272,7 +272,7 @@ def test_overflow_400_is_classified_and_never_retried(server: ScriptedServer) ->
         }
     }
     server.add(as_json(overflow, 400), openai_ok())
-    with openai(server) as provider, pytest.raises(ContextOverflowError) as info:
+    with openai(server) as provider, pytest.raises(PromptTooLongError) as info:
         provider.complete(REQUEST)
     assert len(server.received) == 1
     assert info.value.status == 400
@@ -293,7 +293,7 @@ def test_llama_cpp_overflow_sent_as_500_is_not_retried(server: ScriptedServer) -
         }
     }
     server.add(as_json(body, 500), openai_ok())
-    with openai(server) as provider, pytest.raises(ContextOverflowError):
+    with openai(server) as provider, pytest.raises(PromptTooLongError):
         provider.complete(REQUEST)
     assert len(server.received) == 1
 
@@ -309,7 +309,7 @@ def test_other_4xx_is_a_plain_provider_error_not_retried(server: ScriptedServer)
 
 def test_error_object_inside_a_200_is_classified(server: ScriptedServer) -> None:
     server.add(as_json({"error": {"code": 400, "message": "prompt is too long: 300000 tokens > 200000 maximum"}}))
-    with openai(server) as provider, pytest.raises(ContextOverflowError):
+    with openai(server) as provider, pytest.raises(PromptTooLongError):
         provider.complete(REQUEST)
 
 
@@ -562,7 +562,7 @@ def test_anthropic_overflow_and_overloaded(server: ScriptedServer) -> None:
     }
     overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
     server.add(as_json(overflow, 400))
-    with anthropic(server) as provider, pytest.raises(ContextOverflowError) as info:
+    with anthropic(server) as provider, pytest.raises(PromptTooLongError) as info:
         provider.complete(REQUEST)
     assert "209353 tokens > 199999 maximum" in str(info.value)
     server.add(*[as_json(overloaded, 529) for _ in range(3)])
@@ -672,7 +672,7 @@ def test_scripted_provider_replays_and_records() -> None:
 def test_scripted_provider_overflow_and_cancel_do_not_consume_the_script() -> None:
     provider = ScriptedProvider(["fits"], context_window=100)
     big = ModelContext(model="m", system="", messages=(Message(role="user", text="x" * 2000),))
-    with pytest.raises(ContextOverflowError, match="context window of 100"):
+    with pytest.raises(PromptTooLongError, match="context window of 100"):
         provider.complete(big, options=CallOptions(max_tokens=10))
     cancel = threading.Event()
     cancel.set()

@@ -19,7 +19,7 @@ from _proxy import Rig, rig
 from contextwarden.assemble.buildrecord import build_settings_of
 from contextwarden.log.events import SettingChange, UsageReport
 from contextwarden.models import get_profile, register_profile
-from contextwarden.plan.treebudget import TreeBudgetPolicy
+from contextwarden.plan.spend import SpendLimit
 from contextwarden.proxy.scripted import Reply
 
 SONNET = "claude-sonnet-4-5"
@@ -93,11 +93,11 @@ def test_an_unknown_preset_is_refused_before_the_proxy_listens(tmp_path: Path) -
     assert not (tmp_path / "s.db").exists()
 
 
-# --------------------------------------------------------------------------- --budget-limit
+# --------------------------------------------------------------------------- --spend-limit
 
 
 def _weights(r: Rig) -> list[float]:
-    policy = TreeBudgetPolicy(limit=1)
+    policy = SpendLimit(limit=1)
     billed = [rec.usage for rec in r.upstream.received if rec.usage is not None]
     return [
         policy.weigh(
@@ -138,7 +138,7 @@ def _claude_code_turns(client: anthropic.Anthropic, turns: int) -> tuple[int, an
 
 def test_a_spent_budget_refuses_the_client_session_and_its_side_lanes(tmp_path: Path) -> None:
     limit = 120
-    with rig(str(tmp_path / "s.db"), budget_limit=limit) as r:
+    with rig(str(tmp_path / "s.db"), spend_limit=limit) as r:
         client = r.anthropic("k", **{"x-claude-code-session-id": "cc-1"})
         sent, refused = _claude_code_turns(client, 20)
         assert refused is not None, "20 turns must spend 120 weighted tokens"
@@ -146,7 +146,7 @@ def test_a_spent_budget_refuses_the_client_session_and_its_side_lanes(tmp_path: 
         body = refused.body
         assert isinstance(body, dict) and body["type"] == "error"
         assert body["error"]["type"] == "invalid_request_error"
-        assert "budget is spent" in refused.message and "--budget-limit" in refused.message
+        assert "reached its spend limit" in refused.message and "--spend-limit" in refused.message
         weights = _weights(r)
         # nothing of the refused request went upstream; it came right after the sum reached the limit
         assert len(weights) == sent
@@ -166,9 +166,9 @@ def test_a_spent_budget_refuses_the_client_session_and_its_side_lanes(tmp_path: 
         assert 'contextwarden_proxy_requests_total{format="anthropic",outcome="budget_exhausted"} 1.0' in metrics
         received = len(r.upstream.received)
     # a restarted proxy starts from the ledger: the task stays refused, nothing goes upstream
-    with rig(str(tmp_path / "s.db"), budget_limit=limit) as again:
+    with rig(str(tmp_path / "s.db"), spend_limit=limit) as again:
         client = again.anthropic("k", **{"x-claude-code-session-id": "cc-1"})
-        with pytest.raises(anthropic.BadRequestError, match="budget is spent"):
+        with pytest.raises(anthropic.BadRequestError, match="reached its spend limit"):
             client.messages.create(
                 model="claude-haiku-4-5",
                 max_tokens=16,
@@ -187,7 +187,7 @@ def test_without_a_budget_the_same_session_is_forwarded(tmp_path: Path) -> None:
 
 
 def test_a_spent_budget_answers_openai_clients_in_their_error_shape(tmp_path: Path) -> None:
-    with rig(str(tmp_path / "s.db"), budget_limit=1) as r:
+    with rig(str(tmp_path / "s.db"), spend_limit=1) as r:
         client = openai.OpenAI(
             base_url=r.url + "/v1", api_key="sk-test", max_retries=0, default_headers={"x-contextwarden-session": "t"}
         )
@@ -204,8 +204,8 @@ def test_a_spent_budget_answers_openai_clients_in_their_error_shape(tmp_path: Pa
                     {"role": "user", "content": "more"},
                 ],
             )
-        assert chat.value.code == "budget_exhausted" and "budget is spent" in chat.value.message
-        with pytest.raises(openai.BadRequestError, match="budget is spent"):
+        assert chat.value.code == "budget_exhausted" and "reached its spend limit" in chat.value.message
+        with pytest.raises(openai.BadRequestError, match="reached its spend limit"):
             client.responses.create(model="gpt-5", input="and now?")
         assert len(r.upstream.received) == 1
 

@@ -10,12 +10,12 @@ import pytest
 
 from contextwarden.assemble.manager import ContextManager
 from contextwarden.context import ToolDefinition
-from contextwarden.errors import BudgetExhausted, UsageError
+from contextwarden.errors import SpendLimitReached, UsageError
 from contextwarden.fragments import find_fragment
 from contextwarden.log.events import Compaction, Event, Instruction, ToolCall, UsageReport, UserMessage
 from contextwarden.log.store import SQLiteStore
 from contextwarden.loop import AgentTool, run_agent_loop
-from contextwarden.plan.treebudget import NOTICE_SOURCE, TreeBudget, TreeBudgetHook, TreeBudgetPolicy
+from contextwarden.plan.spend import NOTICE_SOURCE, SpendLimit, SpendLimitHook, SpendTracker
 from contextwarden.testing import ScriptedProvider, make_response
 from contextwarden.tokens import HeuristicCounter
 
@@ -35,13 +35,13 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
 
 
 def test_weights_count_output_and_uncached_input_only() -> None:
-    policy = TreeBudgetPolicy(limit=1_000, sampling_weight=2.0, prefill_weight=0.5)
+    policy = SpendLimit(limit=1_000, sampling_weight=2.0, prefill_weight=0.5)
     assert policy.weigh(UsageReport(input_tokens=1_000, cache_read_tokens=800, output_tokens=10)) == 10 * 2 + 200 * 0.5
     assert policy.levels == (500, 250, 100)
-    assert TreeBudgetPolicy(limit=100, reminders=(10, 60, 30)).levels == (60, 30, 10)
+    assert SpendLimit(limit=100, reminders=(10, 60, 30)).levels == (60, 30, 10)
     for bad in ({"limit": 0}, {"limit": 10, "prefill_weight": -1}, {"limit": 10, "reminders": (10,)}):
         with pytest.raises(UsageError):
-            TreeBudgetPolicy(**bad)
+            SpendLimit(**bad)
 
 
 def test_usage_sums_the_whole_tree_and_nothing_else(store: SQLiteStore) -> None:
@@ -53,7 +53,7 @@ def test_usage_sums_the_whole_tree_and_nothing_else(store: SQLiteStore) -> None:
     _spend(store, child, inp=400, cached=400, out=50)
     _spend(store, grandchild, out=10)
     _spend(store, other, out=10_000)
-    budget = TreeBudget(TreeBudgetPolicy(limit=10_000))
+    budget = SpendTracker(SpendLimit(limit=10_000))
     for member in (root, child, grandchild):
         usage = budget.usage(store, member)
         assert usage.root_session_id == root
@@ -67,24 +67,24 @@ def test_a_fork_counts_only_what_it_spent_after_the_fork(store: SQLiteStore) -> 
     _spend(store, root, out=300)
     fork = store.fork(root, at_seq=1)
     _spend(store, fork.id, out=20)
-    usage = TreeBudget(TreeBudgetPolicy(limit=10_000)).usage(store, fork.id)
+    usage = SpendTracker(SpendLimit(limit=10_000)).usage(store, fork.id)
     assert usage.root_session_id == root and usage.spent == 320
 
 
 def test_exhaustion_stops_every_session_of_the_tree_and_stays(store: SQLiteStore) -> None:
     root = store.create_session().id
     child = store.create_session(parent_session_id=root).id
-    budget = TreeBudget(TreeBudgetPolicy(limit=1_000))
+    budget = SpendTracker(SpendLimit(limit=1_000))
     budget.check(store, child)
     _spend(store, child, out=1_000)
     for sid in (root, child):
-        with pytest.raises(BudgetExhausted, match="1,000 of its 1,000 weighted tokens"):
+        with pytest.raises(SpendLimitReached, match="1,000 of its 1,000 weighted tokens"):
             budget.check(store, sid)
     late = store.create_session(parent_session_id=root).id  # a subagent started afterwards
-    with pytest.raises(BudgetExhausted):
+    with pytest.raises(SpendLimitReached):
         budget.check(store, late)
     store.delete_session(child)  # even if the spending record goes away, the tree stays stopped
-    with pytest.raises(BudgetExhausted):
+    with pytest.raises(SpendLimitReached):
         budget.check(store, root)
 
 
@@ -108,7 +108,7 @@ def test_checks_read_only_new_events(store: SQLiteStore) -> None:
     for _ in range(5):
         _spend(store, root, out=1)
     counting = _CountingStore(store)
-    budget = TreeBudget(TreeBudgetPolicy(limit=1_000))
+    budget = SpendTracker(SpendLimit(limit=1_000))
     budget.check(counting, root)  # type: ignore[arg-type]
     budget.check(counting, root)  # type: ignore[arg-type]
     _spend(store, root, out=1)
@@ -119,7 +119,7 @@ def test_checks_read_only_new_events(store: SQLiteStore) -> None:
 def test_reminders_are_registered_fragments_delivered_once_and_again_after_compaction(store: SQLiteStore) -> None:
     root = store.create_session().id
     store.append(root, [UserMessage(text="Do the task.")], expected_last_seq=0)
-    budget = TreeBudget(TreeBudgetPolicy(limit=10_000, reminders=(5_000, 1_000)), counter=HeuristicCounter())
+    budget = SpendTracker(SpendLimit(limit=10_000, reminders=(5_000, 1_000)), counter=HeuristicCounter())
     assert budget.notice(store, root) is None
     _spend(store, root, out=5_500)
     text = budget.notice(store, root)
@@ -163,10 +163,8 @@ def test_the_loop_hook_stops_a_subagent_when_the_tree_is_spent(store: SQLiteStor
     ]
     provider = ScriptedProvider(answers)
     manager = ContextManager(store, counter=HeuristicCounter())
-    hook = TreeBudgetHook(
-        TreeBudget(TreeBudgetPolicy(limit=2_000, reminders=(400,)), counter=HeuristicCounter()), store
-    )
-    with pytest.raises(BudgetExhausted):
+    hook = SpendLimitHook(SpendTracker(SpendLimit(limit=2_000, reminders=(400,)), counter=HeuristicCounter()), store)
+    with pytest.raises(SpendLimitReached):
         run_agent_loop(provider, [tool], manager, child, model="gpt-4o", max_turns=10, on_before_turn=hook)
     # 1,500 + 300 per call: after the 1st call 200 remain (< 400: reminded before the 2nd call);
     # after the 2nd the tree is spent and the 3rd call is refused.

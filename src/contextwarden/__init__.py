@@ -25,14 +25,15 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from ._deprecated import warn_renamed
 from .errors import (
     BudgetExceededError,
-    BudgetExhausted,
     CodecError,
     ConflictError,
     ContextWardenError,
     ProviderError,
     SessionNotFound,
+    SpendLimitReached,
     SummaryRejected,
     UnknownModelError,
     UsageError,
@@ -70,8 +71,8 @@ if TYPE_CHECKING:
     from .models import ModelProfile, get_profile, list_profiles, register_profile, resolve_profile
     from .plan.planner import PlannerSettings
     from .plan.policy import ContextPolicy
+    from .plan.spend import SpendLimit, SpendTracker
     from .plan.taskpolicies import Keep, TaskPolicy, get_task_policy, register_task_policy, task_policy_names
-    from .plan.treebudget import TreeBudget, TreeBudgetPolicy
     from .providers import AnthropicProvider, OpenAICompatProvider
     from .testing import ScriptedProvider
     from .window.policies.presets import ToolPolicy
@@ -106,8 +107,8 @@ _LAZY: dict[str, str] = {
     "get_task_policy": ".plan.taskpolicies",
     "register_task_policy": ".plan.taskpolicies",
     "task_policy_names": ".plan.taskpolicies",
-    "TreeBudget": ".plan.treebudget",
-    "TreeBudgetPolicy": ".plan.treebudget",
+    "SpendTracker": ".plan.spend",
+    "SpendLimit": ".plan.spend",
     "FORMATS": ".wire",
     "WireFormat": ".wire",
     "CallOptions": ".chat",
@@ -122,9 +123,20 @@ _LAZY: dict[str, str] = {
     "run_agent_loop": ".loop",
 }
 
+_RENAMED: dict[str, str] = {
+    "BudgetExhausted": "SpendLimitReached",  # deprecated
+    "TreeBudget": "SpendTracker",  # deprecated
+    "TreeBudgetPolicy": "SpendLimit",  # deprecated
+}
+"""Old public names, kept for one release: each use warns and returns the new name's value."""
+
 
 def __getattr__(name: str) -> object:
-    """Import a public name's module on first access (PEP 562)."""
+    """Import a public name's module on first access (PEP 562); an old name warns."""
+    new = _RENAMED.get(name)
+    if new is not None:
+        warn_renamed(f"contextwarden.{name}", f"contextwarden.{new}")
+        return __getattr__(new) if new in _LAZY else globals()[new]
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'contextwarden' has no attribute {name!r}")
@@ -145,7 +157,6 @@ __all__ = [
     "AssistantMessage",
     "BinaryPart",
     "BudgetExceededError",
-    "BudgetExhausted",
     "BudgetPolicy",
     "BuildSettings",
     "CallOptions",
@@ -178,6 +189,9 @@ __all__ = [
     "SessionNotFound",
     "SessionStore",
     "SettingChange",
+    "SpendLimit",
+    "SpendLimitReached",
+    "SpendTracker",
     "Steering",
     "SummaryRejected",
     "TaskPolicy",
@@ -188,8 +202,6 @@ __all__ = [
     "ToolPolicy",
     "ToolResult",
     "ToolSetChange",
-    "TreeBudget",
-    "TreeBudgetPolicy",
     "UnknownModelError",
     "UsageError",
     "UsageReport",

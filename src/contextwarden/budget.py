@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Final
 
+from ._deprecated import renamed_method
 from .errors import UsageError
 from .models import ModelProfile
 
@@ -151,7 +152,9 @@ class BudgetPolicy:
         if self.trigger_tokens is not None and self.trigger_tokens < 1:
             raise UsageError("trigger_tokens must be at least 1")
 
-    def window_for(self, profile: ModelProfile) -> int:
+    window_for = renamed_method("window_for", "input_window_for")  # deprecated
+
+    def input_window_for(self, profile: ModelProfile) -> int:
         """Return the input window the budget works with: the profile's (input-capped) or the fallback."""
         return profile.input_window or self.fallback_window
 

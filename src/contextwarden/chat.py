@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol, runtime_checkable
 
-from ._deprecation import deprecated_names
+from ._deprecated import deprecated_names
 from .context import ModelContext
 from .log.events import AssistantMessage, JSONValue, ThinkingBlock, ToolCall, UsageReport
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from ._deprecated import warn_renamed
 from .log.events import BinaryPart, OpaquePart, ThinkingBlock, ToolCall, ToolResult
 
 Role = Literal["system", "developer", "user", "assistant", "tool"]
@@ -159,8 +160,8 @@ class ModelContext:
     """Tokens of the whole request by ``counter``."""
     budget: int = 0
     """The usable input budget the request was fitted to."""
-    window: int | None = None
-    """The model's context window, when known."""
+    context_window: int | None = None
+    """The model's context window in tokens (its capacity), when known."""
     counter: str = ""
     """Name of the token counter used."""
     cache_breakpoints: tuple[int, ...] = ()
@@ -170,3 +171,9 @@ class ModelContext:
     """What this build reduced or repaired, and why (the history stays in the log as window events)."""
     window_event_ids: tuple[str, ...] = ()
     """Ids of window events the build appended to the log."""
+
+    @property
+    def window(self) -> int | None:
+        """Deprecated: :attr:`context_window` (the word "window" now means the session's current window)."""
+        warn_renamed("ModelContext.window", "ModelContext.context_window")
+        return self.context_window

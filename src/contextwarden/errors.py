@@ -11,14 +11,17 @@ The hierarchy::
     ├── ConflictError                  optimistic concurrency: the expected last seq did not match
     ├── CodecError                     an event or a file could not be decoded (names the location)
     ├── StoreError                     the store failed for a reason other than the above
-    ├── BudgetExceededError            a request cannot fit the model's budget after every reduction
-    ├── BudgetExhausted                a session tree spent its weighted-token budget
+    ├── BudgetExceededError            the context cannot fit the model's input budget after every
+    │                                  reduction (raised by build; nothing was sent)
+    ├── SpendLimitReached              a session tree reached its spending limit (weighted tokens);
+    │                                  no further model call is allowed
     ├── SummaryRejected                a summary failed validation and was not persisted
     ├── CompactionError                compaction could not produce a usable window
     ├── FragmentError                  a fragment type is invalid (for example no hard cap)
     ├── ImportFormatError              a transcript file is malformed (names the file and line)
     └── ProviderError                  a model provider call failed
-        ├── ContextOverflowError       the prompt did not fit the model's window
+        ├── PromptTooLongError         the provider refused a request as longer than the model's
+        │                              context window (the provider's word, after sending)
         ├── RateLimitError             429 or an equivalent; retried with backoff
         ├── ServerError                5xx; retried with backoff
         ├── ProviderTimeout            no answer in time
@@ -28,12 +31,23 @@ The hierarchy::
     SummaryFallbackWarning             (a warning, not an error) the configured summarizer failed and the
                                        fallback wrote the summary; turn the fallback off to get the error
 
+Three errors are about size or cost and are easy to confuse: ``BudgetExceededError`` is ours, before
+sending (the context does not fit); ``PromptTooLongError`` is the provider's, after sending (it refused
+the request as too long); ``SpendLimitReached`` is about spending, not size (the task spent its limit).
+
 Messages say what happened and what to do next.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+
+from ._deprecated import renamed
+
+_RENAMED = {
+    "BudgetExhausted": "SpendLimitReached",  # deprecated
+    "ContextOverflowError": "PromptTooLongError",  # deprecated
+}
 
 
 class ContextWardenError(Exception):
@@ -85,7 +99,11 @@ class StoreError(ContextWardenError):
 
 
 class BudgetExceededError(ContextWardenError):
-    """The request does not fit the model's usable input budget even after every reduction.
+    """The context does not fit the model's input budget even after every reduction.
+
+    Raised by ``build`` before anything is sent; the provider never saw the request. Compare
+    :class:`PromptTooLongError` (the provider refused a sent request) and :class:`SpendLimitReached`
+    (a spending limit, not a size).
 
     ``sections`` maps each section of the request (system, tools, pinned, summary, conversation,
     tool_output, ...) to its token count, so the caller can see what is too large.
@@ -99,8 +117,12 @@ class BudgetExceededError(ContextWardenError):
         super().__init__(f"{message}: {total} tokens > budget {budget} ({parts})")
 
 
-class BudgetExhausted(ContextWardenError):
-    """A session tree has spent its weighted-token budget; no further model call is allowed."""
+class SpendLimitReached(ContextWardenError):
+    """A session tree has reached its spending limit (weighted tokens); no further model call is allowed.
+
+    Raised by a :class:`~contextwarden.plan.spend.SpendTracker` check before a model call. Not about
+    size: the context may fit, the task may not spend more.
+    """
 
 
 class SummaryRejected(ContextWardenError):
@@ -128,8 +150,12 @@ class ProviderError(ContextWardenError):
         super().__init__(message)
 
 
-class ContextOverflowError(ProviderError):
-    """The prompt was larger than the model's context window."""
+class PromptTooLongError(ProviderError):
+    """The provider refused a request as longer than the model's context window.
+
+    The provider's answer to a request that was sent (or a reply so full it can only be a silent
+    overflow). Compare :class:`BudgetExceededError`, raised before sending when the context cannot fit.
+    """
 
 
 class RateLimitError(ProviderError):
@@ -158,3 +184,8 @@ class SummaryFallbackWarning(UserWarning):
     The compaction's ``details["fallback"]`` and the build's ``compact`` decision say why.
     ``CompactionSettings(fallback=False)`` makes the failure an error instead, with the log unchanged.
     """
+
+
+def __getattr__(name: str) -> object:
+    """The errors' old names, for one release (each use warns)."""
+    return renamed(__name__, name, _RENAMED, globals().__getitem__)

@@ -317,7 +317,7 @@ BUILTIN_TYPES: tuple[FragmentType, ...] = (
         "One value of extra context supplied by the host application or a hook.",
     ),
     _builtin("reminder", "developer", 300, "turn", "A short reminder (run the tests, mind the constraints)."),
-    _builtin("budget_notice", "developer", 200, "turn", "Remaining token budget of the session tree."),
+    _builtin("budget_notice", "developer", 200, "turn", "What remains of the session tree's spend limit."),
     _builtin("compaction_notice", "user", 300, "turn", "Says that earlier history was summarised."),
     _builtin("pinned_context", "user", 4_000, "session", "The goal, user constraints and latest steering."),
     _builtin("conversation_summary", "user", 10_000, "session", "The summary a compaction wrote of earlier history."),

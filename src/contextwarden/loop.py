@@ -11,7 +11,7 @@ Each turn of :func:`run_agent_loop`:
 
 A context overflow (the provider's error, or a silent one: a success whose reported input filled
 the window) is recovered by compacting and retrying **exactly once**; a second overflow raises a
-:class:`~contextwarden.errors.ContextOverflowError` naming the sizes. Rate limits and 5xx are the
+:class:`~contextwarden.errors.PromptTooLongError` naming the sizes. Rate limits and 5xx are the
 provider's to retry with backoff; they are never answered by compacting.
 """
 
@@ -22,10 +22,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ._deprecation import deprecated_names
+from ._deprecated import deprecated_names
 from .assemble.manager import ContextManager
 from .context import ModelContext, ToolDefinition
-from .errors import Cancelled, ContextOverflowError, ProviderError
+from .errors import Cancelled, PromptTooLongError, ProviderError
 from .log.events import Compaction, Event, JSONValue, ToolCall, ToolResult
 from .models import ModelProfile, resolve_profile
 from .plan.compaction import OVERFLOW_TRIGGER, CompactionHook, SummaryOptions, Turn, WindowCompactor, compact
@@ -127,13 +127,13 @@ class _Run:
         self.usage = [0, 0]
 
     @property
-    def window(self) -> int:
+    def input_window(self) -> int:
         """The model's input window as the manager's budget sees it."""
-        return self.manager.policy.budget.window_for(self.profile)
+        return self.manager.policy.budget.input_window_for(self.profile)
 
     def request(self) -> tuple[ModelContext, CallOptions]:
         ctx = self.manager.build(self.session_id, model=self.profile, tools=self.definitions)
-        room = max(self.window - ctx.total_tokens, 16)
+        room = max(self.input_window - ctx.total_tokens, 16)
         limit = min(self.max_tokens or self.profile.max_output_tokens, room)
         options = dataclasses.replace(
             self.options,
@@ -153,7 +153,7 @@ class _Run:
             if isinstance(exc, Cancelled) or not is_context_overflow(exc):
                 raise
             return self._recover(ctx, exc)
-        if is_silent_overflow(response.usage, self.window):
+        if is_silent_overflow(response.usage, self.input_window):
             return self._recover(ctx, None, reported=response.usage.input_tokens)
         return response
 
@@ -162,7 +162,7 @@ class _Run:
             f"the provider's overflow ({error})" if error else f"a silent overflow ({reported} input tokens reported)"
         )
         hint = window_hint(error) if error else None
-        if hint is not None and hint < self.window:
+        if hint is not None and hint < self.input_window:
             self.profile = dataclasses.replace(
                 self.profile, context_window=hint, max_output_tokens=min(self.profile.max_output_tokens, hint // 4)
             )
@@ -175,9 +175,9 @@ class _Run:
             options=SummaryOptions(cancel=self.options.cancel),
         )
         if compaction is None:
-            raise ContextOverflowError(
-                f"{self.profile.name}: a request of about {ctx.total_tokens} tokens (window "
-                f"{self.window}) overflowed and nothing was old enough to compact; "
+            raise PromptTooLongError(
+                f"{self.profile.name}: a request of about {ctx.total_tokens} tokens (input window "
+                f"{self.input_window}) overflowed and nothing was old enough to compact; "
                 f"cause: {what}. Lower keep_recent_tokens or use a model with a larger window."
             ) from error
         self.recoveries += 1
@@ -186,20 +186,20 @@ class _Run:
             response = self.provider.complete(retry_ctx, options=options)
         except ProviderError as exc:
             if is_context_overflow(exc) and not isinstance(exc, Cancelled):
-                raise ContextOverflowError(
+                raise PromptTooLongError(
                     f"{self.profile.name}: still overflowing after compaction and one retry: "
                     f"{ctx.total_tokens} tokens before, {retry_ctx.total_tokens} after (compaction "
-                    f"{compaction.tokens_before} -> {compaction.tokens_after} window tokens), window "
-                    f"{self.window}: {exc}",
+                    f"{compaction.tokens_before} -> {compaction.tokens_after} window tokens), input window "
+                    f"{self.input_window}: {exc}",
                     status=exc.status,
                     body=exc.body,
                 ) from exc
             raise
-        if is_silent_overflow(response.usage, self.window):
-            raise ContextOverflowError(
+        if is_silent_overflow(response.usage, self.input_window):
+            raise PromptTooLongError(
                 f"{self.profile.name}: still filling the window after compaction and one retry: "
                 f"{response.usage.input_tokens} input tokens reported for a request of about "
-                f"{retry_ctx.total_tokens} tokens, window {self.window}"
+                f"{retry_ctx.total_tokens} tokens, input window {self.input_window}"
             )
         return response
 
@@ -264,7 +264,7 @@ def run_agent_loop(
     ``model`` is the profile the context is budgeted for; ``request_model`` the name sent to the
     provider (default: the profile's name). ``on_before_turn`` defaults to a
     :class:`CompactionHook` when the manager's compactor is a :class:`WindowCompactor`.
-    Raises ``Cancelled`` when ``options.cancel`` is set, ``ContextOverflowError`` when an overflow
+    Raises ``Cancelled`` when ``options.cancel`` is set, ``PromptTooLongError`` when an overflow
     survives one compaction, and other ``ProviderError`` subclasses as the provider raised them.
     """
     profile = resolve_profile(model)  # an unknown name is an error naming the known ones

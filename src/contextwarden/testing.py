@@ -22,7 +22,7 @@ from contextlib import contextmanager
 
 from .chat import CallOptions, ModelReply, model_reply
 from .context import ModelContext
-from .errors import Cancelled, ContextOverflowError, UsageError
+from .errors import Cancelled, PromptTooLongError, UsageError
 from .log import events as _events
 from .log.events import AssistantMessage, ToolCall, UsageReport
 
@@ -70,7 +70,7 @@ class ScriptedProvider:
 
     With ``context_window`` set it behaves like a real server with a small window: a request whose
     estimated size (:func:`estimate_request_tokens`) plus the options' ``max_tokens`` exceeds it raises
-    ``ContextOverflowError`` without consuming a scripted item. A set cancel event raises
+    ``PromptTooLongError`` without consuming a scripted item. A set cancel event raises
     ``Cancelled`` the same way. An empty script raises ``UsageError``: the test forgot an answer.
     """
 
@@ -117,7 +117,7 @@ class ScriptedProvider:
             estimate = estimate_request_tokens(context)
             output = options.max_tokens or 0
             if self.context_window is not None and estimate + output > self.context_window:
-                raise ContextOverflowError(
+                raise PromptTooLongError(
                     f"{self.name}: request ({estimate} tokens + {output} output) exceeds the "
                     f"context window of {self.context_window} tokens",
                     status=400,

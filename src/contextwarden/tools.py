@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._deprecation import deprecated_names
+from ._deprecated import deprecated_names
 from .context import ToolDefinition
 from .errors import UsageError
 from .log.events import ToolSetChange

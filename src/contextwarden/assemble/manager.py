@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from .._deprecated import renamed_kwarg, renamed_method
 from ..context import SECTIONS, Decision, ModelContext, ToolDefinition
 from ..errors import BudgetExceededError
 from ..log.events import ContextEditBatch, SettingChange, ToolCall, ToolResult, UsageReport
@@ -45,10 +46,10 @@ from .project import ProjectContext
 from .retrieval import answer_retrieval
 from .session import Session
 from .subagents import SubtaskContext, project_for_subtask
-from .windows import Window, WindowCache
+from .windows import CachedWindow, WindowCache
 
 if TYPE_CHECKING:
-    from ..plan.treebudget import TreeBudget
+    from ..plan.spend import SpendTracker
 
 __all__ = ["Compactor", "ContextManager", "ContextPolicy"]
 
@@ -67,8 +68,9 @@ class ContextManager:
         counter: TokenCounter | None = None,
         policy: PolicyLike | None = None,
         compactor: Compactor | Literal["structured"] | None = "structured",
-        tree_budget: TreeBudget | None = None,
+        spend_tracker: SpendTracker | None = None,
         checkpoints: Literal["build", "caller"] = "build",
+        tree_budget: SpendTracker | None = None,  # deprecated: spend_tracker=
     ) -> None:
         """Build requests from ``store``.
 
@@ -77,8 +79,8 @@ class ContextManager:
         trigger; the default is contextwarden's structured compactor, which needs no model (a
         ``WindowCompactor`` without a budget of its own sizes the compaction by the build's policy).
         ``None`` turns compaction off (an over-budget window then raises
-        :class:`BudgetExceededError`). ``tree_budget`` caps what a session and its subagents spend
-        together: each build checks it first (raising :class:`~contextwarden.errors.BudgetExhausted`
+        :class:`BudgetExceededError`). ``spend_tracker`` caps what a session and its subagents spend
+        together: each build checks it first (raising :class:`~contextwarden.errors.SpendLimitReached`
         once spent) and delivers its due reminder into the session. ``checkpoints`` says who saves a
         window's checkpoint when it is due: ``"build"`` (the build that finds it due), or
         ``"caller"`` (only :meth:`save_checkpoint`, for a caller with a moment off the request path,
@@ -90,7 +92,7 @@ class ContextManager:
         if compactor == "structured":
             compactor = WindowCompactor(store, counter=self.counter)
         self.compactor: Compactor | None = compactor
-        self.tree_budget = tree_budget
+        self.spend_tracker = spend_tracker or renamed_kwarg(tree_budget, "tree_budget", "spend_tracker")  # deprecated
         self.checkpoints = checkpoints
         self._cache = WindowCache(store, self.counter)
 
@@ -130,7 +132,7 @@ class ContextManager:
     def _session_lock(self, session_id: str) -> threading.RLock:
         return self._cache.lock(session_id)
 
-    def _window(self, session_id: str, policy: ContextPolicy) -> Window:
+    def _window(self, session_id: str, policy: ContextPolicy) -> CachedWindow:
         return self._cache.window(session_id, policy)
 
     # ------------------------------------------------------------------ build
@@ -145,13 +147,14 @@ class ContextManager:
     ) -> ModelContext:
         """Build the request for the session's next model call (see the module docstring).
 
-        ``model`` must name a registered profile (``UnknownModelError`` lists them) or be a
-        :class:`ModelProfile`. The returned ``decisions`` are this build's own (the history of
-        reductions stays in the log as window events).
+        ``model`` must name a registered profile (``UnknownModelError`` lists them) or be a :class:`ModelProfile`. The
+        returned ``decisions`` are this build's own (the history of reductions stays in the log as window events).
         """
-        return self.build_seen(session_id, model=model, tools=tools, policy=policy)[0]
+        return self.build_with_last_seq(session_id, model=model, tools=tools, policy=policy)[0]
 
-    def build_seen(
+    build_seen = renamed_method("build_seen", "build_with_last_seq")  # deprecated
+
+    def build_with_last_seq(
         self,
         session_id: str,
         *,
@@ -161,16 +164,16 @@ class ContextManager:
     ) -> tuple[ModelContext, int]:
         """Like :meth:`build`, also returning the last seq the build read or wrote.
 
-        That is the ``expected_last_seq`` of the caller's next append when nothing else writes to
-        the session in between (what :class:`~contextwarden.assemble.session.Session` keeps for you).
+        That is the ``expected_last_seq`` of the caller's next append when nothing else writes to the session
+        in between (what :class:`.Session` keeps for you).
         """
         resolved = self._resolve(policy)
         profile = resolve_profile(model)
         settings = BuildSettings(profile=profile, tools=tuple(tools), policy=resolved)
         with self._session_lock(session_id):
-            if self.tree_budget is not None:
-                self.tree_budget.check(self.store, session_id)
-                self.tree_budget.deliver(self.store, session_id)
+            if self.spend_tracker is not None:
+                self.spend_tracker.check(self.store, session_id)
+                self.spend_tracker.deliver(self.store, session_id)
             window = self._window(session_id, resolved)
             self._record_settings(session_id, window, settings)
             context = self._plan_and_assemble(session_id, window, settings)
@@ -188,7 +191,7 @@ class ContextManager:
         with self._session_lock(session_id):
             return self._cache.save(session_id, resolved, self._window(session_id, resolved))
 
-    def _record_settings(self, session_id: str, window: Window, settings: BuildSettings) -> None:
+    def _record_settings(self, session_id: str, window: CachedWindow, settings: BuildSettings) -> None:
         if window.recorded == settings:
             return
         stored = self.store.append(session_id, [record_event(settings)], expected_last_seq=window.projection.last_seq)
@@ -196,7 +199,7 @@ class ContextManager:
         window.recorded = settings
         window.recorded_event = stored[0] if isinstance(stored[0], SettingChange) else None
 
-    def _plan_and_assemble(self, session_id: str, window: Window, settings: BuildSettings) -> ModelContext:
+    def _plan_and_assemble(self, session_id: str, window: CachedWindow, settings: BuildSettings) -> ModelContext:
         """Plan, record what was decided, and assemble: the steps of one build after the window caught up."""
         policy, profile = settings.policy, settings.profile
         exposed = self.exposed_tools(settings.tools, window.projection, policy=policy)
@@ -231,8 +234,8 @@ class ContextManager:
         )
 
     def _compact_if_needed(
-        self, session_id: str, window: Window, settings: BuildSettings, planned: Plan
-    ) -> tuple[Window, Decision | None]:
+        self, session_id: str, window: CachedWindow, settings: BuildSettings, planned: Plan
+    ) -> tuple[CachedWindow, Decision | None]:
         """Compact when the planner's reductions are not enough: the window (reloaded) and the decision, if any."""
         if not (planned.needs_compaction and settings.policy.compact and self.compactor is not None):
             return window, None
@@ -249,7 +252,7 @@ class ContextManager:
         return self._window(session_id, settings.policy), compaction_decision(stored)
 
     def _record_retrieval_offer(
-        self, session_id: str, window: Window, exposed: Sequence[ToolDefinition], *, changed: bool
+        self, session_id: str, window: CachedWindow, exposed: Sequence[ToolDefinition], *, changed: bool
     ) -> list[str]:
         """The id of an empty context-edit batch marking where the retrieval tools appear, when one is needed.
 
@@ -300,7 +303,7 @@ class ContextManager:
 
     def _assemble(
         self,
-        window: Window,
+        window: CachedWindow,
         profile: ModelProfile,
         tools: tuple[ToolDefinition, ...],
         fixed: int,
@@ -348,7 +351,7 @@ class ContextManager:
             sections=sections,
             total_tokens=total,
             budget=budget,
-            window=profile.context_window,
+            context_window=profile.context_window,
             counter=self.counter.name,
             cache_breakpoints=breakpoints(messages, projection, fixed=fixed, profile=profile, policy=policy),
             decisions=decisions,

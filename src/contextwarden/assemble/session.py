@@ -95,7 +95,7 @@ class Session:
         if self.project is not None:
             # A rule file edited since the last build reaches the model as a new instruction at the end.
             self.append(*self.project.update())
-        context, seen = self.manager.build_seen(
+        context, seen = self.manager.build_with_last_seq(
             self.id,
             model=chosen,
             tools=self.tools if tools is None else tools,

@@ -24,12 +24,12 @@ from ..window.projection import Projection, ProjectionConfig
 from .buildrecord import BUILD_KEY, BuildSettings, build_settings_of
 from .checkpoints import CHECKPOINT_EVERY, checkpoint_key, load_checkpoint, save_checkpoint
 
-__all__ = ["Window", "WindowCache", "project"]
+__all__ = ["CachedWindow", "WindowCache", "project"]
 
 
 @dataclass
-class Window:
-    """The cached projection of one session under one policy, and what its builds recorded."""
+class CachedWindow:
+    """One session's window under one policy (its projection, kept up to date), and what its builds recorded."""
 
     projection: Projection
     recorded: BuildSettings | None = None
@@ -91,7 +91,7 @@ class WindowCache:
     def __init__(self, store: SessionStore, counter: TokenCounter) -> None:
         self.store = store
         self.counter = counter
-        self._windows: dict[tuple[str, ContextPolicy], Window] = {}
+        self._windows: dict[tuple[str, ContextPolicy], CachedWindow] = {}
         self._locks: dict[str, threading.RLock] = {}  # re-entrant: a compactor may ask for the projection
         self._guard = threading.Lock()  # held only to read or change the two dicts above
 
@@ -103,7 +103,7 @@ class WindowCache:
                 lock = self._locks[session_id] = threading.RLock()
             return lock
 
-    def window(self, session_id: str, policy: ContextPolicy) -> Window:
+    def window(self, session_id: str, policy: ContextPolicy) -> CachedWindow:
         """The session's cached window under ``policy``, caught up (the caller holds the session lock)."""
         key = (session_id, policy)
         with self._guard:
@@ -123,26 +123,26 @@ class WindowCache:
         note_settings(window, new)
         return window
 
-    def _open(self, session_id: str, policy: ContextPolicy) -> Window:
+    def _open(self, session_id: str, policy: ContextPolicy) -> CachedWindow:
         """The session's window, resumed from its checkpoint when one is usable, else projected from the log."""
         config = self._config(session_id, policy)
         resumed = load_checkpoint(self.store, session_id, checkpoint_key(policy, self.counter), config)
         if resumed is not None:
             projection, settings, newer = resumed
-            window = Window(projection=projection, checkpoint_seq=projection.last_seq - len(newer))
+            window = CachedWindow(projection=projection, checkpoint_seq=projection.last_seq - len(newer))
             if settings is not None:
                 note_settings(window, [settings])
             note_settings(window, newer)
             return window
         events = self.store.read_window(session_id)
-        window = Window(projection=project(events, config))
+        window = CachedWindow(projection=project(events, config))
         note_settings(window, events)
         return window
 
     def _config(self, session_id: str, policy: ContextPolicy) -> ProjectionConfig:
         return projection_config(policy, self.counter, earlier_output=logged_output(self.store, session_id))
 
-    def save(self, session_id: str, policy: ContextPolicy, window: Window) -> bool:
+    def save(self, session_id: str, policy: ContextPolicy, window: CachedWindow) -> bool:
         """Save the window's checkpoint when it moved on by :data:`CHECKPOINT_EVERY` events since the last one."""
         if window.projection.last_seq - window.checkpoint_seq < CHECKPOINT_EVERY:
             return False
@@ -159,7 +159,7 @@ class WindowCache:
                 del self._windows[key]
 
 
-def note_settings(window: Window, events: Sequence[Event]) -> None:
+def note_settings(window: CachedWindow, events: Sequence[Event]) -> None:
     """Remember the newest build settings ``events`` record (a malformed record is recorded again)."""
     for event in reversed(events):
         if isinstance(event, SettingChange) and BUILD_KEY in event.settings:

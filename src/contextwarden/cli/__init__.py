@@ -16,7 +16,7 @@ import click
 
 from .._extras import install_hint
 from ..errors import ContextWardenError
-from ._common import FLAGS, VERBOSE_ENV, flag_options, verbose
+from ._common import FLAGS, VERBOSE_ENV, deprecation_note, flag_options, verbose
 
 _COMMANDS: dict[str, tuple[str, str]] = {
     "sessions": ("sessions", "Manage stored sessions: ls, show, export, import, rm."),
@@ -26,12 +26,17 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("replay", "Replay transcripts under context strategies and compare tokens and cost."),
     "inspect": ("inspect", "Show what the model would see on a session's turn, and why."),
     "lint": ("lint", "Check model-visible context against the six rules."),
-    "budget": ("budget", "Show what a session tree has spent of a weighted-token budget."),
+    "spend": ("spend", "Show what a session tree has spent of a weighted-token spend limit."),
     "trust": ("trust", "Trust a project so its .contextwarden/ files are loaded."),
     "proxy": ("proxy", "Run the local proxy that manages context for any agent; proxy stats prints its ledger."),
     "mcp": ("mcp", "Serve the proxy's sessions over MCP: recall masked outputs, search history, view the window."),
     "demo": ("demo", "Import a bundled real trajectory, replay it, print the table, write a report."),
 }
+
+_RENAMED_COMMANDS: dict[str, str] = {
+    "budget": "spend",  # deprecated
+}
+"""Old command names that still run the new command for one release (hidden from --help, with a note)."""
 
 
 class _LazyGroup(click.Group):
@@ -39,6 +44,10 @@ class _LazyGroup(click.Group):
         return sorted(_COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in _RENAMED_COMMANDS:
+            new = _RENAMED_COMMANDS[cmd_name]
+            deprecation_note(f"`contextwarden {cmd_name}`", f"`contextwarden {new}`")
+            cmd_name = new
         entry = _COMMANDS.get(cmd_name)
         if entry is None:
             return None

@@ -227,3 +227,8 @@ def display_text(text: str) -> str:
     """
     text = _SURROGATE.sub("\ufffd", strip_escapes(text))
     return "".join(c if c.isprintable() else " " for c in text)
+
+
+def deprecation_note(old: str, new: str) -> None:
+    """One line on stderr: ``old`` (a command or an option) still works for one release; ``new`` replaces it."""
+    click.echo(f"contextwarden: {old} is deprecated and will be removed in the next release; use {new}", err=True)

@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from ..errors import SessionExists, SessionNotFound, UsageError
-from ..importers import FORMATS, Transcript, file_sha256, load_transcript
+from ..importers import TRANSCRIPT_FORMATS, Transcript, file_sha256, load_transcript
 from ..log.events import JSONValue
 from ..log.store import SessionStore, check_new_session_id, open_store
 from ._common import echo_json, json_options, progress, store_option
@@ -49,7 +49,7 @@ def _session_id(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.option(
     "--format",
     "format_name",
-    type=click.Choice(list(FORMATS)),
+    type=click.Choice(list(TRANSCRIPT_FORMATS)),
     default=None,
     help="Read every file as this format instead of detecting it.",
 )

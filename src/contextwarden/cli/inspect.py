@@ -117,7 +117,7 @@ def _print(view: Inspection, console: Console, *, show_items: bool) -> None:
     headline = (
         f"session {view.session_id}, request {view.turn} of {view.turns}"
         f"{' (the next one)' if view.turn == view.turns else ''}: model {ctx.model}, "
-        f"{ctx.total_tokens:,} tokens of a {ctx.budget:,}-token budget, window {view.window:,} "
+        f"{ctx.total_tokens:,} tokens of a {ctx.budget:,}-token budget, context window {view.window:,} "
         f"(counted with {ctx.counter})"
     )
     console.print(Text(display_text(headline)))

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..plan.taskpolicies import task_policy_names
-from ._common import echo_json, missing_store, open_existing_store, store_option
+from ._common import deprecation_note, echo_json, missing_store, open_existing_store, store_option
 from ._policy import chosen_policy
 
 
@@ -55,13 +55,14 @@ from ._policy import chosen_policy
     "as a proxy runs it).",
 )
 @click.option(
-    "--budget-limit",
+    "--spend-limit",
     type=click.IntRange(min=1),
     default=None,
     metavar="TOKENS",
     help="Weighted tokens (output + uncached input / 4) a client session and its subagents may spend; "
-    "then its requests get an error instead of being forwarded. Default: no budget.",
+    "then its requests get an error instead of being forwarded. Default: no limit.",
 )
+@click.option("--budget-limit", "old_spend_limit", type=click.IntRange(min=1), default=None, hidden=True)  # deprecated
 @click.option(
     "--admin-token",
     envvar="CONTEXTWARDEN_PROXY_ADMIN_TOKEN",
@@ -90,7 +91,8 @@ def command(
     gemini_upstream: str,
     allow_remote: bool,
     policy_name: str | None,
-    budget_limit: int | None,
+    spend_limit: int | None,
+    old_spend_limit: int | None,
     admin_token: str | None,
     workers: int,
     store_url: str | None,
@@ -99,6 +101,9 @@ def command(
 
     Without a subcommand it serves until interrupted.
     """
+    if old_spend_limit is not None:
+        deprecation_note("--budget-limit", "--spend-limit")  # deprecated
+        spend_limit = spend_limit or old_spend_limit
     if ctx.invoked_subcommand is not None:
         return
     import uvicorn
@@ -124,7 +129,7 @@ def command(
         gemini_upstream=gemini_upstream,
         store_url=store_url,
         policy=policy_name,
-        budget_limit=budget_limit,
+        spend_limit=spend_limit,
         admin_token=admin_token,
     )
     if workers > 1:

@@ -18,7 +18,7 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from ..errors import UsageError
-from ..importers import FORMATS
+from ..importers import TRANSCRIPT_FORMATS
 from ..replay import (
     DEFAULT_MODEL,
     DEFAULT_STRATEGIES,
@@ -91,7 +91,7 @@ def _interval(value: float) -> float:
 @click.option(
     "--format",
     "format_name",
-    type=click.Choice(list(FORMATS)),
+    type=click.Choice(list(TRANSCRIPT_FORMATS)),
     default=None,
     help="Read every file as this format instead of detecting it.",
 )

@@ -255,7 +255,7 @@ def inspect_session(
         turn=chosen.turn,
         turns=count,
         context=ctx,
-        window=ctx.window or ctx.budget,
+        window=ctx.context_window or ctx.budget,
         sections=sections,
         tiers=_tiers(ctx, views),
         shared_prefix=shared,

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._deprecated import renamed
 from ..errors import ImportFormatError, UsageError
 from ..log.codec import event_to_dict
 from ..log.events import Event
@@ -28,19 +29,19 @@ from ._ids import file_sha256, with_stable_ids
 from ._source import Importer, ImportOptions, SourceDocument, read_source
 
 __all__ = [
-    "FORMATS",
+    "TRANSCRIPT_FORMATS",
     "ImportOptions",
     "Importer",
     "SourceDocument",
     "Transcript",
-    "detect_format",
+    "detect_transcript_format",
     "file_sha256",
     "load_transcript",
     "read_source",
     "text_size",
 ]
 
-FORMATS: Mapping[str, Importer] = {
+TRANSCRIPT_FORMATS: Mapping[str, Importer] = {
     "claude-code": claude_code.load,
     "codex": codex.load,
     "swe-agent": swe_agent.load,
@@ -55,19 +56,30 @@ _CODEX_ENVELOPES = frozenset({"session_meta", "response_item", "turn_context", "
 _SAMPLE = 50
 
 
-def detect_format(path: str | Path) -> str:
+_RENAMED = {
+    "FORMATS": "TRANSCRIPT_FORMATS",  # deprecated
+    "detect_format": "detect_transcript_format",  # deprecated
+}
+
+
+def __getattr__(name: str) -> object:
+    """The old names of the transcript formats, for one release (each use warns)."""
+    return renamed(__name__, name, _RENAMED, globals().__getitem__)
+
+
+def detect_transcript_format(path: str | Path) -> str:
     """Return the format name of the transcript at ``path``, judged by its content."""
     return _detect(read_source(path))
 
 
 def load_transcript(path: str | Path, *, format: str | None = None, id_salt: str = "") -> Transcript:
-    """Read the transcript at ``path`` (format detected unless ``format`` names one of :data:`FORMATS`).
+    """Read the transcript at ``path`` (format detected unless ``format`` is a key of :data:`TRANSCRIPT_FORMATS`).
 
     Event ids derive from the file's SHA-256 and each event's position (``_ids``), so reading the same
     file twice gives the same ids; ``id_salt`` (a session name) gives a copy of its own ids.
     """
-    if format is not None and format not in FORMATS:
-        raise UsageError(f"unknown transcript format {format!r}; known formats: {', '.join(FORMATS)}")
+    if format is not None and format not in TRANSCRIPT_FORMATS:
+        raise UsageError(f"unknown transcript format {format!r}; known formats: {', '.join(TRANSCRIPT_FORMATS)}")
     doc = read_source(path)
     detected = _detect_or_none(doc)
     name = format or detected
@@ -90,7 +102,7 @@ def load_transcript(path: str | Path, *, format: str | None = None, id_salt: str
 
 def _read_as(doc: SourceDocument, name: str) -> Transcript:
     try:
-        return FORMATS[name](doc, ImportOptions(format=name))
+        return TRANSCRIPT_FORMATS[name](doc, ImportOptions(format=name))
     except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
         # A foreign file shaped in a way no check anticipated is still a format error, not a crash.
         raise ImportFormatError(f"{doc.path}: cannot be read as {name}: {type(exc).__name__}: {exc}") from exc
@@ -161,7 +173,7 @@ def _detect_or_none(doc: SourceDocument) -> str | None:
 def _unrecognized(doc: SourceDocument) -> ImportFormatError:
     return ImportFormatError(
         f"{doc.path}: not a transcript format contextwarden recognizes; "
-        f"force one with --format (one of: {', '.join(FORMATS)})"
+        f"force one with --format (one of: {', '.join(TRANSCRIPT_FORMATS)})"
     )
 
 

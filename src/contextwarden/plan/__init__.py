@@ -1,5 +1,5 @@
 """The plan: when to reduce the window and how much, knowing what the cache costs.
 
-The planner, the policy a build runs under and its task presets, the session-tree budget, tool
+The planner, the policy a build runs under and its task presets, the session tree's spend limit, tool
 exposure, the seams compaction calls back through, and compaction.
 """

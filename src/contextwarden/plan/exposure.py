@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from .._deprecation import deprecated_names
+from .._deprecated import deprecated_names
 from ..context import ToolDefinition
 from ..log.events import EVICTING_EDITS
 from ..tools import READ_RANGE, RECALL

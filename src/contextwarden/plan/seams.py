@@ -73,7 +73,7 @@ class WindowManager(Protocol):
         """Build the request for the session's next model call."""
         ...
 
-    def build_seen(
+    def build_with_last_seq(
         self,
         session_id: str,
         *,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from .._deprecation import deprecated_names
+from .._deprecated import deprecated_names
 from ..chat import _INSTEAD, CallOptions, ModelReply, Provider, _compat, model_reply
 from .anthropic import AnthropicProvider
 from .classify import (

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..errors import ContextOverflowError, ProviderError, RateLimitError, ServerError
+from ..errors import PromptTooLongError, ProviderError, RateLimitError, ServerError
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ def classify_error(status: int | None, body: str) -> type[ProviderError]:
     if status == 429:
         return RateLimitError
     if match_overflow(body) is not None or status == 413:
-        return ContextOverflowError
+        return PromptTooLongError
     if status is not None and 500 <= status <= 599:
         return ServerError
     return ProviderError
@@ -114,19 +114,19 @@ def classify_error(status: int | None, body: str) -> type[ProviderError]:
 def is_context_overflow(status_or_error: int | BaseException | None, body: str = "") -> bool:
     """Whether a failure is a context overflow.
 
-    Pass either an HTTP status and its body, or any exception (a ``ContextOverflowError`` is one by
+    Pass either an HTTP status and its body, or any exception (a ``PromptTooLongError`` is one by
     definition; another ``ProviderError`` is judged by its status and body; any other exception by
     its message), so an agent loop can ask this of whatever its provider raised.
     """
     if isinstance(status_or_error, BaseException):
         error = status_or_error
-        if isinstance(error, ContextOverflowError):
+        if isinstance(error, PromptTooLongError):
             return True
         if isinstance(error, ProviderError):
             text = f"{error.body}\n{error}"
-            return classify_error(error.status, text) is ContextOverflowError
+            return classify_error(error.status, text) is PromptTooLongError
         return match_overflow(str(error)) is not None
-    return classify_error(status_or_error, body) is ContextOverflowError
+    return classify_error(status_or_error, body) is PromptTooLongError
 
 
 class _ReportsInput(Protocol):

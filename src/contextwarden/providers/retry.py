@@ -22,8 +22,8 @@ import httpx
 from ..chat import CallOptions
 from ..errors import (
     Cancelled,
-    ContextOverflowError,
     MalformedResponse,
+    PromptTooLongError,
     ProviderError,
     ProviderTimeout,
     RateLimitError,
@@ -150,7 +150,7 @@ def resolve_call_settings(
 def post_json(client: httpx.Client, call: HttpCall) -> dict[str, JSONValue]:
     """POST ``call.payload`` with retries and return the decoded JSON object of a 2xx answer.
 
-    Raises the ``ProviderError`` subclass that names the cause: ``ContextOverflowError``,
+    Raises the ``ProviderError`` subclass that names the cause: ``PromptTooLongError``,
     ``RateLimitError`` / ``ServerError`` (after the retries are spent), ``ProviderTimeout``,
     ``MalformedResponse`` (empty or non-JSON 2xx body), ``Cancelled``, or ``ProviderError``.
     """
@@ -250,7 +250,7 @@ def decode_json_body(response: httpx.Response, provider: str) -> dict[str, JSONV
 
 
 _HINTS: dict[type[ProviderError], str] = {
-    ContextOverflowError: "the prompt does not fit the model's context window; compact the "
+    PromptTooLongError: "the prompt does not fit the model's context window; compact the "
     "conversation or use a model with a larger window",
     RateLimitError: "rate limited; wait or lower the request rate",
     ServerError: "the provider failed; try again later",

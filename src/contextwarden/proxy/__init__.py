@@ -11,7 +11,7 @@ The parts: :mod:`.app` (the ASGI edge, fail-open), :mod:`.pipeline` (identify, i
 record), :mod:`.identity` (which session a request belongs to), :mod:`.bodyedit` (minimal edits in
 the client's own bytes), :mod:`.tee` (reading a stream as it passes), :mod:`.ledger` and
 :mod:`.accounting` (the money), :mod:`.metrics` (Prometheus), :mod:`.policy` (the task preset it
-plans under), :mod:`.budget` (a weighted-token budget per task), :mod:`.failures` (the failure
+plans under), :mod:`.spend` (a spending limit per task), :mod:`.failures` (the failure
 taxonomy over its sessions), :mod:`.access` (who may read which sessions, and the store's salt),
 :mod:`.viewer` (the live page), :mod:`.notices` (its one-line log notices), and the test double
 :mod:`.scripted` (a provider that bills with the prompt-cache rules, and with ``strict=True`` refuses

@@ -42,12 +42,12 @@ from ..providers.classify import is_context_overflow
 from . import collector, forward, gemini
 from ._db import ProxyDB, open_session_store
 from .access import Access, deployment_salts
-from .budget import REFUSAL_STATUS, REFUSED, refusal_body
 from .failures import with_taxonomy
 from .metrics import ProxyMetrics
 from .pipeline import Pipeline, Prepared, fallback
 from .recorder import RECORDER_THREADS, Recorder, Sent
 from .settings import ProxySettings
+from .spend import REFUSAL_STATUS, REFUSED, refusal_body
 from .tee import StreamTee, parse_body
 from .viewer import LiveView
 
@@ -183,13 +183,13 @@ class Proxy:
         The session's next request waits for the filing (:meth:`Pipeline.answered`), so the client
         finds its turn in the log; the filing waits for ``sent``, so neither it nor the ledger row
         it queues competes with the answer's last bytes for the interpreter. The usage goes to the
-        budget here, so the task's next request (of any lane) is checked against it.
+        task's spending here, so its next request (of any lane) is checked against it.
         """
         if prepared.fmt == "gemini" and assistant is not None:  # as the session's next request will echo it
             assistant = gemini.as_echoed(assistant, prepared.client_body)
-        budget = self.pipeline.budget
-        if budget is not None and prepared.identity is not None and usage is not None:
-            budget.spend(prepared.identity, usage)
+        spending = self.pipeline.spending
+        if spending is not None and prepared.identity is not None and usage is not None:
+            spending.record(prepared.identity, usage)
         try:
             if self._loop_may_run():
                 self.pipeline.answered(prepared, assistant if status == 200 else None)

@@ -35,7 +35,7 @@ from .settings import ProxySettings
 ARMS = ("direct", "observe", "manage")
 RECALL_ARM = "recall"
 """``manage`` with ``contextwarden mcp`` configured in the client, and a script that recalls a masked output."""
-FORMATS = {"claude-code": "anthropic", "codex": "openai_responses"}
+CLIENT_FORMATS = {"claude-code": "anthropic", "codex": "openai_responses"}
 MODEL_PATHS = ("/v1/messages", "/v1/responses")
 
 
@@ -70,7 +70,7 @@ class ArmResult:
     @property
     def fmt(self) -> str:
         """The client's wire format."""
-        return FORMATS[self.client]
+        return CLIENT_FORMATS[self.client]
 
     def task_requests(self) -> list[Received]:
         """The task's model requests as the upstream received them (side calls left out)."""

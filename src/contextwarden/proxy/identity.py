@@ -114,7 +114,7 @@ class Identity:
 
     @property
     def task(self) -> str:
-        """The unit a budget counts: the client's own session (all its lanes) when it names one, else this session."""
+        """What spending is counted under: the client's own session (all its lanes) when it names one, else this one."""
         client_named = self.how != "explicit" and not self.scope.endswith("/")
         return self.scope if client_named else self.session_id
 

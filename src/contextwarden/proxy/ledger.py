@@ -34,7 +34,7 @@ class LedgerRow:
     """``manage`` or ``observe``."""
     outcome: str
     """``projected``, ``unchanged``, ``observed``, ``fallback``, ``passthrough``, ``interrupted``,
-    ``upstream_error`` or ``budget_exhausted`` (refused by the proxy's budget, nothing forwarded)."""
+    ``upstream_error`` or ``budget_exhausted`` (refused at the task's spend limit, nothing forwarded)."""
     status: int
     """The upstream's HTTP status (0 when there was no answer)."""
     client_tokens: int = 0

@@ -23,13 +23,12 @@ from ..log.store import SessionStore
 from ..mirror import MIRROR_SUMMARIZER, content_digest, mirror_history
 from ..plan.compaction import OVERFLOW_TRIGGER, compact
 from ..plan.policy import ContextPolicy
-from ..plan.treebudget import TreeBudgetPolicy
+from ..plan.spend import SpendLimit
 from ..tokens import TokenCounter
 from ..wire import AddressedBody
 from ._db import ProxyDB
 from .access import deployment_salts
 from .accounting import Accountant, Job
-from .budget import REFUSED, ProxyBudget, Spent
 from .carryover import carried_edits
 from .count import counted_body
 from .identity import Identity, SessionIndex, client_session_id, continued, namespace
@@ -39,6 +38,7 @@ from .notices import log_restart
 from .policy import provider_clears_tool_results, proxy_policy, with_recall, without_masking
 from .projected import edited_body, rendered_body
 from .settings import ProxySettings
+from .spend import REFUSED, Spent, TaskSpending
 from .suffix import Read, SuffixCache, last_assistant_reach
 from .turns import PendingTurns
 
@@ -69,7 +69,7 @@ class Prepared:
     pending: bool = False
     """Whether :meth:`Pipeline.answered` counted its turn as pending (``record`` files it)."""
     refused: Spent | None = None
-    """Set when the task's budget is spent: the proxy answers with an error and forwards nothing."""
+    """Set when the task reached its spend limit: the proxy answers with an error and forwards nothing."""
     stand_in: str = ""
     """The listed profile the model was planned with when the table does not name it."""
     policy: ContextPolicy | None = None
@@ -89,8 +89,8 @@ class Pipeline:
         self.manager = ContextManager(
             store, counter=counter, policy=proxy_policy(settings.policy), checkpoints="caller"
         )
-        limit = settings.budget_limit
-        self.budget = ProxyBudget(TreeBudgetPolicy(limit=limit), db) if limit is not None else None
+        limit = settings.spend_limit
+        self.spending = TaskSpending(SpendLimit(limit=limit), db) if limit is not None else None
         self.salt = settings.salt or deployment_salts(db)[0]
         """Keys each caller's namespace: the configured salt, else the store's own."""
         self.index = SessionIndex(db, salt=self.salt)
@@ -150,7 +150,7 @@ class Pipeline:
         prepared.identity = identity
         self._ensure(identity.session_id, client_session_id(headers, body))
         self.turns.wait(identity.session_id)  # the previous answer's turn goes into the log first
-        if self.budget is not None and (spent := self.budget.check(identity)).exhausted:
+        if self.spending is not None and (spent := self.spending.check(identity)).exhausted:
             prepared.outcome, prepared.note, prepared.refused = REFUSED, spent.message, spent
             return prepared
         instructions = [content_digest(i) for i in parsed.instructions]

@@ -42,9 +42,9 @@ class ProxySettings:
     policy: str | None = None
     """A task preset (``coding``, ``research``, ``browser`` or one registered) to plan under; ``None``:
     the ``proxy`` preset. Either way with the proxy's own settings (:func:`.policy.proxy_policy`)."""
-    budget_limit: int | None = None
+    spend_limit: int | None = None
     """Weighted tokens (output plus uncached input at a quarter) one task may spend before the proxy
-    refuses its requests (:mod:`.budget`); ``None``: no budget."""
+    refuses its requests (:mod:`.spend`); ``None``: no limit."""
     lock_wait: float = LOCK_WAIT_SECONDS
     """Seconds a SQLite statement waits for another process's write lock before the request falls
     back (the ledger's rows wait and are written once the lock is gone)."""

@@ -137,7 +137,7 @@ def plain_context(
         model=profile.name,
         system=system,
         messages=normalized,
-        window=profile.input_window,
+        context_window=profile.input_window,
         counter=counter.name,
         cache_breakpoints=(-1, len(normalized) - 1) if normalized else (-1,),
     )

@@ -23,10 +23,11 @@ import re
 import time
 from dataclasses import dataclass, replace
 
+from ..._deprecated import warn_renamed
 from ...budget import FALLBACK_CONTEXT_WINDOW, summary_max_tokens
 from ...chat import CallOptions, ModelReply, Provider
 from ...context import Message, ModelContext
-from ...errors import CompactionError, ContextOverflowError
+from ...errors import CompactionError, PromptTooLongError
 from ...models import ModelProfile, get_profile
 from ...tokens import TokenCounter, best_counter
 from ._base import Purpose, Summarizer, SummaryInput, SummaryOptions, SummaryResult
@@ -134,16 +135,22 @@ class LLMSummarizer:
         if self.settings.max_output_tokens is not None:
             profile = replace(profile, max_output_tokens=self.settings.max_output_tokens)
         budget = summary_max_tokens(profile, self.settings.reserve_tokens)
-        return max(min(budget, self.window // 3), 16)
+        return max(min(budget, self.input_window // 3), 16)
 
     @property
-    def window(self) -> int:
+    def input_window(self) -> int:
         """The summarizer model's input window (a fallback when the profile does not know it)."""
         return self.profile.input_window or FALLBACK_CONTEXT_WINDOW
 
+    @property
+    def window(self) -> int:  # deprecated: input_window
+        """Deprecated: :attr:`input_window`."""
+        warn_renamed("LLMSummarizer.window", "LLMSummarizer.input_window")  # deprecated
+        return self.input_window
+
     def input_budget(self, fixed_text: str) -> int:
         """Tokens left for the transcript once the output budget, ``fixed_text`` and the margin are taken."""
-        window = self.window
+        window = self.input_window
         margin = max(math.ceil(window * self.settings.safety_margin), 32)
         return window - self.output_budget() - margin - self.counter.count(fixed_text) - 16
 
@@ -162,7 +169,7 @@ class LLMSummarizer:
         budget = self.input_budget(empty.system + empty.user)
         if budget < MIN_TRANSCRIPT_TOKENS:
             raise CompactionError(
-                f"{self.profile.name}: its window of {self.window} tokens leaves {budget} "
+                f"{self.profile.name}: its input window of {self.input_window} tokens leaves {budget} "
                 f"tokens for the transcript after a {self.output_budget()}-token output budget; "
                 "use a summarizer model with a larger window"
             )
@@ -310,10 +317,10 @@ class LLMSummarizer:
     ) -> list[ModelReply]:
         try:
             first = self.provider.complete(request, options=call)
-        except ContextOverflowError as exc:
+        except PromptTooLongError as exc:
             raise CompactionError(
                 f"the summary request of about {self.counter.count(request.messages[0].text)} tokens "
-                f"overflowed {self.profile.name} (window {self.window}) despite budgeting; "
+                f"overflowed {self.profile.name} (input window {self.input_window}) despite budgeting; "
                 f"raise LLMSummarizerSettings.safety_margin if the model's tokenizer counts more: {exc}"
             ) from exc
         options.check_cancelled("after the summary request")

@@ -82,7 +82,7 @@ class TriggerSettings:
 
     def budget_for(self, profile: ModelProfile, budget: BudgetPolicy) -> BudgetPolicy:
         """``budget`` with the deprecated size settings mapped onto its ``trigger_tokens``, if any is set."""
-        window = budget.window_for(profile)
+        window = budget.input_window_for(profile)
         ratio = self.per_model.get(profile.name)
         if ratio is not None:
             tokens = int(window * ratio) if ratio <= 1 else int(ratio)
@@ -201,7 +201,7 @@ class CompactionHook:
         if estimate.tokens > threshold and not self._planner_suffices(projection, estimate, threshold, turn):
             return decide("tokens", f"estimate {estimate.tokens} ({estimate.source}) > threshold {threshold}")
         s = self.settings
-        window_of = self.manager.policy.budget.window_for
+        window_of = self.manager.policy.budget.input_window_for
         if (
             s.on_smaller_model
             and memory.model is not None

@@ -1,10 +1,10 @@
-"""A weighted-token budget per proxied task: once spent, the proxy answers with an error instead of forwarding.
+"""A spending limit per proxied task: once reached, the proxy answers with an error instead of forwarding.
 
-The weights are :class:`~contextwarden.plan.treebudget.TreeBudgetPolicy`'s (output tokens plus
+The weights are :class:`~contextwarden.plan.spend.SpendLimit`'s (output tokens plus
 uncached input at a quarter). The tree behind a proxy is the client's own session: every lane the
 proxy files under one client session id (Claude Code's ``x-claude-code-session-id``, Codex's
 ``session_id``, ``metadata.user_id``, ``prompt_cache_key``), so the main conversation, its subagents
-and its title requests spend one budget. A request with no client session id is budgeted alone,
+and its title requests count against one limit. A request with no client session id is counted alone,
 as its own session.
 
 What counts is the provider's real usage of every answer, the same report the ledger gets, in both
@@ -25,13 +25,14 @@ import threading
 from dataclasses import dataclass
 
 from ..log.events import UsageReport
-from ..plan.treebudget import TreeBudgetPolicy
+from ..plan.spend import SpendLimit
 from ._db import ProxyDB
 from .forward import error_body
 from .identity import Identity
 
 REFUSED = "budget_exhausted"
-"""The outcome (ledger, metrics) of a request the budget refused."""
+"""The outcome (ledger, metrics) of a request refused at the spend limit (the stored value keeps its
+first spelling, so older ledgers read the same)."""
 
 REFUSAL_STATUS = 400
 """The status of a refusal: a client error that SDKs do not retry (Anthropic answers a spent credit
@@ -40,14 +41,14 @@ balance with a 400 too), so the agent stops and shows the message."""
 
 @dataclass(frozen=True, kw_only=True)
 class Spent:
-    """What one task has spent, as the budget weighs it."""
+    """What one task has spent, as its spend limit weighs it."""
 
     task: str
-    """The budget's key (:attr:`Identity.task`)."""
+    """The key spending is counted under (:attr:`Identity.task`)."""
     weighted: float
     """Weighted tokens spent."""
     limit: int
-    """The budget."""
+    """The spend limit (weighted tokens)."""
 
     @property
     def exhausted(self) -> bool:
@@ -58,17 +59,17 @@ class Spent:
     def message(self) -> str:
         """What the agent is told when a request is refused."""
         return (
-            f"contextwarden proxy: this task's token budget is spent ({self.weighted:,.0f} of {self.limit:,} "
+            f"contextwarden proxy: this task reached its spend limit ({self.weighted:,.0f} of {self.limit:,} "
             "weighted tokens: output plus uncached input, across the client session and its subagents). "
             "The request was not sent to the model. Finish with what you have, or restart the proxy "
-            "with a larger --budget-limit."
+            "with a larger --spend-limit."
         )
 
 
-class ProxyBudget:
+class TaskSpending:
     """The sums of one proxy process, checked before each request and fed after each answer."""
 
-    def __init__(self, policy: TreeBudgetPolicy, db: ProxyDB) -> None:
+    def __init__(self, policy: SpendLimit, db: ProxyDB) -> None:
         """Enforce ``policy``'s limit and weights; ``db`` holds the ledger a task's sum starts from."""
         self.policy = policy
         self.db = db
@@ -86,7 +87,7 @@ class ProxyBudget:
                 weighted = self._spent.setdefault(task, weighted)
         return Spent(task=task, weighted=weighted, limit=self.policy.limit)
 
-    def spend(self, identity: Identity, usage: UsageReport) -> None:
+    def record(self, identity: Identity, usage: UsageReport) -> None:
         """Add one answer's usage to its task."""
         weighted = self.policy.weigh(usage)
         with self._lock:

@@ -1,9 +1,9 @@
-"""``contextwarden budget SESSION --limit N``: what a session tree has spent of a weighted budget.
+"""``contextwarden spend SESSION --limit N``: what a session tree has spent of a weighted spend limit.
 
 The tree is the session's root and every session under it (subagents, forks). Spent tokens are
-weighted as the library's :class:`~contextwarden.plan.treebudget.TreeBudget` weighs them, from the usage
-reports in the logs; the same budget passed to ``ContextManager(tree_budget=...)`` stops builds
-once it is spent. Exit status 1 when the tree has spent its budget.
+weighted as the library's :class:`~contextwarden.plan.spend.SpendTracker` weighs them, from the usage
+reports in the logs; the same limit passed to ``ContextManager(spend_tracker=...)`` stops builds
+once it is reached. Exit status 1 when the tree has reached its limit.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import click
 
 from ..errors import SessionNotFound, UsageError
 from ..log.store import open_store
-from ..plan.treebudget import TreeBudget, TreeBudgetPolicy
+from ..plan.spend import SpendLimit, SpendTracker
 from ._common import default_store_url, echo_json, store_option
 
 
-@click.command(name="budget")
+@click.command(name="spend")
 @click.argument("session_id")
 @click.option("--limit", type=int, required=True, help="Weighted tokens the whole tree may spend.")
 @click.option("--sampling-weight", type=float, default=1.0, show_default=True, help="Weight of an output token.")
@@ -36,17 +36,17 @@ def command(
     as_json: bool,
     store_url: str | None,
 ) -> None:
-    """Show what SESSION's tree (its root and every subagent) has spent of a weighted budget."""
+    """Show what SESSION's tree (its root and every subagent) has spent of a weighted spend limit."""
     url = store_url or default_store_url()
     if store_url is None and not os.path.exists(url):
         raise click.UsageError(f"no session store at {url} (pass --store)")
     try:
-        policy = TreeBudgetPolicy(limit=limit, sampling_weight=sampling_weight, prefill_weight=prefill_weight)
+        policy = SpendLimit(limit=limit, sampling_weight=sampling_weight, prefill_weight=prefill_weight)
     except UsageError as exc:
         raise click.UsageError(str(exc)) from None
     store = open_store(url)
     try:
-        usage = TreeBudget(policy).usage(store, session_id)
+        usage = SpendTracker(policy).usage(store, session_id)
     except SessionNotFound:
         raise click.UsageError(f"no session {session_id!r} in {url}") from None
     finally:
@@ -66,6 +66,6 @@ def command(
         click.echo(
             f"tree {usage.root_session_id} ({len(usage.sessions)} session(s)): spent {usage.spent:,.0f} of "
             f"{usage.limit:,} weighted tokens, {usage.remaining:,.0f} left"
-            + (" (exhausted: builds in this tree raise BudgetExhausted)" if usage.exhausted else "")
+            + (" (limit reached: builds in this tree raise SpendLimitReached)" if usage.exhausted else "")
         )
     sys.exit(1 if usage.exhausted else 0)
