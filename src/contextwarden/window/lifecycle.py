@@ -72,6 +72,10 @@ class ResourceLedger:
             if (item := items.get(result_id)) is not None and item.state not in REDUCED
         ]
 
+    def current_reads(self, key: str) -> list[str]:
+        """The ids of the reads of file ``key`` that no later write made stale, oldest first."""
+        return list(self._readers.get(key, ()))
+
     def latest_read(self, key: str) -> str | None:
         """The id of the latest read of file ``key`` that no later write made stale, if any."""
         readers = self._readers.get(key)
@@ -85,6 +89,8 @@ class ResourceLedger:
         policy: ToolPolicy,
         items: ItemList,
         replaceable: Callable[[str], bool] = lambda _: True,
+        *,
+        reference: bool = False,
     ) -> tuple[list[Proposal], str]:
         """Record ``event`` and return what it supersedes or makes stale.
 
@@ -95,6 +101,9 @@ class ResourceLedger:
         when the result does not name the file: a small read next to an edit whose own output names
         the changed file is marked by that output, and a note would cost a good part of it on every
         later request.
+
+        A ``reference`` (a result shown as a line naming its visible twin, :mod:`.references`) reads and
+        runs nothing new: the twin stays the current read or run, and nothing is superseded by it.
         """
         proposals: list[Proposal] = []
         notes: list[str] = []
@@ -115,6 +124,8 @@ class ResourceLedger:
                     changed = "" if named else f"{r.key} changed; "
                     what, plural = _outputs_of(shown)
                     notes.append(f"[note: {changed}the {what} {'are' if plural else 'is'} out of date]")
+            elif reference:
+                continue
             elif r.kind == "file" and r.access == "read" and not failed:
                 remaining = []
                 for old in self._readers.get(r.key, []):
@@ -141,7 +152,7 @@ class ResourceLedger:
                     self._runs[r.key] = [event.id]
                 else:
                     self._runs.setdefault(r.key, []).append(event.id)
-        if call is not None:
+        if call is not None and not reference:
             digest = hashlib.sha1(f"{call.name}\0{args_json(call.arguments)}\0".encode("utf-8", "surrogatepass"))
             output = event.output
             for start in range(0, len(output), 1 << 20):  # a megabyte at a time: no copy of a huge output
