@@ -136,3 +136,33 @@ def test_a_checkpoint_keeps_the_references() -> None:
     restored.add(AssistantMessage(tool_calls=(call,), seq=98))
     restored.add(result)
     assert restored.items[-1].message.text == "[same output as call call_1 above]"
+
+
+def test_a_reference_stands_for_the_files_latest_read_and_keeps_its_twin() -> None:
+    manager, session = _session()
+    _turn(session, "call_1", "read_file", SOURCE, path="app.py")
+    _turn(session, "call_p", "read_file", "\n".join(f"other {i}" for i in range(80)), path="app.py", offset=200)
+    _turn(session, "call_2", "read_file", SOURCE, path="app.py")
+    _turn(session, "call_x", "bash", "\n".join(f"log line {i}" for i in range(300)), command="make")
+    session.build()
+    projection = manager.projection("s")
+    ids = {item.message.tool_call_id: item.id for item in projection.items if item.message.role == "tool"}
+    # the re-read replaces the partial read it covers, not the twin it names
+    assert set(projection.candidates) == {ids["call_p"]}
+    evidence = projection.protected_ids(1)
+    assert ids["call_2"] in evidence
+    masked = {e.target_id for e in projection.mask_edits(0, evidence)}
+    assert ids["call_1"] not in masked and ids["call_x"] in masked
+
+
+def test_a_later_run_replaces_a_repeated_run_and_its_twin() -> None:
+    manager, session = _session()
+    failing = "\n".join(f"FAILED tests/test_a.py::test_{i} - assert 1 == 2" for i in range(30))
+    _turn(session, "call_1", "bash", failing, exit_code=1, command="pytest tests/test_a.py")
+    _turn(session, "call_2", "bash", failing, exit_code=1, command="pytest tests/test_a.py")
+    _turn(session, "call_3", "bash", "30 passed in 0.1s", exit_code=0, command="pytest tests/test_a.py")
+    texts = _tool_texts(render(session.build(), "openai_chat"))
+    assert texts["call_2"] == "[same output as call call_1 above]"
+    projection = manager.projection("s")
+    twin = next(i.id for i in projection.items if i.message.tool_call_id == "call_1")
+    assert projection.candidates[twin].action == "supersede"

@@ -25,8 +25,10 @@ from the first request, so the reported cost is what that schedule really costs.
 
 The reductions made at arrival are the optimum's too: an output the window already shows is sent as
 a reference to its twin (:mod:`contextwarden.window.references`), as contextwarden sends it. A batch
-may mask a twin only while no reference that must stay visible names it (the probes' results and their
-twins are kept); a reference that arrives after a batch masked its twin shows its output in full.
+masks a twin like any other result; a reference the probes need whose twin the batch in force masks
+shows its output in full (from that batch on, or from its arrival if it came later), and one they no
+longer need stays a reference. So nothing masked is ever shown again, and the probes' results stay
+visible.
 
 Compaction is not among the reductions: its cost depends on a summarizer's output, which a
 hindsight bound cannot know, and the structured summary cannot be checked by the probes beyond
@@ -122,7 +124,7 @@ class _Blocks:
             message = edits.get(item_id) or base[item_id]
             twin = snap.twins.get(item_id)
             if twin is not None and twin in edits and item_id not in edits:
-                message = snap.full[item_id]  # came after the batch that masked its twin
+                message = snap.full[item_id]  # needed while the batch in force masks its twin
             block = self.by_variant.get((item_id, message.text))
             if block is None:
                 continue
@@ -157,15 +159,16 @@ def _snapshots(
         if event.is_window_event:
             continue
         if isinstance(event, AssistantMessage):
-            protected = projection.twins.with_twins(tracker.protected_ids())
+            protected = tracker.protected_ids()
             edited: dict[str, Message] = {}
             twins: dict[str, str] = {}
             for item in projection.items:
                 base.setdefault(item.id, item.message)
                 twin = projection.twins.twin_of(item.id)
-                if twin is not None:  # a reference stays one (marked as present at the batch)
+                if twin is not None:
                     twins[item.id] = twin
-                    edited[item.id] = item.message
+                    if item.id not in protected:  # stays a reference, whatever its twin shows
+                        edited[item.id] = item.message
                     continue
                 candidate = projection.candidates.get(item.id)
                 if candidate is None and item.message.role == "tool" and item.evictable and item.id not in protected:

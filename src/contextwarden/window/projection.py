@@ -370,7 +370,7 @@ class Projection:
         twin = self.twins.arrival(event, policy.name, cut, resources, self.queue.candidates, self.decisions)
         text = cut.text if twin is None else twin.text
         proposals, notes = self._ledger.observe(
-            event, call, resources, policy, self.list, self.queue.shrinkable, reference=twin is not None
+            event, call, resources, policy, self.list, self.queue.shrinkable, twin=twin.twin_id if twin else None
         )
         if notes:
             text = f"{text}\n{notes}"
@@ -381,7 +381,7 @@ class Projection:
             text_tokens=cut.original_tokens if text is cut.text and not cut.truncated else None,
             tier=policy.tier,
             evictable=True,
-            resources=resources if twin is None else (),
+            resources=resources,
             truncated=cut.truncated,
             original_tokens=cut.original_tokens,
         )
