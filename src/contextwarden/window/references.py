@@ -141,26 +141,23 @@ class Twins:
         """The twin ``event`` (projected as ``text``) may name instead of showing ``text``, if any.
 
         ``reads``: the ids of the current reads (no write since) of each file ``event`` reads whole
-        or in part; ``pending``: results a recorded candidate will replace (never a twin). The result is
-        recorded either way: as a reference, or as an output later ones may name.
+        or in part, the newest named first; ``pending``: results a recorded candidate will replace (never
+        a twin). A result not sent as a reference is recorded as an output later ones may name.
         """
         if event.parts:
             return None
         digest = _digest(event, policy_name)
         shown = self._shown.get(digest)
         twin = items.get(shown) if shown is not None else None
+        found = None
         if twin is not None and twin.state not in REDUCED and twin.id not in pending:
             found = self._named(event, twin.id, twin.message.tool_call_id, None, text, counter)
-            if found is not None:
-                return found
-        elif not truncated:
-            for read_id in reads:
-                if read_id in pending:
-                    continue
-                found = self._part_of(event, read_id, text, items, counter)
-                if found is not None:
-                    return found
-        self._shown[digest] = event.id
+        if found is None and not truncated:
+            parts = (self._part_of(event, i, text, items, counter) for i in reversed(list(reads)) if i not in pending)
+            found = next((p for p in parts if p is not None), None)
+        if found is None:
+            self._shown[digest] = event.id
+        return found
         return None
 
     def _part_of(
