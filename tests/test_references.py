@@ -16,6 +16,7 @@ from contextwarden import (
     render,
 )
 from contextwarden.assemble.retrieval import read_range
+from contextwarden.governance.inspection import inspect_session
 from contextwarden.window.checkpoint import dumps_projection
 from contextwarden.window.checkpoint_read import loads_projection
 
@@ -166,3 +167,12 @@ def test_a_later_run_replaces_a_repeated_run_and_its_twin() -> None:
     projection = manager.projection("s")
     twin = next(i.id for i in projection.items if i.message.tool_call_id == "call_1")
     assert projection.candidates[twin].action == "supersede"
+
+
+def test_inspect_lists_the_reference_and_its_reason() -> None:
+    manager, session = _session()
+    _turn(session, "call_1", "bash", SOURCE, command="cat app.py")
+    _turn(session, "call_2", "bash", SOURCE, command="cat app.py")
+    found = inspect_session(manager.store, "s", model="gpt-4o")
+    decision = next(d for d in found.standing if d.action == "reference")
+    assert decision.reason == "bash output sent as a reference at arrival: the same output of call call_1, still shown"
