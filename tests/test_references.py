@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from contextwarden import (
@@ -19,6 +20,7 @@ from contextwarden.assemble.retrieval import read_range
 from contextwarden.governance.inspection import inspect_session
 from contextwarden.window.checkpoint import dumps_projection
 from contextwarden.window.checkpoint_read import loads_projection
+from contextwarden.window.projection import Projection
 
 SOURCE = "\n".join(f"def f{i}(x):\n    return x + {i}" for i in range(60))
 
@@ -176,3 +178,15 @@ def test_inspect_lists_the_reference_and_its_reason() -> None:
     found = inspect_session(manager.store, "s", model="gpt-4o")
     decision = next(d for d in found.standing if d.action == "reference")
     assert decision.reason == "bash output sent as a reference at arrival: the same output of call call_1, still shown"
+
+
+def test_a_projection_without_references_shows_every_output() -> None:
+    manager, session = _session()
+    _turn(session, "call_1", "bash", SOURCE, command="cat app.py")
+    _turn(session, "call_2", "bash", SOURCE, command="cat app.py")
+    config = replace(manager.projection("s").config, references=False)
+    plain = Projection(config)
+    for event in manager.store.read("s"):
+        plain.add(event)
+    assert [i.message.text for i in plain.items if i.message.role == "tool"] == [SOURCE, SOURCE]
+    assert not any(d.action == "reference" for d in plain.decisions)
