@@ -54,7 +54,8 @@ def test_reported_usage_wins_over_simulation() -> None:
 
 def test_re_read_of_masked_output_counts() -> None:
     store = MemoryStore()
-    steps = [("read_file", "src/core.py" if i in (0, 6) else f"src/m{i}.py", "y = 2\n" * 600) for i in range(7)]
+    paths = ["src/core.py" if i in (0, 6) else f"src/m{i}.py" for i in range(7)]
+    steps = [("read_file", path, f"# {path}\n" + "y = 2\n" * 600) for path in paths]  # each file its own text
     eager = replace(
         ContextPolicy(),
         planner=PlannerSettings(

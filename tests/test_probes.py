@@ -223,3 +223,24 @@ def test_needles_are_found_across_pieces_as_in_the_whole_collapsed_text(monkeypa
         needles = [whole[i : i + rng.randint(0, 12)] for i in (rng.randint(0, len(whole)) for _ in range(3))]
         needles += ["".join(rng.choice("ab ") for _ in range(rng.randint(1, 9))), "a b"]
         assert probes._found_in(parts, needles) == {n for n in needles if n in whole}
+
+
+def test_a_result_sent_as_a_reference_is_visible_where_its_twin_shows() -> None:
+    output = "\n".join(f"line {n} of the listing" for n in range(200))
+    tracker = feed(
+        [
+            UserMessage(text=TASK),
+            call("c1", "bash", command="ls"),
+            ToolResult(call_id="c1", tool_name="bash", output=output),
+            call("c2", "bash", command="ls"),
+            ToolResult(call_id="c2", tool_name="bash", output=output),
+        ]
+    )
+    reference = tool("c2", "[same output as call c1 above]")
+    shown = tracker.check(
+        body(assistant("c1", "bash", "{}"), tool("c1", output), assistant("c2", "bash", "{}"), reference)
+    )
+    assert shown.results["latest_tool_result"] is True
+    masked = tool("c1", '[output of bash(command="ls") masked: 2,000 tokens, 200 lines.]')
+    lost = tracker.check(body(assistant("c1", "bash", "{}"), masked, assistant("c2", "bash", "{}"), reference))
+    assert lost.results["latest_tool_result"] is False

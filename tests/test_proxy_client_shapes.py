@@ -97,7 +97,7 @@ def _claude_session(
         messages = [
             *messages,
             _call(call_id, name, echo(name, args)),
-            _result(call_id, BIG if name == "Read" else "ok"),
+            _result(call_id, f"{args['file_path']}\n{BIG}" if name == "Read" else "ok"),  # each file its own
         ]
         if step % 5 == 4 and system_messages:
             messages.append({"role": "system", "content": "<system-reminder>the task list is empty</system-reminder>"})

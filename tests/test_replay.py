@@ -266,3 +266,39 @@ def test_the_plain_history_keeps_a_user_messages_opaque_items() -> None:
     history = History()
     history.add(UserMessage(text="go on", opaque=(item,)))
     assert history.messages[0].opaque == (item,)  # sent back to its provider, and paid for, as the raw agent does
+
+
+def _reread_session(same: bool) -> tuple[Event, ...]:
+    """Six module reads, then the first module read again: unchanged (``same``) or with one digit changed."""
+    events = list(coding_session(turns=6, lines=300)[:-1])
+    first = events[2]
+    assert isinstance(first, ToolResult)
+    output = first.output if same else first.output.replace("* 1 +", "* 7 +", 1)
+    call = ToolCall(id="c_again", name="bash", arguments={"command": "cat src/module_0.py"})
+    events += [AssistantMessage(text="Reading module 0 again.", tool_calls=(call,))]
+    events += [
+        ToolResult(call_id="c_again", tool_name="bash", output=output, exit_code=0),
+        AssistantMessage(text="Done."),
+    ]
+    return tuple(events)
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "claude-sonnet-4-5"])
+def test_offline_optimum_sends_an_unchanged_reread_as_a_reference(model: str) -> None:
+    settings = ReplaySettings(model=model)
+    profile, meter = get_profile(model), BlockMeter(COUNTER)
+    events = _reread_session(True)
+    same = offline_optimum(events, profile=profile, meter=meter, settings=settings)
+    changed = offline_optimum(_reread_session(False), profile=profile, meter=meter, settings=settings)
+    assert same.never_cost_usd < changed.never_cost_usd * 0.97  # the re-read costs a line, not 300
+    costs = {
+        points: schedule_cost(events, points, profile=profile, meter=meter, settings=settings)
+        for k in range(8)
+        for points in itertools.combinations(range(1, 8), k)
+    }
+    assert same.cost_usd == pytest.approx(costs[same.batch_points], rel=1e-9)
+    assert same.cost_usd <= min(costs.values()) * (1 + 1e-9)
+    # a batch that masked the twin before the re-read came shows the re-read in full: it costs what it would unchanged
+    late = schedule_cost(events, (6,), profile=profile, meter=meter, settings=settings)
+    late_changed = schedule_cost(_reread_session(False), (6,), profile=profile, meter=meter, settings=settings)
+    assert late == pytest.approx(late_changed, rel=0.01)

@@ -90,6 +90,7 @@ DecisionAction = Literal[
     "clear",
     "truncate",
     "recall",
+    "reference",
     "compact",
     "pairing",
     "plan",
@@ -106,7 +107,8 @@ class Decision:
     action: DecisionAction
     """What was done: an edit of the log's window events (``mask``, ``supersede``, ``stale``,
     ``drop_thinking``, ``clear``), a cut at ingestion (``truncate``), an earlier output shown in a result
-    that points back to it (``recall``), a compaction (``compact``), a repair of call/result pairing
+    that points back to it (``recall``), an output already shown sent as a line naming its visible twin at
+    ingestion (``reference``), a compaction (``compact``), a repair of call/result pairing
     (``pairing``), the planner's note on its choice (``plan``), an unregistered fragment escaped at
     ingestion (``escape_fragment``), or values that look dynamic in the system text (``dynamic_prefix``,
     nothing changed: the caller should move them)."""

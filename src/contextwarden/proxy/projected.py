@@ -14,7 +14,7 @@ from ..wire import AddressedBody, ParsedRequest, get_codec
 from . import bodyedit
 from .suffix import Read
 
-CHANGING_ACTIONS = frozenset({"mask", "supersede", "stale", "clear", "truncate", "recall"})
+CHANGING_ACTIONS = frozenset({"mask", "supersede", "stale", "clear", "truncate", "recall", "reference"})
 """Decisions that change what a tool result shows, so the forwarded body changes there."""
 
 

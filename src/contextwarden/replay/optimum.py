@@ -23,6 +23,13 @@ caching that changes nothing (a request shares no more with older requests than 
 one), with explicit breakpoints it rarely does, and the schedule found is priced again in one cache
 from the first request, so the reported cost is what that schedule really costs.
 
+The reductions made at arrival are the optimum's too: an output the window already shows is sent as
+a reference to its twin (:mod:`contextwarden.window.references`), as contextwarden sends it. A batch
+masks a twin like any other result; a reference the probes need whose twin the batch in force masks
+shows its output in full (from that batch on, or from its arrival if it came later), and one they no
+longer need stays a reference. So nothing masked is ever shown again, and the probes' results stay
+visible.
+
 Compaction is not among the reductions: its cost depends on a summarizer's output, which a
 hindsight bound cannot know, and the structured summary cannot be checked by the probes beyond
 their anchors; the bound is therefore over supersession and masking, which the probes fully check.
@@ -76,6 +83,10 @@ class _Snapshot:
     out_tokens: int
     at: float
     reasoning: Mapping[str, int]
+    twins: Mapping[str, str]
+    """Each result shown as a reference -> its twin."""
+    full: Mapping[str, Message]
+    """Each reference's message with its output in full (shown when a batch masked the twin before it came)."""
 
 
 class _Blocks:
@@ -111,6 +122,9 @@ class _Blocks:
         points = [len(out) - 1]
         for item_id in snap.ids:
             message = edits.get(item_id) or base[item_id]
+            twin = snap.twins.get(item_id)
+            if twin is not None and twin in edits and item_id not in edits:
+                message = snap.full[item_id]  # needed while the batch in force masks its twin
             block = self.by_variant.get((item_id, message.text))
             if block is None:
                 continue
@@ -133,6 +147,7 @@ def _snapshots(
 ) -> tuple[list[_Snapshot], dict[str, Message], _Blocks]:
     config = ProjectionConfig(counter=meter.counter, tool_policies=CODING_TOOL_POLICIES)
     projection = Projection(config)
+    plain = Projection(replace(config, references=False))  # every output in full, for a twin masked earlier
     tracker = ProbeTracker()
     clock = clock or Clock(events, settings.interval_seconds)
     base: dict[str, Message] = {}
@@ -146,13 +161,21 @@ def _snapshots(
         if isinstance(event, AssistantMessage):
             protected = tracker.protected_ids()
             edited: dict[str, Message] = {}
+            twins: dict[str, str] = {}
             for item in projection.items:
                 base.setdefault(item.id, item.message)
+                twin = projection.twins.twin_of(item.id)
+                if twin is not None:
+                    twins[item.id] = twin
+                    if item.id not in protected:  # stays a reference, whatever its twin shows
+                        edited[item.id] = item.message
+                    continue
                 candidate = projection.candidates.get(item.id)
                 if candidate is None and item.message.role == "tool" and item.evictable and item.id not in protected:
                     candidate = projection.mask_edit(item.id, _MASK_REASON)
                 if candidate is not None and candidate.action != "drop_thinking":
                     edited[item.id] = replace(item.message, text=candidate.replacement, parts=())
+            full = {i: message for i in twins if (message := _message_of(plain, i)) is not None}
             snap = _Snapshot(
                 system=projection.system,
                 ids=tuple(i.id for i in projection.items),
@@ -164,16 +187,26 @@ def _snapshots(
                 ),
                 at=clock(len(snaps)),
                 reasoning=dict(turn.live),
+                twins=twins,
+                full=full,
             )
             learned.learn(profile, snap.system, [base[i] for i in snap.ids])
             learned.learn(profile, snap.system, [edited.get(i) or base[i] for i in snap.ids])
+            if full:
+                learned.learn(profile, snap.system, [full.get(i) or base[i] for i in snap.ids])
             snaps.append(snap)
         seq += 1
         stored = with_position(event, session_id="optimum", seq=seq)
         projection.add(stored)
+        plain.add(stored)
         tracker.add(stored)
         turn.observe(event)
     return snaps, base, learned
+
+
+def _message_of(projection: Projection, item_id: str) -> Message | None:
+    item = projection.item(item_id)
+    return item.message if item is not None else None
 
 
 def _priced(

@@ -8,7 +8,8 @@ happened into the derived task state, and :meth:`ProbeTracker.check` asks of one
 - ``constraints``: every user constraint known at that point (``TaskState.constraints``), verbatim;
 - ``latest_tool_result``: the most recent tool result, verbatim up to its truncation marker
   (a result cut at ingestion passes when the part before ``[... output truncated``, or a byte cut's
-  head between its header and ``[… N bytes omitted``, is its start);
+  head between its header and ``[… N bytes omitted``, is its start); a result sent as a reference to
+  an earlier output it repeats (``[same output as call X above]``) counts where that output shows;
 - ``failing_evidence``: the latest failing test run or unresolved error output, the same way,
   until a later run passes or the error is resolved;
 - ``files_modified``: the name of every file modified so far;
@@ -40,6 +41,7 @@ from ..window.policies.bytecut import BYTE_CUT_HEADER, BYTE_CUT_MARKER
 from ..window.policies.normalize import normalize_output
 from ..window.policies.presets import CODING_TOOL_POLICIES, policy_for
 from ..window.policies.resources import Resource, command_of, resources_of
+from ..window.references import referenced_call
 from ..window.state import StateBuilder, TaskState
 
 PROBE_KINDS: tuple[str, ...] = (
@@ -319,8 +321,15 @@ class ProbeTracker:
         return None
 
     def _visible(self, result: ToolResult, tools: Mapping[str, str]) -> bool:
-        """Whether ``result`` shows verbatim (up to a truncation marker) among the request's tool messages."""
+        """Whether ``result`` shows verbatim (up to a truncation marker) among the request's tool messages.
+
+        A result shown as a reference (:mod:`contextwarden.window.references`) is visible when the output of
+        the call it names shows it: that one is searched instead.
+        """
         shown = tools.get(result.call_id)
+        twin = referenced_call(shown) if shown is not None else None
+        if twin is not None and twin != result.call_id:
+            shown = tools.get(twin)
         if shown is None:
             return False
         if shown == result.output:

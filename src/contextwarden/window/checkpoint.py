@@ -40,6 +40,7 @@ from .items import ContextItem, ItemList
 from .lifecycle import ResourceLedger
 from .policies.presets import ToolPolicy
 from .projection import Projection
+from .references import Twins
 from .state import StateBuilder
 
 __all__ = [
@@ -56,15 +57,16 @@ _KNOWN_FIELDS: dict[type, frozenset[str]] = {
     Projection: frozenset({
         "_calls", "_ledger", "_prefix", "_seen_user", "assistant_turns", "compaction", "config", "decisions",
         "exposed_tools", "held_frontier", "last_seq", "last_usage", "list", "queue", "state_builder",
-        "system_parts", "tokens_at_last_usage",
+        "system_parts", "tokens_at_last_usage", "twins",
     }),
     ItemList: frozenset({"_cum", "_cum_valid", "_pos", "items", "settled", "total"}),
     EditQueue: frozenset({
         "_by_policy", "_calls", "_last_user_pos", "_mask_cache", "_rank_in_policy", "_records", "_savings",
         "_shrinkable", "_thinking_floor", "_thinking_ids", "_tool_floor", "_tool_ids", "candidates", "counter",
-        "items", "retrievable",
+        "items", "retrievable", "twins",
     }),
     ResourceLedger: frozenset({"_fingerprints", "_pointers", "_readers", "_runs", "_writers"}),
+    Twins: frozenset({"_shown", "_twin_of", "config", "items", "ledger"}),
     StateBuilder: frozenset({
         "_calls", "_named_paths", "_named_text", "_open_file", "_pending", "_seen_user", "_state", "_task_files",
         "policies",
@@ -99,7 +101,7 @@ def dumps_pieces(
     the run of the item it replaces, so a store keeping the pieces apart writes little per save.
     """
     p = projection
-    for part in (p, p.list, p.queue, p._ledger, p.state_builder, p._prefix):
+    for part in (p, p.list, p.queue, p._ledger, p.twins, p.state_builder, p._prefix):
         unknown = set(vars(part)) ^ _KNOWN_FIELDS[type(part)]
         if unknown:
             raise CheckpointError(f"{type(part).__name__} has fields the checkpoint does not know: {sorted(unknown)}")
@@ -203,6 +205,7 @@ def _projection_data(p: Projection, policies: list[ToolPolicy]) -> dict[str, Any
             "fingerprints": ledger._fingerprints,
             "pointers": ledger._pointers,
         },
+        "twins": {"shown": p.twins._shown, "twin_of": p.twins._twin_of},
         "queue": {
             "candidates": list(queue.candidates.values()),
             "policies": [encode_dataclass(policy) for policy in policies],

@@ -22,9 +22,10 @@ import msgspec
 
 __all__ = ["CHECKPOINT_FORMAT", "CheckpointError", "FragmentMemo", "has_nonfinite", "json_text"]
 
-CHECKPOINT_FORMAT = 4
+CHECKPOINT_FORMAT = 5
 """Version of the checkpoint layout; a checkpoint of another format is not read (the window is rebuilt).
-4: the state builder keeps the file a SWE-agent ``open`` made current."""
+4: the state builder keeps the file a SWE-agent ``open`` made current. 5: the outputs shown and the
+results sent as references to them (:mod:`.references`)."""
 
 
 class CheckpointError(ValueError):

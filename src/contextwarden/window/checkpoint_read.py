@@ -87,6 +87,8 @@ def _restore(data: Mapping[str, Any], config: ProjectionConfig) -> Projection:
     calls = {call.id: call for call in (_call(c, items) for c in data["calls"])}
     p._calls.update(calls)  # the queue holds the same dict
     _restore_ledger(p._ledger, data["ledger"])
+    p.twins._shown = {str(k): str(v) for k, v in data["twins"]["shown"].items()}
+    p.twins._twin_of = {str(k): str(v) for k, v in data["twins"]["twin_of"].items()}
     _restore_queue(p.queue, data["queue"], data["records"], config, items)
     _restore_state(p.state_builder, data["state"], calls)
     _restore_prefix(p._prefix, data["prefix"], p.list.items)

@@ -23,6 +23,7 @@ from .items import REDUCED, ContextItem, ItemList, Lifecycle
 from .lifecycle import Proposal
 from .policies.placeholders import Retrievable, masked_placeholder, stale_placeholder, superseded_placeholder
 from .policies.presets import ToolPolicy
+from .references import Twins
 from .tiers import Tier
 
 __all__ = ["EditQueue", "ToolRecord"]
@@ -56,10 +57,20 @@ class EditQueue:
     """Pending and possible edits of one window (the planner's pool, see :mod:`contextwarden.plan.planner`)."""
 
     def __init__(
-        self, items: ItemList, counter: TokenCounter, calls: dict[str, ToolCall], *, retrievable: Retrievable = True
+        self,
+        items: ItemList,
+        counter: TokenCounter,
+        calls: dict[str, ToolCall],
+        *,
+        retrievable: Retrievable = True,
+        twins: Twins | None = None,
     ) -> None:
-        """Queue edits of ``items``; ``retrievable``: how the model gets them back, which placeholders name."""
+        """Queue edits of ``items``; ``retrievable``: how the model gets them back, which placeholders name.
+
+        ``twins``: the references of the window, whose twins are kept while the references are.
+        """
         self.items = items
+        self.twins = twins
         self.counter = counter
         self._calls = calls
         self.retrievable = retrievable
@@ -136,8 +147,11 @@ class EditQueue:
 
         The floors: the last ``keep_recent`` tool results, and the last ``keep_recent`` of the
         result's own policy when the policy sets one. A position floor skips the prefix that is
-        already reduced, so a call costs O(results still pending), not O(window).
+        already reduced, so a call costs O(results still pending), not O(window). The twin of a
+        reference either floor or ``protected`` keeps is kept with it (:mod:`.references`).
         """
+        if self.twins:
+            protected = self.twins.with_twins((*protected, *self.kept_ids(keep_recent)))
         end = max(len(self._tool_ids) - max(keep_recent, 0), 0)
         edits: list[ContextEdit] = []
         advancing = True
@@ -160,6 +174,15 @@ class EditQueue:
             if cached is not None:
                 edits.append(cached)
         return edits
+
+    def kept_ids(self, keep_recent: int) -> list[str]:
+        """The tool results :meth:`mask_edits` keeps for their age: the last ``keep_recent``, and each policy's own."""
+        kept = self._tool_ids[len(self._tool_ids) - max(keep_recent, 0) :]
+        for ids in self._by_policy.values():
+            floor = self._records[ids[0]].policy.keep_recent
+            if floor:
+                kept += ids[-floor:]
+        return kept
 
     def _past_policy_floor(self, item_id: str) -> bool:
         policy = self._records[item_id].policy

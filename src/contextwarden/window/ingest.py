@@ -51,6 +51,8 @@ class ProjectionConfig:
     """How the model gets evicted content back, which markers and placeholders name (:data:`Retrievable`)."""
     client_window_notes: bool = True
     """A window opened by the client's own trim or rewind starts with the pinned block and a note."""
+    references: bool = True
+    """A tool output the window already shows is sent as a line naming its visible twin (:mod:`.references`)."""
     earlier_output: EarlierOutput | None = None
     """Reads a logged tool output back by seq, so a result that points back to one the window no
     longer shows can show it (:mod:`.pointers`); ``None``: pointers stay as the client sent them."""

@@ -72,6 +72,10 @@ class ResourceLedger:
             if (item := items.get(result_id)) is not None and item.state not in REDUCED
         ]
 
+    def current_reads(self, key: str) -> list[str]:
+        """The ids of the reads of file ``key`` that no later write made stale, oldest first."""
+        return list(self._readers.get(key, ()))
+
     def latest_read(self, key: str) -> str | None:
         """The id of the latest read of file ``key`` that no later write made stale, if any."""
         readers = self._readers.get(key)
@@ -85,6 +89,8 @@ class ResourceLedger:
         policy: ToolPolicy,
         items: ItemList,
         replaceable: Callable[[str], bool] = lambda _: True,
+        *,
+        twin: str | None = None,
     ) -> tuple[list[Proposal], str]:
         """Record ``event`` and return what it supersedes or makes stale.
 
@@ -95,6 +101,9 @@ class ResourceLedger:
         when the result does not name the file: a small read next to an edit whose own output names
         the changed file is marked by that output, and a note would cost a good part of it on every
         later request.
+
+        A result shown as a line naming its visible ``twin`` (:mod:`.references`) supersedes what its output
+        would, except the twin, which is what it shows: the twin stays a current read or run beside it.
         """
         proposals: list[Proposal] = []
         notes: list[str] = []
@@ -120,14 +129,15 @@ class ResourceLedger:
                 for old in self._readers.get(r.key, []):
                     item = items.get(old)
                     touched = item.resources if item is not None else ()
-                    if policy.supersedable and any(covers(r, o) for o in touched if o.key == r.key):
+                    if old != twin and policy.supersedable and any(covers(r, o) for o in touched if o.key == r.key):
                         proposals.append(Proposal(target_id=old, action="supersede", by=event, what=r.key))
                     else:
                         remaining.append(old)  # a read of other lines stays current
                 self._readers[r.key] = [*remaining, event.id]
             elif r.kind in ("test", "page"):
                 if policy.supersedable:
-                    older_runs = self._runs.get(r.key, [])
+                    kept = [o for o in self._runs.get(r.key, []) if o == twin]
+                    older_runs = [o for o in self._runs.get(r.key, []) if o != twin]
                     proposals += [Proposal(target_id=o, action="supersede", by=event, what=r.key) for o in older_runs]
                     # An older run still shown verbatim above this pass (a failure, say) must not read as
                     # current. After a failing run the newest failure is the current state already; a note
@@ -138,10 +148,10 @@ class ResourceLedger:
                     if shown and not failed:
                         what, _ = _outputs_of(shown)
                         notes.append(f"[note: this run replaces the earlier {what}: no longer current]")
-                    self._runs[r.key] = [event.id]
+                    self._runs[r.key] = [*kept, event.id]
                 else:
                     self._runs.setdefault(r.key, []).append(event.id)
-        if call is not None:
+        if call is not None and twin is None:
             digest = hashlib.sha1(f"{call.name}\0{args_json(call.arguments)}\0".encode("utf-8", "surrogatepass"))
             output = event.output
             for start in range(0, len(output), 1 << 20):  # a megabyte at a time: no copy of a huge output

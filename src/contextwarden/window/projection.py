@@ -44,6 +44,7 @@ from .pointers import points_back, read_pointer
 from .policies.placeholders import extract_sources
 from .policies.presets import apply_policy, policy_for
 from .policies.resources import as_shown, resources_of
+from .references import Twins
 from .state import StateBuilder, TaskState
 
 __all__ = ["MAX_ARGUMENT_CHARS", "Projection", "ProjectionConfig", "message_tokens"]
@@ -73,7 +74,8 @@ class Projection:
         self.assistant_turns = 0
         self._calls: dict[str, ToolCall] = {}
         self._ledger = ResourceLedger()
-        self.queue = EditQueue(self.list, config.counter, self._calls, retrievable=config.retrieval)
+        self.twins = Twins(config, self.list, self._ledger)
+        self.queue = EditQueue(self.list, config.counter, self._calls, retrievable=config.retrieval, twins=self.twins)
         self._prefix = NormalizedPrefix(config.counter)
         self._seen_user = bool(base and base.goal)
         if compaction is not None:
@@ -349,8 +351,11 @@ class Projection:
             self.decisions.extend(found.decisions)
             self._ledger.point(event.id, found.pointed)
             cut, resources = found.cut or cut, found.resources
-        text = cut.text
-        proposals, notes = self._ledger.observe(event, call, resources, policy, self.list, self.queue.shrinkable)
+        twin = self.twins.arrival(event, policy.name, cut, resources, self.queue.candidates, self.decisions)
+        text = cut.text if twin is None else twin.text
+        proposals, notes = self._ledger.observe(
+            event, call, resources, policy, self.list, self.queue.shrinkable, twin=twin.twin_id if twin else None
+        )
         if notes:
             text = f"{text}\n{notes}"
         message = tool_message(event, text)
