@@ -18,6 +18,7 @@ from contextwarden import (
 )
 from contextwarden.assemble.retrieval import read_range
 from contextwarden.governance.inspection import inspect_session
+from contextwarden.plan.protection import Protection, protect
 from contextwarden.window.checkpoint import dumps_projection
 from contextwarden.window.checkpoint_read import loads_projection
 from contextwarden.window.projection import Projection
@@ -152,7 +153,7 @@ def test_a_reference_stands_for_the_files_latest_read_and_keeps_its_twin() -> No
     ids = {item.message.tool_call_id: item.id for item in projection.items if item.message.role == "tool"}
     # the re-read replaces the partial read it covers, not the twin it names
     assert set(projection.candidates) == {ids["call_p"]}
-    evidence = projection.protected_ids(1)
+    evidence = protect(projection, Protection(working_set_files=1)).evidence
     assert ids["call_2"] in evidence
     masked = {e.target_id for e in projection.mask_edits(0, evidence)}
     assert ids["call_1"] not in masked and ids["call_x"] in masked
