@@ -28,7 +28,7 @@ def proxy_policy(preset: str | None = None) -> ContextPolicy:
 
     The proxy keeps the client's tools as they are (no retrieval tools of ours) and leaves thinking
     blocks with their signatures alone, so the planner must not count on dropping them. Keeping an
-    exploring session's reads took the matched A/B over issue 12's 0.80x of going direct (0.802x /
+    exploring session's reads took the matched A/B over the proxy's target of 0.80x of going direct (0.802x /
     0.806x), so that protection is off here. An unknown preset is a ``UsageError`` that lists the known ones.
     """
     base = get_task_policy(preset) if preset is not None else ContextPolicy()
