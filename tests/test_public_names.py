@@ -251,7 +251,13 @@ EXPORTS: dict[str, tuple[str, ...]] = {
 """Each public module with an ``__all__``, and exactly the names it holds."""
 
 PRESENT: dict[str, tuple[str, ...]] = {
-    "contextwarden.testing": ("ScriptedProvider", "estimate_request_tokens", "make_response", "seeded_event_ids"),
+    "contextwarden.testing": (
+        "ScriptedProvider",
+        "SessionBuilder",
+        "estimate_request_tokens",
+        "make_response",
+        "seeded_event_ids",
+    ),
     "contextwarden.integrations.testing": ("adk_model", "agents_model", "langchain_model", "pydantic_ai_model"),
 }
 """Documented names of public modules without an ``__all__`` (the examples import them)."""
