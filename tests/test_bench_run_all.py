@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from _paths import ROOT
 
-import run_all
-
-BENCH_DIR = run_all.HERE
+BENCH_DIR = ROOT / "benchmarks"
+sys.path.insert(0, str(BENCH_DIR))  # run_all imports the benchmarks' _progress
+_spec = importlib.util.spec_from_file_location("bench_run_all", BENCH_DIR / "run_all.py")
+assert _spec is not None and _spec.loader is not None
+run_all = sys.modules["bench_run_all"] = importlib.util.module_from_spec(_spec)  # experiments/ has a run_all too
+_spec.loader.exec_module(run_all)
 
 
 def _options(script: str) -> set[str]:

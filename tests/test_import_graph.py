@@ -18,8 +18,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import _paths
+
 PACKAGE = "contextwarden"
-ROOT = Path(__file__).resolve().parents[1] / "src" / PACKAGE
+ROOT = _paths.ROOT / "src" / PACKAGE
 EDGES = ("cli", "proxy", "integrations", "importers", "replay", "report", "__main__")
 """The edge packages of docs/architecture.md (and the ``python -m`` entry point, which runs the CLI)."""
 
