@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+_TESTS = str(Path(__file__).resolve().parent)
+if _TESTS not in sys.path:  # the shared helpers (tests/_*.py) import by name from every folder under tests/
+    sys.path.insert(0, _TESTS)
 
 PG_ENV = "CONTEXTWARDEN_PG_DSN"
 PG_REQUIRED_ENV = "CONTEXTWARDEN_PG_REQUIRED"
