@@ -1,15 +1,15 @@
-"""The tokens-versus-cost frontier of the planner's settings on long sessions (issue 14, part 6).
+"""The tokens-versus-cost frontier of the planner's settings on long sessions.
 
 Every setting below is the ``contextwarden`` strategy with planner options, replayed on the generated
 long sessions of ``generate_sessions.py`` under both cache models. For each setting: mean input tokens
 per request and cache-adjusted cost, both relative to raw, retention and next-action evidence (over the
 set and on the worst session). The bundled real transcripts (all under 30 requests) are replayed too,
 for each setting's highest cost relative to raw on one of them. Only admissible settings make the
-frontier: retention 1.0 and at least 99% of next-action evidence on every long session (issue 16), and
-never above raw's cost on a short real one (issue 14: short sessions never pay); the others are listed
+frontier: retention 1.0 and at least 99% of next-action evidence on every long session, and
+never above raw's cost on a short real one (short sessions never pay); the others are listed
 with the reason and drawn hollow. The Pareto frontier of the admissible settings and its knee (least
 tokens + cost) are printed, with how far the default sits from the knee, and the plot written as SVG.
-The issue's goal: at most 0.60x raw tokens at at most 0.80x raw cost, retention 1.0.
+The goal: at most 0.60x raw tokens at at most 0.80x raw cost, retention 1.0.
 
     .venv/bin/python benchmarks/bench_frontier.py [--sessions 8] [--svg out/frontier.svg] [--json out/frontier.json]
 """

@@ -1,4 +1,4 @@
-"""Peak memory of ``import`` and ``replay --report`` on large single-line transcripts (issue 15).
+"""Peak memory of ``import`` and ``replay --report`` on large single-line transcripts.
 
 Command (sizes in MB; ``--base`` runs another checkout's ``src`` side by side, e.g. main's)::
 
@@ -8,7 +8,7 @@ Each size is an OpenAI Chat transcript written on the fly to a temporary directo
 line: a user prompt, then turns whose tool outputs share the size between them (a few large
 outputs, as a log dump or a big file read makes). Each command runs in its own subprocess; its peak
 resident set comes from ``os.wait4`` (that child's own ``ru_maxrss``, not the largest child so far).
-The target is the issue's: peak under 2x the input size plus 200 MB.
+The target: peak under 2x the input size plus 200 MB.
 """
 
 from __future__ import annotations

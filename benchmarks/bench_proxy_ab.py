@@ -15,7 +15,7 @@ and OpenAI-style (``gpt-5``, automatic prefix caching from 1,024 tokens in 128-t
 Thinking blocks are left out of the replayed histories (both arms alike): the scripted upstream
 answers with one reasoning block at most.
 
-Targets (issue 12): through the proxy at most 0.80x direct in total, and never above direct on any
+Targets: through the proxy at most 0.80x direct in total, and never above direct on any
 transcript by more than 1%.
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_proxy_ab.py [--generated 4] [--json out/ab.json]

@@ -12,7 +12,7 @@ process of their own (as deployed), so none competes with another for the GIL; t
 arms in turn, so load on the machine falls on all three alike. Reported per arm: p50 and p99 of the total time and
 of the time to first byte, and the proxy's overhead over direct and over the plain pass-through.
 
-Targets (issue 12): p50 overhead under 5 ms and p99 under 25 ms at 500 messages on this machine, flat
+Targets: p50 overhead under 5 ms and p99 under 25 ms at 500 messages on this machine, flat
 in session length.
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_proxy_latency.py [--format openai_responses] [--requests 100]

@@ -1,4 +1,4 @@
-"""Replay every strategy on every transcript we have, under both cache models, and check the issue-6 targets.
+"""Replay every strategy on every transcript we have, under both cache models, and check the targets.
 
 Corpora:
 - ``real``: the bundled real trajectories (``src/contextwarden/data/trajectories``: SWE-agent and OpenHands,
@@ -12,7 +12,7 @@ Corpora:
 Models: ``gpt-5`` (OpenAI-style automatic prefix caching, reads at 0.1x) and ``claude-sonnet-4-5``
 (Anthropic-style explicit breakpoints, writes 1.25x for 5 minutes, reads 0.1x).
 
-The targets (issue 6) apply to transcripts of 30 or more requests, for the ``contextwarden`` strategy:
+The targets apply to transcripts of 30 or more requests, for the ``contextwarden`` strategy:
 retention 1.0; mean input tokens per request <= 0.55x raw; cache-adjusted cost <= 0.85x raw under both
 cache models and the lowest of all strategies (raw, masking and the peers; other contextwarden variants
 are not competitors); cost <= 1.15x the offline optimum. They are checked per transcript and over all
@@ -114,7 +114,7 @@ def _checks(figures: dict[str, Any], raw: dict[str, Any], others: list[float]) -
 
 
 def targets(results: ReplayResults, strategy: str) -> list[dict[str, Any]]:
-    """The issue-6 checks for ``strategy``: one row per transcript of 30+ requests, then their total."""
+    """The target checks for ``strategy``: one row per transcript of 30+ requests, then their total."""
     ran = {s.name: s for s in results.strategies if not s.skipped}
     rows = []
     target, raw = ran[strategy], ran["raw"]

@@ -7,22 +7,13 @@ import re
 
 from contextwarden.assemble.manager import ContextManager, ContextPolicy
 from contextwarden.context import ModelContext
-from contextwarden.log.events import (
-    AssistantMessage,
-    Event,
-    Instruction,
-    Steering,
-    ToolCall,
-    ToolResult,
-    UsageReport,
-    UserMessage,
-)
+from contextwarden.log.events import Steering, ToolCall, UsageReport
 from contextwarden.log.store._protocol import SessionStore
 from contextwarden.models import ModelProfile, get_profile
 from contextwarden.plan.compaction import CompactionSettings, WindowCompactor
 from contextwarden.plan.compaction._base import Summarizer
 from contextwarden.providers import ModelReply
-from contextwarden.testing import estimate_request_tokens, make_response
+from contextwarden.testing import SessionBuilder, estimate_request_tokens, make_response
 from contextwarden.tokens import HeuristicCounter
 
 COUNTER = HeuristicCounter()
@@ -41,39 +32,12 @@ def profile(window: int = 40_000, *, name: str = "test-model", max_output: int |
     return dataclasses.replace(get_profile("gpt-4o"), name=name, context_window=window, max_output_tokens=output)
 
 
-class Agent:
-    """Appends to a session the way an agent does."""
+class Agent(SessionBuilder):
+    """A coding agent's session: the task with its constraint, then reads, writes and test runs."""
 
-    def __init__(self, store: SessionStore, sid: str = "s") -> None:
-        self.store = store
-        self.sid = sid
-        store.create_session(sid)
-        self.n = 0
-
-    def add(self, *events: Event) -> list[Event]:
-        last = self.store.get_session(self.sid).last_seq
-        return self.store.append(self.sid, list(events), expected_last_seq=last)
-
-    def start(self, goal: str = GOAL, *, system: str = "You are a careful coding agent.") -> Agent:
-        self.add(Instruction(text=system))
-        self.add(UserMessage(text=f"{goal} {CONSTRAINT}"))
+    def start(self, task: str = GOAL, *, system: str = "You are a careful coding agent.") -> Agent:
+        super().start(f"{task} {CONSTRAINT}", system=system)
         return self
-
-    def call(
-        self,
-        name: str,
-        output: str,
-        *,
-        error: bool = False,
-        exit_code: int | None = None,
-        text: str = "",
-        **args: object,
-    ) -> str:
-        self.n += 1
-        cid = f"c{self.n}"
-        self.add(AssistantMessage(text=text, tool_calls=(ToolCall(id=cid, name=name, arguments=dict(args)),)))  # type: ignore[arg-type]
-        self.add(ToolResult(call_id=cid, tool_name=name, output=output, is_error=error, exit_code=exit_code))
-        return cid
 
     def read(self, path: str, size: int = 400) -> None:
         body = "\n".join(f"line {i} of {path}: value = compute({i})" for i in range(size // 10))
@@ -92,9 +56,6 @@ class Agent:
 
     def steer(self, text: str) -> None:
         self.add(Steering(text=text))
-
-    def user(self, text: str) -> None:
-        self.add(UserMessage(text=text))
 
     def work(self, rounds: int, *, prefix: str = "src/mod") -> None:
         """Rounds of read / write / test, each a few hundred tokens."""

@@ -1,12 +1,20 @@
-"""Fixtures shared by the test suite: real PostgreSQL when configured."""
+"""Fixtures shared by the test suite: real PostgreSQL when configured, a real headless Chromium."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+
+_TESTS = str(Path(__file__).resolve().parent)
+if _TESTS not in sys.path:  # the shared helpers (tests/_*.py) import by name from every folder under tests/
+    sys.path.insert(0, _TESTS)
 
 PG_ENV = "CONTEXTWARDEN_PG_DSN"
 PG_REQUIRED_ENV = "CONTEXTWARDEN_PG_REQUIRED"
@@ -58,3 +66,41 @@ def pg_schema_dsn(pg_dsn: str) -> Iterator[str]:
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+# --------------------------------------------------------------------------- a real browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--window-size=1400,1000",
+)  # fmt: skip
+
+
+def _binary(path: str, name: str) -> str:
+    if Path(path).exists():
+        return path
+    found = shutil.which(name)
+    if found is None:
+        pytest.skip(f"{name} is not installed (apt-get install chromium chromium-driver)")
+    return found
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed: pip install selenium")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = _binary(CHROMIUM, "chromium")
+    for flag in FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    d = webdriver.Chrome(service=Service(_binary(CHROMEDRIVER, "chromedriver")), options=options)
+    d.set_page_load_timeout(60)
+    try:
+        yield d
+    finally:
+        d.quit()

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import io
 import sys
-from pathlib import Path
 
 import pytest
 from rich.console import Console
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from _paths import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import _progress
 

@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 from contextwarden import ContextManager, ContextPolicy, SessionStore, open_store
-from contextwarden.log.events import AssistantMessage, ToolCall, ToolResult, UserMessage
+from contextwarden.log.events import ToolCall
+from contextwarden.testing import SessionBuilder
 from contextwarden.tokens import HeuristicCounter
 
 COUNTER = HeuristicCounter()
 
 
 def _session() -> tuple[SessionStore, str]:
-    store = open_store("memory:")
-    store.create_session("s")
-    call = ToolCall(id="c1", name="bash", arguments={"command": "cat big.csv"})
+    session = SessionBuilder(open_store("memory:")).start("look at the data")
     output = "\n".join(f"row {i} " + "value " * 8 for i in range(1, 5_001))
-    events = [
-        UserMessage(text="look at the data"),
-        AssistantMessage(text="Reading it.", tool_calls=(call,)),
-        ToolResult(call_id="c1", tool_name="bash", output=output),
-    ]
-    stored = store.append("s", events, expected_last_seq=0)
-    return store, stored[-1].id
+    result = session.call("bash", output, text="Reading it.", command="cat big.csv")
+    return session.store, result.id
 
 
 def _read_back(store: SessionStore, artifact: str, limit: int) -> str:

@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 import contextwarden.cli.models as models_cli
+from _paths import ROOT
 from contextwarden.cli import main
 
-SRC = Path(__file__).resolve().parent.parent / "src"
+SRC = ROOT / "src"
 TRAJ = Path(str(resources.files("contextwarden") / "data" / "trajectories" / "swe-agent" / "ctf__i_got_id_demo.traj"))
 
 

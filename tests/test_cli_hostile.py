@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
+import _paths
 from contextwarden.cli import main
 from contextwarden.errors import ImportFormatError
 from contextwarden.importers import detect_transcript_format, load_transcript, text_size
 from contextwarden.log.codec import event_to_dict
 
-DATA = Path(__file__).parent / "data" / "transcripts"
+DATA = _paths.DATA / "transcripts"
 BUNDLED = Path(str(resources.files("contextwarden") / "data" / "trajectories"))
 SWE = BUNDLED / "swe-agent" / "ctf__i_got_id_demo.traj"
 ANTHROPIC = DATA / "chat" / "anthropic.json"

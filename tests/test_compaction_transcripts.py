@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from _agentlog import COUNTER, answer, profile
+from _paths import DATA
 from contextwarden.assemble.manager import ContextManager
 from contextwarden.errors import SummaryFallbackWarning
 from contextwarden.importers import load_transcript
@@ -42,9 +43,7 @@ BUNDLED = Path(str(resources.files("contextwarden") / "data" / "trajectories"))
 TRANSCRIPTS = sorted([*BUNDLED.glob("swe-agent/*.traj"), BUNDLED / "openhands" / "basic_gui_mode.json"])
 """The bundled real sessions long enough to compact several times with a small window."""
 FIXTURES = sorted(
-    p
-    for p in (Path(__file__).parent / "data" / "transcripts").glob("*/*")
-    if p.parent.name != "malformed" and p.suffix in (".json", ".jsonl")
+    p for p in (DATA / "transcripts").glob("*/*") if p.parent.name != "malformed" and p.suffix in (".json", ".jsonl")
 )
 """The importers' real-format fixtures: short sessions with failing runs and tool errors."""
 ESCAPE = re.compile(r"\x1b|\[[0-9;]{1,8}m")
@@ -161,7 +160,7 @@ def test_a_summary_of_each_importer_fixture_is_true_to_its_events(path: Path) ->
 
 
 def test_a_json_wrapped_failure_is_quoted_by_its_failure_line() -> None:
-    _, events = stored(Path(__file__).parent / "data" / "transcripts" / "codex" / "rollout.jsonl")
+    _, events = stored(DATA / "transcripts" / "codex" / "rollout.jsonl")
     state = derive_state(events, policies=CODING_TOOL_POLICIES)
     data = SummaryInput(entries=tuple(entries_from_events(events)), state=state, anchors_pinned=True)
     summary = StructuredSummarizer(counter=COUNTER).summarize(data, options=SummaryOptions()).text

@@ -18,7 +18,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -26,6 +25,7 @@ import pytest
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
+from _paths import DATA, ROOT
 from contextwarden.proxy import agentcli
 from contextwarden.proxy.agentscript import mcp_answer
 from contextwarden.proxy.agenttask import COMMIT_SUBJECT
@@ -208,7 +208,7 @@ def _recall_params() -> list[object]:
 
 def _recall_over_stdio(store: str, key: str, rid: str) -> tuple[bool, str]:
     """``recall(rid)`` from ``contextwarden mcp`` bound to the credential ``key``, over stdio as a client starts it."""
-    src = str(Path(__file__).resolve().parents[1] / "src")
+    src = str(ROOT / "src")
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "contextwarden", "mcp", "--store", store, "--credential-env", "AGENT_KEY"],
@@ -252,8 +252,8 @@ def test_a_masked_read_is_recalled_byte_for_byte_and_not_by_another_credential(a
 
 def test_recordings_are_of_the_pinned_versions() -> None:
     """The fixtures the fast replay tests use are named for the versions ``scripts/clis.sh`` pins."""
-    script = (Path(__file__).parents[1] / "scripts" / "clis.sh").read_text()
-    recorded = {p.name for p in (Path(__file__).parent / "data" / "recorded").glob("*.jsonl.xz")}
+    script = (ROOT / "scripts" / "clis.sh").read_text()
+    recorded = {p.name for p in (DATA / "recorded").glob("*.jsonl.xz")}
     for package, name in (("@anthropic-ai/claude-code", "claude-code"), ("@openai/codex", "codex")):
         line = next(x for x in script.splitlines() if x.strip().startswith(f'"{package} '))
         assert f"{name}-{line.split()[1]}.jsonl.xz" in recorded

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from _paths import ROOT, TESTS
 from contextwarden.log.store import SQLiteStore
 
 try:
@@ -27,7 +28,6 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-ROOT = Path(__file__).resolve().parent.parent
 DOCS = ["README.md", "docs/library.md", "docs/proxy.md", "docs/integrations.md"]
 FRAMEWORKS = {
     "langchain": ("langchain.agents", "langchain_model"),
@@ -83,7 +83,7 @@ def test_python_snippet_runs_as_written(doc: str, n: int, block: str, tmp_path: 
         pytest.importorskip(FRAMEWORKS[framework][0], reason=f"the {framework} snippet needs its framework")
     # a process of its own, as a reader runs it (frameworks' event loops do not share one process well)
     code = (
-        f"import sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        f"import sys\nsys.path.insert(0, {str(TESTS)!r})\n"
         "from test_docs_snippets import _given\n"
         f"namespace = _given({framework!r}) if {framework is not None} else {{}}\n"
         "namespace['__name__'] = 'doc_snippet'\n"

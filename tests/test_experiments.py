@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-EXPERIMENTS_DIR = Path(__file__).resolve().parent.parent / "experiments"
+from _paths import ROOT
+
+EXPERIMENTS_DIR = ROOT / "experiments"
 
 
 @pytest.fixture

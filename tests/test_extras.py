@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from _paths import ROOT
 from contextwarden._extras import MODULE_EXTRAS, extra_for
 
 try:
@@ -15,7 +16,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
+PYPROJECT = ROOT / "pyproject.toml"
 IMPORT_NAMES = {"openai-agents": "agents", "pydantic-ai-slim": "pydantic_ai", "google-adk": "google.adk"}
 """Distributions whose import name is not their name with ``_`` for ``-``."""
 BUNDLES = {"all", "dev", "integrations"}

@@ -9,8 +9,8 @@ importer's own enclosing packages, which are already being imported when it runs
 The data path is checked as an order of steps, base -> log -> shared -> window -> plan -> assemble
 -> wire: a module imports only modules of its own step or earlier ones. A module's step is the
 folder it sits in (``log/``, ``window/``, ``plan/``, ``assemble/``, ``wire/``) or, for a module or
-package directly under ``contextwarden/``, its entry in :data:`PLACE`, so the check reads the flat
-layout and the layout in step folders alike.
+package directly under ``contextwarden/``, its entry in :data:`PLACE`. Every entry of :data:`PLACE`
+names a module or package that exists, so an entry cannot outlive its module.
 """
 
 from __future__ import annotations
@@ -18,35 +18,27 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import _paths
+
 PACKAGE = "contextwarden"
-ROOT = Path(__file__).resolve().parents[1] / "src" / PACKAGE
+ROOT = _paths.ROOT / "src" / PACKAGE
 EDGES = ("cli", "proxy", "integrations", "importers", "replay", "report", "__main__")
 """The edge packages of docs/architecture.md (and the ``python -m`` entry point, which runs the CLI)."""
 
 STEPS = ("base", "log", "shared", "window", "plan", "assemble", "wire")
-"""The data path in order; the last five are folders once the layout shows them."""
+"""The data path in order; the last five are the step folders."""
 FOLDERS = ("log", "window", "plan", "assemble", "wire")
 OUTSIDE = "outside"
 """Around the data path: the edges, the public API and what no step may import."""
 PLACE: dict[str, str] = {
     **dict.fromkeys(("errors", "models", "_families", "budget", "_dataclass_json", "_deprecated"), "base"),
-    **dict.fromkeys(("events", "codec", "store"), "log"),
     **dict.fromkeys(
         ("context", "tokens", "fragments", "tools", "instructions", "_catalog", "_files", "_trust", "pairing", "chat"),
         "shared",
     ),
     "_chat_compat": "shared",
     **dict.fromkeys(
-        ("items", "tiers", "lifecycle", "accounting", "projection", "state", "taskstate", "editqueue", "policies"),
-        "window",
-    ),
-    "window": "window",  # window.py, the window a compaction opens, before it moves into window/
-    "opening": "window",
-    **dict.fromkeys(("planner", "policy", "taskpolicies", "treebudget", "exposure", "seams", "compaction"), "plan"),
-    **dict.fromkeys(("manager", "buildrecord", "session", "subagents", "retrieval"), "assemble"),
-    "_render": "wire",
-    **dict.fromkeys(
-        (*EDGES, "__init__", "governance", "providers", "mirror", "loop", "testing", "data", "_extras"),
+        (*EDGES, "__init__", "governance", "providers", "mirror", "loop", "testing", "_extras"),
         OUTSIDE,
     ),
 }
@@ -156,7 +148,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def step_of(module: str) -> str:
     """The step of the data path ``module`` belongs to (``outside`` for the edges and the public API)."""
     parts = module.split(".")[1:] or ["__init__"]
-    if parts[0] in FOLDERS and (ROOT / parts[0]).is_dir():
+    if parts[0] in FOLDERS:
         return parts[0]
     if parts[0] not in PLACE:
         raise AssertionError(f"{module}: say which step it belongs to in PLACE (tests/test_import_graph.py)")
@@ -217,8 +209,30 @@ def climbs(graph: dict[str, set[str]]) -> list[str]:
     )
 
 
+def top_level() -> set[str]:
+    """The modules and packages directly under ``contextwarden/`` (``__init__`` for the package itself)."""
+    return {p.stem for p in ROOT.glob("*.py")} | {p.parent.name for p in ROOT.glob("*/__init__.py")}
+
+
+def stale_places(place: dict[str, str], present: set[str]) -> list[str]:
+    """Entries of ``place`` that name no module or package, or a step folder (its folder says its step)."""
+    return sorted(name for name in place if name not in present or name in FOLDERS)
+
+
+def test_the_stale_check_sees_a_stale_entry() -> None:
+    assert stale_places({"errors": "base", "gone": "log", "window": "window"}, {"errors", "window"}) == [
+        "gone",
+        "window",
+    ]
+
+
+def test_every_place_names_a_module_that_exists() -> None:
+    assert stale_places(PLACE, top_level()) == []
+    assert [folder for folder in FOLDERS if not (ROOT / folder / "__init__.py").is_file()] == []
+
+
 def test_the_step_check_sees_a_climb() -> None:
-    events, tokens, cli = (f"{PACKAGE}.{m}" for m in ("events", "tokens", "cli"))
+    events, tokens, cli = (f"{PACKAGE}.{m}" for m in ("log.events", "tokens", "cli"))
     assert climbs({tokens: {events}, events: set()}) == []
     assert climbs({events: {tokens}}) == [f"{events} (log) -> {tokens} (shared)"]
     assert climbs({tokens: {cli}}) == [f"{tokens} (shared) -> {cli} (outside)"]

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import _paths
 from contextwarden.cli import main
 from contextwarden.context import Message, ModelContext
 from contextwarden.errors import ImportFormatError, UsageError
@@ -35,7 +36,7 @@ from contextwarden.log.events import (
 from contextwarden.log.store import open_store
 from contextwarden.wire import render_openai_responses
 
-DATA = Path(__file__).parent / "data" / "transcripts"
+DATA = _paths.DATA / "transcripts"
 BUNDLED = Path(str(resources.files("contextwarden") / "data" / "trajectories"))
 SWE = BUNDLED / "swe-agent"
 OPENHANDS = BUNDLED / "openhands"

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from _paths import ROOT
 from contextwarden.log.store import SQLiteStore
 
-EXAMPLES = Path(__file__).parent.parent / "examples"
+EXAMPLES = ROOT / "examples"
 CASES = [
     ("langchain_agent.py", "langchain", "langchain-demo"),
     ("openai_agents_session.py", "agents", "agents-demo"),

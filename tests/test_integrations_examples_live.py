@@ -1,8 +1,9 @@
 """Every framework example in examples/ (the files docs/integrations.md names) run as-is against the local model server.
 
-The same files as tests/test_integrations_examples.py, with ``CONTEXTWARDEN_LLM_URL`` set, so the code a user
-reads is the code that runs. SmolLM2-135M may or may not call the tool; when it does, every call it made has
-its result logged (the round trip). Skipped, saying why, when the server is not configured or not answering.
+The same files as tests/test_integrations_examples.py, with ``CONTEXTWARDEN_LLM_URL`` set, so the code
+a user reads is the code that runs. SmolLM2-135M may or may not call the tool; when it does, every call it
+made has its result logged (the round trip). Skipped, saying why, when the server is not configured or not
+answering.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from _paths import TESTS
+
 pytest.importorskip("langchain.agents", reason="needs LangChain 1.x: pip install 'contextwarden[langchain]'")
 
 from langchain.agents import create_agent
@@ -143,7 +145,7 @@ def test_a_second_process_resumes_the_session_from_the_store(tmp_path: Path) -> 
     )
     (tmp_path / "history.json").write_text(json.dumps(convert_to_openai_messages(state["messages"])))
     child = subprocess.run(
-        [sys.executable, str(Path(__file__).parent / "_resume_langchain.py"), str(db), str(tmp_path / "history.json")],
+        [sys.executable, str(TESTS / "_resume_langchain.py"), str(db), str(tmp_path / "history.json")],
         capture_output=True,
         text=True,
         timeout=300,

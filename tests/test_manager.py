@@ -15,7 +15,6 @@ from contextwarden.errors import BudgetExceededError
 from contextwarden.log.events import (
     AssistantMessage,
     BinaryPart,
-    Event,
     Instruction,
     SettingChange,
     Steering,
@@ -27,6 +26,7 @@ from contextwarden.log.store.memory import MemoryStore
 from contextwarden.models import get_profile
 from contextwarden.plan.planner import PlannerSettings
 from contextwarden.plan.protection import Protection
+from contextwarden.testing import SessionBuilder
 from contextwarden.tokens import HeuristicCounter
 from contextwarden.wire import render_openai_chat
 
@@ -39,26 +39,6 @@ TOOLS = (
 
 def small_profile(window: int = 40_000):
     return dataclasses.replace(get_profile("gpt-4o"), name="test-small", context_window=window, max_output_tokens=2_000)
-
-
-class Session:
-    """A tiny driver that appends like an agent would."""
-
-    def __init__(self, store: MemoryStore, sid: str = "s") -> None:
-        self.store = store
-        self.sid = sid
-        store.create_session(sid)
-        self.n = 0
-
-    def add(self, *events: Event) -> None:
-        last = self.store.get_session(self.sid).last_seq
-        self.store.append(self.sid, list(events), expected_last_seq=last)
-
-    def call(self, name: str, output: str, **args: object) -> None:
-        self.n += 1
-        cid = f"c{self.n}"
-        self.add(AssistantMessage(tool_calls=(ToolCall(id=cid, name=name, arguments=dict(args)),)))  # type: ignore[arg-type]
-        self.add(ToolResult(call_id=cid, tool_name=name, output=output))
 
 
 def rendered(ctx: ModelContext) -> list[str]:
@@ -79,7 +59,7 @@ def new_manager(store: MemoryStore, *, compactor: str | None = None, **policy: o
 
 def test_build_orders_system_then_goal_and_keeps_goal_verbatim() -> None:
     store = MemoryStore()
-    s = Session(store)
+    s = SessionBuilder(store)
     s.add(Instruction(text="You are careful."), UserMessage(text="Fix sum(). Don't change the public API."))
     s.call("read_file", "def sum(a, b): return str(a)+str(b)", path="calc.py")
     ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS)
@@ -92,7 +72,7 @@ def test_build_orders_system_then_goal_and_keeps_goal_verbatim() -> None:
 
 def test_huge_tool_output_is_truncated_at_ingestion_with_marker_and_error_lines() -> None:
     store = MemoryStore()
-    s = Session(store)
+    s = SessionBuilder(store)
     s.add(UserMessage(text="build it"))
     lines = [f"compiling module {i}" for i in range(40_000)]
     lines[20_000] = "error: undefined reference to `frobnicate`"
@@ -108,7 +88,7 @@ def test_huge_tool_output_is_truncated_at_ingestion_with_marker_and_error_lines(
 
 def test_edit_marks_earlier_read_out_of_date_without_breaking_prefix() -> None:
     store = MemoryStore()
-    s = Session(store)
+    s = SessionBuilder(store)
     s.add(UserMessage(text="fix calc.py"))
     s.call("read_file", "OLD CONTENT v1\n" * 20, path="calc.py")
     manager = new_manager(store)
@@ -125,7 +105,7 @@ def test_edit_marks_earlier_read_out_of_date_without_breaking_prefix() -> None:
 
 def test_manager_only_appends_window_events_and_its_build_record() -> None:
     store = MemoryStore()
-    s = Session(store)
+    s = SessionBuilder(store)
     s.add(UserMessage(text="explore"))
     for i in range(40):
         s.call("bash", f"output {i}\n" + "x " * 2_000, command=f"ls dir{i}")
@@ -143,7 +123,7 @@ def test_manager_only_appends_window_events_and_its_build_record() -> None:
 
 def test_default_manager_compacts_with_the_structured_summarizer() -> None:
     store = MemoryStore()
-    s = Session(store)
+    s = SessionBuilder(store)
     s.add(UserMessage(text="Port the parser. Never change the CLI flags."))
     for i in range(30):
         s.add(UserMessage(text=f"next step {i}: " + "detail " * 900))
@@ -156,7 +136,7 @@ def test_default_manager_compacts_with_the_structured_summarizer() -> None:
 
 def test_over_budget_without_compactor_raises_with_breakdown() -> None:
     store = MemoryStore()
-    s = Session(store)
+    s = SessionBuilder(store)
     s.add(UserMessage(text="word " * 9_000))
     manager = new_manager(store)
     with pytest.raises(BudgetExceededError) as info:
@@ -166,7 +146,7 @@ def test_over_budget_without_compactor_raises_with_breakdown() -> None:
 
 def test_single_user_message_larger_than_window_is_bounded() -> None:
     store = MemoryStore()
-    s = Session(store)
+    s = SessionBuilder(store)
     s.add(UserMessage(text="data " * 200_000))
     ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS)
     assert ctx.messages[0].tokens <= 10_000 + 64
@@ -174,7 +154,7 @@ def test_single_user_message_larger_than_window_is_bounded() -> None:
 
 def test_bad_input_orphans_duplicates_binary_empty() -> None:
     store = MemoryStore()
-    s = Session(store)
+    s = SessionBuilder(store)
     s.add(Instruction(text="sys"))
     ctx = new_manager(store).build("s", model="gpt-4o", tools=TOOLS)
     assert ctx.messages == ()
@@ -220,7 +200,7 @@ action = st.one_of(
 @given(actions=st.lists(action, min_size=5, max_size=45), window=st.sampled_from([30_000, 60_000, 200_000]))
 def test_property_prefix_stable_between_window_events_and_always_within_budget(actions, window) -> None:
     store = MemoryStore()
-    s = Session(store)
+    s = SessionBuilder(store)
     s.add(Instruction(text="You are a coding agent."), UserMessage(text="Fix the bug. Never touch prod.cfg."))
     profile = small_profile(window)
     manager = ContextManager(
@@ -264,7 +244,7 @@ def test_property_prefix_stable_between_window_events_and_always_within_budget(a
 
 def test_retrieval_reads_back_masked_output_and_is_bounded() -> None:
     store = MemoryStore()
-    s = Session(store)
+    s = SessionBuilder(store)
     s.add(UserMessage(text="look"))
     s.call("bash", "\n".join(f"row {i}" for i in range(1, 30_001)), command="cat big.csv")
     manager = new_manager(store)
@@ -287,7 +267,7 @@ def test_retrieval_reads_back_masked_output_and_is_bounded() -> None:
 
 def test_supersession_and_staleness_become_placeholders_that_say_by_what() -> None:
     store = MemoryStore()
-    s = Session(store)
+    s = SessionBuilder(store)
     s.add(UserMessage(text="fix it"))
     s.call("read_file", "v1 " * 3_000, path="a.py")
     s.call("read_file", "lines 10-20 " * 900, path="b.py", view_range=[10, 20])
@@ -313,7 +293,7 @@ def test_supersession_and_staleness_become_placeholders_that_say_by_what() -> No
 
 def test_failing_test_output_is_never_masked_while_unresolved() -> None:
     store = MemoryStore()
-    s = Session(store)
+    s = SessionBuilder(store)
     s.add(UserMessage(text="make the tests pass"))
     s.call(
         "bash",
@@ -340,7 +320,7 @@ def test_failing_test_output_is_never_masked_while_unresolved() -> None:
 def test_latest_read_of_working_set_files_stays_verbatim() -> None:
     def run(working_set_files: int) -> list[str]:
         store = MemoryStore()
-        s = Session(store)
+        s = SessionBuilder(store)
         s.add(UserMessage(text="refactor core"))
         s.call("read_file", "core v1 " * 800, path="core.py")
         for i in range(8):
@@ -368,7 +348,7 @@ def test_latest_read_of_working_set_files_stays_verbatim() -> None:
 
 def test_a_100_mb_failing_output_is_bounded_and_keeps_its_error() -> None:
     store = MemoryStore()
-    s = Session(store)
+    s = SessionBuilder(store)
     s.add(UserMessage(text="build"))
     s.add(AssistantMessage(tool_calls=(ToolCall(id="c", name="bash", arguments={"command": "make"}),)))
     noise = "".join(f"compiling unit {i}\n" for i in range(5_000_000))  # ~100 MB, every line different

@@ -8,6 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from _paths import DATA
 from _proxy import rig
 from contextwarden.cli import main
 from contextwarden.models import get_profile, resolve_profile
@@ -142,7 +143,7 @@ def test_a_frameworks_declared_window_beats_a_family_guess(tmp_path: Path) -> No
 def test_a_command_line_model_of_a_known_family_is_accepted_with_a_note(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    transcript = Path(__file__).resolve().parent / "data" / "transcripts" / "claude-code" / "session.jsonl"
+    transcript = DATA / "transcripts" / "claude-code" / "session.jsonl"
     main(["replay", "-q", "--no-optimum", "--strategy", "raw", "--model", "claude-opus-4-8", str(transcript)])
     printed = capsys.readouterr()
     assert "note: model 'claude-opus-4-8' is not in the model table: using 'claude-opus-4-6'" in printed.err

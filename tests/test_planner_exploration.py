@@ -7,10 +7,10 @@ from dataclasses import replace
 from contextwarden.assemble.manager import ContextManager, ContextPolicy
 from contextwarden.budget import BudgetPolicy
 from contextwarden.context import ToolDefinition
-from contextwarden.log.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage
 from contextwarden.log.store.memory import MemoryStore
 from contextwarden.plan.planner import PlannerSettings
 from contextwarden.plan.protection import Protection
+from contextwarden.testing import SessionBuilder
 from contextwarden.tokens import HeuristicCounter
 
 TOOLS = (
@@ -22,23 +22,12 @@ NO_WORKING_SET = Protection(working_set_files=0, working_set_reads=0)
 EAGER = PlannerSettings(cache_aware=False, min_batch_tokens=0, min_batch_share=0, keep_recent_tool_results=2)
 
 
-class Agent:
-    """A scripted session: each call is an assistant turn and its result."""
+class Agent(SessionBuilder):
+    """A scripted session that starts by exploring: each call is an assistant turn and its result."""
 
     def __init__(self) -> None:
-        self.store = MemoryStore()
-        self.store.create_session("s")
-        self.calls = 0
-        self.add(UserMessage(text="find why the loader drops empty records"))
-
-    def add(self, *events: Event) -> None:
-        self.store.append("s", list(events), expected_last_seq=self.store.get_session("s").last_seq)
-
-    def call(self, name: str, output: str, *, exit_code: int | None = None, **args: object) -> None:
-        self.calls += 1
-        cid = f"c{self.calls}"
-        self.add(AssistantMessage(tool_calls=(ToolCall(id=cid, name=name, arguments=dict(args)),)))  # type: ignore[arg-type]
-        self.add(ToolResult(call_id=cid, tool_name=name, output=output, exit_code=exit_code))
+        super().__init__(MemoryStore())
+        self.start("find why the loader drops empty records")
 
     def explore(self) -> None:
         for name in ("loader", "record", "schema"):

@@ -25,6 +25,7 @@ from contextwarden.log.store.memory import MemoryStore
 from contextwarden.models import get_profile
 from contextwarden.plan.planner import PlannerSettings
 from contextwarden.plan.protection import Protection, protect
+from contextwarden.testing import SessionBuilder
 from contextwarden.tokens import HeuristicCounter
 from contextwarden.window.accounting import anchored_estimate
 from contextwarden.window.items import Lifecycle
@@ -36,24 +37,6 @@ from contextwarden.wire import render_openai_chat
 COUNTER = HeuristicCounter()
 TOOLS = (ToolDefinition(name="bash", description="Run a command. " * 200, parameters={"type": "object"}),)
 EAGER = PlannerSettings(cache_aware=False, min_batch_tokens=0, min_batch_share=0, keep_recent_tool_results=2)
-
-
-class Agent:
-    """Appends to a session like an agent, numbering calls."""
-
-    def __init__(self, store: MemoryStore, sid: str = "s") -> None:
-        self.store, self.sid, self.n = store, sid, 0
-        store.create_session(sid)
-
-    def add(self, *events: Event) -> list[Event]:
-        last = self.store.get_session(self.sid).last_seq
-        return self.store.append(self.sid, list(events), expected_last_seq=last)
-
-    def call(self, name: str, output: str, **args: object) -> str:
-        self.n += 1
-        cid = f"c{self.n}"
-        self.add(AssistantMessage(tool_calls=(ToolCall(id=cid, name=name, arguments=dict(args)),)))  # type: ignore[arg-type]
-        return self.add(ToolResult(call_id=cid, tool_name=name, output=output))[0].id
 
 
 def project(events: list[Event], policies: tuple[ToolPolicy, ...] = CODING_TOOL_POLICIES) -> Projection:
@@ -114,7 +97,7 @@ def test_never_pay_to_forget_small_results_are_left_alone() -> None:
 
 def test_every_recorded_edit_saves_tokens_end_to_end() -> None:
     store = MemoryStore()
-    agent = Agent(store)
+    agent = SessionBuilder(store)
     agent.add(UserMessage(text="refactor src/core.py"))
     for i in range(12):
         agent.call("read_file", body(40 + i, f"r{i}"), path=f"src/m{i % 4}.py")
@@ -210,7 +193,7 @@ def _session(seed: int) -> tuple[list[list[str]], list[ModelContext], list[bool]
     """Drive a random session with re-reads, edits, failing and passing tests, and reductions."""
     rng = random.Random(seed)
     store = MemoryStore()
-    agent = Agent(store)
+    agent = SessionBuilder(store)
     agent.add(
         Instruction(text="You are a coding agent. " * 40), UserMessage(text="Fix src/f0.py. Never touch prod.cfg.")
     )
@@ -267,7 +250,7 @@ def test_each_breakpoint_prefix_holds_in_every_later_request_until_a_window_even
 
 def test_breakpoints_never_sit_after_the_frontier_and_map_exactly() -> None:
     store = MemoryStore()
-    agent = Agent(store)
+    agent = SessionBuilder(store)
     agent.add(Instruction(text="You are a coding agent. " * 300), UserMessage(text="fix a.py"))
     agent.call("read_file", body(80, "v1"), path="a.py")
     agent.call("bash", body(80, "log"), command="make")
@@ -290,7 +273,7 @@ def test_breakpoints_never_sit_after_the_frontier_and_map_exactly() -> None:
 
 def test_the_usage_anchor_feeds_the_budget_check_of_build() -> None:
     store = MemoryStore()
-    agent = Agent(store)
+    agent = SessionBuilder(store)
     agent.add(UserMessage(text="explore"))
     for i in range(6):
         agent.call("bash", body(60, f"out{i}"), command=f"ls d{i}")

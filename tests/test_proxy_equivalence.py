@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from _paths import ROOT
 from _proxy import rig
 from contextwarden.importers import load_transcript
 from contextwarden.log.events import Instruction
@@ -31,9 +32,7 @@ from contextwarden.tokens import best_counter
 from contextwarden.wire import ParsedRequest, get_codec
 from contextwarden.wire.blocks import BlockMeter
 
-TRAJECTORY = (
-    Path(__file__).parents[1] / "src/contextwarden/data/trajectories/swe-agent/ctf__i_got_id_demo.traj"
-).resolve()
+TRAJECTORY = (ROOT / "src/contextwarden/data/trajectories/swe-agent/ctf__i_got_id_demo.traj").resolve()
 MODEL = "gpt-5"
 
 

@@ -21,7 +21,6 @@ import pytest
 from _proxy import Rig, rig
 from contextwarden.models import get_profile, register_profile
 from contextwarden.proxy.scripted import Reply
-from test_report_browser import driver  # noqa: F401  (the Chromium fixture)
 
 pytestmark = pytest.mark.browser
 
@@ -114,7 +113,7 @@ def _matches(cells: list[dict[str, str]], expected: dict[str, Any]) -> None:
             assert cell["text"] == f"${want:.4f}", (name, cell)
 
 
-def test_live_page_follows_a_running_session_and_matches_the_ledger(driver: Any, tmp_path: Path) -> None:  # noqa: F811
+def test_live_page_follows_a_running_session_and_matches_the_ledger(driver: Any, tmp_path: Path) -> None:
     store = str(tmp_path / "s.db")
     with rig(store, admin_token=ADMIN) as r:
         # another key's session, with a hostile model name: the first key must not see it

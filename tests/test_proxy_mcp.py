@@ -17,6 +17,7 @@ import pytest
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
+from _paths import ROOT
 from _proxy import Rig, rig
 from contextwarden.context import ToolDefinition
 from contextwarden.errors import StoreError
@@ -228,7 +229,7 @@ def test_a_store_that_is_down_is_a_clear_error(served: Rig, tmp_path: Path) -> N
 def test_the_cli_serves_the_tools_over_stdio(served: Rig, tmp_path: Path) -> None:
     store = served.proxy.store
     rid = _result_id(store, RAW)
-    src = str(Path(__file__).resolve().parents[1] / "src")
+    src = str(ROOT / "src")
 
     def serve(key: str) -> StdioServerParameters:
         return StdioServerParameters(

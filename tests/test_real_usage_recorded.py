@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from _paths import DATA
 from contextwarden.importers import load_transcript
 from contextwarden.log.events import AssistantMessage, UsageReport, UserMessage
 
-RECORDED = Path(__file__).resolve().parent / "data" / "recorded"
+RECORDED = DATA / "recorded"
 
 
 def test_a_real_codex_chat_rollout_imports_with_its_own_times_and_no_usage() -> None:

@@ -4,13 +4,13 @@ import dataclasses
 import itertools
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _paths import TESTS
 from contextwarden.context import Message, ModelContext, ToolDefinition
 from contextwarden.errors import ImportFormatError, MalformedResponse, UsageError
 from contextwarden.log.events import AssistantMessage, BinaryPart, ThinkingBlock, ToolCall
@@ -59,7 +59,7 @@ def _plain(message: Message) -> Message:
     )
 
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
+SNAPSHOTS = TESTS / "snapshots"
 
 IMG = BinaryPart(media_type="image/png", data=b"\x89PNG\r\n\x1a\nfake", name="shot.png")
 PDF = BinaryPart(media_type="application/pdf", data=b"%PDF-1.4", name="spec.pdf")

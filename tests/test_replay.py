@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from _paths import ROOT
 from contextwarden.cli import main
 from contextwarden.errors import UsageError
 from contextwarden.importers import load_transcript
@@ -28,7 +29,7 @@ from contextwarden.replay import (
 from contextwarden.replay.strategies import MASK_TEMPLATE
 from contextwarden.tokens import HeuristicCounter
 
-DATA = Path(__file__).resolve().parents[1] / "src" / "contextwarden" / "data" / "trajectories"
+DATA = ROOT / "src" / "contextwarden" / "data" / "trajectories"
 PYDICOM = DATA / "swe-agent" / "gpt4__pydicom-1458.traj"
 OPENHANDS = DATA / "openhands" / "basic_gui_mode.json"
 COUNTER = HeuristicCounter()

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from _paths import DATA, ROOT
 from contextwarden.cli import main
 from contextwarden.context import Message
 from contextwarden.importers import load_transcript
@@ -22,9 +23,8 @@ from contextwarden.replay import FileResult, ReplaySettings, default_counter, lo
 from contextwarden.replay.costmodel import Block
 from contextwarden.replay.reasoning import TurnReasoning
 
-ROOT = Path(__file__).resolve().parent
-REAL = ROOT.parent / "src" / "contextwarden" / "data" / "trajectories"
-SAMPLES = ROOT / "data" / "transcripts"
+REAL = ROOT / "src" / "contextwarden" / "data" / "trajectories"
+SAMPLES = DATA / "transcripts"
 FAST = ReplaySettings(optimum=False)
 
 EXCUSED = {

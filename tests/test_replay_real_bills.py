@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from _paths import DATA
 from contextwarden.cli import main
 from contextwarden.errors import ImportFormatError
 from contextwarden.importers import load_transcript
 from contextwarden.replay import ReplaySettings, default_counter, load_inputs, replay
 from contextwarden.replay.costmodel import Block, CacheSimulator
 
-TRANSCRIPTS = Path(__file__).resolve().parent / "data" / "transcripts"
+TRANSCRIPTS = DATA / "transcripts"
 GEMINI = sorted((TRANSCRIPTS.parent / "gemini3").glob("*.traj.json"))
 FAST = ReplaySettings(optimum=False)
 PREAMBLE = (

@@ -7,14 +7,16 @@ from pathlib import Path
 
 import pytest
 
+import _paths
+from _paths import ROOT
 from contextwarden.cli import main
 from contextwarden.errors import UsageError
 from contextwarden.importers import load_transcript
 from contextwarden.log.events import AssistantMessage, Event, ToolCall, ToolResult, UsageReport, UserMessage
 from contextwarden.replay import ReplayInput, ReplaySettings, default_counter, load_inputs, replay
 
-DATA = Path(__file__).resolve().parents[1] / "src" / "contextwarden" / "data" / "trajectories"
-TRANSCRIPTS = Path(__file__).resolve().parent / "data" / "transcripts"
+DATA = ROOT / "src" / "contextwarden" / "data" / "trajectories"
+TRANSCRIPTS = _paths.DATA / "transcripts"
 REAL = sorted(p for p in DATA.glob("*/*") if p.suffix in (".json", ".traj"))
 FAST = ReplaySettings(optimum=False)
 

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import shutil
 import struct
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,41 +14,6 @@ from contextwarden.report import render_report, write_report
 from test_report import PAYLOAD, results
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
-FLAGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--window-size=1400,1000",
-)  # fmt: skip
-
-
-def _binary(path: str, name: str) -> str:
-    if Path(path).exists():
-        return path
-    found = shutil.which(name)
-    if found is None:
-        pytest.skip(f"{name} is not installed (apt-get install chromium chromium-driver)")
-    return found
-
-
-@pytest.fixture(scope="module")
-def driver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed: pip install selenium")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = _binary(CHROMIUM, "chromium")
-    for flag in FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    d = webdriver.Chrome(service=Service(_binary(CHROMEDRIVER, "chromedriver")), options=options)
-    d.set_page_load_timeout(60)
-    try:
-        yield d
-    finally:
-        d.quit()
 
 
 def _open(driver: Any, path: Path) -> list[dict[str, Any]]:

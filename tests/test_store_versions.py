@@ -16,12 +16,13 @@ from typing import Any
 
 import pytest
 
+import _paths
 from contextwarden.errors import CodecError
 from contextwarden.log.codec import EVENT_SCHEMA_VERSION, dumps_event, event_from_dict, loads_event, upgrade
 from contextwarden.log.events import EVENT_TYPES, AssistantMessage, Event, ForkMarker, ToolCall, UserMessage
 from contextwarden.log.store import PostgresStore, SQLiteStore, import_jsonl, open_store
 
-DATA = Path(__file__).parent / "data" / "stores"
+DATA = _paths.DATA / "stores"
 sys.path.insert(0, str(DATA))
 from make_v1_fixture import events as fixture_events  # noqa: E402
 

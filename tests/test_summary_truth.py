@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from _paths import DATA
 from contextwarden.assemble.degrade import MAX_DEGRADE_SHARE, degrade_to_fit
 from contextwarden.assemble.manager import ContextManager
 from contextwarden.context import Decision, Message
@@ -27,7 +28,7 @@ from contextwarden.models import get_profile
 from contextwarden.plan.compaction import WindowCompactor
 from contextwarden.tokens import HeuristicCounter
 
-LONG = Path(__file__).parent / "data" / "long-sessions"
+LONG = DATA / "long-sessions"
 SESSIONS = sorted(p.name.removesuffix(".traj.json.gz") for p in LONG.glob("*.traj.json.gz"))
 AGENT = dataclasses.replace(get_profile("gpt-4o"), name="agent", context_window=10_000, max_output_tokens=1_000)
 COUNTER = HeuristicCounter()

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from _paths import ROOT
 from contextwarden.assemble.manager import ContextManager, ContextPolicy
 from contextwarden.errors import ConfigError, UsageError
 from contextwarden.log.events import AssistantMessage, Instruction, ToolCall, ToolResult, UserMessage
@@ -191,5 +192,5 @@ def test_the_coding_preset_differs_from_the_default_exactly_as_the_docs_say() ->
     assert [p.keep_recent for p in coding.tool_policies[:4]] == [5, 5, 12, 12]
     assert (default.planner.keep_recent_tool_results, coding.planner.keep_recent_tool_results) == (1, 10)
     assert replace(coding, name=default.name, tool_policies=default.tool_policies, planner=default.planner) == default
-    text = (Path(__file__).resolve().parents[1] / "docs" / "library.md").read_text()
+    text = (ROOT / "docs" / "library.md").read_text()
     assert "`keep_recent_tool_results=10`" in text and "PlannerSettings(keep_recent_tool_results=1)" in text

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _paths import ROOT
 from contextwarden.cli import main
 from contextwarden.errors import UsageError
 from contextwarden.log.events import (
@@ -41,7 +42,7 @@ from contextwarden.tokens import (
     seed_tiktoken_cache,
 )
 
-CORPUS = Path(__file__).resolve().parent.parent / "benchmarks" / "corpus"
+CORPUS = ROOT / "benchmarks" / "corpus"
 SAMPLES = sorted(p for p in CORPUS.iterdir() if p.suffix != ".md" and not p.name.startswith("LICENSE"))
 HEURISTIC = HeuristicCounter()
 

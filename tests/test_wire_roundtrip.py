@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from _paths import DATA, ROOT
 from contextwarden.wire import detect_format, get_codec
 from contextwarden.wire._common import dumps_compact
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "tests" / "data" / "transcripts"
+TRANSCRIPTS = DATA / "transcripts"
 TRAJECTORIES = ROOT / "src" / "contextwarden" / "data" / "trajectories"
 PNG = "iVBORw0KGgpmYWtl"
 
@@ -487,7 +487,7 @@ REAL = [
 
 @pytest.mark.parametrize(("name", "load"), REAL, ids=[name for name, _ in REAL])
 def test_real_bodies_come_back_equal(name: str, load: Any) -> None:
-    body = load(DATA / name)
+    body = load(TRANSCRIPTS / name)
     fmt = detect_format(body)
     assert fmt is not None
     assert round_trip(body) == canonical(fmt, body)
@@ -506,7 +506,7 @@ def test_an_imported_transcript_replays_its_reasoning_as_the_provider_sent_it() 
     from contextwarden.importers import load_transcript
     from contextwarden.wire._messages import message_of
 
-    transcript = load_transcript(DATA / "chat" / "anthropic.json")
+    transcript = load_transcript(TRANSCRIPTS / "chat" / "anthropic.json")
     messages = tuple(m for m in map(message_of, transcript.events) if m is not None)
     from contextwarden.context import ModelContext
 
@@ -521,7 +521,7 @@ def test_an_imported_transcript_replays_its_reasoning_as_the_provider_sent_it() 
 
 
 def test_legacy_function_calls_become_tool_calls_with_their_results() -> None:
-    body = json.loads((DATA / "chat" / "openai-functions.json").read_text())
+    body = json.loads((TRANSCRIPTS / "chat" / "openai-functions.json").read_text())
     parsed = get_codec("openai_chat").parse_request(body)
     rendered = get_codec("openai_chat").render_request(parsed.to_context())
     calls = [c for m in rendered["messages"] for c in m.get("tool_calls") or ()]
@@ -535,7 +535,7 @@ def test_openai_encrypted_reasoning_from_an_import_never_reaches_anthropic_or_ge
     from contextwarden.importers import load_transcript
     from contextwarden.wire._messages import message_of
 
-    transcript = load_transcript(DATA / "codex" / "rollout.jsonl")
+    transcript = load_transcript(TRANSCRIPTS / "codex" / "rollout.jsonl")
     messages = tuple(m for m in map(message_of, transcript.events) if m is not None)
     assert not any(b.signature for m in messages for b in m.thinking)
     assert any("gAAAAA" in p.raw_json and p.format == "openai_responses" for m in messages for p in m.opaque)

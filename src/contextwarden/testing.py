@@ -8,6 +8,13 @@ the model was shown::
     provider = ScriptedProvider(["first answer", RateLimitError("slow down"), "second answer"])
     provider.complete(session.build())  # -> ModelReply whose .text is "first answer"
     provider.requests[0].messages       # what was sent
+
+:class:`SessionBuilder` appends to a stored session the way an agent does (an instruction, the task, then
+tool calls each followed by its result), so a test states the session it needs in a few lines::
+
+    session = SessionBuilder(MemoryStore()).start("Fix the failing test.", system="You are a coding agent.")
+    session.call("bash", "1 failed", exit_code=1, command="pytest -q")
+    ContextManager(session.store).build(session.session_id, model="gpt-4o")
 """
 
 from __future__ import annotations
@@ -19,12 +26,16 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, cast
 
 from .chat import CallOptions, ModelReply, model_reply
 from .context import ModelContext
 from .errors import Cancelled, PromptTooLongError, UsageError
 from .log import events as _events
-from .log.events import AssistantMessage, ToolCall, UsageReport
+from .log.events import AssistantMessage, Event, Instruction, JSONValue, ToolCall, ToolResult, UsageReport, UserMessage
+
+if TYPE_CHECKING:
+    from .log.store import SessionStore
 
 ScriptItem = ModelReply | AssistantMessage | BaseException | str | Callable[[ModelContext], ModelReply]
 """One scripted answer: a reply, an assistant message or a text (wrapped in a reply), a function of
@@ -160,3 +171,60 @@ def seeded_event_ids(seed: int) -> Iterator[None]:
         yield
     finally:
         _events._id_source = previous
+
+
+class SessionBuilder:
+    """Appends events to one stored session the way an agent does, numbering tool calls ``c1``, ``c2``...
+
+    Each append names the session's last sequence number as the one it expects, as a single writer
+    does. The session is created unless ``create=False`` (then it must exist).
+    """
+
+    def __init__(self, store: SessionStore, session_id: str = "s", *, create: bool = True) -> None:
+        self.store = store
+        """The store the session lives in."""
+        self.session_id = session_id
+        """The session appended to."""
+        self.calls = 0
+        """Tool calls made so far; the next one's id is ``c{calls + 1}``."""
+        if create:
+            store.create_session(session_id)
+
+    def add(self, *events: Event) -> list[Event]:
+        """Append ``events`` after the session's last event; return them as stored (ids and seqs set)."""
+        last = self.store.get_session(self.session_id).last_seq
+        return self.store.append(self.session_id, list(events), expected_last_seq=last)
+
+    def start(self, task: str, *, system: str = "") -> SessionBuilder:
+        """Append the system instruction (when given) and the user's task; return the builder."""
+        self.add(*([Instruction(text=system)] if system else []), UserMessage(text=task))
+        return self
+
+    def user(self, text: str) -> list[Event]:
+        """Append a user message."""
+        return self.add(UserMessage(text=text))
+
+    def call(
+        self,
+        name: str,
+        output: str,
+        *,
+        error: bool = False,
+        exit_code: int | None = None,
+        text: str = "",
+        **arguments: JSONValue,
+    ) -> ToolResult:
+        """Append an assistant turn calling tool ``name`` with ``arguments``, then its result; return the result.
+
+        ``text`` is the assistant's text beside the call; ``error`` and ``exit_code`` describe the outcome.
+        The stored result's ``id`` is what a placeholder or ``read_range`` names, its ``call_id`` the call's.
+        """
+        self.calls += 1
+        call = ToolCall(id=f"c{self.calls}", name=name, arguments=dict(arguments))
+        self.add(AssistantMessage(text=text, tool_calls=(call,)))
+        result = ToolResult(call_id=call.id, tool_name=name, output=output, is_error=error, exit_code=exit_code)
+        return cast(ToolResult, self.add(result)[0])
+
+    def reply(self, text: str) -> list[Event]:
+        """Append an assistant message without tool calls."""
+        return self.add(AssistantMessage(text=text))

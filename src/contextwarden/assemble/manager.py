@@ -1,6 +1,6 @@
 """The context manager: from a session log to a model-ready, budget-true, cache-stable request.
 
-``ContextManager.build`` runs the pipeline of DESIGN.md on every model call:
+``ContextManager.build`` runs the pipeline of docs/architecture.md on every model call:
 
 1. bring the window's projection up to date (only events new since the last call are read);
 2. record the model profile, tools and policy of the build when they changed (``buildrecord``);

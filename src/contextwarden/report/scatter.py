@@ -9,8 +9,8 @@ a line. Its *knee* is the frontier point with the smallest sum of the two ratios
 Fewer tokens bought by forgetting what the agent needs next are no gain, and a saving on long
 sessions bought by paying more than raw on short ones is no default either, so only *admissible*
 points make the frontier: those that keep every fact probe (retention 1.0) and at least
-:data:`SUFFICIENT_EVIDENCE` of the next-action evidence (issue 16's sufficiency) on every transcript,
-and, where short sessions were measured, cost at most raw on each of them (issue 14). The others are
+:data:`SUFFICIENT_EVIDENCE` of the next-action evidence on every transcript,
+and, where short sessions were measured, cost at most raw on each of them. The others are
 drawn hollow, off the frontier. Inline SVG like :mod:`.svg`: no scripts, every label
 escaped, hover details in ``<title>``.
 """
@@ -25,7 +25,7 @@ from .svg import HEIGHT, WIDTH, esc, nice_ticks
 _LEFT, _RIGHT, _TOP, _BOTTOM = 64, 24, 34, 48
 
 SUFFICIENT_EVIDENCE = 0.99
-"""The share of next-action evidence a point must keep on every transcript to count (issue 16)."""
+"""The share of next-action evidence a point must keep on every transcript to count."""
 
 
 @dataclass(frozen=True, kw_only=True)

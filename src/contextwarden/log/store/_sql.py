@@ -330,7 +330,7 @@ STATEMENT_BYTES = 4 * 1024 * 1024
 """Event text bound into one multi-row statement at most (a row larger than this goes alone).
 
 The database copies every bound value; binding a whole batch of large events at once held a
-second copy of all of them (issue 15: a 200 MB import peaked at 3.4x its size).
+second copy of all of them (a 200 MB import peaked at 3.4x its size).
 """
 
 
