@@ -11,6 +11,7 @@ from contextwarden.plan.compaction import LLMSummarizer, compact
 from contextwarden.plan.compaction.truth import clean_text, current_failing, failure_lines
 from contextwarden.testing import ScriptedProvider
 from contextwarden.window.policies.presets import CODING_TOOL_POLICIES
+from contextwarden.window.references import referenced_call
 from contextwarden.window.state import derive_state
 
 MODEL = profile(40_000)
@@ -72,8 +73,12 @@ def test_seven_compactions_then_a_passing_suite_leave_a_true_summary() -> None:
         assert "\x1b" not in event.summary and "[1m" not in event.summary and "[0m" not in event.summary
         assert "test session starts" not in event.summary and "=====" not in event.summary
         assert event.verification["ok"] is True, event.verification  # the structured summary needs no correction
-    request = "\n".join(m.text for m in manager(store).build("s", model=MODEL).messages)
+    built = manager(store).build("s", model=MODEL)
+    request = "\n".join(m.text for m in built.messages)
     assert request.count(GOAL) == 1, "the goal appears once, in the pinned block"
+    shown = {m.tool_call_id for m in built.messages if m.tool_call_id}
+    named = {referenced_call(m.text) for m in built.messages if m.role == "tool"} - {None}
+    assert named <= shown, "a repeated output names only a call the request still shows"
 
 
 def test_a_model_summary_that_is_no_longer_true_is_corrected_before_it_is_stored() -> None:

@@ -41,6 +41,7 @@ from ...window.items import ContextItem
 from ...window.opening import compaction_blocks, pinned_text
 from ...window.outcome import result_failed
 from ...window.projection import Projection
+from ...window.references import referenced_call
 from ...window.taskstate import TaskState
 from ._base import Summarizer, SummaryInput, SummaryOptions, SummaryResult
 from .cutpoint import CutPoint, find_cut
@@ -203,7 +204,7 @@ class WindowCompactor:
         options.check_cancelled("before it was recorded")
         summary, verification = written.text, {}
         if self.settings.verify:
-            kept_text = "\n".join(_item_text(i) for i in cut.kept)
+            kept_text = _kept_text(cut.kept, window_events)
             summary, check = verify_summary(
                 summary,
                 state=projection.state,
@@ -341,6 +342,22 @@ def _thinking_level(events: Sequence[Event], previous: Compaction | None) -> str
             return level
     level = previous.details.get("thinking") if previous is not None else None
     return level if isinstance(level, str) and level else None
+
+
+def _kept_text(kept: Sequence[ContextItem], window_events: Sequence[Event]) -> str:
+    """The kept items' text as the window after the compaction shows it.
+
+    A result sent as a reference to a twin the compaction takes out is ingested again in full there
+    (its twin is no longer shown), so its own output is what the summary is checked against.
+    """
+    calls = {i.message.tool_call_id for i in kept if i.message.tool_call_id}
+    outputs = {e.id: e.output for e in window_events if isinstance(e, ToolResult)}
+    texts = []
+    for item in kept:
+        twin = referenced_call(item.message.text)
+        full = [outputs[s] for s in item.message.source_ids if s in outputs] if twin not in calls else []
+        texts.append(full[0] if twin is not None and full else _item_text(item))
+    return "\n".join(texts)
 
 
 def _item_text(item: ContextItem) -> str:
