@@ -221,11 +221,10 @@ class ContextManager:
         window_ids: list[str] = []
         made: list[Decision] = []
         budget = policy.budget.usable_input(profile, tool_schema_tokens=0)
-        trigger = min(policy.budget.trigger_for(profile), budget)
         decision = plan(
             projection,
             total=projection.estimate(fixed).tokens,
-            trigger=trigger,
+            trigger=min(policy.budget.trigger_for(profile), budget),
             profile=profile,
             turns_so_far=projection.assistant_turns,
             settings=policy.planner,
@@ -237,8 +236,10 @@ class ContextManager:
             kept=projection.exploration_ids() if policy.planner.protect_exploration_reads else frozenset(),
             conversation_tokens=projection.total,
             tools_join=policy.retrieval_tools and not offered,
+            credit=window.credit.observe(projection.decisions, projection.total, profile, policy.planner.loss_bound),
         )
         if decision.edits:
+            window.credit.spend(decision.loss)
             window_ids.append(self._record_edits(session_id, projection, decision))
         compactor = self._compactor_for(policy) if decision.needs_compaction and policy.compact else None
         if compactor is not None:

@@ -124,6 +124,13 @@ class PlannerSettings:
     "Next-action evidence on every long transcript")."""
     pressure_target: float = 0.6
     """Under pressure, mask down towards this share of the trigger."""
+    loss_bound: float = float("inf")
+    """A voluntary batch is taken only if what it would cost more than keeping the cache, were the
+    session to end right after it, fits in what the window has saved against the raw history so far
+    plus this share of the raw history's cost so far (``plan/credit.py``): no session then ends above
+    ``1 + loss_bound`` times raw. No finite share both keeps every session within 1.01x raw and leaves
+    the first evicting batch of a long session in time, so the default is no bound (docs/benchmarks.md,
+    "A bound on what a batch can lose")."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,6 +145,8 @@ class Plan:
     """Tokens the batch takes out."""
     needs_compaction: bool = False
     """Still over the trigger after every edit: the caller should compact."""
+    loss: float = 0.0
+    """What a voluntary batch's request costs more than keeping the cache (uncached-price tokens)."""
 
 
 def cache_prices(profile: ModelProfile) -> tuple[float, float]:
@@ -172,6 +181,7 @@ def plan(
     kept: frozenset[str] = frozenset(),
     conversation_tokens: int | None = None,
     tools_join: bool = False,
+    credit: float | None = None,
 ) -> Plan:
     """Decide the next batch of reductions (see the module docstring).
 
@@ -189,6 +199,9 @@ def plan(
     ``tools_join`` says tools join the tool list with the first batch that evicts something (the
     retrieval tools): tool schemas open the cached prefix, so that batch rewrites the whole request,
     and its payback counts ``total`` as rewritten rather than the tail from its first edit.
+
+    ``credit`` (see ``plan/credit.py``) bounds what a voluntary batch may cost more than keeping the
+    cache if the session ended right after it; None: no bound.
     """
     lossless = pool.lossless_edits()
     pressure = total > trigger
@@ -223,11 +236,15 @@ def plan(
     horizon = settings.expected_turns
     if horizon is None:
         horizon = max(int(turns_so_far * settings.horizon_share), 4)
+    loss = write * max(rewritten - saved, 0) - read * rewritten
+    if turns <= horizon and credit is not None and loss > credit:
+        return Plan(reason=f"waiting: a batch now would cost {loss:.0f} over the cache, credit {credit:.0f}")
     if turns <= horizon:
         return Plan(
             edits=tuple(batch),
             saved_tokens=saved,
             reason=f"batch of {len(batch)} edits saves {saved} tokens; pays back in {turns:.1f} turns (<= {horizon})",
+            loss=loss,
         )
     return Plan(reason=f"waiting: {saved} tokens reducible but payback {turns:.1f} turns > {horizon}")
 
