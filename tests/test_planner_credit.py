@@ -1,9 +1,8 @@
-"""The loss bound: a voluntary batch may risk only what the window has saved against raw so far."""
+"""The credit: a voluntary batch may risk what the window has saved against raw so far, or must pay back soon."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import pytest
 
@@ -11,10 +10,11 @@ from contextwarden.context import Decision
 from contextwarden.log.events import AssistantMessage, Event, ToolCall, ToolResult, UserMessage, with_position
 from contextwarden.log.store.memory import MemoryStore
 from contextwarden.models import get_profile
-from contextwarden.plan.credit import Credit
+from contextwarden.plan.credit import RAW_MARGIN, Credit
 from contextwarden.plan.planner import PlannerSettings, plan
 from contextwarden.replay.engine import replay
 from contextwarden.replay.inputs import ReplayInput
+from contextwarden.replay.results import ReplayResults
 from contextwarden.replay.settings import ReplaySettings
 from contextwarden.tokens import HeuristicCounter
 from contextwarden.window.policies.presets import CODING_TOOL_POLICIES
@@ -22,19 +22,23 @@ from contextwarden.window.projection import Projection, ProjectionConfig
 
 COUNTER = HeuristicCounter()
 GPT5 = get_profile("gpt-5")  # automatic cache: a miss at the input price, a read at 0.1
-UNBOUNDED = "contextwarden:loss-bound=inf"
-BOUNDED = "contextwarden:loss-bound=0.01"
+UNBOUNDED = "contextwarden:uncovered-payback-turns=inf"
+STRICT = "contextwarden:uncovered-payback-turns=0"
 
 
-def log(k: int, lines: int = 40) -> str:
+def log(k: int, lines: int) -> str:
     return "\n".join(f"log {k} line {i}: value = compute({i}, {k})" for i in range(lines))
 
 
-def session(turns: int) -> list[Event]:
-    events: list[Event] = [UserMessage(text="fix the build")]
+def session(turns: int, *, lines: int = 40, spec: int = 0) -> list[Event]:
+    goal = "\n".join(["fix the build", *(f"spec {i}: the parser must accept form {i}" for i in range(spec))])
+    events: list[Event] = [UserMessage(text=goal)]
     for k in range(turns):
         call = ToolCall(id=f"c{k}", name="bash", arguments={"command": f"make step{k}"})
-        events += [AssistantMessage(tool_calls=(call,)), ToolResult(call_id=f"c{k}", tool_name="bash", output=log(k))]
+        events += [
+            AssistantMessage(tool_calls=(call,)),
+            ToolResult(call_id=f"c{k}", tool_name="bash", output=log(k, lines)),
+        ]
     return [*events, AssistantMessage(text="done")]
 
 
@@ -47,74 +51,95 @@ def projection(turns: int) -> Projection:
     return p
 
 
+def replayed(events: list[Event], model: str, strategies: list[str]) -> ReplayResults:
+    positioned = tuple(with_position(e, session_id="s", seq=n) for n, e in enumerate(events, start=1))
+    return replay(
+        [ReplayInput(name="t", source="t", events=positioned)],
+        ["raw", *strategies],
+        settings=ReplaySettings(model=model, optimum=False),
+        counter=COUNTER,
+    )
+
+
+def ended_after(results: ReplayResults, strategy: str) -> list[float]:
+    """Per request, the strategy's cost over raw's had the session ended right after it."""
+    ratios, cost, raw = [], 0.0, 0.0
+    own, base = (results.strategy(s).per_file[0].requests for s in (strategy, "raw"))
+    for mine, theirs in zip(own, base, strict=True):
+        cost, raw = cost + mine.cost_usd, raw + theirs.cost_usd
+        ratios.append(cost / raw)
+    return ratios
+
+
+def batches(results: ReplayResults, strategy: str) -> list[int]:
+    return [n for n, r in enumerate(results.strategy(strategy).per_file[0].requests) if r.window_event]
+
+
 def test_an_output_cut_at_arrival_saves_at_the_write_price_once_then_at_the_read_price() -> None:
     credit = Credit()
-    cut = Decision(action="truncate", target="t1", reason="cut at ingestion", tokens_saved=1_000)
     decisions: list[Decision] = []
-    assert credit.observe(decisions, 5_000, GPT5, share=0.0) == 0.0
-    decisions.append(cut)
-    assert credit.observe(decisions, 6_000, GPT5, share=0.0) == pytest.approx(1_000)  # raw wrote them
-    assert credit.observe(decisions, 6_000, GPT5, share=0.0) == pytest.approx(1_100)  # raw read them
+    assert credit.observe(decisions, 5_000, GPT5) == pytest.approx(RAW_MARGIN * 5_000)
+    decisions.append(Decision(action="truncate", target="t1", reason="cut at ingestion", tokens_saved=1_000))
+    credit.observe(decisions, 6_000, GPT5)
+    assert credit.saved == pytest.approx(1_000)  # raw wrote them
+    credit.observe(decisions, 6_000, GPT5)
+    assert credit.saved == pytest.approx(1_100)  # raw read them from the cache
     # Raw's cost so far: 5,000 new, then 2,000 new on 5,000 read, then 7,000 read.
     assert credit.raw_cost == pytest.approx(5_000 + 2_000 + 500 + 700)
-    assert credit.observe(decisions, 6_000, GPT5, share=0.01) == pytest.approx(1_200 + 0.01 * (8_200 + 700))
+    assert credit.observe(decisions, 6_000, GPT5) == pytest.approx(1_200 + RAW_MARGIN * (8_200 + 700))
 
 
 def test_a_batch_saves_at_the_read_price_from_the_next_request_and_pays_its_loss_once() -> None:
     credit = Credit()
     decisions: list[Decision] = []
-    credit.observe(decisions, 10_000, GPT5, share=0.0)
+    credit.observe(decisions, 10_000, GPT5)
     credit.spend(2_000.0)  # the batch recorded on this request
     decisions.append(Decision(action="mask", target="t1", reason="old", tokens_saved=4_000))
-    assert credit.observe(decisions, 6_000, GPT5, share=0.0) == pytest.approx(-2_000 + 400)
+    credit.observe(decisions, 6_000, GPT5)
+    assert credit.saved == pytest.approx(-2_000 + 400)
     assert credit.raw_tokens == 10_000  # the window's 6,000 and the 4,000 the batch took out
 
 
 def test_a_reopened_window_counts_its_standing_reductions_as_in_effect_not_as_new() -> None:
     credit = Credit()
-    credit.observe([], 5_000, GPT5, share=0.0)
-    reopened = [Decision(action="truncate", target="t1", reason="cut", tokens_saved=1_000)]
-    assert credit.observe(reopened, 5_000, GPT5, share=0.0) == pytest.approx(100)
+    credit.observe([], 5_000, GPT5)
+    credit.observe([Decision(action="truncate", target="t1", reason="cut", tokens_saved=1_000)], 5_000, GPT5)
+    assert credit.saved == pytest.approx(100)
 
 
-def test_the_credit_holds_back_a_voluntary_batch_whose_loss_it_cannot_cover() -> None:
+def test_a_batch_the_credit_does_not_cover_must_pay_back_within_uncovered_payback_turns() -> None:
     p = projection(8)
     settings = PlannerSettings(min_batch_share=0.0, min_batch_tokens=0)
-    free = plan(p, total=p.total, trigger=10**6, profile=GPT5, turns_so_far=40, settings=settings)
-    assert free.edits and free.loss > 0  # a batch rewrites more than one request's saving covers
-    held = plan(p, total=p.total, trigger=10**6, profile=GPT5, turns_so_far=40, settings=settings, credit=free.loss - 1)
-    assert not held.edits and "credit" in held.reason
-    covered = plan(p, total=p.total, trigger=10**6, profile=GPT5, turns_so_far=40, settings=settings, credit=free.loss)
-    assert covered.edits == free.edits
+
+    def decide(credit: float | None, turns: float) -> tuple[int, float]:
+        chosen = dataclasses.replace(settings, uncovered_payback_turns=turns)
+        made = plan(p, total=p.total, trigger=10**6, profile=GPT5, turns_so_far=40, settings=chosen, credit=credit)
+        return len(made.edits), made.loss
+
+    edits, loss = decide(None, 0.0)  # no credit kept: the expected remaining turns alone decide
+    assert edits and loss > 0  # it rewrites more than one request's saving pays for
+    assert decide(loss, 0.0)[0] == edits  # covered
+    assert decide(loss - 1, 0.0)[0] == 0  # not covered, and must pay back at once
+    assert decide(loss - 1, float("inf"))[0] == edits
     # Pressure is never held back.
     pressed = plan(p, total=p.total, trigger=p.total - 1, profile=GPT5, turns_so_far=40, settings=settings, credit=0)
     assert pressed.edits
 
 
 @pytest.mark.parametrize("model", ["gpt-5", "claude-sonnet-4-5"])
-def test_a_session_ending_right_after_a_batch_stays_within_the_bound_of_raw(model: str) -> None:
-    events = tuple(with_position(e, session_id="s", seq=n) for n, e in enumerate(session(14), start=1))
-    results = replay(
-        [ReplayInput(name="t", source="t", events=events)],
-        ["raw", UNBOUNDED, BOUNDED],
-        settings=ReplaySettings(model=model, optimum=False),
-        counter=COUNTER,
-    )
-
-    def so_far(strategy: str) -> list[float]:
-        requests = results.strategy(strategy).per_file[0].requests
-        return [sum(r.cost_usd for r in requests[: n + 1]) for n in range(len(requests))]
-
-    raw = so_far("raw")
-    unbounded = results.strategy(UNBOUNDED).per_file[0].requests
-    first = next(n for n, r in enumerate(unbounded) if r.window_event)
-    # Without the bound the first batch pays back later, but a session ending right after it costs more than raw.
-    assert so_far(UNBOUNDED)[first] > 1.01 * raw[first]
-    bounded = so_far(BOUNDED)
-    assert not results.strategy(BOUNDED).per_file[0].requests[first].window_event
-    assert all(cost <= 1.01 * r for cost, r in zip(bounded, raw, strict=True))
+def test_a_late_batch_that_pays_back_slowly_waits_for_the_credit(model: str) -> None:
+    # A long task statement and small outputs: the batch pays only late, and slowly (as on real SWE-bench runs).
+    results = replayed(session(40, lines=12, spec=200), model, [UNBOUNDED, "contextwarden"])
+    (late, *_) = batches(results, UNBOUNDED)
+    assert late >= 25 and ended_after(results, UNBOUNDED)[late] > 1.01  # ended right after: dearer than raw
+    assert not batches(results, "contextwarden")
+    assert max(ended_after(results, "contextwarden")) <= 1.01
 
 
-def test_the_default_is_no_bound() -> None:
-    assert PlannerSettings().loss_bound == math.inf
-    assert dataclasses.replace(PlannerSettings(), loss_bound=0.01).loss_bound == 0.01
+@pytest.mark.parametrize("model", ["gpt-5", "claude-sonnet-4-5"])
+def test_a_batch_that_pays_back_fast_is_still_taken_and_zero_turns_is_the_strict_bound(model: str) -> None:
+    results = replayed(session(30), model, ["contextwarden", STRICT])
+    (first, *_) = batches(results, "contextwarden")
+    assert ended_after(results, "contextwarden")[first] > 1.01  # the bet the default still makes
+    assert ended_after(results, "contextwarden")[-1] < 0.8
+    assert not batches(results, STRICT) and max(ended_after(results, STRICT)) <= 1.01

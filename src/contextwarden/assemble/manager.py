@@ -236,7 +236,7 @@ class ContextManager:
             kept=projection.exploration_ids() if policy.planner.protect_exploration_reads else frozenset(),
             conversation_tokens=projection.total,
             tools_join=policy.retrieval_tools and not offered,
-            credit=window.credit.observe(projection.decisions, projection.total, profile, policy.planner.loss_bound),
+            credit=window.credit.observe(projection.decisions, projection.total, profile),
         )
         if decision.edits:
             window.credit.spend(decision.loss)

@@ -5,9 +5,9 @@ that request would cost ``write * (P - X) - read * P`` more than keeping the cac
 rewritten, ``X`` the tokens saved). The payback horizon is a guess about the future; that loss is not.
 A plain bound on it never lets the first evicting batch through (it rewrites the whole request), so
 the bound is a credit instead: what the window has really saved against the raw history so far, plus
-``loss_bound`` of the raw history's cost so far. A batch whose loss fits in it leaves the session at
-most ``1 + loss_bound`` times raw if the session ends right after it, and batches under pressure are
-never held back.
+``RAW_MARGIN`` of the raw history's cost so far. A batch whose loss fits in it leaves the session within
+1.01x raw if the session ends right after it; one whose loss does not must pay back quickly (the
+planner's ``uncovered_payback_turns``). Batches under pressure are never held back.
 
 The saving is counted per request, in tokens at the uncached input price: a reduction made when an
 output arrives (truncation at ingestion) saves its tokens at the write price on that request (raw
@@ -18,7 +18,6 @@ updated from the decisions new since the last request, so a build costs O(new de
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -28,6 +27,8 @@ from .planner import cache_prices
 
 __all__ = ["Credit"]
 
+RAW_MARGIN = 0.01
+"""The share of the raw history's cost so far a batch may lose beyond what the window saved."""
 ARRIVAL = "truncate"
 """The action of a reduction made as an output arrives (every other reducing decision is a batch edit)."""
 
@@ -49,12 +50,11 @@ class Credit:
     source: list[Decision] | None = None
     """The decision list counted (a new one: the window was re-opened, after a compaction)."""
 
-    def observe(self, decisions: list[Decision], total: int, profile: ModelProfile, share: float) -> float:
+    def observe(self, decisions: list[Decision], total: int, profile: ModelProfile) -> float:
         """Count one request whose conversation is ``total`` tokens; the credit a batch may spend on it.
 
-        ``decisions`` are the window's so far (append-only); ``share`` is the part of the raw
-        history's cost so far a batch may lose beyond what the window saved (that cost leaves out
-        the system text and tool schemas, which both send alike, so the margin errs low).
+        ``decisions`` are the window's so far (append-only). The raw history's cost leaves out the
+        system text and tool schemas, which both send alike, so its margin errs low.
         """
         write, read = cache_prices(profile)
         if decisions is not self.source:
@@ -69,7 +69,7 @@ class Credit:
         raw = total + self.reduced
         self.raw_cost += read * min(raw, self.raw_tokens) + write * max(raw - self.raw_tokens, 0)
         self.raw_tokens = raw
-        return math.inf if math.isinf(share) else self.saved + share * self.raw_cost
+        return self.saved + RAW_MARGIN * self.raw_cost
 
     def spend(self, loss: float) -> None:
         """Charge a recorded batch's loss (what its request cost more than keeping the cache)."""

@@ -124,13 +124,13 @@ class PlannerSettings:
     "Next-action evidence on every long transcript")."""
     pressure_target: float = 0.6
     """Under pressure, mask down towards this share of the trigger."""
-    loss_bound: float = float("inf")
-    """A voluntary batch is taken only if what it would cost more than keeping the cache, were the
-    session to end right after it, fits in what the window has saved against the raw history so far
-    plus this share of the raw history's cost so far (``plan/credit.py``): no session then ends above
-    ``1 + loss_bound`` times raw. No finite share both keeps every session within 1.01x raw and leaves
-    the first evicting batch of a long session in time, so the default is no bound (docs/benchmarks.md,
-    "A bound on what a batch can lose")."""
+    uncovered_payback_turns: float = 8.0
+    """A voluntary batch that would cost more than the window has saved against the raw history so far
+    (plus 1% of the raw history's cost), were the session to end right after it, must pay back within
+    this many turns instead of within the expected remaining turns (``plan/credit.py``; ``inf``: no
+    such limit, 0: never risk more). A session's first evicting batch is never covered; 8 keeps it in
+    time on the generated replay sessions, and stops the late ones that left real sessions above 1.01x
+    raw (docs/benchmarks.md, "A bound on what a batch can lose")."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -200,8 +200,9 @@ def plan(
     retrieval tools): tool schemas open the cached prefix, so that batch rewrites the whole request,
     and its payback counts ``total`` as rewritten rather than the tail from its first edit.
 
-    ``credit`` (see ``plan/credit.py``) bounds what a voluntary batch may cost more than keeping the
-    cache if the session ended right after it; None: no bound.
+    ``credit`` (see ``plan/credit.py``) is what a voluntary batch may cost more than keeping the cache,
+    were the session to end right after it; a batch over it must pay back within
+    ``uncovered_payback_turns``. None: no credit kept.
     """
     lossless = pool.lossless_edits()
     pressure = total > trigger
@@ -237,16 +238,17 @@ def plan(
     if horizon is None:
         horizon = max(int(turns_so_far * settings.horizon_share), 4)
     loss = write * max(rewritten - saved, 0) - read * rewritten
-    if turns <= horizon and credit is not None and loss > credit:
-        return Plan(reason=f"waiting: a batch now would cost {loss:.0f} over the cache, credit {credit:.0f}")
-    if turns <= horizon:
+    limit: float = horizon
+    if credit is not None and loss > credit:  # what the window saved does not cover it: it must pay back soon
+        limit = min(horizon, settings.uncovered_payback_turns)
+    if turns <= limit:
         return Plan(
             edits=tuple(batch),
             saved_tokens=saved,
-            reason=f"batch of {len(batch)} edits saves {saved} tokens; pays back in {turns:.1f} turns (<= {horizon})",
+            reason=f"batch of {len(batch)} edits saves {saved} tokens; pays back in {turns:.1f} turns (<= {limit:g})",
             loss=loss,
         )
-    return Plan(reason=f"waiting: {saved} tokens reducible but payback {turns:.1f} turns > {horizon}")
+    return Plan(reason=f"waiting: {saved} tokens reducible but payback {turns:.1f} turns > {limit:g}")
 
 
 def _under_pressure(
