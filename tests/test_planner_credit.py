@@ -22,7 +22,7 @@ from contextwarden.window.projection import Projection, ProjectionConfig
 
 COUNTER = HeuristicCounter()
 GPT5 = get_profile("gpt-5")  # automatic cache: a miss at the input price, a read at 0.1
-UNBOUNDED = "contextwarden:uncovered-payback-turns=inf"
+BOUNDED = "contextwarden:uncovered-payback-turns=8"
 STRICT = "contextwarden:uncovered-payback-turns=0"
 
 
@@ -129,17 +129,25 @@ def test_a_batch_the_credit_does_not_cover_must_pay_back_within_uncovered_paybac
 @pytest.mark.parametrize("model", ["gpt-5", "claude-sonnet-4-5"])
 def test_a_late_batch_that_pays_back_slowly_waits_for_the_credit(model: str) -> None:
     # A long task statement and small outputs: the batch pays only late, and slowly (as on real SWE-bench runs).
-    results = replayed(session(40, lines=12, spec=200), model, [UNBOUNDED, "contextwarden"])
-    (late, *_) = batches(results, UNBOUNDED)
-    assert late >= 25 and ended_after(results, UNBOUNDED)[late] > 1.01  # ended right after: dearer than raw
-    assert not batches(results, "contextwarden")
-    assert max(ended_after(results, "contextwarden")) <= 1.01
+    results = replayed(session(40, lines=12, spec=200), model, ["contextwarden", BOUNDED])
+    (late, *_) = batches(results, "contextwarden")
+    assert late >= 25 and ended_after(results, "contextwarden")[late] > 1.01  # ended right after: dearer than raw
+    assert not batches(results, BOUNDED)
+    assert max(ended_after(results, BOUNDED)) <= 1.01
 
 
 @pytest.mark.parametrize("model", ["gpt-5", "claude-sonnet-4-5"])
 def test_a_batch_that_pays_back_fast_is_still_taken_and_zero_turns_is_the_strict_bound(model: str) -> None:
-    results = replayed(session(30), model, ["contextwarden", STRICT])
-    (first, *_) = batches(results, "contextwarden")
-    assert ended_after(results, "contextwarden")[first] > 1.01  # the bet the default still makes
-    assert ended_after(results, "contextwarden")[-1] < 0.8
+    results = replayed(session(30), model, [BOUNDED, STRICT])
+    (first, *_) = batches(results, BOUNDED)
+    assert ended_after(results, BOUNDED)[first] > 1.01  # the bet a limit of 8 turns still makes
+    assert ended_after(results, BOUNDED)[-1] < 0.8
     assert not batches(results, STRICT) and max(ended_after(results, STRICT)) <= 1.01
+
+
+def test_by_default_no_batch_is_held_back_for_want_of_credit() -> None:
+    p = projection(8)
+    settings = PlannerSettings(min_batch_share=0.0, min_batch_tokens=0)
+    free = plan(p, total=p.total, trigger=10**6, profile=GPT5, turns_so_far=40, settings=settings)
+    with_credit = plan(p, total=p.total, trigger=10**6, profile=GPT5, turns_so_far=40, settings=settings, credit=0)
+    assert free.edits and with_credit.edits == free.edits and free.loss > 0
