@@ -204,7 +204,8 @@ class ContextManager:
         policy, profile = settings.policy, settings.profile
         exposed = self.exposed_tools(settings.tools, window.projection, policy=policy)
         fixed = self._fixed_tokens(window.projection.system, exposed)
-        planned = self._plan(window.projection, settings, exposed, fixed)
+        planned = self._plan(window, settings, exposed, fixed)
+        window.credit.spend(planned.loss)
         window_ids = [self._record_edits(session_id, window.projection, planned)] if planned.edits else []
         window, compacted = self._compact_if_needed(session_id, window, settings, planned)
         window_ids += [compacted.target] if compacted is not None else []
@@ -217,10 +218,10 @@ class ContextManager:
         return self._assemble(window, profile, exposed, fixed, budget, tuple(window_ids), made, policy)
 
     def _plan(
-        self, projection: Projection, settings: BuildSettings, exposed: Sequence[ToolDefinition], fixed: int
+        self, window: CachedWindow, settings: BuildSettings, exposed: Sequence[ToolDefinition], fixed: int
     ) -> Plan:
         """The planner's verdict for this request: a batch of reductions, and whether they are enough."""
-        policy, planner = settings.policy, settings.policy.planner
+        policy, planner, projection = settings.policy, settings.policy.planner, window.projection
         offered = any(t.name == READ_RANGE.name for t in exposed)  # the retrieval tools, offered once evicted
         return plan(
             projection,
@@ -231,6 +232,7 @@ class ContextManager:
             settings=planner,
             conversation_tokens=projection.total,
             tools_join=policy.retrieval_tools and not offered,
+            credit=window.credit.observe(projection.decisions, projection.total, settings.profile),
         )
 
     def _compact_if_needed(

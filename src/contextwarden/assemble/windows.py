@@ -15,6 +15,7 @@ from ..context import Decision
 from ..errors import CodecError
 from ..log.events import Compaction, Event, SettingChange, ToolResult
 from ..log.store._protocol import SessionStore
+from ..plan.credit import Credit
 from ..plan.policy import ContextPolicy
 from ..tokens import TokenCounter
 from ..window.checkpoint import FragmentMemo
@@ -44,6 +45,8 @@ class CachedWindow:
     """Decisions already returned by a build, so each build returns only its own."""
     retrieval_shown: bool | None = None
     """Whether the last request built offered the retrieval tools (None: none built in this process)."""
+    credit: Credit = field(default_factory=Credit)
+    """What the window saved against the raw history so far (what a voluntary batch may risk)."""
 
 
 def projection_config(

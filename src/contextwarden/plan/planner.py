@@ -107,6 +107,14 @@ class PlannerSettings:
     files the session came back to among them."""
     pressure_target: float = 0.6
     """Under pressure, mask down towards this share of the trigger."""
+    uncovered_payback_turns: float = float("inf")
+    """A voluntary batch that would cost more than the window has saved against the raw history so far
+    (plus 1% of the raw history's cost), were the session to end right after it, must pay back within
+    this many turns instead of within the expected remaining turns (``plan/credit.py``; 0: never risk
+    more). A session's first evicting batch is never covered. 8 keeps the generated replay sessions'
+    batches and stops the late ones that left real SWE-bench sessions above 1.01x raw, but also the one
+    batch that makes the bundled 71-call session (the demo's) cheaper than raw, so the default is no
+    limit (docs/benchmarks.md, "A bound on what a batch can lose")."""
 
     def __post_init__(
         self,
@@ -172,6 +180,8 @@ class Plan:
     """Tokens the batch takes out."""
     needs_compaction: bool = False
     """Still over the trigger after every edit: the caller should compact."""
+    loss: float = 0.0
+    """What a voluntary batch's request costs more than keeping the cache (uncached-price tokens)."""
 
 
 def cache_prices(profile: ModelProfile) -> tuple[float, float]:
@@ -206,6 +216,7 @@ def plan(
     kept: frozenset[str] = frozenset(),
     conversation_tokens: int | None = None,
     tools_join: bool = False,
+    credit: float | None = None,
 ) -> Plan:
     """Decide the next batch of reductions (see the module docstring).
 
@@ -223,6 +234,10 @@ def plan(
     ``tools_join`` says tools join the tool list with the first batch that evicts something (the
     retrieval tools): tool schemas open the cached prefix, so that batch rewrites the whole request,
     and its payback counts ``total`` as rewritten rather than the tail from its first edit.
+
+    ``credit`` (see ``plan/credit.py``) is what a voluntary batch may cost more than keeping the cache,
+    were the session to end right after it; a batch over it must pay back within
+    ``uncovered_payback_turns``. None: no credit kept.
     """
     shield = protect(pool, settings.protection)
     evidence |= shield.evidence
@@ -260,13 +275,18 @@ def plan(
     horizon = settings.expected_turns
     if horizon is None:
         horizon = max(int(turns_so_far * settings.horizon_share), 4)
-    if turns <= horizon:
+    loss = write * max(rewritten - saved, 0) - read * rewritten
+    limit: float = horizon
+    if credit is not None and loss > credit:  # what the window saved does not cover it: it must pay back soon
+        limit = min(horizon, settings.uncovered_payback_turns)
+    if turns <= limit:
         return Plan(
             edits=tuple(batch),
             saved_tokens=saved,
-            reason=f"batch of {len(batch)} edits saves {saved} tokens; pays back in {turns:.1f} turns (<= {horizon})",
+            reason=f"batch of {len(batch)} edits saves {saved} tokens; pays back in {turns:.1f} turns (<= {limit:g})",
+            loss=loss,
         )
-    return Plan(reason=f"waiting: {saved} tokens reducible but payback {turns:.1f} turns > {horizon}")
+    return Plan(reason=f"waiting: {saved} tokens reducible but payback {turns:.1f} turns > {limit:g}")
 
 
 def _under_pressure(
