@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 
 from langchain_core.messages import convert_to_messages
+from test_integrations_langchain import RecordingModel, agent_for, script
 
 from contextwarden.integrations.langchain import ContextWardenMiddleware
 from contextwarden.log.store import SQLiteStore
 from contextwarden.models import get_profile
-from test_integrations_langchain import RecordingModel, agent_for, script
 
 
 def main(db: str, history_file: str) -> None:

@@ -21,7 +21,7 @@ kind of UTF-8 lead byte), so the Python interpreter never loops over pieces; see
 The weights were fitted against o200k on real samples of English prose, Python, unified diffs,
 JSON event logs, ANSI terminal logs and Chinese, then multiplied by a safety ``margin`` so that
 the estimate stays above the exact count: the target is never more than 5% under and at most
-35% over, and ``tests/test_tokens.py`` checks it on the bundled corpus.
+35% over, and ``tests/shared/test_tokens.py`` checks it on the bundled corpus.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ version), from a checkout of that commit:
 
 It writes ``v1.db`` (SQLite, store schema 1) and ``v1.jsonl`` (the "s" session exported), with
 every event kind, every field away from its default, binary parts, NUL bytes and lone
-surrogates, a compaction that moves the window and a fork. ``tests/test_store_versions.py``
+surrogates, a compaction that moves the window and a fork. ``tests/log/test_store_versions.py``
 compares what the new code reads with :func:`events`, built from the dataclasses directly, so
 no codec change can move both sides.
 """

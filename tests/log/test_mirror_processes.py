@@ -6,11 +6,11 @@ import multiprocessing
 from pathlib import Path
 
 import pytest
+from test_mirror import conversation, digests
 
 from contextwarden.errors import ConflictError
 from contextwarden.log.store import PostgresStore, SessionStore, SQLiteStore
 from contextwarden.mirror import MIRRORED_KINDS, content_digest, mirror_history
-from test_mirror import conversation, digests
 
 WRITERS = 2
 

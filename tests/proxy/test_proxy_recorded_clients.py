@@ -1,7 +1,7 @@
 """The requests real CLIs sent, replayed through the proxy without the CLIs.
 
 The fixtures under ``tests/data/recorded/`` are the bodies Claude Code and Codex sent on the long
-conformance task (``tests/test_conformance_clis.py``), as the strict scripted upstream received them
+conformance task (``tests/proxy/test_conformance_clis.py``), as the strict scripted upstream received them
 in the direct arm. Replaying them needs no CLI: the upstream answers each request with the turn the
 client echoed back next (:class:`~contextwarden.proxy.agentscript.RecordedAgent`), so the proxy sees
 the conversation the client had. Regenerate them with ``python benchmarks/bench_clis.py --record``.

@@ -1,6 +1,6 @@
 """Every framework example in examples/ (the files docs/integrations.md names) run as-is against the local model server.
 
-The same files as tests/test_integrations_examples.py, with ``CONTEXTWARDEN_LLM_URL`` set, so the code
+The same files as tests/integrations/test_integrations_examples.py, with ``CONTEXTWARDEN_LLM_URL`` set, so the code
 a user reads is the code that runs. SmolLM2-135M may or may not call the tool; when it does, every call it
 made has its result logged (the round trip). Skipped, saying why, when the server is not configured or not
 answering.
@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_integrations_examples import CASES, EXAMPLES
 
 from _localmodel import local_llm_url_or_skip
 from contextwarden.log.store import SQLiteStore
-from test_integrations_examples import CASES, EXAMPLES
 
 pytestmark = pytest.mark.localmodel
 

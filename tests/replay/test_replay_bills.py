@@ -36,7 +36,7 @@ EXCUSED = {
 ONE_GEMINI_RUN = {
     "mini-swe-agent/psf__requests-1142.traj.json": "Gemini's implicit cache hits a share of eligible blocks that "
     "varies by run (0.76-1.28x of the bill per run); the model is checked on the 99 runs in total and on "
-    "two runs in tests/test_replay_real_bills.py",
+    "two runs in tests/replay/test_replay_real_bills.py",
 }
 """Real runs the per-run 5% bound does not hold for, and why."""
 NAMED_BY_THE_RUN = {

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_report import PAYLOAD, results
 
 from contextwarden.replay import ReplaySettings, load_inputs, replay
 from contextwarden.report import render_report, write_report
-from test_report import PAYLOAD, results
 
 pytestmark = pytest.mark.browser
 

@@ -151,7 +151,7 @@ def step_of(module: str) -> str:
     if parts[0] in FOLDERS:
         return parts[0]
     if parts[0] not in PLACE:
-        raise AssertionError(f"{module}: say which step it belongs to in PLACE (tests/test_import_graph.py)")
+        raise AssertionError(f"{module}: say which step it belongs to in PLACE (tests/project/test_import_graph.py)")
     return PLACE[parts[0]]
 
 

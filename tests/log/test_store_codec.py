@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from test_store import one_of_each
 
 from contextwarden.errors import CodecError
 from contextwarden.log.codec import EVENT_SCHEMA_VERSION, dumps_event, event_from_dict, event_to_dict, loads_event
@@ -28,7 +29,6 @@ from contextwarden.log.events import (
     new_event_id,
     with_position,
 )
-from test_store import one_of_each
 
 # every code point, lone surrogates and NUL among them
 hard_text = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF))
