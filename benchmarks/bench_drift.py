@@ -1,8 +1,8 @@
 """Summary drift and compaction cost.
 
-**Drift** (seed 002, experiment 6). A long generated coding session plants eight user constraints
-at its start (four in the task, four as steering) and changes one file per work round. It is
-compacted five times in a row. Arms:
+**Drift** (experiment 6, ``docs/experiments/summary_drift.md``). A long generated coding session plants
+eight user constraints at its start (four in the task, four as steering) and changes one file per work
+round. It is compacted five times in a row. Arms:
 
 - ``summary-on-summary``: each summary is the summarizer's update of the previous one, nothing
   pinned, nothing checked (what most agents do);

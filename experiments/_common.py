@@ -1,4 +1,4 @@
-"""What the seed experiments share: a scripted coding-agent session, a recording strategy, tables and output.
+"""What the experiments share: a scripted coding-agent session, a recording strategy, tables and output.
 
 Every experiment is a script ``experiments/<name>.py`` with ``run(*, small=False) -> Experiment``; its
 ``main`` prints the tables and writes them to ``docs/experiments/<name>.md``. ``--small`` runs a

@@ -1,4 +1,4 @@
-"""Experiment 1 (seed 002 §41): the token budget — window, reserved output, tool schemas, safety margin.
+"""Experiment 1: the token budget — window, reserved output, tool schemas, safety margin.
 
 Part 1 computes the budget the library derives for several real model profiles with 5 and with 30
 tools exposed. Part 2 replays a long scripted coding session against a 32K-window profile and checks

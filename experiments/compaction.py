@@ -1,8 +1,8 @@
-"""Experiment 5 (seed 002 §41): compaction into a structured summary.
+"""Experiment 5: compaction into a structured summary.
 
 Part 1 compacts a long scripted coding session once with the default compactor (the structured
-summarizer: no model, deterministic) and shows the summary's sections against the seed's schema
-(goal, constraints, completed, working set, test status, open questions, next step), the sizes
+summarizer: no model, deterministic) and shows the summary's sections against the specification's
+schema (goal, constraints, completed, working set, test status, open questions, next step), the sizes
 before and after, the verification record, and which facts the next request still shows.
 Part 2 replays the session against a window too small for masking alone and counts compactions,
 overflows and retention.
@@ -44,7 +44,7 @@ SCHEMA: tuple[tuple[str, str], ...] = (
     ("open_questions", "## Open Questions"),
     ("next_step", "## Next Steps"),
 )
-"""The seed's summary fields and the headings of contextwarden's structured summary that hold them."""
+"""The fields of the specification's summary schema and the headings of the structured summary that hold them."""
 KEEP = 6_000
 """Tokens of the newest conversation part 1 keeps verbatim (the default, 20,000, is most of a short session)."""
 
@@ -83,8 +83,8 @@ def _compact_once(rounds: int) -> tuple[list[Table], Compaction, str]:
         excerpt = lines[0] if lines else ""
         rows.append([field, heading.lstrip("# "), len(lines), excerpt[:90] + ("…" if len(excerpt) > 90 else "")])
     t1 = table(
-        "The summary's sections against the seed's schema",
-        ["seed field", "summary heading", "lines", "first line"],
+        "The summary's sections against the specification's schema",
+        ["schema field", "summary heading", "lines", "first line"],
         rows,
     )
     verification = event.verification
@@ -191,7 +191,7 @@ def run(*, small: bool = False) -> Experiment:
     by = {r[0]: r for r in rows}
     findings = (
         f"One compaction replaced events {event.covered_from_seq}-{event.covered_to_seq} with a "
-        f"{counter().count(event.summary):,}-token summary; every seed field has a section, and verification "
+        f"{counter().count(event.summary):,}-token summary; every schema field has a section, and verification "
         f"{'found nothing missing' if event.verification.get('ok') else _repaired(event.verification)}.",
         "The goal and constraints are not left to the summary: the pinned block restates them verbatim above it.",
         f"In the 12K window contextwarden compacted {by['contextwarden'][5]} time(s), with {by['contextwarden'][4]} "

@@ -1,4 +1,4 @@
-"""Experiment 2 (seed 002 §41): priority pruning — tiers, pinned and evictable items under a tight budget.
+"""Experiment 2: priority pruning — tiers, pinned and evictable items under a tight budget.
 
 A session with a goal, constraints, steering, a still-failing test run and many tool outputs is built
 once with a trigger far below its size. The builder reduces by priority (lowest tier first, pinned

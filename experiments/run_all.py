@@ -1,4 +1,4 @@
-"""Run every seed experiment (seed 002 §41), print their tables and write docs/experiments/.
+"""Run every experiment (``docs/behaviours.md``, row 42), print their tables and write docs/experiments/.
 
 .venv/bin/python experiments/run_all.py            # full size, writes docs/experiments/*.md
 .venv/bin/python experiments/run_all.py --small --out /tmp/exp --only budget stale_context
@@ -25,16 +25,17 @@ EXPERIMENTS: tuple[str, ...] = (
     "stale_context",
     "tool_exposure",
 )
-"""The eight experiments, in the seed's order."""
+"""The eight experiments, in the specification's order."""
 
 
 def index(done: Sequence[tuple[Experiment, float]], *, small: bool) -> str:
     """docs/experiments/README.md: what each experiment shows, with its first finding."""
     size = " --small" if small else ""
     lines = [
-        "# The seed experiments",
+        "# The experiments",
         "",
-        "The eight experiments of seed 002 §41, each a script in `experiments/` that prints its tables and "
+        "The eight experiments the specification asks for (`docs/behaviours.md`, row 42), each a script in "
+        "`experiments/` that prints its tables and "
         f"writes the page linked below. Regenerate all with `.venv/bin/python experiments/run_all.py{size}`.",
         "",
         "| experiment | what it shows | seconds |",
@@ -48,7 +49,7 @@ def index(done: Sequence[tuple[Experiment, float]], *, small: bool) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the experiments named by ``--only`` (default: all), print them, write their pages and the index."""
-    parser = argparse.ArgumentParser(description="Run every seed experiment.")
+    parser = argparse.ArgumentParser(description="Run every experiment.")
     parser.add_argument("--small", action="store_true", help="smaller sizes (seconds less)")
     parser.add_argument("--out", type=Path, default=DOCS, help="directory for the pages (default docs/experiments)")
     parser.add_argument("--no-write", action="store_true", help="print only")

@@ -1,4 +1,4 @@
-"""Experiment 7 (seed 002 §41): stale context — read a file, edit it, keep going.
+"""Experiment 7: stale context — read a file, edit it, keep going.
 
 The agent reads src/config.py (``TIMEOUT = 30``), edits it to ``TIMEOUT = 60``, does other work, and
 later reads it again. For every request after the edit we look at how each strategy shows the first

@@ -1,4 +1,4 @@
-"""Experiment 6 (seed 002 §41): summary drift over five compactions — summary-on-summary against re-grounding.
+"""Experiment 6: summary drift over five compactions — summary-on-summary against re-grounding.
 
 A session states its constraints along the way and is compacted five times. Each compaction either
 updates the previous summary with what newly leaves the window (summary-on-summary) or, on a schedule,

@@ -1,4 +1,4 @@
-"""Experiment 8 (seed 002 §41): dynamic tool exposure — 30 tools against the 5 the task needs.
+"""Experiment 8: dynamic tool exposure — 30 tools against the 5 the task needs.
 
 The same scripted coding session (it only ever calls read_file, grep, edit_file and bash) is replayed
 with contextwarden exposing all 30 registered tools on every request, only the 5 the phase needs, the

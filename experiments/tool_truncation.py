@@ -1,4 +1,4 @@
-"""Experiment 3 (seed 002 §41): tool-specific truncation for bash, grep, read_file and tests.
+"""Experiment 3: tool-specific truncation for bash, grep, read_file and tests.
 
 Part 1 cuts one large real-shaped output per tool to the same token budget three ways: the tool's own
 contextwarden policy (head/tail split, error lines kept, normalization per tool), a uniform middle cut
@@ -106,7 +106,7 @@ def _cuts(case: Case, budget: int) -> dict[str, str]:
         "head only": truncate_output(
             case.output, max_tokens=budget, counter=tok, artifact_id="ev_1", head_fraction=1.0, keep_error_lines=False
         ).text,
-        "10,000 bytes under a header (seed 003)": truncate_bytes(
+        "10,000 bytes under a header": truncate_bytes(
             case.output, max_bytes=10_000, counter=tok, artifact_id="ev_1"
         ).text,
     }
@@ -166,7 +166,7 @@ def run(*, small: bool = False) -> Experiment:
         name="contextwarden, one uniform policy", policy=ContextPolicy(tool_policies=(DEFAULT_TOOL_POLICY,))
     )
     in_bytes = ContextWardenStrategy(
-        name="contextwarden, 10,000 bytes under a header (seed 003)",
+        name="contextwarden, 10,000 bytes under a header (coding-bytes)",
         policy=ContextPolicy(tool_policies=CODING_BYTES_TOOL_POLICIES),
     )
     results = replay(
@@ -217,7 +217,7 @@ def run(*, small: bool = False) -> Experiment:
         f"Over the session, per-tool policies sent {per_tool['input_tokens_mean'] / one['input_tokens_mean']:.2f}× "
         f"the tokens of one uniform policy (retention {per_tool['retention']:.0%} against {one['retention']:.0%}): "
         "search output gets a lower cap, tests and logs keep their error lines instead of more head.",
-        f"Seed 003's cut (10,000 bytes from the middle under a warning header, every tool) sent "
+        f"The byte cut (10,000 bytes from the middle under a warning header, every tool) sent "
         f"{byte_cut['input_tokens_mean'] / per_tool['input_tokens_mean']:.2f}× the tokens of the per-tool token "
         f"policies (retention {byte_cut['retention']:.0%} against {per_tool['retention']:.0%}; probe misses: "
         f"{_misses(byte_cut)} against {_misses(per_tool)}).",
@@ -229,9 +229,10 @@ def run(*, small: bool = False) -> Experiment:
         f"{400 * scale + 1} grep hits with the definition first, CPython's Lib/textwrap.py (read_file) and a "
         f"{600 * scale}-test `pytest -v` run with one failure in the middle (tests). Each is cut to {budget} "
         "tokens by the tool's contextwarden policy, by a uniform middle cut and by a head-only cut, and to 10,000 "
-        "bytes by seed 003's cut (a larger budget: compare the facts, not the tokens). Then a "
+        "bytes by the byte cut (`docs/behaviours.md`, row 51; a larger budget: compare the facts, not the tokens). "
+        "Then a "
         f"scripted session that produces these outputs {rounds} times is replayed with the per-tool "
-        "policies, with one uniform policy for every tool, and with seed 003's cut (10,000 bytes from the "
+        "policies, with one uniform policy for every tool, and with the byte cut (10,000 bytes from the "
         "middle under a warning header).",
         shows="Which facts an agent can still act on after truncation (the offline proxy for task success), and "
         "what per-tool policies change in a whole session's tokens.",

@@ -1,4 +1,4 @@
-"""Experiment 4 (seed 002 §41): the working set — active files and recent failures, kept first.
+"""Experiment 4: the working set — active files and recent failures, kept first.
 
 A scripted session explores many files, then works on three of them in read → edit → re-read → test
 cycles with a failing test. Part 1 shows the derived task state (working set, modified files, recent

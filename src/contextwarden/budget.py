@@ -1,7 +1,7 @@
 """Budget math: how much input fits, when to compact, how long a summary may be.
 
 All pure functions of a :class:`~contextwarden.models.ModelProfile` and a few numbers, from
-seed 000 (Ink's ``compaction.ts``):
+``docs/behaviours.md``, rows 6, 13 and 18 (after Ink's ``compaction.ts``):
 
 - usable input = window − reserved output − tool schema tokens − safety margin (the hard limit a
   request must never exceed);
@@ -159,10 +159,10 @@ class BudgetPolicy:
         return profile.input_window or self.fallback_window
 
     def trigger_for(self, profile: ModelProfile) -> int:
-        """Return the compaction trigger for ``profile``: the override, else the seed-000 formula.
+        """Return the compaction trigger for ``profile``: the override, else the computed one.
 
-        An unknown window uses ``fallback_window − reserve`` (at least 1), as seed 000 prescribes
-        for a model known only through a fallback value.
+        An unknown window uses ``fallback_window − reserve`` (at least 1), for a model known only
+        through a fallback value (``docs/behaviours.md``, row 6).
         """
         if self.trigger_tokens is not None:
             return self.trigger_tokens

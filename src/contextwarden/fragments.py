@@ -3,7 +3,7 @@
 A :class:`FragmentType` names a kind of injected text (environment context, project rules, a
 reminder...) and fixes its stable start and end markers, the role it speaks with, a **hard cap in
 tokens**, how often it changes, and whether its body is external data. A :class:`FragmentRegistry`
-refuses a type without a cap or with one above 10,000 tokens (seed 003, rules 3, 4 and 6), renders
+refuses a type without a cap or with one above 10,000 tokens (``docs/behaviours.md``, rows 46, 47 and 49), renders
 bodies inside their markers and enforces the cap by cutting from the middle with a visible marker.
 
 :func:`find_fragment` tells which registered type produced a given text, so the linter can report
@@ -26,10 +26,10 @@ FragmentRole = Literal["system", "developer", "user"]
 Frequency = Literal["static", "session", "turn"]
 
 HARD_MAX_TOKENS = 10_000
-"""No fragment type may allow more tokens than this (seed 003, rule 4)."""
+"""No fragment type may allow more tokens than this (``docs/behaviours.md``, row 47)."""
 
 REVIEW_THRESHOLD = 1_000
-"""A type whose cap is above this needs a human review (seed 003, rule 5)."""
+"""A type whose cap is above this needs a human review (``docs/behaviours.md``, row 48)."""
 
 ADDITIONAL_CONTEXT_MAX_TOKENS = 1_000
 """Each additional-context value is held to this many tokens, cut from the middle."""

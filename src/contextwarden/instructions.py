@@ -1,6 +1,6 @@
 """System assembly: the built-in system prompt, project rule files, and skill/agent catalogs.
 
-What the model is told before the conversation comes from files on disk (seed 000):
+What the model is told before the conversation comes from files on disk (``docs/behaviours.md``, rows 2-4):
 
 - the **system prompt**: a built-in default; a ``SYSTEM.md`` replaces its body and each
   ``APPEND_SYSTEM.md`` adds to it, read from the global home (``~/.contextwarden/``) and, once the user

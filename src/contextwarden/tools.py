@@ -2,9 +2,9 @@
 
 Tool schemas sit in the request right after the system prompt, so they cost tokens on every call and
 any change to them breaks the cached prefix. The registry keeps the exposed list in registration order
-(never in dict or set iteration order), exposes only the groups a task phase needs (seed 002,
-"dynamic tool exposure"), and loads the rest lazily through a catalog tool that returns a schema on
-demand. A change of the exposed set is a window event (:class:`~contextwarden.log.events.ToolSetChange`).
+(never in dict or set iteration order), exposes only the groups a task phase needs (dynamic
+tool exposure, ``docs/behaviours.md``, row 34), and loads the rest lazily through a catalog tool that returns a
+schema on demand. A change of the exposed set is a window event (:class:`~contextwarden.log.events.ToolSetChange`).
 """
 
 from __future__ import annotations

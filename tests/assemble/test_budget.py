@@ -22,8 +22,8 @@ from contextwarden.models import ModelProfile, get_profile
 @pytest.mark.parametrize(
     ("window", "trigger"),
     [
-        (200_000, 167_232),  # seed 000's table: window − reserve is smaller
-        (1_000_000, 850_000),  # seed 000's table: 85% is smaller
+        (200_000, 167_232),  # window − reserve is smaller
+        (1_000_000, 850_000),  # 85% is smaller
         (128_000, 95_232),
         (400_000, 340_000),
     ],
@@ -64,8 +64,8 @@ def test_trigger_floor_is_exact_decimal_arithmetic() -> None:
 
 def test_should_compact_is_strictly_greater() -> None:
     trigger = compaction_trigger(200_000)
-    assert not should_compact(160_000, trigger)  # seed 000: before the test output
-    assert should_compact(180_000, trigger)  # seed 000: after 20K tokens of test output
+    assert not should_compact(160_000, trigger)  # a 200K session before a 20K test output
+    assert should_compact(180_000, trigger)  # the same session after it
     assert not should_compact(167_232, trigger)  # exactly at the trigger: no
     assert should_compact(167_233, trigger)
     assert not should_compact(10**9, None)  # no trigger, no compaction

@@ -206,7 +206,7 @@ def test_claiming_tests_pass_without_a_passing_run_is_missing_evidence() -> None
 
 
 def test_session_stale_read_is_never_presented_as_current() -> None:
-    # Experiment 7 (seed 002): read a file, edit it, continue; the old read must not pass for current.
+    # Experiment 7 (stale context): read a file, edit it, continue; the old read must not pass for current.
     store = MemoryStore()
     sid = store.create_session().id
     events: list[Any] = [Instruction(text=SYSTEM), UserMessage(text="Add a password argument to login().")]

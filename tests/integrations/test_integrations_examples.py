@@ -24,7 +24,7 @@ CASES = [
 @pytest.mark.parametrize(("example", "framework", "session_id"), CASES)
 def test_example_runs_offline(example: str, framework: str, session_id: str, tmp_path: Path) -> None:
     pytest.importorskip(framework, reason=f"{example} needs its framework: pip install 'contextwarden[integrations]'")
-    # issue 13: each example is under 40 lines
+    # each example stays short: under 40 lines
     assert len((EXAMPLES / example).read_text(encoding="utf-8").splitlines()) < 40
     env = {k: v for k, v in os.environ.items() if k != "CONTEXTWARDEN_LLM_URL"}
     env["PYTHONPATH"] = os.pathsep.join(sys.path)

@@ -1,4 +1,4 @@
-"""Summaries stay true: progress, test status and next step follow the latest events (issue 16, part 4)."""
+"""Summaries stay true: progress, test status and next step follow the latest events."""
 
 from __future__ import annotations
 

@@ -99,7 +99,7 @@ def test_the_batch_floor_is_a_share_of_what_a_batch_can_still_change() -> None:
 
 
 def test_the_goal_file_read_stays_visible_while_current_in_a_30_turn_128k_session() -> None:
-    """Issue 16's scripted case: big install logs arrive after the only read of the goal's file."""
+    """A scripted case: big install logs arrive after the only read of the goal's file."""
     store = MemoryStore()
     store.create_session("s")
     profile = dataclasses.replace(get_profile("gpt-4o"), name="w128k", context_window=128_000)
@@ -151,7 +151,7 @@ def test_the_goal_file_read_stays_visible_while_current_in_a_30_turn_128k_sessio
 
 
 def test_under_pressure_a_working_set_read_outlives_a_newer_read_outside_it() -> None:
-    """Within a tier the order of loss is working-set relevance before age (issue 16.1)."""
+    """Within a tier the order of loss is working-set relevance before age."""
     p = projection(
         ("read_file", body(60, "a head"), {"path": "a.py", "view_range": [1, 60]}),
         ("read_file", body(60, "a tail"), {"path": "a.py", "view_range": [200, 260]}),

@@ -1,4 +1,4 @@
-"""Never pay to forget (issue 16.3): no placeholder or stale note larger than what it replaces."""
+"""Never pay to forget: no placeholder or stale note larger than what it replaces."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Each seed experiment runs at its small size, produces its tables and writes its page."""
+"""Each experiment runs at its small size, produces its tables and writes its page."""
 
 from __future__ import annotations
 

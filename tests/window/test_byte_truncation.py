@@ -1,4 +1,4 @@
-"""Seed 003's tool-output truncation as a preset: 10,000 bytes from the middle under a warning header."""
+"""Truncation by bytes as a preset: 10,000 bytes from the middle under a header (``docs/behaviours.md``, row 51)."""
 
 from __future__ import annotations
 

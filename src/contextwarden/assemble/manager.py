@@ -325,7 +325,7 @@ class ContextManager:
         own = tuple(d for d in standing if d not in window.reported)  # this build's, not the window's history
         window.reported = set(standing)
         decisions = (*own, *made)
-        # The provider's last usage report is truer than our count (seed 000): anchor on it when fresh.
+        # The provider's last usage report is truer than our count (docs/behaviours.md, row 8): anchor on it when fresh.
         estimate = projection.estimate(fixed)
         checked = total if estimate.anchored is None else estimate.tokens
         if checked > budget:

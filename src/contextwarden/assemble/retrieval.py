@@ -10,7 +10,7 @@ answers are bounded like any tool output:
 
 Line numbers are those of the output as ingestion saw it (after the tool policy's normalizer),
 so they match the numbers in truncation markers. :class:`ReReadTracker` measures how often the
-agent had to get evicted content back (the re-read rate of seed 002).
+agent had to get evicted content back (the re-read rate, ``docs/behaviours.md``, row 39).
 """
 
 from __future__ import annotations

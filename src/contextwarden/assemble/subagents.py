@@ -1,7 +1,7 @@
 """Subagents: a scoped context for a subtask, and its result back into the parent as one bounded item.
 
-Seed 002 (§33): a subagent gets the context its subtask needs, never a copy of the parent's whole
-history. :func:`project_for_subtask` opens a child session in the session tree
+A subagent gets the context its subtask needs, never a copy of the parent's whole history
+(``docs/behaviours.md``, row 35). :func:`project_for_subtask` opens a child session in the session tree
 (``parent_session_id`` set, ``metadata["task"]`` naming the task) and seeds it with:
 
 1. the parent's system prompt (or one given for the subagent);

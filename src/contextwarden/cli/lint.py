@@ -1,8 +1,8 @@
-"""``contextwarden lint SOURCE``: check model-visible context against the six rules (seed 003).
+"""``contextwarden lint SOURCE``: check model-visible context against the six rules.
 
-SOURCE is a JSONL file of rendered requests from any agent (one payload per line, in call order;
-``-`` reads stdin) or the id of a stored session. Exit status 1 when something is found, 0 when
-clean, 2 when the source cannot be read.
+The rules are rows 44-49 of ``docs/behaviours.md``. SOURCE is a JSONL file of rendered requests from any
+agent (one payload per line, in call order; ``-`` reads stdin) or the id of a stored session. Exit status
+1 when something is found, 0 when clean, 2 when the source cannot be read.
 """
 
 from __future__ import annotations

@@ -2,11 +2,12 @@
 
 - :mod:`.requests`: rendered requests (OpenAI Chat, OpenAI Responses, Anthropic Messages) streamed
   from any agent's JSONL log, split into comparable items;
-- :mod:`.lint`: the six rules of seed 003 over a request sequence; :mod:`.session` replays a stored
-  session through a fresh manager to lint exactly what it would send;
+- :mod:`.lint`: the six rules of model-visible context (``docs/behaviours.md``, rows 44-49) over a request
+  sequence; :mod:`.session` replays a stored session through a fresh manager to lint exactly what it
+  would send;
 - :mod:`.assertions`: ``assert_prefix_stable`` and ``assert_bounded`` for users' own CI;
-- :mod:`.taxonomy`: detectors that tag requests and sessions with context failures (seed 002 §35),
-  run over request logs and sessions by :mod:`.classify`;
+- :mod:`.taxonomy`: detectors that tag requests and sessions with context failures
+  (``docs/behaviours.md``, row 37), run over request logs and sessions by :mod:`.classify`;
 - :mod:`.metrics`: per-session figures (re-read rate, cache hit ratio, tokens by section and tool).
 """
 

@@ -13,7 +13,7 @@ from ..fragments import HARD_MAX_TOKENS, REVIEW_THRESHOLD, FragmentRegistry
 from .requests import BadLine
 
 RuleId = Literal["R1", "R2", "R3", "R4", "R5", "R6"]
-"""The six rules of seed 003, by id."""
+"""The six rules of model-visible context, by id (``docs/behaviours.md``, rows 44-49)."""
 
 RULES: dict[RuleId, str] = {
     "R1": "history rewrite",

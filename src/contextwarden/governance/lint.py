@@ -1,4 +1,4 @@
-"""The six rules for model-visible context (seed 003), checked over a sequence of requests.
+"""The six rules for model-visible context (``docs/behaviours.md``, rows 44-49), checked over a sequence of requests.
 
 - **R1 history rewrite**: request t+1 does not extend request t, and no recorded window event
   (compaction, context edits, tool-set change) explains it. Reported per break, with the first

@@ -1,6 +1,6 @@
 """Per-session context metrics: re-read rate, cache hit ratio, tokens by section and tool, compactions.
 
-- **re-read rate** (seed 002 §38): re-reads of evicted content per eviction
+- **re-read rate** (``docs/behaviours.md``, row 39): re-reads of evicted content per eviction
   (:class:`~contextwarden.assemble.retrieval.ReReadTracker`); a high rate means retention is too aggressive;
 - **cache hit ratio**: cached input over total input, from the provider's usage reports when the
   log has them, else simulated: each request's prefix shared with the previous request counts as

@@ -1,4 +1,4 @@
-"""Context failure taxonomy (seed 002 §35): detectors that tag requests and sessions.
+"""Context failure taxonomy (``docs/behaviours.md``, row 37): detectors that tag requests and sessions.
 
 Was a failure the model's ("could not do it") or the context's ("never saw what it needed")? Each
 detector tags the request where a context failure shows, naming the item responsible:
@@ -42,7 +42,7 @@ from .requests import Request, RequestItem
 
 
 class Failure(str, enum.Enum):
-    """The context failures of seed 002 §35."""
+    """The context failures of the taxonomy (``docs/behaviours.md``, row 37)."""
 
     OVERFLOW = "OVERFLOW"
     UNDER_CONTEXT = "UNDER_CONTEXT"

@@ -1,6 +1,6 @@
 """Task presets: what each kind of agent must keep in view, as tiers and tool policies.
 
-Seed 002 (§39): one policy does not fit every agent. A coding agent keeps its working set, diffs,
+One policy does not fit every agent (``docs/behaviours.md``, row 40). A coding agent keeps its working set, diffs,
 diagnostics and tests; a deep-research agent keeps claims, evidence, sources and open questions; a
 browser agent keeps the current page state, its recent actions, the target and what it extracted.
 

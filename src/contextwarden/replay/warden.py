@@ -8,7 +8,7 @@ counted). Variants take comma-separated options after a colon:
   field as ``name=value`` (dashes for underscores), ``no-<flag>`` for a boolean one (``no-cache-aware``,
   ``no-mask``, ``no-working-set-reads``); ``keep=N`` and ``min-batch=N`` are
   short for ``keep-recent-tool-results`` and ``min-batch-tokens``; ``trigger=N`` sets the budget
-  trigger; ``tools=PRESET`` uses a tool-policy preset (``coding-bytes``: seed 003's byte truncation);
+  trigger; ``tools=PRESET`` uses a tool-policy preset (``coding-bytes``: 10,000 bytes from the middle under a header);
   ``no-compact`` runs without the compactor; ``task=NAME`` starts from a task preset
   (:func:`~contextwarden.plan.taskpolicies.get_task_policy`: ``coding``, ``research``, ``browser``,
   ``proxy``)

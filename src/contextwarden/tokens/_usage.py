@@ -4,7 +4,7 @@ The provider's own count of a request is the best number there is. Between two c
 requests its input grows by what was appended in between, so each such pair tells how far our
 counter is off for this session. ``UsageReport.input_tokens`` is the *total* input, cached
 tokens included (see ``events.py``). The size of the next request, anchored on the last report
-(seed 000), is :func:`contextwarden.window.accounting.anchored_estimate`, on the build path.
+(``docs/behaviours.md``, row 8), is :func:`contextwarden.window.accounting.anchored_estimate`, on the build path.
 """
 
 from __future__ import annotations

@@ -117,7 +117,7 @@ def anchored_estimate(
     tokens_at_usage: int,
     window_opened_seq: int,
 ) -> Estimate:
-    """Seed 000's estimate: the last real usage plus an estimate of what came after it.
+    """The anchored estimate (``docs/behaviours.md``, row 8): the last real usage plus what came after it.
 
     ``window_tokens`` is the window's item total now and ``tokens_at_usage`` what it was when the
     report arrived (the report is recorded after its assistant message, so input + output is the

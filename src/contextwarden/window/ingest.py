@@ -46,7 +46,7 @@ class ProjectionConfig:
     tool_policies: Sequence[ToolPolicy]
     """Per-tool normalize/truncate/retain rules (also what derived state classifies calls by)."""
     max_item_tokens: int = 10_000
-    """Hard cap of every item (seed 003 rule 4)."""
+    """Hard cap of every item: no item over 10,000 tokens (``docs/behaviours.md``, row 47)."""
     retrieval: Retrievable = True
     """How the model gets evicted content back, which markers and placeholders name (:data:`Retrievable`)."""
     client_window_notes: bool = True
@@ -151,7 +151,7 @@ def message_item(
 def bound_assistant(
     event: AssistantMessage, config: ProjectionConfig
 ) -> tuple[str, bool, int, list[ToolCall], list[Decision]]:
-    """Hold one assistant message, text, thinking and calls together, to the item cap (seed 003 rule 4).
+    """Hold one assistant message, text, thinking and calls together, to the item cap (``docs/behaviours.md``, row 47).
 
     The calls get what the text leaves, but at least half the cap when both are long; the text gets the rest.
     Returns the text, whether it was cut, its original tokens, the bounded calls and the cuts' decisions.

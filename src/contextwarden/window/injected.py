@@ -1,4 +1,4 @@
-"""Checks on injected text when it arrives (seed 003: rule 2, a stable prefix; rule 6, registered fragments).
+"""Checks on injected text on arrival: a stable prefix, registered fragments (``docs/behaviours.md``, rows 45, 49).
 
 Two things a caller can put into a request by accident are caught when the request is built, not only
 by a later ``lint``:

@@ -51,7 +51,7 @@ MAX_WORKING_SET = 12
 """Files in the working set."""
 WORKING_SET_DECAY_EVENTS = 24
 """A file only read, by more than one call, leaves the working set after this many events without a
-touch (seed 002 §24: old files decay); modified files, files the task names and files with unresolved
+touch (old files decay); modified files, files the task names and files with unresolved
 failures stay. A file read once joins only while it is the file touched last."""
 _PATHLIKE = re.compile(r"[\w.-]+(?:/[\w.-]+)*\.\w+|[\w-]+(?:/[\w.-]+)+")
 

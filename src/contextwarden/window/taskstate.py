@@ -54,7 +54,7 @@ class TaskState:
     unresolved_error_ids: tuple[str, ...] = ()
     """Ids of the tool results holding those errors (never masked while unresolved)."""
     working_set: tuple[str, ...] = ()
-    """Files the agent is working on, most relevant first (seed 002 §23-24): files with an unresolved
+    """Files the agent is working on, most relevant first (``docs/behaviours.md``, row 31): files with an unresolved
     failure, files the goal, constraints or steering name, modified files, then files read recently
     (they decay), each group by recency and reference count."""
     last_assistant_text: str = ""
@@ -80,8 +80,8 @@ class TaskState:
         """Whether the agent has only read so far: no file changed, no test run, no error unresolved.
 
         Until then it is gathering context and any file it read may be the next one it needs; the first
-        change, test run or failure gives the work a focus (seed 002 §24: an edit raises its file, the rest
-        decays).
+        change, test run or failure gives the work a focus (in the working set an edit raises its file, the
+        rest decays).
         """
         return not (self.files_modified or self.tests or self.unresolved_errors)
 

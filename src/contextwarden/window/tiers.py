@@ -1,4 +1,4 @@
-"""Priority tiers (seed 002): the order in which the context loses things under pressure.
+"""Priority tiers (``docs/behaviours.md``, row 21): the order in which the context loses things under pressure.
 
 A module of its own, with no imports, so tool policies (``policies/presets.py``) can name the tier
 of their output without importing the item model.

@@ -4,7 +4,7 @@ Some providers compact on their side and hand back a transcript to continue from
 compaction endpoint returns output items with an opaque ``compaction`` item; Anthropic's server
 side compaction returns a summary block). That transcript is not trusted as a whole: instructions
 we did not write must not slip into the conversation, and our own fragments in it are stale.
-So, as Codex does (seed 003), :func:`filter_remote_items`
+So, as Codex does (``docs/behaviours.md``, row 53), :func:`filter_remote_items`
 
 - keeps summary/compaction items (readable or opaque) and real ``user`` / ``assistant`` messages;
 - drops ``developer`` and ``system`` messages, tool calls and their outputs, reasoning items;

@@ -1,4 +1,4 @@
-"""Truncation by bytes with a warning header (seed 003's tool-output truncation).
+"""Truncation by bytes with a warning header (tool-output truncation, ``docs/behaviours.md``, row 51).
 
 An output over ``max_bytes`` keeps its first and last ``max_bytes / 2`` bytes (cut on character
 boundaries), a one-line marker where the middle was, and a header line first that says the output was cut

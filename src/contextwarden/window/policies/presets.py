@@ -96,8 +96,9 @@ class ToolPolicy:
     """Up to this many lines of a shape a repetitive output says only once (a key, a name, a warning
     in a build log) are kept from a cut middle and quoted by the mask placeholder; 0 quotes none."""
     max_bytes: int | None = None
-    """Cut to this many bytes from the middle with a warning header instead (seed 003, :mod:`.bytecut`);
-    ``max_tokens`` still bounds the result. None: the token cut, with error lines and the marker at the cut."""
+    """Cut to this many bytes from the middle with a warning header instead (``docs/behaviours.md``, row 51;
+    :mod:`.bytecut`); ``max_tokens`` still bounds the result. None: the token cut, with error lines and the
+    marker at the cut."""
 
     def __post_init__(self) -> None:
         if not self.patterns:
@@ -319,7 +320,7 @@ CODING_BYTES_TOOL_POLICIES: tuple[ToolPolicy, ...] = (
     RETRIEVAL_POLICY,
     *(replace(p, max_bytes=10_000) for p in CODING_TOOL_POLICIES[1:]),
 )
-"""The coding preset with seed 003's truncation: 10,000 bytes from the middle under a warning header."""
+"""The coding preset cutting by bytes: 10,000 from the middle under a header (``docs/behaviours.md``, row 51)."""
 
 TOOL_POLICY_PRESETS: dict[str, tuple[ToolPolicy, ...]] = {
     "coding": CODING_TOOL_POLICIES,
