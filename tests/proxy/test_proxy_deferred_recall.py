@@ -46,7 +46,11 @@ NAMESPACE = {
 @pytest.fixture
 def small_profile() -> None:
     base = get_profile("gpt-5")
-    register_profile(dataclasses.replace(base, name=SMALL, aliases=(), context_window=60_000, max_input_tokens=None))
+    register_profile(
+        dataclasses.replace(
+            base, name=SMALL, aliases=(), context_window=60_000, max_output_tokens=16_000, max_input_tokens=None
+        )
+    )
 
 
 def _output(n: int) -> str:
