@@ -9,6 +9,8 @@ from typing import Any
 from _long_run import CALLS_PER_TURN, SYSTEM, USER_TURNS, Arm, read_log, recall_server, user_text
 
 from contextwarden.log.store import SQLiteStore
+from contextwarden.replay.costmodel import BlockMeter
+from contextwarden.tokens import best_counter
 
 ARMS = ("none", "ProcessHistory(keep last 10)", "contextwarden")
 KEEP = 10
@@ -37,12 +39,15 @@ def run(arm: str, plan_for: str, db: Path) -> Arm:
     from pydantic_ai import messages as pm
     from pydantic_ai.capabilities import ProcessHistory
     from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.usage import RequestUsage
 
     from contextwarden.integrations.pydantic_ai import ContextWarden, to_chat
 
     seen: list[dict[str, Any]] = []
     script: list[int] = list(range(USER_TURNS * CALLS_PER_TURN))
     state = {"left": 0}
+
+    meter = BlockMeter(best_counter())
 
     def answer(messages: list[pm.ModelMessage], info: AgentInfo) -> pm.ModelResponse:
         tools = [
@@ -56,13 +61,17 @@ def run(arm: str, plan_for: str, db: Path) -> Arm:
             }
             for t in info.function_tools
         ]
-        seen.append({"messages": to_chat(messages), "tools": tools})
+        body = {"messages": to_chat(messages), "tools": tools}
+        seen.append(body)
+        # the usage a provider would report: FunctionModel's own guess counts words, and contextwarden
+        # anchors its next estimate on the reported usage (it underestimated a 206K request as 102K)
+        usage = RequestUsage(input_tokens=sum(b.tokens for b in meter.blocks(body)), output_tokens=30)
         if state["left"]:
             state["left"] -= 1
             n = script.pop(0)
             call = pm.ToolCallPart(tool_name="read_log", args={"path": f"b-{n}.log"}, tool_call_id=f"c{n}")
-            return pm.ModelResponse(parts=[call])
-        return pm.ModelResponse(parts=[pm.TextPart(content="turn done")])
+            return pm.ModelResponse(parts=[call], usage=usage)
+        return pm.ModelResponse(parts=[pm.TextPart(content="turn done")], usage=usage)
 
     capabilities: list[Any] = []
     warden = None

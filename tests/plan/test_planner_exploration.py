@@ -88,3 +88,29 @@ def test_under_pressure_the_reads_go_in_the_order_of_loss() -> None:
     assert not any("masked" in t for t in agent.tool_texts()[:3])
     squeezed = agent.tool_texts(trigger=4_000)
     assert any("masked" in t for t in squeezed[:3])
+
+
+def read_large_logs(agent: Agent) -> None:
+    """Six build logs of about 7,000 tokens each, then two small files."""
+    for n in range(6):
+        agent.call("read_file", f"build {n} compiling module ok " * 1000, path=f"logs/build-{n}.log")
+    for name in ("setup.cfg", "Makefile"):
+        agent.call("read_file", f"{name} text", path=name)
+
+
+def test_the_kept_reads_fit_in_exploration_tokens() -> None:
+    agent = Agent()
+    read_large_logs(agent)
+    texts = agent.tool_texts(replace(EAGER, protection=NO_WORKING_SET))
+    # the two small files, build-5 and build-4 fit in 16,384 tokens; build-3 would not: the older logs go
+    assert [t.split()[:2] for t in texts[4:6]] == [["build", "4"], ["build", "5"]]
+    assert all("masked" in t for t in texts[:4])
+
+
+def test_exploration_tokens_sets_how_much_is_kept() -> None:
+    for tokens, verbatim in ((0, 2), (10**6, 8)):
+        agent = Agent()
+        read_large_logs(agent)
+        protection = replace(NO_WORKING_SET, exploration_tokens=tokens)
+        texts = agent.tool_texts(replace(EAGER, protection=protection))
+        assert sum("masked" not in t for t in texts) == verbatim  # 0: only the 2 recent results

@@ -12,7 +12,8 @@ files it changed, then files the latest steps touched, which decay):
   changed last;
 - **kept**, left alone by a voluntary batch but masked under pressure: while the session has only read
   (:attr:`~contextwarden.window.taskstate.TaskState.exploring`), the latest current read of every file
-  it read, the 12 touched last (:attr:`Protection.exploration_reads`); and, when asked, of a working-set
+  it read, the 12 touched last, as many as fit in :attr:`Protection.exploration_tokens`
+  (:attr:`Protection.exploration_reads`); and, when asked, of a working-set
   file while it is among the latest steps (:attr:`Protection.working_set_reads`).
 
 Under pressure the order of loss follows the tiers (6 first), and a result touching a working-set file
@@ -27,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..window.items import ContextItem
 from ..window.state import MAX_WORKING_SET
 from ..window.taskstate import TaskState
 
@@ -56,6 +58,12 @@ class Protection:
     """While the session has only read (no file changed, no test run, no error unresolved), a voluntary
     batch leaves the latest current read of every file it read alone (the 12 touched last): an agent
     still exploring comes back to what it read."""
+    exploration_tokens: int = 16_384
+    """...as long as those reads together fit in this many tokens, the file touched last first (a read
+    that does not fit is left to the other rules; 0: none is kept). Re-reading a file costs its tokens
+    once, keeping it costs them on every request: without a bound, a session that reads many large
+    logs keeps twelve of them and fills the window up to the compaction trigger (docs/benchmarks.md,
+    "Planner defaults and why")."""
 
 
 class WorkingSetFacts(Protocol):
@@ -83,6 +91,10 @@ class WorkingSetFacts(Protocol):
         """Ids of the last ``count`` tool results, oldest first."""
         ...
 
+    def item(self, item_id: str) -> ContextItem | None:
+        """The item with that id, if it is in the window."""
+        ...
+
 
 @dataclass(frozen=True, kw_only=True)
 class Protected:
@@ -108,7 +120,7 @@ def protect(facts: WorkingSetFacts, protection: Protection) -> Protected:
     if protection.exploration_reads and state.exploring:
         touched = state.last_touch
         read = sorted(state.files_read, key=lambda key: touched.get(key, 0), reverse=True)[:MAX_WORKING_SET]
-        kept = _latest_reads(facts, read)
+        kept = _within(facts, read, protection.exploration_tokens)
     if protection.working_set_reads > 0:
         recent = frozenset(facts.recent_tool_results(protection.working_set_reads))
         kept |= _latest_reads(facts, working_set) & recent
@@ -118,3 +130,16 @@ def protect(facts: WorkingSetFacts, protection: Protection) -> Protected:
 def _latest_reads(facts: WorkingSetFacts, files: Iterable[str] | Sequence[str]) -> frozenset[str]:
     latest = (facts.latest_read(key) for key in files)
     return frozenset(i for i in latest if i is not None)
+
+
+def _within(facts: WorkingSetFacts, files: Sequence[str], tokens: int) -> frozenset[str]:
+    """The latest reads of ``files``, in that order, that fit together in ``tokens``."""
+    kept: set[str] = set()
+    room = tokens
+    for key in files:
+        read = facts.latest_read(key)
+        item = facts.item(read) if read is not None else None
+        if item is not None and item.tokens <= room:
+            kept.add(item.id)
+            room -= item.tokens
+    return frozenset(kept)
