@@ -67,6 +67,7 @@ def test_proxy_serves_then_stats_reports_the_ledger(tmp_path: Path) -> None:
             process.terminate()
             _, err = process.communicate(timeout=30)
     assert f"contextwarden proxy (observe) on http://127.0.0.1:{port}" in err
+    assert "HTTP Request:" not in err  # no log line per upstream call
     result = _cli("proxy", "stats", "--json", "--store", store)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)

@@ -118,6 +118,7 @@ def command(
     if workers > 1 and (store_url or "").startswith("memory:"):
         raise click.UsageError("--workers needs a store the workers share: a SQLite file or a postgresql:// DSN")
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per upstream call
     if host not in LOCAL_HOSTS:
         logging.getLogger("contextwarden.proxy").warning(
             "listening on %s: anyone who can reach it can spend the credentials clients send through it", host
