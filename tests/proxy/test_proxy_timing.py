@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,26 @@ def test_due_passes_collect_the_generations_cpython_would() -> None:
     for _ in range(thresholds[1]):
         gc.collect(0)
     assert collector.collect_due() == 1
+
+
+def test_a_full_collection_is_due_only_once_the_heap_has_grown_by_a_quarter() -> None:
+    def gen1_collections_until_gen2_due() -> None:
+        for _ in range(gc.get_threshold()[2]):
+            for _ in range(gc.get_threshold()[1]):
+                gc.collect(0)
+            gc.collect(1)
+        for _ in range(gc.get_threshold()[1]):
+            gc.collect(0)
+
+    gc.collect()
+    gen1_collections_until_gen2_due()
+    collector.collect_due()  # a full one runs the first time; the heap's size is noted
+    gen1_collections_until_gen2_due()
+    assert collector.collect_due() == 1  # the counts say full, the heap has not grown
+    grown = [[n] for n in range(int(sys.getallocatedblocks() * (collector.FULL_GROWTH + 0.05)))]
+    gen1_collections_until_gen2_due()
+    assert collector.collect_due() == 2
+    del grown
 
 
 def test_the_last_proxy_to_stop_restores_the_collectors_settings(tmp_path: Path) -> None:

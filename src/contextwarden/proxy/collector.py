@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -50,12 +51,30 @@ def between_requests() -> Iterator[None]:
                 gc.unfreeze()
 
 
+FULL_GROWTH = 0.25
+"""Growth of the heap since the last full collection before the next one is due (CPython's own rule)."""
+
+_heap_at_full = 0
+"""The heap's size (allocated memory blocks) after the last full collection :func:`collect_due` ran."""
+
+
 def collect_due() -> int:
-    """Collect now the generations CPython would have collected by now; the oldest one collected."""
+    """Collect now the generations CPython would have collected by now; the oldest one collected.
+
+    A full collection walks the whole heap (tens of milliseconds for a proxy's caches), so CPython runs
+    one only once the objects that reached the oldest generation since the last one are a quarter of
+    those it holds; ``gc.collect(2)`` skips that rule, so it is applied here, with the heap's size in
+    memory blocks (``sys.getallocatedblocks``, free to read) as the measure of what is long-lived.
+    """
+    global _heap_at_full
     counts, thresholds = gc.get_count(), gc.get_threshold()
     generation = 0
     # an older generation is due once enough collections of the one below it have run
     while generation < 2 and counts[generation + 1] >= thresholds[generation + 1]:
         generation += 1
+    if generation == 2 and sys.getallocatedblocks() < _heap_at_full * (1 + FULL_GROWTH):
+        generation = 1
     gc.collect(generation)
+    if generation == 2:
+        _heap_at_full = sys.getallocatedblocks()
     return generation
