@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from .models import ModelProfile, get_profile, list_profiles, register_profile, resolve_profile
     from .plan.planner import PlannerSettings
     from .plan.policy import ContextPolicy
+    from .plan.protection import Protection
     from .plan.spend import SpendLimit, SpendTracker
     from .plan.taskpolicies import Keep, TaskPolicy, get_task_policy, register_task_policy, task_policy_names
     from .providers import AnthropicProvider, OpenAICompatProvider
@@ -97,6 +98,7 @@ _LAZY: dict[str, str] = {
     "ToolPolicy": ".window.policies.presets",
     "ContextPolicy": ".plan.policy",
     "PlannerSettings": ".plan.planner",
+    "Protection": ".plan.protection",
     "BudgetPolicy": ".budget",
     "ProjectContext": ".assemble.project",
     "Session": ".assemble.session",
@@ -182,6 +184,7 @@ __all__ = [
     "Pin",
     "PlannerSettings",
     "ProjectContext",
+    "Protection",
     "Provider",
     "ProviderError",
     "ScriptedProvider",

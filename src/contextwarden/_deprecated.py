@@ -82,3 +82,13 @@ def deprecated_names(module: str, names: Mapping[str, tuple[Callable[[], object]
         return value()
 
     return __getattr__
+
+
+def renamed_attribute(old: str, new: str) -> property:
+    """A read-only attribute named ``old`` that warns and reads the attribute ``new``."""
+
+    def read(self: object) -> object:
+        warn_renamed(f"{type(self).__name__}.{old}", f"{type(self).__name__}.{new}")
+        return getattr(self, new)
+
+    return property(read, doc=f"Deprecated: use ``{new}``.")

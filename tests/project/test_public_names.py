@@ -42,6 +42,7 @@ EXPORTS: dict[str, tuple[str, ...]] = {
         "OpenAICompatProvider",
         "Pin",
         "PlannerSettings",
+        "Protection",
         "ProjectContext",
         "Provider",
         "ProviderError",

@@ -138,3 +138,12 @@ def test_the_summarizers_window_warns_and_is_its_input_window() -> None:
     summarizer = LLMSummarizer(ScriptedProvider([]), model=get_profile("gpt-4o"))
     with pytest.warns(DeprecationWarning, match="LLMSummarizer.window is deprecated .*LLMSummarizer.input_window"):
         assert summarizer.window == summarizer.input_window == 128_000
+
+
+def test_the_managers_tree_budget_attribute_warns_and_reads_its_spend_tracker() -> None:
+    from contextwarden import SpendLimit, SpendTracker
+
+    tracker = SpendTracker(SpendLimit(limit=1_000_000))
+    manager = ContextManager(open_store("memory:"), spend_tracker=tracker)
+    with pytest.warns(DeprecationWarning, match=r"ContextManager.tree_budget is deprecated .*spend_tracker"):
+        assert manager.tree_budget is tracker

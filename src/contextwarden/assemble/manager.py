@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from .._deprecated import renamed_kwarg, renamed_method
+from .._deprecated import renamed_attribute, renamed_kwarg, renamed_method
 from ..context import SECTIONS, Decision, ModelContext, ToolDefinition
 from ..errors import BudgetExceededError
 from ..log.events import ContextEditBatch, SettingChange, ToolCall, ToolResult, UsageReport
@@ -153,6 +153,7 @@ class ContextManager:
         return self.build_with_last_seq(session_id, model=model, tools=tools, policy=policy)[0]
 
     build_seen = renamed_method("build_seen", "build_with_last_seq")  # deprecated
+    tree_budget = renamed_attribute("tree_budget", "spend_tracker")  # deprecated
 
     def build_with_last_seq(
         self,
