@@ -89,6 +89,16 @@ def test_an_output_cut_at_arrival_saves_at_the_write_price_once_then_at_the_read
     assert credit.observe(decisions, 6_000, GPT5) == pytest.approx(1_200 + RAW_MARGIN * (8_200 + 700))
 
 
+@pytest.mark.parametrize("action", ["truncate", "reference"])
+def test_a_reduction_at_arrival_is_saved_at_the_write_price_on_its_first_request(action: str) -> None:
+    credit = Credit()
+    decisions: list[Decision] = []
+    credit.observe(decisions, 5_000, GPT5)
+    decisions.append(Decision(action=action, target="t1", reason="at arrival", tokens_saved=1_000))
+    credit.observe(decisions, 6_000, GPT5)
+    assert credit.saved == pytest.approx(1_000)  # raw would have written them, uncached
+
+
 def test_a_batch_saves_at_the_read_price_from_the_next_request_and_pays_its_loss_once() -> None:
     credit = Credit()
     decisions: list[Decision] = []

@@ -10,8 +10,8 @@ the bound is a credit instead: what the window has really saved against the raw 
 planner's ``uncovered_payback_turns``). Batches under pressure are never held back.
 
 The saving is counted per request, in tokens at the uncached input price: a reduction made when an
-output arrives (truncation at ingestion) saves its tokens at the write price on that request (raw
-would have written them) and at the read price on every later one; a recorded batch saves its tokens
+output arrives (truncation at ingestion, a reference to a visible twin) saves its tokens at the write
+price on that request (raw would have written them) and at the read price on every later one; a recorded batch saves its tokens
 at the read price on every later request and costs its own loss once. It is kept per window and
 updated from the decisions new since the last request, so a build costs O(new decisions). A window
 opened afresh (from a checkpoint or the log, in a new process) starts a new account, which errs low;
@@ -31,8 +31,9 @@ __all__ = ["Credit"]
 
 RAW_MARGIN = 0.01
 """The share of the raw history's cost so far a batch may lose beyond what the window saved."""
-ARRIVAL = "truncate"
-"""The action of a reduction made as an output arrives (every other reducing decision is a batch edit)."""
+ARRIVAL = frozenset({"truncate", "reference"})
+"""Actions of reductions made as an output arrives (a cut, a reference to a visible twin); every other
+reducing decision is a batch edit."""
 
 
 @dataclass
@@ -64,8 +65,8 @@ class Credit:
             self.source, self.seen, self.reduced = decisions, len(decisions), _reduction(decisions)
         new = decisions[self.seen :]
         self.seen = len(decisions)
-        arrived = _reduction(d for d in new if d.action == ARRIVAL)
-        self.reduced += _reduction(d for d in new if d.action != ARRIVAL)
+        arrived = _reduction(d for d in new if d.action in ARRIVAL)
+        self.reduced += _reduction(d for d in new if d.action not in ARRIVAL)
         self.saved += read * self.reduced + write * arrived
         self.reduced += arrived
         raw = total + self.reduced
