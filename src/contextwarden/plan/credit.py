@@ -11,11 +11,11 @@ planner's ``uncovered_payback_turns``). Batches under pressure are never held ba
 
 The saving is counted per request, in tokens at the uncached input price: a reduction made when an
 output arrives (truncation at ingestion, a reference to a visible twin) saves its tokens at the write
-price on that request (raw would have written them) and at the read price on every later one; a recorded batch saves its tokens
-at the read price on every later request and costs its own loss once. It is kept per window and
-updated from the decisions new since the last request, so a build costs O(new decisions). A window
-opened afresh (from a checkpoint or the log, in a new process) starts a new account, which errs low;
-the tool-list change that an output cut at arrival brings (the retrieval tools) is not charged.
+price on that request (raw would have written them) and at the read price on every later one; a recorded
+batch saves its tokens at the read price on every later request and costs its own loss once. It is kept
+per window and updated from the decisions new since the last request, so a build costs O(new decisions).
+A window opened afresh (from a checkpoint or the log, in a new process) starts a new account, which errs
+low; the tool-list change that an output cut at arrival brings (the retrieval tools) is not charged.
 """
 
 from __future__ import annotations
