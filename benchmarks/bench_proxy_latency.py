@@ -30,6 +30,8 @@ same turn, at the cost of an ordinary request.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import dataclasses
 import gc
 import json
@@ -105,14 +107,18 @@ WORDS = (
 
 def _plain_proxy(upstream: str) -> Starlette:
     # the same upstream client as the proxy's (pool, keep-alive, limits, timeouts): only the proxy's own work differs
-    client = forward.upstream_client(ProxySettings(anthropic_upstream=upstream, openai_upstream=upstream))
+    settings = ProxySettings(anthropic_upstream=upstream, openai_upstream=upstream)
+    session: list[Any] = []
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with forward.upstream_session(settings) as opened:
+            session.append(opened)
+            yield
 
     async def relay(request: Request) -> StreamingResponse:
         headers = [(k, v) for k, v in request.headers.items() if k not in ("host", "content-length")]
-        outgoing = client.build_request(
-            "POST", upstream + request.url.path, headers=headers, content=await request.body()
-        )
-        response = await client.send(outgoing, stream=True)
+        response = await forward.send(session[0], "POST", upstream + request.url.path, headers, await request.body())
 
         async def body() -> AsyncIterator[bytes]:
             async for chunk in response.aiter_raw():
@@ -123,7 +129,7 @@ def _plain_proxy(upstream: str) -> Starlette:
             body(), status_code=response.status_code, headers={"content-type": "text/event-stream"}
         )
 
-    return Starlette(routes=[Route(w.path, relay, methods=["POST"]) for w in WIRES.values()])
+    return Starlette(routes=[Route(w.path, relay, methods=["POST"]) for w in WIRES.values()], lifespan=lifespan)
 
 
 def _message(n: int, role: str) -> dict[str, Any]:
@@ -215,8 +221,19 @@ def _register() -> None:
         register_profile(profile)
 
 
-def _serve(role: str, port: int, upstream: str, store: str) -> None:
-    """Run one arm's server in this process until killed."""
+def _waiting(app: Any, seconds: float) -> Any:
+    """``app`` answering each POST ``seconds`` late, as a model does before its first token."""
+
+    async def waiting(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            await asyncio.sleep(seconds)
+        await app(scope, receive, send)
+
+    return waiting
+
+
+def _serve(role: str, port: int, upstream: str, store: str, first_token: float = 0.0) -> None:
+    """Run one arm's server in this process until killed (the upstream answering ``first_token`` s late)."""
     import uvicorn
 
     _register()
@@ -227,6 +244,8 @@ def _serve(role: str, port: int, upstream: str, store: str) -> None:
         # but the paired overheads' p99 took it for theirs. This short-lived process can leak its cycles.
         gc.disable()
         app: Any = ScriptedUpstream().app
+        if first_token:
+            app = _waiting(app, first_token)
     elif role == "plain":
         app = _plain_proxy(upstream)
     else:
@@ -236,11 +255,12 @@ def _serve(role: str, port: int, upstream: str, store: str) -> None:
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", timeout_keep_alive=75)
 
 
-def _spawn(role: str, upstream: str, store: str) -> tuple[subprocess.Popen[bytes], str]:
+def _spawn(role: str, upstream: str, store: str, first_token: float = 0.0) -> tuple[subprocess.Popen[bytes], str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     cmd = [sys.executable, __file__, "--serve", role, "--port", str(port), "--upstream", upstream, "--store", store]
+    cmd += ["--first-token", str(first_token)]
     process = subprocess.Popen(cmd)
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
@@ -395,12 +415,13 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--upstream", default="", help=argparse.SUPPRESS)
     parser.add_argument("--store", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--first-token", type=float, default=0.0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     global WIRE, ECHO
     WIRE = WIRES[args.format]
     ECHO = args.echo
     if args.serve:
-        _serve(args.serve, args.port, args.upstream, args.store)
+        _serve(args.serve, args.port, args.upstream, args.store, args.first_token)
         return
     with tempfile.TemporaryDirectory() as tmp:
         store = str(Path(tmp) / "s.db")

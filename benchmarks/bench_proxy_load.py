@@ -17,10 +17,12 @@ workers included, for the others) and of the client (this process, driving the s
 machine's other load does not change as much as it changes the wall-clock figures. On a machine whose
 cores the client, the upstream and the proxy share, the CPU per call bounds the proxy's share of
 direct's throughput: about (client + upstream) / (client + upstream + proxy). Targets at 50
-sessions: at least 80% of direct's requests per second, added p99 under 50 ms.
+sessions: at least 80% of direct's requests per second, added p99 under 50 ms. ``--first-token-ms``
+makes the upstream wait before each answer, as a model does: then the model's time, not the CPU of
+the three processes on the machine, bounds the throughput, as it does in use.
 
     PYTHONPATH=src .venv/bin/python benchmarks/bench_proxy_load.py [--levels 1,10,50] [--turns 6]
-        [--rounds 2] [--workers 1,2] [--json out.json]
+        [--rounds 2] [--workers 1,2] [--first-token-ms 0] [--json out.json]
 """
 
 from __future__ import annotations
@@ -234,6 +236,13 @@ def main() -> None:
     parser.add_argument("--workers", default="1", help="Proxy worker counts, one arm each (default 1; e.g. 1,2).")
     parser.add_argument("--no-postgres", action="store_true", help="Leave the PostgreSQL arm out.")
     parser.add_argument(
+        "--first-token-ms",
+        type=float,
+        default=0.0,
+        help="The upstream waits this long before answering each call, as a model does before its first token "
+        "(default 0: the proxy's CPU, not the model, bounds the throughput).",
+    )
+    parser.add_argument(
         "--compare-src",
         default="",
         help="Also run one-process arms on another checkout's src/ (e.g. the code before a change): '<arm>-base'.",
@@ -245,7 +254,7 @@ def main() -> None:
     processes: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            upstream, up = lat._spawn("upstream", "", "")
+            upstream, up = lat._spawn("upstream", "", "", args.first_token_ms / 1000)
             processes.append(upstream)
             arms: dict[str, tuple[str, str, int]] = {"direct": (up, "", upstream.pid)}
             if args.compare_src:
@@ -264,7 +273,7 @@ def main() -> None:
                     arms[f"{name}-w{count}"] = (url, store, process.pid)
             print(
                 f"{lat.WIRE.fmt}, {args.turns} calls per session from {START} messages, {args.rounds} rounds, "
-                f"workers {args.workers}",
+                f"workers {args.workers}, first token after {args.first_token_ms:g} ms",
                 flush=True,
             )
             report = _measure(arms, levels, args.turns, args.rounds)

@@ -23,12 +23,12 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 import anyio
-import httpx
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -81,7 +81,7 @@ class Proxy:
         """Who may read which sessions' records (the stats and the live page)."""
         self.metrics = ProxyMetrics()
         self.pipeline.accountant.on_row = self.metrics.accounted
-        self.clients: Iterator[httpx.AsyncClient] | None = None
+        self.upstream: aiohttp.ClientSession | None = None
         self._on_loop = isinstance(self.store, SQLiteStore) and not self.db.postgres
         """Whether pipeline steps may run on the event loop (module docstring)."""
         self._off_loop_until = 0.0
@@ -110,10 +110,10 @@ class Proxy:
     @contextlib.asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
         with collector.between_requests():
-            async with forward.upstream_clients(self.settings) as clients:
-                self.clients = clients
+            async with forward.upstream_session(self.settings) as session:
+                self.upstream = session
                 yield
-            self.clients = None
+            self.upstream = None
 
     # ------------------------------------------------------------------ model calls
 
@@ -160,7 +160,7 @@ class Proxy:
     async def _forward(self, request: Request, prepared: Prepared, raw: bytes, sent: Sent, *, retry: bool) -> Response:
         try:
             upstream = await self._send(request, prepared.body)
-        except httpx.TransportError as exc:
+        except forward.TRANSPORT_ERRORS as exc:
             self._submit(prepared, 0, None, None, "upstream_error")
             return self._unreachable(request, exc)
         if upstream.status_code != 200 or not prepared.stream:
@@ -206,7 +206,7 @@ class Proxy:
         return self._on_loop and time.monotonic() >= self._off_loop_until
 
     async def _after_overflow(
-        self, prepared: Prepared, raw: bytes, upstream: httpx.Response, data: bytes
+        self, prepared: Prepared, raw: bytes, upstream: forward.Upstream, data: bytes
     ) -> Prepared | None:
         """A compacted retry after a context overflow (nothing has reached the client yet), or ``None``."""
         if upstream.status_code < 400 or prepared.identity is None or prepared.outcome == "fallback":
@@ -224,7 +224,7 @@ class Proxy:
         """Forward the client's bytes as they came and relay the answer as it comes; then file its ledger row."""
         try:
             upstream = await self._send(request, raw)
-        except httpx.TransportError as exc:
+        except forward.TRANSPORT_ERRORS as exc:
             self._submit(prepared, 0, None, None, "upstream_error")
             return self._unreachable(request, exc)
         status = upstream.status_code
@@ -242,7 +242,7 @@ class Proxy:
         url = self.settings.upstream_for(request.url.path) + request.url.path
         return url + "?" + request.url.query if request.url.query else url
 
-    def _unreachable(self, request: Request, exc: httpx.TransportError) -> Response:
+    def _unreachable(self, request: Request, exc: BaseException) -> Response:
         """The client's answer when the upstream cannot be reached: a 502 naming it, one log line."""
         upstream = self.settings.upstream_for(request.url.path)
         message = f"contextwarden proxy could not reach the upstream {upstream}: {type(exc).__name__}: {exc}"
@@ -251,16 +251,13 @@ class Proxy:
         body = forward.error_body(fmt, message, kind="api_error", code="bad_gateway", status=502)
         return Response(body, status_code=502, media_type="application/json")
 
-    async def _send(self, request: Request, body: bytes) -> httpx.Response:
-        assert self.clients is not None, "the proxy's lifespan did not run"
-        client = next(self.clients)
+    async def _send(self, request: Request, body: bytes) -> forward.Upstream:
+        assert self.upstream is not None, "the proxy's lifespan did not run"
         url = self._upstream_url(request)
-        outgoing = forward.build_request(
-            client, request.method, url, forward.forwarded_headers(request.headers.items()), body
-        )
-        return await client.send(outgoing, stream=True)
+        headers = forward.forwarded_headers(request.headers.items())
+        return await forward.send(self.upstream, request.method, url, headers, body)
 
-    async def _tee(self, prepared: Prepared, upstream: httpx.Response, sent: Sent) -> AsyncIterator[bytes]:
+    async def _tee(self, prepared: Prepared, upstream: forward.Upstream, sent: Sent) -> AsyncIterator[bytes]:
         tee = StreamTee(prepared.fmt, upstream.headers.get("content-encoding", ""))
         filed = False
         try:
@@ -270,7 +267,7 @@ class Proxy:
                     filed = True  # before the client sees the end, so its next request waits for the turn
                     await self._file(prepared, 200, *tee.result(), sent)
                 yield chunk
-        except httpx.TransportError as exc:  # the status is out: the client sees the stream end early
+        except forward.TRANSPORT_ERRORS as exc:  # the status is out: the client sees the stream end early
             log.warning("contextwarden proxy lost the upstream mid-stream: %s: %s", type(exc).__name__, exc)
         finally:
             await upstream.aclose()
@@ -278,7 +275,7 @@ class Proxy:
                 with anyio.CancelScope(shield=True):
                     await run_in_threadpool(self._record, prepared, 200, None, None, "interrupted")
 
-    def _read_body(self, prepared: Prepared, upstream: httpx.Response, data: bytes) -> tuple[Any, Any]:
+    def _read_body(self, prepared: Prepared, upstream: forward.Upstream, data: bytes) -> tuple[Any, Any]:
         if upstream.status_code != 200:
             return None, None
         try:
@@ -306,7 +303,7 @@ class Proxy:
     async def _passthrough(self, request: Request) -> Response:
         try:
             upstream = await self._send(request, await request.body())
-        except httpx.TransportError as exc:
+        except forward.TRANSPORT_ERRORS as exc:
             return self._unreachable(request, exc)
         return StreamingResponse(_relay(upstream), status_code=upstream.status_code, headers=_headers(upstream))
 
@@ -326,7 +323,7 @@ class Proxy:
                 log.warning("contextwarden proxy counted the client's own request: %s: %s", type(exc).__name__, exc)
         try:
             upstream = await self._send(request, body)
-        except httpx.TransportError as exc:
+        except forward.TRANSPORT_ERRORS as exc:
             return self._unreachable(request, exc)
         return StreamingResponse(_relay(upstream), status_code=upstream.status_code, headers=_headers(upstream))
 
@@ -374,11 +371,11 @@ class _Answer:
             self.sent.set()
 
 
-async def _relay(upstream: httpx.Response) -> AsyncIterator[bytes]:
+async def _relay(upstream: forward.Upstream) -> AsyncIterator[bytes]:
     try:
         async for chunk in upstream.aiter_raw():
             yield chunk
-    except httpx.TransportError as exc:  # the status is out: the client sees the body end early
+    except forward.TRANSPORT_ERRORS as exc:  # the status is out: the client sees the body end early
         log.warning("contextwarden proxy lost the upstream mid-answer: %s: %s", type(exc).__name__, exc)
     finally:
         await upstream.aclose()
@@ -389,5 +386,5 @@ def _credential(request: Request) -> str:
     return forward.credential(request.headers.items()) or request.query_params.get("key", "")
 
 
-def _headers(upstream: httpx.Response) -> dict[str, str]:
-    return dict(forward.response_headers(upstream))
+def _headers(upstream: forward.Upstream) -> dict[str, str]:
+    return dict(upstream.client_headers())
