@@ -204,6 +204,14 @@ def payback_turns(*, rewritten: int, saved: int, write: float, read: float) -> f
     return (write - read) / read * max(rewritten - saved, 0) / saved
 
 
+def batch_loss(*, rewritten: int, saved: int, write: float, read: float) -> float:
+    """What a request rewriting ``rewritten`` tokens to save ``saved`` costs more than keeping the cache.
+
+    In uncached-price tokens, were the session to end right after it (``plan/credit.py``).
+    """
+    return write * max(rewritten - saved, 0) - read * rewritten
+
+
 def plan(
     pool: ReductionPool,
     *,
@@ -216,6 +224,7 @@ def plan(
     kept: frozenset[str] = frozenset(),
     conversation_tokens: int | None = None,
     tools_join: bool = False,
+    cut_pending: bool = False,
     credit: float | None = None,
 ) -> Plan:
     """Decide the next batch of reductions (see the module docstring).
@@ -234,6 +243,7 @@ def plan(
     ``tools_join`` says tools join the tool list with the first batch that evicts something (the
     retrieval tools): tool schemas open the cached prefix, so that batch rewrites the whole request,
     and its payback counts ``total`` as rewritten rather than the tail from its first edit.
+    ``cut_pending`` says an output cut at ingestion awaits them: any batch brings them, so the same holds.
 
     ``credit`` (see ``plan/credit.py``) is what a voluntary batch may cost more than keeping the cache,
     were the session to end right after it; a batch over it must pay back within
@@ -267,7 +277,7 @@ def plan(
         return Plan(reason=f"nothing worth a batch ({saved} tokens reducible, {floor} needed)")
     if not settings.cache_aware:
         return Plan(edits=tuple(batch), saved_tokens=saved, reason="reduce at every request (cache-unaware)")
-    if tools_join and any(e.action in EVICTING_EDITS for e in batch):
+    if tools_join and (cut_pending or any(e.action in EVICTING_EDITS for e in batch)):
         rewritten = total
     else:
         rewritten = pool.tail_tokens(min(pool.position(e.target_id) for e in batch))
@@ -275,7 +285,7 @@ def plan(
     horizon = settings.expected_turns
     if horizon is None:
         horizon = max(int(turns_so_far * settings.horizon_share), 4)
-    loss = write * max(rewritten - saved, 0) - read * rewritten
+    loss = batch_loss(rewritten=rewritten, saved=saved, write=write, read=read)
     limit: float = horizon
     if credit is not None and loss > credit:  # what the window saved does not cover it: it must pay back soon
         limit = min(horizon, settings.uncovered_payback_turns)
