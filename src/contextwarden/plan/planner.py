@@ -107,14 +107,13 @@ class PlannerSettings:
     files the session came back to among them."""
     pressure_target: float = 0.6
     """Under pressure, mask down towards this share of the trigger."""
-    uncovered_payback_turns: float = float("inf")
+    uncovered_payback_turns: float = 8.0
     """A voluntary batch that would cost more than the window has saved against the raw history so far
     (plus 1% of the raw history's cost), were the session to end right after it, must pay back within
     this many turns instead of within the expected remaining turns (``plan/credit.py``; 0: never risk
-    more). A session's first evicting batch is never covered. 8 keeps the generated replay sessions'
-    batches and stops the late ones that left real SWE-bench sessions above 1.01x raw, but also the one
-    batch that makes the bundled 71-call session (the demo's) cheaper than raw, so the default is no
-    limit (docs/benchmarks.md, "A bound on what a batch can lose")."""
+    more; ``inf``: no limit). A session's first evicting batch is never covered. 8 keeps the generated
+    replay sessions' batches and stops the late ones that left real SWE-bench sessions above 1.01x raw
+    (docs/benchmarks.md, "A bound on what a batch can lose")."""
 
     def __post_init__(
         self,
