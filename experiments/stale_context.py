@@ -20,7 +20,7 @@ PATH = "src/config.py"
 OLD_LINE = "TIMEOUT = 30  # seconds before a request is abandoned"
 NEW_LINE = "TIMEOUT = 60  # seconds before a request is abandoned"
 # The edit's own result carries the note; it names the file only when that output does not.
-_NOTE = re.compile(r"\[note: (?:" + re.escape(PATH) + r" changed; )?the \S+ outputs? of calls? [^\]]+ out of date\]")
+_NOTE = re.compile(r"\[note: earlier reads of (?:this file|" + re.escape(PATH) + r") are out of date\]")
 _MASKED = re.compile(r'read_file\(path="' + re.escape(PATH) + r'"\) masked')
 _STALE = re.compile(r'read_file\(path="' + re.escape(PATH) + r'"\) is stale')
 WAITING = "contextwarden:min-batch=1000000"

@@ -52,7 +52,7 @@ def test_demo_imports_into_the_default_sqlite_store_replays_and_writes_the_repor
     assert f"{calls} model calls replayed" in out and ("o200k_base" in out or "heuristic" in out)
     html = report.read_text(encoding="utf-8")
     assert html.count('data-chart="composition"') == len(DEMO_STRATEGIES)
-    assert "Transcript, request by request" in html and "ALWAYS sending content length" in html
+    assert "Transcript, request by request" in html and "needs_extensions checks versions using strings" in html
     # the first screen says what the replay found, in one sentence, in the table's terms
     sentence = next(line for line in out.splitlines() if line.startswith(f"Over {calls} model calls contextwarden"))
     assert sentence in html.split("<h2>")[0] + html.split("<h2>")[1]  # before the first table
@@ -68,7 +68,7 @@ def test_the_demo_session_shows_contextwarden_cheaper_than_raw_and_masking_keepi
     assert result.exit_code == 0, result.output
     figures = {s["name"]: s for s in json.loads(result.output)["strategies"]}
     ours, raw, masked = figures["contextwarden"], figures["raw"], figures["mask-last-n:10"]
-    assert raw["requests"] >= 50  # a long session, not a short one where nothing needs reducing
+    assert raw["requests"] >= 30  # a long session (the shared ones' median is 36), not one where nothing needs reducing
     assert ours["cost_usd"] < raw["cost_usd"] and ours["cost_usd"] < masked["cost_usd"]
     assert ours["input_tokens_total"] < raw["input_tokens_total"]
     assert ours["retention"] == 1.0 and min(ours["probe_retention"].values()) == 1.0

@@ -23,6 +23,7 @@ from contextwarden.window.projection import Projection, ProjectionConfig
 COUNTER = HeuristicCounter()
 GPT5 = get_profile("gpt-5")  # automatic cache: a miss at the input price, a read at 0.1
 BOUNDED = "contextwarden:uncovered-payback-turns=8"
+UNBOUNDED = "contextwarden:uncovered-payback-turns=inf"
 STRICT = "contextwarden:uncovered-payback-turns=0"
 
 
@@ -139,10 +140,10 @@ def test_a_batch_the_credit_does_not_cover_must_pay_back_within_uncovered_paybac
 @pytest.mark.parametrize("model", ["gpt-5", "claude-sonnet-4-5"])
 def test_a_late_batch_that_pays_back_slowly_waits_for_the_credit(model: str) -> None:
     # A long task statement and small outputs: the batch pays only late, and slowly (as on real SWE-bench runs).
-    results = replayed(session(40, lines=12, spec=200), model, ["contextwarden", BOUNDED])
-    (late, *_) = batches(results, "contextwarden")
-    assert late >= 25 and ended_after(results, "contextwarden")[late] > 1.01  # ended right after: dearer than raw
-    assert not batches(results, BOUNDED)
+    results = replayed(session(40, lines=12, spec=200), model, [UNBOUNDED, BOUNDED, "contextwarden"])
+    (late, *_) = batches(results, UNBOUNDED)
+    assert late >= 25 and ended_after(results, UNBOUNDED)[late] > 1.01  # ended right after: dearer than raw
+    assert not batches(results, BOUNDED) and not batches(results, "contextwarden")  # 8 turns is the default
     assert max(ended_after(results, BOUNDED)) <= 1.01
 
 
@@ -155,9 +156,9 @@ def test_a_batch_that_pays_back_fast_is_still_taken_and_zero_turns_is_the_strict
     assert not batches(results, STRICT) and max(ended_after(results, STRICT)) <= 1.01
 
 
-def test_by_default_no_batch_is_held_back_for_want_of_credit() -> None:
+def test_without_a_limit_no_batch_is_held_back_for_want_of_credit() -> None:
     p = projection(8)
-    settings = PlannerSettings(min_batch_share=0.0, min_batch_tokens=0)
+    settings = PlannerSettings(min_batch_share=0.0, min_batch_tokens=0, uncovered_payback_turns=float("inf"))
     free = plan(p, total=p.total, trigger=10**6, profile=GPT5, turns_so_far=40, settings=settings)
     with_credit = plan(p, total=p.total, trigger=10**6, profile=GPT5, turns_so_far=40, settings=settings, credit=0)
     assert free.edits and with_credit.edits == free.edits and free.loss > 0

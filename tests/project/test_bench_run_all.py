@@ -54,7 +54,7 @@ def test_list_prints_commands_and_the_reason_for_each_skip(
     printed = capsys.readouterr()
     assert "== skip bench_clis.py: no real CLI installed" in printed.out
     assert "bench_proxy_ab.py --generated 1 --json" in printed.out
-    assert "psf__requests-1142.traj.json" in printed.out  # the bundled trajectory, small
+    assert "sphinx-doc__sphinx-9711.traj.json" in printed.out  # the bundled trajectory, small
     assert run_all.main(["--list", "--full", "--only", "bench_bills,bench_proxy_ab"]) == 0
     printed = capsys.readouterr()
     assert f"== skip bench_bills.py: no trajectories with per-call usage under {tmp_path}" in printed.out

@@ -34,7 +34,7 @@ EXCUSED = {
 }
 """Hand-written samples whose usage no real request stream produces, and why (checked below)."""
 ONE_GEMINI_RUN = {
-    "mini-swe-agent/psf__requests-1142.traj.json": "Gemini's implicit cache hits a share of eligible blocks that "
+    "mini-swe-agent/sphinx-doc__sphinx-9711.traj.json": "Gemini's implicit cache hits a share of eligible blocks that "
     "varies by run (0.76-1.28x of the bill per run); the model is checked on the 99 runs in total and on "
     "two runs in tests/replay/test_replay_real_bills.py",
 }

@@ -129,15 +129,24 @@ def test_an_attachment_is_shown_once_as_its_part_with_no_text_added() -> None:
     assert shown.text == "a screenshot" and [p.media_type for p in shown.parts] == ["image/png"]
 
 
-def test_the_stale_note_names_the_file_only_when_the_edit_output_does_not() -> None:
+def test_the_stale_note_is_one_short_line_naming_the_file_only_when_the_edit_does_not() -> None:
+    def note(read: tuple[str, str, dict[str, object]], edit: tuple[str, str, dict[str, object]]) -> str:
+        texts = [i.message.text for i in project(calls(read, edit)).items if i.message.role == "tool"]
+        return texts[1]
+
     read = ("read_file", body(60, "v1"), {"path": "a.py"})
-    named = project(calls(read, ("edit_file", "Updated a.py.", {"path": "a.py", "old_string": "x", "new_string": "y"})))
-    silent = project(calls(read, ("write_file", "done", {"path": "a.py", "content": "y"})))
-    tool_texts = [[i.message.text for i in p.items if i.message.role == "tool"] for p in (named, silent)]
-    read_id = next(i.message.tool_call_id for i in named.items if i.message.role == "tool")
-    assert tool_texts[0][1] == f"Updated a.py.\n[note: the read_file output of call {read_id} is out of date]"
-    assert tool_texts[1][1].startswith("done\n[note: a.py changed; the read_file output of call ")
-    assert "seq" not in tool_texts[0][1] + tool_texts[1][1]
+    named = note(read, ("edit_file", "Updated a.py.", {"path": "a.py", "old_string": "x", "new_string": "y"}))
+    assert named == "Updated a.py.\n[note: earlier reads of this file are out of date]"
+    # A shell edit names the file in its command though its output is empty (a mini-swe-agent ``sed -i``).
+    shell = note(("bash", body(60, "v1"), {"command": "cat a.py"}), ("bash", "", {"command": "sed -i s/x/y/ a.py"}))
+    assert shell == "\n[note: earlier reads of this file are out of date]"
+    assert COUNTER.count(shell) <= 16  # it rides on every later request; raw history has none
+    elsewhere = ("bash", "", {"command": "cd src && sed -i s/x/y/ a.py"})
+    assert note(("read_file", body(60, "v1"), {"path": "src/a.py"}), elsewhere).endswith(
+        "[note: earlier reads of src/a.py are out of date]"
+    )
+    tool_texts = [named, shell]
+    assert "seq" not in tool_texts[0] + tool_texts[1]
 
 
 def test_supersedable_decides_whether_a_newer_read_replaces_the_older() -> None:

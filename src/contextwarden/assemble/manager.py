@@ -7,8 +7,8 @@
 3. ask the planner for a batch of reductions; record it as a window event (``_plan``);
 4. if still over the trigger, compact through :func:`~contextwarden.plan.compaction.compact`, which
    records why (``_compact_if_needed``);
-5. record where the retrieval tools first appear when no other window event marks it
-   (``_record_retrieval_offer``);
+5. bring the retrieval tools for an output cut at ingestion when no other window event does and the
+   rewrite pays (``_record_retrieval_offer``);
 6. order, pairing-normalize and measure the request; refuse to return one over the budget.
 
 The manager only ever appends its own events; it never edits or deletes events. Projections are
@@ -31,7 +31,8 @@ from ..log.store._protocol import SessionStore
 from ..models import ModelProfile, resolve_profile
 from ..plan.compaction.compactor import WindowCompactor
 from ..plan.compaction.entry import PLANNER_TRIGGER, compact, compaction_decision
-from ..plan.exposure import evicted, exposed_tools, tool_json
+from ..plan.credit import rewrite_loss
+from ..plan.exposure import cut_pending, evicted, exposed_tools, tool_json
 from ..plan.planner import Plan, plan, plan_of
 from ..plan.policy import ContextPolicy
 from ..plan.seams import Compactor, PolicyLike
@@ -210,10 +211,11 @@ class ContextManager:
         window_ids = [self._record_edits(session_id, window.projection, planned)] if planned.edits else []
         window, compacted = self._compact_if_needed(session_id, window, settings, planned)
         window_ids += [compacted.target] if compacted is not None else []
+        if not window_ids:
+            window_ids += self._record_retrieval_offer(session_id, window, settings)
         if window_ids:  # a window event changed the window; the first that evicts brings the retrieval tools
             exposed = self.exposed_tools(settings.tools, window.projection, policy=policy)
             fixed = self._fixed_tokens(window.projection.system, exposed)
-        window_ids += self._record_retrieval_offer(session_id, window, exposed, changed=bool(window_ids))
         made = (compacted, plan_of(planned)) if compacted is not None else (plan_of(planned),)
         budget = policy.budget.usable_input(profile, tool_schema_tokens=0)
         return self._assemble(window, profile, exposed, fixed, budget, tuple(window_ids), made, policy)
@@ -233,6 +235,7 @@ class ContextManager:
             settings=planner,
             conversation_tokens=projection.total,
             tools_join=policy.retrieval_tools and not offered,
+            cut_pending=policy.retrieval_tools and cut_pending(projection),
             credit=window.credit.observe(projection.decisions, projection.total, settings.profile),
         )
 
@@ -254,22 +257,23 @@ class ContextManager:
             return window, None
         return self._window(session_id, settings.policy), compaction_decision(stored)
 
-    def _record_retrieval_offer(
-        self, session_id: str, window: CachedWindow, exposed: Sequence[ToolDefinition], *, changed: bool
-    ) -> list[str]:
-        """The id of an empty context-edit batch marking where the retrieval tools appear, when one is needed.
+    def _record_retrieval_offer(self, session_id: str, window: CachedWindow, settings: BuildSettings) -> list[str]:
+        """The id of an empty context-edit batch bringing the retrieval tools for a cut at ingestion, if it pays.
 
-        They join the tool list with the first window event that evicts; when output cut at ingestion made
-        them needed, nothing else marks the change (the cached prefix changes only at window events).
+        The tools joining rewrite the whole request (they open the cached prefix) for no saving: they join
+        when the window's credit covers it (``plan/credit.py``), else with the next window event.
         """
-        shown = any(t.name == READ_RANGE.name for t in exposed)
-        appeared = shown and window.retrieval_shown is False and not changed
-        window.retrieval_shown = shown
-        if not appeared:
+        projection, policy = window.projection, settings.policy
+        if not (policy.retrieval_tools and cut_pending(projection)):
             return []
+        tools = exposed_tools(settings.tools, projection.exposed_tools, retrieval=True)
+        loss = rewrite_loss(projection.estimate(self._fixed_tokens(projection.system, tools)).tokens, settings.profile)
+        if policy.planner.cache_aware and loss > window.credit.available:
+            return []
+        window.credit.spend(loss)
         batch = ContextEditBatch(edits=(), reason="retrieval tools offered: output truncated at ingestion")
-        stored = self.store.append(session_id, [batch], expected_last_seq=window.projection.last_seq)
-        window.projection.add(stored[0])
+        stored = self.store.append(session_id, [batch], expected_last_seq=projection.last_seq)
+        projection.add(stored[0])
         return [stored[0].id]
 
     def exposed_tools(
@@ -277,12 +281,8 @@ class ContextManager:
     ) -> tuple[ToolDefinition, ...]:
         """The tools a request offers.
 
-        The caller's, filtered by the last recorded tool-set change, then the retrieval tools when
-        the policy enables them and something left the window (masked, superseded, compacted, or
-        truncated at ingestion). Before that there is nothing to read back, and their schemas would
-        ride on every request of a short session. They appear with the window event that first
-        evicts, which rewrites the request anyway; a truncation at ingestion records an (empty)
-        context-edit batch for the change, so the cached prefix only ever changes at window events.
+        The caller's, filtered by the last recorded tool-set change, then the retrieval tools when the policy
+        enables them and a window event evicted something (``plan/exposure.py``, :meth:`_record_retrieval_offer`).
         """
         resolved = self._resolve(policy)
         return exposed_tools(

@@ -43,8 +43,6 @@ class CachedWindow:
     """The text of the parts the last checkpoint saved, so the next save encodes only new ones."""
     reported: set[Decision] = field(default_factory=set)
     """Decisions already returned by a build, so each build returns only its own."""
-    retrieval_shown: bool | None = None
-    """Whether the last request built offered the retrieval tools (None: none built in this process)."""
     credit: Credit = field(default_factory=Credit)
     """What the window saved against the raw history so far (what a voluntary batch may risk)."""
 

@@ -27,10 +27,10 @@ from ._common import echo_json, json_options, model_option, progress, store_opti
 
 DEMO_STRATEGIES: tuple[str, ...] = ("raw", "mask-last-n:10", "contextwarden")
 """What the demo compares: no management, SWE-agent-style masking, and contextwarden's default policy."""
-DEFAULT_TRAJECTORY = "psf__requests-1142.traj"
-"""A real long session (mini-swe-agent with Gemini 3 Pro on SWE-bench Verified, 71 model calls) whose
-history grows enough for contextwarden to matter: under the default model it costs less than the raw
-history and than masking, and keeps every probe (docs/benchmarks.md, "The demo's session")."""
+DEFAULT_TRAJECTORY = "sphinx-doc__sphinx-9711.traj"
+"""A real session (mini-swe-agent with Gemini 3 Pro on SWE-bench Verified, 37 model calls) whose history
+grows enough for contextwarden to matter: under the default model it costs less than the raw history and
+than masking, and keeps every probe (docs/benchmarks.md, "The demo's session")."""
 REPORT_NAME = "contextwarden-report.html"
 """The report's file name inside ``--out``."""
 

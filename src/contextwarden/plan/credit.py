@@ -15,7 +15,9 @@ price on that request (raw would have written them) and at the read price on eve
 batch saves its tokens at the read price on every later request and costs its own loss once. It is kept
 per window and updated from the decisions new since the last request, so a build costs O(new decisions).
 A window opened afresh (from a checkpoint or the log, in a new process) starts a new account, which errs
-low; the tool-list change that an output cut at arrival brings (the retrieval tools) is not charged.
+low. The retrieval tools an output cut at arrival needs join the tool list, which opens the cached
+prefix, so they rewrite the whole request for no saving of their own (:func:`rewrite_loss`): they join
+only when the credit covers that, or with the next batch.
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ from dataclasses import dataclass
 
 from ..context import Decision
 from ..models import ModelProfile
-from .planner import cache_prices
+from .planner import batch_loss, cache_prices
 
-__all__ = ["Credit"]
+__all__ = ["Credit", "rewrite_loss"]
 
 RAW_MARGIN = 0.01
 """The share of the raw history's cost so far a batch may lose beyond what the window saved."""
@@ -52,6 +54,8 @@ class Credit:
     """Decisions of ``source`` already counted."""
     source: list[Decision] | None = None
     """The decision list counted (a new one: the window was re-opened, after a compaction)."""
+    available: float = 0.0
+    """The credit on the request last counted, less what was charged since."""
 
     def observe(self, decisions: list[Decision], total: int, profile: ModelProfile) -> float:
         """Count one request whose conversation is ``total`` tokens; the credit a batch may spend on it.
@@ -72,12 +76,20 @@ class Credit:
         raw = total + self.reduced
         self.raw_cost += read * min(raw, self.raw_tokens) + write * max(raw - self.raw_tokens, 0)
         self.raw_tokens = raw
-        return self.saved + RAW_MARGIN * self.raw_cost
+        self.available = self.saved + RAW_MARGIN * self.raw_cost
+        return self.available
 
     def spend(self, loss: float) -> None:
         """Charge a recorded batch's loss (what its request cost more than keeping the cache)."""
         self.saved -= loss
+        self.available -= loss
 
 
 def _reduction(decisions: Iterable[Decision]) -> int:
     return sum(max(d.tokens_saved, 0) for d in decisions)
+
+
+def rewrite_loss(tokens: int, profile: ModelProfile) -> float:
+    """What rewriting a whole request of ``tokens`` for no saving costs more than keeping the cache."""
+    write, read = cache_prices(profile)
+    return batch_loss(rewritten=tokens, saved=0, write=write, read=read)

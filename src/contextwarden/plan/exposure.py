@@ -11,7 +11,7 @@ from ..log.events import EVICTING_EDITS
 from ..tools import READ_RANGE, RECALL
 from ..window.projection import Projection
 
-__all__ = ["evicted", "exposed_tools", "tool_json"]
+__all__ = ["cut_pending", "evicted", "exposed_tools", "tool_json"]
 
 __getattr__ = deprecated_names(__name__, {"ToolLike": (lambda: ToolDefinition, "contextwarden.ToolDefinition")})
 
@@ -43,13 +43,19 @@ def exposed_tools(
     return tuple(chosen)
 
 
-_EVICTING = EVICTING_EDITS | {"truncate"}
-
-
 def evicted(projection: Projection) -> bool:
-    """Whether content left the window: a compaction, an edit other than dropping thinking, a truncated output.
+    """Whether the retrieval tools are offered: content left the window at a window event.
 
-    The retrieval tools are for reading such content back; before any, their schemas would be dead weight
-    on every request of a short session.
+    That is a compaction, an edit other than dropping thinking, or a context-edit batch after an output cut
+    at ingestion. Before any, their schemas would be dead weight on every request of a short session. A cut
+    at ingestion alone does not bring them (:func:`cut_pending`): the tool list opens the cached prefix, so
+    the tools joining rewrites the whole request, which the cut must pay for like a batch.
     """
-    return projection.compaction is not None or any(d.action in _EVICTING for d in projection.decisions)
+    if projection.compaction is not None or projection.cuts_offered:
+        return True
+    return any(d.action in EVICTING_EDITS for d in projection.decisions)
+
+
+def cut_pending(projection: Projection) -> bool:
+    """Whether an output cut at ingestion awaits the retrieval tools (no window event has brought them yet)."""
+    return not evicted(projection) and any(d.action == "truncate" for d in projection.decisions)

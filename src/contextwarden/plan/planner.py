@@ -107,14 +107,13 @@ class PlannerSettings:
     files the session came back to among them."""
     pressure_target: float = 0.6
     """Under pressure, mask down towards this share of the trigger."""
-    uncovered_payback_turns: float = float("inf")
+    uncovered_payback_turns: float = 8.0
     """A voluntary batch that would cost more than the window has saved against the raw history so far
     (plus 1% of the raw history's cost), were the session to end right after it, must pay back within
     this many turns instead of within the expected remaining turns (``plan/credit.py``; 0: never risk
-    more). A session's first evicting batch is never covered. 8 keeps the generated replay sessions'
-    batches and stops the late ones that left real SWE-bench sessions above 1.01x raw, but also the one
-    batch that makes the bundled 71-call session (the demo's) cheaper than raw, so the default is no
-    limit (docs/benchmarks.md, "A bound on what a batch can lose")."""
+    more; ``inf``: no limit). A session's first evicting batch is never covered. 8 keeps the generated
+    replay sessions' batches and stops the late ones that left real SWE-bench sessions above 1.01x raw
+    (docs/benchmarks.md, "A bound on what a batch can lose")."""
 
     def __post_init__(
         self,
@@ -204,6 +203,14 @@ def payback_turns(*, rewritten: int, saved: int, write: float, read: float) -> f
     return (write - read) / read * max(rewritten - saved, 0) / saved
 
 
+def batch_loss(*, rewritten: int, saved: int, write: float, read: float) -> float:
+    """What a request rewriting ``rewritten`` tokens to save ``saved`` costs more than keeping the cache.
+
+    In uncached-price tokens, were the session to end right after it (``plan/credit.py``).
+    """
+    return write * max(rewritten - saved, 0) - read * rewritten
+
+
 def plan(
     pool: ReductionPool,
     *,
@@ -216,6 +223,7 @@ def plan(
     kept: frozenset[str] = frozenset(),
     conversation_tokens: int | None = None,
     tools_join: bool = False,
+    cut_pending: bool = False,
     credit: float | None = None,
 ) -> Plan:
     """Decide the next batch of reductions (see the module docstring).
@@ -234,6 +242,7 @@ def plan(
     ``tools_join`` says tools join the tool list with the first batch that evicts something (the
     retrieval tools): tool schemas open the cached prefix, so that batch rewrites the whole request,
     and its payback counts ``total`` as rewritten rather than the tail from its first edit.
+    ``cut_pending`` says an output cut at ingestion awaits them: any batch brings them, so the same holds.
 
     ``credit`` (see ``plan/credit.py``) is what a voluntary batch may cost more than keeping the cache,
     were the session to end right after it; a batch over it must pay back within
@@ -267,7 +276,7 @@ def plan(
         return Plan(reason=f"nothing worth a batch ({saved} tokens reducible, {floor} needed)")
     if not settings.cache_aware:
         return Plan(edits=tuple(batch), saved_tokens=saved, reason="reduce at every request (cache-unaware)")
-    if tools_join and any(e.action in EVICTING_EDITS for e in batch):
+    if tools_join and (cut_pending or any(e.action in EVICTING_EDITS for e in batch)):
         rewritten = total
     else:
         rewritten = pool.tail_tokens(min(pool.position(e.target_id) for e in batch))
@@ -275,7 +284,7 @@ def plan(
     horizon = settings.expected_turns
     if horizon is None:
         horizon = max(int(turns_so_far * settings.horizon_share), 4)
-    loss = write * max(rewritten - saved, 0) - read * rewritten
+    loss = batch_loss(rewritten=rewritten, saved=saved, write=write, read=read)
     limit: float = horizon
     if credit is not None and loss > credit:  # what the window saved does not cover it: it must pay back soon
         limit = min(horizon, settings.uncovered_payback_turns)

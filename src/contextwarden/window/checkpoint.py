@@ -55,8 +55,8 @@ __all__ = [
 
 _KNOWN_FIELDS: dict[type, frozenset[str]] = {
     Projection: frozenset({
-        "_calls", "_ledger", "_prefix", "_seen_user", "assistant_turns", "compaction", "config", "decisions",
-        "exposed_tools", "held_frontier", "last_seq", "last_usage", "list", "queue", "state_builder",
+        "_calls", "_ledger", "_prefix", "_seen_user", "assistant_turns", "compaction", "config", "cuts_offered",
+        "decisions", "exposed_tools", "held_frontier", "last_seq", "last_usage", "list", "queue", "state_builder",
         "system_parts", "tokens_at_last_usage", "twins",
     }),
     ItemList: frozenset({"_cum", "_cum_valid", "_pos", "items", "settled", "total"}),
@@ -192,6 +192,7 @@ def _projection_data(p: Projection, policies: list[ToolPolicy]) -> dict[str, Any
         "total": p.list.total,
         "system_parts": p.system_parts,
         "exposed_tools": p.exposed_tools,
+        "cuts_offered": p.cuts_offered,
         "decisions": p.decisions,
         "held_frontier": [[thinking, item_id] for thinking, item_id in p.held_frontier.items()],
         "last_usage": None if p.last_usage is None else event_to_dict(p.last_usage),

@@ -75,6 +75,8 @@ def _restore(data: Mapping[str, Any], config: ProjectionConfig) -> Projection:
     exposed = data["exposed_tools"]
     p.exposed_tools = None if exposed is None else tuple(str(name) for name in exposed)
     p.decisions = [Decision(**d) for d in data["decisions"]]
+    # A checkpoint from before the field offered the retrieval tools with the first cut at ingestion.
+    p.cuts_offered = bool(data.get("cuts_offered", any(d.action == "truncate" for d in p.decisions)))
     p.held_frontier = {bool(thinking): str(item_id) for thinking, item_id in data["held_frontier"]}
     usage = None if data["last_usage"] is None else event_from_dict(data["last_usage"])
     if usage is not None and not isinstance(usage, UsageReport):

@@ -48,6 +48,17 @@ def _outputs_of(items: Sequence[ContextItem]) -> tuple[str, bool]:
     return f"{tools} output{'s' if plural else ''} of call{'s' if plural else ''} {ids}", plural
 
 
+def _stale_note(key: str, event: ToolResult, call: ToolCall | None, written: int) -> str:
+    """The note an edit's result carries when it makes reads of file ``key`` still shown out of date.
+
+    It rides on every later request and raw history has none, so it is one short line: every earlier
+    read of the file is out of date (the ledger keeps none), and the file is named only when neither the
+    call nor the output names it, or the call changed more than one.
+    """
+    named = key in event.output or (call is not None and key in args_json(call.arguments))
+    return f"[note: earlier reads of {'this file' if named and written == 1 else key} are out of date]"
+
+
 class ResourceLedger:
     """Which results read, changed or ran each resource, as the window grows."""
 
@@ -108,6 +119,7 @@ class ResourceLedger:
         proposals: list[Proposal] = []
         notes: list[str] = []
         failed = event.is_error or event.exit_code not in (None, 0)
+        written = sum(r.kind == "file" and r.access == "write" for r in resources)
         for r in resources:
             if r.kind == "file" and r.access == "write" and not failed:
                 reads = self._readers.pop(r.key, [])
@@ -120,10 +132,7 @@ class ResourceLedger:
                 flagged = (item for o in reads if (item := items.get(o)) is not None and (replaceable(o) or not named))
                 shown = [item for item in flagged if item.state not in REDUCED]
                 if shown:
-                    # The note rides on every later request: name the file only when the output does not.
-                    changed = "" if named else f"{r.key} changed; "
-                    what, plural = _outputs_of(shown)
-                    notes.append(f"[note: {changed}the {what} {'are' if plural else 'is'} out of date]")
+                    notes.append(_stale_note(r.key, event, call, written))
             elif r.kind == "file" and r.access == "read" and not failed:
                 remaining = []
                 for old in self._readers.get(r.key, []):

@@ -67,6 +67,8 @@ class Projection:
         self.system_parts: list[str] = list(base.system) if base else []
         self.exposed_tools: tuple[str, ...] | None = None
         self.decisions: list[Decision] = []
+        self.cuts_offered = False
+        """A context-edit batch came after a cut at ingestion: the retrieval tools are offered for it."""
         self.held_frontier: dict[bool, str] = {}
         """The item at the frontier (with and without thinking) as it stood before the latest batch of edits."""
         self.last_usage: UsageReport | None = None
@@ -214,6 +216,7 @@ class Projection:
         elif isinstance(event, ToolResult):
             self._add_tool_result(event)
         elif isinstance(event, ContextEditBatch):
+            self.cuts_offered = self.cuts_offered or any(d.action == "truncate" for d in self.decisions)
             self.apply_edits(event.edits, seq=event.seq)
         elif isinstance(event, ToolSetChange):
             self.exposed_tools = event.exposed
