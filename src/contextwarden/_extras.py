@@ -9,6 +9,8 @@ from __future__ import annotations
 MODULE_EXTRAS = {
     "starlette": "proxy",
     "uvicorn": "proxy",
+    "httptools": "proxy",
+    "aiohttp": "proxy",
     "prometheus_client": "proxy",
     "anthropic": "proxy",
     "psycopg": "postgres",

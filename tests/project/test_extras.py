@@ -58,6 +58,7 @@ def _run(blocked: list[str], *args: str) -> subprocess.CompletedProcess[str]:
     [
         (["prometheus_client"], ["proxy", "--port", "0"], "proxy"),
         (["uvicorn"], ["proxy", "--port", "0"], "proxy"),
+        (["aiohttp"], ["proxy", "--port", "0"], "proxy"),
         (["starlette"], ["proxy", "stats"], "proxy"),
         (["psycopg"], ["sessions", "ls", "--store", "postgresql://nobody@127.0.0.1:1/none"], "postgres"),
         (["psycopg"], ["proxy", "stats", "--store", "postgresql://nobody@127.0.0.1:1/none"], "postgres"),
