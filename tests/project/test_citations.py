@@ -44,3 +44,25 @@ def test_no_text_cites_a_document_or_issue_the_repository_does_not_hold() -> Non
 def test_behaviours_says_the_design_documents_are_outside_the_repository() -> None:
     intro = " ".join(BEHAVIOURS.read_text(encoding="utf-8").split("\n## ", 1)[0].split())
     assert "not part of this repository" in intro and "`../shared/seeds/`" in intro
+
+
+CITED_TEST = re.compile(r"`((?:tests/[\w/]+/)?test_\w+\.py)?::(test_\w+)`")
+"""A test ``docs/behaviours.md`` cites: ```test_x.py::test_name``` or ```::test_name``` (the file before)."""
+
+
+def test_every_test_the_behaviours_page_cites_exists() -> None:
+    files = {p.name: p for p in (ROOT / "tests").rglob("test_*.py")}
+    missing = []
+    for number, line in enumerate(BEHAVIOURS.read_text(encoding="utf-8").splitlines(), 1):
+        current: Path | None = None
+        for match in CITED_TEST.finditer(line):
+            if match.group(1):
+                current = ROOT / match.group(1) if "/" in match.group(1) else files.get(match.group(1))
+            if current is None or not current.exists():
+                missing.append(f"line {number}: no file for {match.group()}")
+            elif not re.search(rf"^(?:async )?def {match.group(2)}\(", current.read_text(encoding="utf-8"), re.M):
+                missing.append(f"line {number}: {current.name} has no {match.group(2)}")
+    for path in re.findall(r"`(tests/[\w/]+\.py)`", BEHAVIOURS.read_text(encoding="utf-8")):
+        if not (ROOT / path).exists():
+            missing.append(f"no file {path}")
+    assert not missing, "\n".join(missing)
