@@ -5,6 +5,7 @@ Each test runs a real proxy over real HTTP in front of a small real upstream tha
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,21 +38,26 @@ def _echo_upstream() -> Starlette:
     async def moved(request: Request) -> Response:
         return Response(status_code=302, headers={"location": "/v1/echo"})
 
+    async def slow(request: Request) -> Response:
+        await asyncio.sleep(3)
+        return JSONResponse({"late": True})
+
     return Starlette(
         routes=[
             Route("/v1/echo", echo, methods=["GET", "POST"]),
             Route("/v1/login", login, methods=["GET"]),
             Route("/v1/moved", moved, methods=["GET"]),
+            Route("/v1/slow", slow, methods=["GET"]),
         ]
     )
 
 
 @contextmanager
-def _proxied(tmp_path: Path) -> Iterator[str]:
+def _proxied(tmp_path: Path, *, timeout: float = 600.0) -> Iterator[str]:
     with BackgroundServer(_echo_upstream()) as up:
         upstream = up.url.replace("127.0.0.1", "localhost")  # a name: an HTTP client may keep cookies for it
         settings = ProxySettings(
-            anthropic_upstream=upstream, openai_upstream=upstream, store_url=str(tmp_path / "s.db")
+            anthropic_upstream=upstream, openai_upstream=upstream, store_url=str(tmp_path / "s.db"), timeout=timeout
         )
         proxy = Proxy(settings)
         try:
@@ -108,6 +114,15 @@ def test_a_redirect_is_relayed_not_followed(tmp_path: Path) -> None:
     with _proxied(tmp_path) as url:
         answer = httpx.get(url + "/v1/moved", headers={"x-api-key": "k"})
     assert answer.status_code == 302 and answer.headers["location"] == "/v1/echo"
+
+
+@pytest.mark.parametrize(("timeout", "status"), [(0.5, 502), (600.0, 200)])
+def test_an_upstream_slower_than_the_timeout_gets_the_client_a_502(tmp_path: Path, timeout: float, status: int) -> None:
+    with _proxied(tmp_path, timeout=timeout) as url:
+        answer = httpx.get(url + "/v1/slow", headers={"x-api-key": "k"}, timeout=60)
+    assert answer.status_code == status
+    if status == 502:
+        assert "could not reach the upstream" in answer.json()["error"]["message"]
 
 
 @pytest.mark.parametrize(

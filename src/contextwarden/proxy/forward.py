@@ -60,7 +60,8 @@ KEEPALIVE_SECONDS = 4.0
 @contextlib.asynccontextmanager
 async def upstream_session(settings: ProxySettings) -> AsyncIterator[aiohttp.ClientSession]:
     """The proxy's one client for every upstream call (pooled HTTP/1.1 connections), closed on exit."""
-    timeout = aiohttp.ClientTimeout(total=None, sock_connect=30.0, sock_read=settings.timeout)
+    # a wait for a free connection, a connection, each read: none longer than ``settings.timeout``
+    timeout = aiohttp.ClientTimeout(total=None, connect=settings.timeout, sock_connect=30.0, sock_read=settings.timeout)
     connector = aiohttp.TCPConnector(limit=256, keepalive_timeout=KEEPALIVE_SECONDS)
     session = aiohttp.ClientSession(
         connector=connector,
