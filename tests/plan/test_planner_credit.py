@@ -162,3 +162,12 @@ def test_without_a_limit_no_batch_is_held_back_for_want_of_credit() -> None:
     free = plan(p, total=p.total, trigger=10**6, profile=GPT5, turns_so_far=40, settings=settings)
     with_credit = plan(p, total=p.total, trigger=10**6, profile=GPT5, turns_so_far=40, settings=settings, credit=0)
     assert free.edits and with_credit.edits == free.edits and free.loss > 0
+
+
+def test_the_proxy_preset_gives_an_uncovered_batch_four_turns_to_pay_back() -> None:
+    # behind the proxy a batch adds no tool list, so it looks cheaper and comes earlier: the preset asks more
+    proxy, eight = "contextwarden:task=proxy", "contextwarden:task=proxy,uncovered-payback-turns=8"
+    results = replayed(session(30, lines=12, spec=200), "claude-sonnet-4-5", [proxy, eight])
+    (taken, *_) = batches(results, eight)
+    assert ended_after(results, eight)[taken] > 1.05  # the bet 8 turns makes here
+    assert not batches(results, proxy) and max(ended_after(results, proxy)) <= 1.01

@@ -345,6 +345,7 @@ PROXY = TaskPolicy(
         keep_recent_tool_results=3,
         drop_old_thinking=False,
         horizon_share=1 / 3,
+        uncovered_payback_turns=4.0,
         protection=Protection(exploration_reads=False),
     ),
     retrieval_tools=False,
@@ -358,8 +359,10 @@ their signatures, so the planner must not count on dropping them, and a client's
 history is its whole history. The rest is measured with the proxy's matched A/B
 (``docs/benchmarks.md``, "Planner defaults and why"): its first batch adds no tool list, so it looks
 cheap and comes early unless 3 results stay; a batch the session does not live to pay back costs more
-than going direct, so it expects a session to run a third as long again; and holding back an exploring
-session's reads costs more than it keeps there."""
+than going direct, so it expects a session to run a third as long again, and one the window's saving
+does not cover must pay back within 4 turns (with 8, 3 and 1 of the 99 real SWE-bench sessions cost
+more than 1.01x raw under gpt-5 and Claude prices; with 4, none, for 0.5 points of the total); and
+holding back an exploring session's reads costs more than it keeps there."""
 
 _PRESETS: dict[str, TaskPolicy] = {p.name: p for p in (CODING, RESEARCH, BROWSER, PROXY)}
 _ALIASES = {"deep_research": "research", "deep-research": "research", "web": "browser", "code": "coding"}
