@@ -70,6 +70,10 @@ class SQLStore(CheckpointSQL):
         """Name the already stored id that ``exc`` refused among ``rows``."""
         raise NotImplementedError
 
+    def _append_at_once(self, session_id: str, batch: sh.Batch, expected_last_seq: int) -> bool:
+        """Append ``batch`` in one statement if the database can; whether it did (else the general path runs)."""
+        return False
+
     # ------------------------------------------------------------------ sessions
 
     def create_session(
@@ -123,6 +127,8 @@ class SQLStore(CheckpointSQL):
         batch = sh.prepare_append(session_id, events, expected_last_seq=expected_last_seq)
         d, p = self.dialect, self.dialect.param
         try:
+            if batch.rows and self._append_at_once(session_id, batch, expected_last_seq):
+                return batch.events
             with self._transaction(write=True) as cur:
                 # the write lock (BEGIN IMMEDIATE, or the row lock) keeps last_seq still until commit
                 row = cur.execute(

@@ -14,12 +14,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from functools import cache
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
-from ...errors import SessionExists, StoreError
+from ...errors import ConflictError, SessionExists, StoreError, UsageError
 from . import _shared as sh
 from ._pgpool import ConnectionPool
-from ._sql import Cursor, Dialect, DuplicateSeq, SQLStore
+from ._sql import STATEMENT_BYTES, Cursor, Dialect, DuplicateSeq, SQLStore
 from ._sql_checkpoints import pieces_migration
 
 if TYPE_CHECKING:
@@ -168,6 +170,33 @@ class PostgresStore(SQLStore):
             except self._psycopg.Error as exc:
                 raise StoreError(f"PostgreSQL: {_one_line(exc)}") from None
 
+    def _append_at_once(self, session_id: str, batch: sh.Batch, expected_last_seq: int) -> bool:
+        # one statement, so one round trip and its own transaction: the UPDATE takes the row lock and
+        # moves last_seq only if it is still the expected one (a writer that waited on the lock sees
+        # the committed value), and the INSERT writes the rows only if the UPDATE moved it
+        rows = batch.rows
+        if len(rows) > APPEND_AT_ONCE_ROWS or sum(len(row[4]) for row in rows) > STATEMENT_BYTES:
+            return False
+        params = (rows[-1][1], batch.window_start, session_id, expected_last_seq, *chain.from_iterable(rows))
+        for _ in range(3):
+            with self._transaction(write=False) as cur:
+                try:
+                    cur.execute(_append_sql(len(rows)), params)
+                except Exception as exc:
+                    if self._is_duplicate_id(exc):
+                        duplicate = self._duplicate_id(cur, exc, rows)
+                        raise UsageError(
+                            f"event id {duplicate!r} is already stored; event ids must be unique"
+                        ) from None
+                    raise
+                if cur.rowcount == len(rows):
+                    return True
+            actual = self.get_session(session_id).last_seq  # SessionNotFound if there is none
+            if actual != expected_last_seq:
+                raise ConflictError(session_id, expected_last_seq, actual)
+            # the session was created in between: its position is the expected one now
+        raise ConflictError(session_id, expected_last_seq, self.get_session(session_id).last_seq)
+
     def _is_duplicate_id(self, exc: BaseException) -> bool:
         return isinstance(exc, self._psycopg.errors.UniqueViolation) and exc.diag.constraint_name == _ID_KEY
 
@@ -176,6 +205,22 @@ class PostgresStore(SQLStore):
         detail = getattr(getattr(exc, "diag", None), "message_detail", None) or ""
         match = _KEY_DETAIL.fullmatch(str(detail))
         return match.group(1) if match else "?"
+
+
+APPEND_AT_ONCE_ROWS = 100
+"""Most events an append writes in its one statement; a larger one takes a transaction of several."""
+
+
+@cache
+def _append_sql(count: int) -> str:
+    """The compare-and-append of ``count`` rows as one statement (cached: every append asks)."""
+    values = ", ".join(["(%s::text, %s::bigint, %s::text, %s::text, %s::text)"] * count)
+    return (
+        f"WITH moved AS (UPDATE {_SESSIONS} SET last_seq = %s, "
+        "window_start_seq = coalesce(%s::bigint, window_start_seq) WHERE id = %s AND last_seq = %s RETURNING id) "
+        f"INSERT INTO {_EVENTS} (session_id, seq, id, kind, data) "
+        f"SELECT * FROM (VALUES {values}) AS batch WHERE EXISTS (SELECT 1 FROM moved)"
+    )
 
 
 def _one_line(exc: BaseException) -> str:
