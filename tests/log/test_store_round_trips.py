@@ -63,7 +63,7 @@ def store(pg_schema_dsn: str) -> Iterator[PostgresStore]:
 
 
 def _users(n: int, tag: str = "u") -> list[UserMessage]:
-    return [UserMessage(text=f"{tag} {i}") for i in range(n)]
+    return [UserMessage(text=f"{tag} {i}" if tag == "u" else f"{tag}{i}") for i in range(n)]
 
 
 def test_an_append_is_one_statement(store: PostgresStore) -> None:
@@ -141,3 +141,37 @@ def test_racing_one_statement_appends_leave_no_gap_and_one_winner_per_seq(pg_sch
     finally:
         for s in stores:
             s.close()
+
+
+def test_a_read_of_one_page_is_one_statement(store: PostgresStore) -> None:
+    store.create_session("s")
+    store.append("s", _users(5), expected_last_seq=0)
+    counted = Counted(store)
+    assert [e.seq for e in store.read("s", since_seq=2)] == [3, 4, 5]
+    assert [e.seq for e in store.read("s", since_seq=5)] == []
+    assert len(counted.sent) == 2, counted.sent
+    store.append("s", [Compaction(summary="earlier", first_kept_seq=4)], expected_last_seq=5)
+    counted.sent.clear()
+    assert [e.seq for e in store.read_window("s")] == [4, 5, 6]
+    assert len(counted.sent) == 1, counted.sent
+    with pytest.raises(SessionNotFound):
+        store.read("nobody")
+
+
+def test_reads_that_page_or_cross_a_fork_point_return_every_event_in_order(store: PostgresStore) -> None:
+    from contextwarden.log.store import _shared
+
+    store.create_session("p")
+    store.append("p", _users(_shared.PAGE_SIZE + 20, "p"), expected_last_seq=0)
+    assert [e.seq for e in store.read("p")] == list(range(1, _shared.PAGE_SIZE + 21))
+    assert [e.seq for e in store.read("p", since_seq=_shared.PAGE_SIZE)] == list(
+        range(_shared.PAGE_SIZE + 1, _shared.PAGE_SIZE + 21)
+    )
+    store.fork("p", at_seq=10, new_session_id="f")
+    store.append("f", _users(3, "f"), expected_last_seq=11)
+    # before the fork point: the parent's rows, then the fork's own (its marker first)
+    got = store.read("f", since_seq=8)
+    assert [e.seq for e in got] == [9, 10, 11, 12, 13, 14]
+    assert [getattr(e, "text", e.kind) for e in got] == ["p8", "p9", "fork", "f0", "f1", "f2"]
+    assert [getattr(e, "text", e.kind) for e in store.read("f", since_seq=11)] == ["f0", "f1", "f2"]
+    assert [e.seq for e in store.read_window("f")] == list(range(1, 15))
