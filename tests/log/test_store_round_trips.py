@@ -1,4 +1,4 @@
-"""PostgreSQL round trips: an append is one statement, and its guarantees hold all the same.
+"""PostgreSQL round trips: an append is one statement, so is a read of one page, with every guarantee kept.
 
 Each statement to the server is a round trip the caller waits for; the proxy makes several store
 calls per request, so every one saved shows in its latency under load. The counts here are of
@@ -9,51 +9,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
+from _statements import Counted
 from contextwarden.errors import ConflictError, SessionNotFound, UsageError
 from contextwarden.log.events import Compaction, UserMessage
 from contextwarden.log.store import PostgresStore
 
 pytestmark = pytest.mark.postgres
-
-
-class Counted:
-    """The statements a store sends, by SQL text (``BEGIN``/``COMMIT`` for each transaction block)."""
-
-    def __init__(self, store: PostgresStore) -> None:
-        import psycopg
-
-        self.sent: list[str] = []
-        sent = self.sent
-
-        class Cursor(psycopg.Cursor[Any]):
-            def execute(self, query: Any, *args: Any, **kwargs: Any) -> Any:
-                sent.append(str(query))
-                return super().execute(query, *args, **kwargs)
-
-            def executemany(self, query: Any, *args: Any, **kwargs: Any) -> Any:
-                sent.append(str(query))  # pipelined: one round trip for the lot
-                return super().executemany(query, *args, **kwargs)
-
-        connect = store._pool._connect
-
-        def counted_connect() -> Any:
-            conn = connect()
-            conn.cursor_factory = Cursor
-            transaction = conn.transaction
-
-            def counted_transaction(*args: Any, **kwargs: Any) -> Any:
-                sent.extend(["BEGIN", "COMMIT"])
-                return transaction(*args, **kwargs)
-
-            conn.transaction = counted_transaction
-            return conn
-
-        store._pool.close()
-        store._pool = type(store._pool)(counted_connect, size=store._pool.size)
 
 
 @pytest.fixture

@@ -160,15 +160,19 @@ class SQLStore(CheckpointSQL):
 
     def iter_events(self, session_id: str, *, since_seq: int = 0) -> Iterator[Event]:
         """Like :meth:`read`, streaming a page of rows at a time."""
+        return self.header_and_events(session_id, since_seq=since_seq)[1]
+
+    def header_and_events(self, session_id: str, *, since_seq: int = 0) -> tuple[SessionInfo, Iterator[Event]]:
+        """The session's header and :meth:`iter_events`, the header read with the first page if it can be."""
         sh.check_seq(since_seq, "since_seq")
         return self._events(session_id, since_seq)
 
     def read_window(self, session_id: str) -> list[Event]:
         """Events from the current window's start on; only those rows are read."""
-        return list(self._events(session_id, None))
+        return list(self._events(session_id, None)[1])
 
-    def _events(self, session_id: str, since_seq: int | None) -> Iterator[Event]:
-        """The events after ``since_seq`` (``None``: the window's), the first page read with the header if it can be."""
+    def _events(self, session_id: str, since_seq: int | None) -> tuple[SessionInfo, Iterator[Event]]:
+        # ``since_seq`` None: from the window's start
         with self._transaction(write=False) as cur:
             info, page = self._info_and_page(cur, session_id, since_seq)
             since = info.window_start_seq - 1 if since_seq is None else since_seq
@@ -179,7 +183,7 @@ class SQLStore(CheckpointSQL):
             rows = first.pop((segment.session_id, after), None)
             return self._fetch(segment, after) if rows is None else rows
 
-        return sh.iter_segments(segments, fetch)
+        return info, sh.iter_segments(segments, fetch)
 
     def fork(self, session_id: str, *, at_seq: int, new_session_id: str | None = None) -> SessionInfo:
         """Branch a session after ``at_seq``; the branch shares the prefix without copying it."""
