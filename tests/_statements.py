@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from contextwarden.log.store import PostgresStore
-
 
 class Counted:
-    """The statements a store sends, by SQL text (``BEGIN``/``COMMIT`` for each transaction block)."""
+    """The statements sent through ``owner``'s connection pool (a PostgreSQL store, the proxy's tables), by SQL text.
 
-    def __init__(self, store: PostgresStore) -> None:
+    A transaction block counts as ``BEGIN`` and ``COMMIT``; an ``executemany`` (pipelined) as one.
+    """
+
+    def __init__(self, owner: Any) -> None:
         import psycopg
 
         self.sent: list[str] = []
@@ -25,7 +26,7 @@ class Counted:
                 sent.append(str(query))  # pipelined: one round trip for the lot
                 return super().executemany(query, *args, **kwargs)
 
-        connect = store._pool._connect
+        connect = owner._pool._connect
 
         def counted_connect() -> Any:
             conn = connect()
@@ -39,5 +40,5 @@ class Counted:
             conn.transaction = counted_transaction
             return conn
 
-        store._pool.close()
-        store._pool = type(store._pool)(counted_connect, size=store._pool.size)
+        owner._pool.close()
+        owner._pool = type(owner._pool)(counted_connect, size=owner._pool.size)

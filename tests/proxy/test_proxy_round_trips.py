@@ -32,7 +32,7 @@ def _ask(url: str, history: list[dict[str, Any]], text: str) -> None:
     history.append({"role": "assistant", "content": response.json()["content"][0]["text"]})
 
 
-def test_a_proxied_call_sends_five_statements_to_the_session_store(pg_schema_dsn: str) -> None:
+def test_a_proxied_call_sends_five_statements_to_the_session_store_and_one_to_remember_it(pg_schema_dsn: str) -> None:
     store = PostgresStore(pg_schema_dsn)
     counted = Counted(store)
     with rig(pg_schema_dsn, store=store) as r:
@@ -41,13 +41,17 @@ def test_a_proxied_call_sends_five_statements_to_the_session_store(pg_schema_dsn
             _ask(r.url, history, f"warm-up {n}")
         r.proxy.settle()
         counted.sent.clear()
+        tables = Counted(r.proxy.db)
         for n in range(CALLS):
             _ask(r.url, history, f"question {n}")
             r.proxy.settle()
         sent = list(counted.sent)
+        remembered = [s for s in tables.sent if "proxy_prefixes" in s or "proxy_lanes" in s]
         [session] = store.list_sessions()
         events = store.read(session.id)
     assert len(sent) <= PER_CALL * CALLS, "\n".join(sent)
+    # the history the answer extends, remembered for whichever worker gets the next request: one statement
+    assert len(remembered) == CALLS, "\n".join(remembered)
     # every turn is in the log once, in order, with its usage
     said = [e.text for e in events if isinstance(e, UserMessage)]
     assert said == ["warm-up 0", "warm-up 1"] + [f"question {n}" for n in range(CALLS)]
