@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from contextwarden.errors import SessionNotFound
-from contextwarden.log.events import UserMessage
+from contextwarden.log.events import Event, UserMessage
 from contextwarden.log.store import MemoryStore, PostgresStore, SessionStore, SQLiteStore
 from contextwarden.log.store._shared import SupportsHeaderRead, header_and_events
 from contextwarden.mirror._chain import Chain
@@ -60,3 +60,19 @@ def test_a_chain_starts_over_when_its_session_was_deleted_and_recreated_shorter(
     fresh = Chain("s")
     fresh.refresh(store)
     assert chain.digests == fresh.digests
+
+
+def test_a_store_without_the_joint_read_reads_its_events_only_when_asked() -> None:
+    reads: list[int] = []
+
+    class Counting(MemoryStore):
+        def iter_events(self, session_id: str, *, since_seq: int = 0) -> Iterator[Event]:
+            reads.append(since_seq)
+            return super().iter_events(session_id, since_seq=since_seq)
+
+    store = Counting()
+    store.create_session("s")
+    store.append("s", _said(["a"]), expected_last_seq=0)
+    info, events = header_and_events(store, "s", since_seq=1)
+    assert info.last_seq == 1 and reads == []  # the header alone said there is nothing new
+    assert list(events) == [] and reads == [1]

@@ -330,4 +330,8 @@ def header_and_events(
     if isinstance(store, SupportsHeaderRead):
         return store.header_and_events(session_id, since_seq=since_seq)
     info = store.get_session(session_id)
-    return info, store.iter_events(session_id, since_seq=since_seq)
+
+    def events() -> Iterator[Event]:  # read only if asked for: the caller may need the header alone
+        yield from store.iter_events(session_id, since_seq=since_seq)
+
+    return info, events()
