@@ -121,11 +121,11 @@ class ContextManager:
 
     # ------------------------------------------------------------------ window
 
-    def projection(self, session_id: str, *, policy: PolicyLike | None = None) -> Projection:
-        """The up-to-date projection of the session's current window."""
+    def projection(self, session_id: str, *, policy: PolicyLike | None = None, catch_up: bool = True) -> Projection:
+        """The projection of the session's current window, up to date (``catch_up=False``: as last built or read)."""
         resolved = self._resolve(policy)
         with self._session_lock(session_id):
-            return self._window(session_id, resolved).projection
+            return self._cache.window(session_id, resolved, catch_up=catch_up).projection
 
     def _resolve(self, policy: PolicyLike | None) -> ContextPolicy:
         return self.policy if policy is None else _policy(policy)

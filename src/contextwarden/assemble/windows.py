@@ -104,8 +104,12 @@ class WindowCache:
                 lock = self._locks[session_id] = threading.RLock()
             return lock
 
-    def window(self, session_id: str, policy: ContextPolicy) -> CachedWindow:
-        """The session's cached window under ``policy``, caught up (the caller holds the session lock)."""
+    def window(self, session_id: str, policy: ContextPolicy, *, catch_up: bool = True) -> CachedWindow:
+        """The session's cached window under ``policy``, caught up (the caller holds the session lock).
+
+        ``catch_up=False`` skips the store's read when the window is cached: it stands as the last
+        build or read left it (events appended since are not in it).
+        """
         key = (session_id, policy)
         with self._guard:
             window = self._windows.get(key)
@@ -113,6 +117,8 @@ class WindowCache:
             window = self._open(session_id, policy)
             with self._guard:
                 self._windows[key] = window
+            return window
+        if not catch_up:
             return window
         new = self.store.read(session_id, since_seq=window.projection.last_seq)
         if any(isinstance(e, Compaction) for e in new):

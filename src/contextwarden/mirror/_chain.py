@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from ..errors import SessionExists, SessionNotFound, StoreError
 from ..log.events import Compaction, Event, new_event_id
 from ..log.store._protocol import SessionStore
+from ..log.store._shared import header_and_events
 from ._digest import MIRRORED_KINDS, content_digest
 
 MIRROR_SUMMARIZER = "mirror"
@@ -40,7 +41,8 @@ class Chain:
     def refresh(self, store: SessionStore) -> None:
         """Fold in the events appended since the last look (all of them on the first)."""
         try:
-            info = store.get_session(self.session_id)
+            # the header with the events after the chain's last seq: one round trip on a SQL store
+            info, new = header_and_events(store, self.session_id, since_seq=self.last_seq)
         except SessionNotFound:
             try:
                 info = store.create_session(self.session_id)
@@ -48,10 +50,12 @@ class Chain:
                 # another writer created it first (PostgresStore reports that race as a
                 # unique-key StoreError); anything else still fails on the read below
                 info = store.get_session(self.session_id)
+            new = None
         if info.last_seq < self.last_seq:  # the session was deleted and recreated
             self.digests, self.kinds, self.seqs, self.event_ids, self.last_seq = [], [], [], [], 0
+            new = None
         if info.last_seq > self.last_seq:
-            for event in store.iter_events(self.session_id, since_seq=self.last_seq):
+            for event in new if new is not None else store.iter_events(self.session_id, since_seq=self.last_seq):
                 self.fold(event)
 
     def fold(self, event: Event) -> None:

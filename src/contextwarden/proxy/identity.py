@@ -230,8 +230,10 @@ class SessionIndex:
             "INSERT INTO contextwarden_proxy_prefixes (scope, digest, length, session_id) VALUES (?, ?, ?, ?) "
             "ON CONFLICT DO NOTHING"
         )
-        self.db.execute(insert, (identity.scope, digest, length, identity.session_id))
-        self.db.execute(
-            "UPDATE contextwarden_proxy_lanes SET updated_at = ? WHERE session_id = ?",
-            (time.time(), identity.session_id),
-        )
+        update = "UPDATE contextwarden_proxy_lanes SET updated_at = ? WHERE session_id = ?"
+        prefix, lane = (identity.scope, digest, length, identity.session_id), (time.time(), identity.session_id)
+        if self.db.postgres:  # one statement, one round trip: the answer's last byte waits for it
+            self.db.execute(f"WITH remembered AS ({insert}) {update}", (*prefix, *lane))
+            return
+        self.db.execute(insert, prefix)
+        self.db.execute(update, lane)

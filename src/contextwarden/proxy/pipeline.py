@@ -20,6 +20,7 @@ from ..context import ModelContext
 from ..errors import ConflictError, SessionExists, SessionNotFound
 from ..log.events import AssistantMessage, Event, JSONValue, UsageReport
 from ..log.store import SessionStore
+from ..log.store._shared import header_and_events
 from ..mirror import MIRROR_SUMMARIZER, content_digest, mirror_history
 from ..plan.compaction import OVERFLOW_TRIGGER, compact
 from ..plan.policy import ContextPolicy
@@ -208,7 +209,8 @@ class Pipeline:
     ) -> tuple[dict[str, Any], bytes] | None:
         """The body to forward for ``ctx`` (built under ``policy``), or ``None`` when the client's own bytes are."""
         parsed = read.parsed
-        projection = self.manager.projection(session_id, policy=policy)
+        # the window the build just caught up and planned on: what ``ctx`` was built from
+        projection = self.manager.projection(session_id, policy=policy, catch_up=False)
         compaction = projection.compaction
         if compaction is None or compaction.summarizer == MIRROR_SUMMARIZER:
             # the client's own history (a trim or reset by the client is already in its body); every
@@ -332,13 +334,16 @@ class Pipeline:
         self, identity: Identity, assistant: AssistantMessage, usage: UsageReport | None, *, since: int
     ) -> None:
         digest = content_digest(assistant)
-        for _ in range(5):
-            last = self.store.get_session(identity.session_id).last_seq
+        for attempt in range(5):
+            if attempt == 0:
+                # first the usual case, without a read: nothing was appended since the request's own writes
+                last, new = since, None
+            else:
+                info, new = header_and_events(self.store, identity.session_id, since_seq=since)
+                last = info.last_seq
             # another worker may have served the client's next request first and taken this turn
             # from the client's copy of the history: then only the usage is still to file
-            taken = (
-                _taken(self.store.iter_events(identity.session_id, since_seq=since), digest) if last > since else None
-            )
+            taken = _taken(new, digest) if new is not None and last > since else None
             events: list[Event] = [] if taken is not None else [assistant]
             if usage is not None:
                 events.append(replace(usage, response_event_id=taken or assistant.id))

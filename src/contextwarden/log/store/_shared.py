@@ -312,3 +312,26 @@ def count_kinds(store: SessionStore, session_id: str) -> dict[str, int]:
     for event in store.iter_events(session_id):
         counts[event.kind] = counts.get(event.kind, 0) + 1
     return counts
+
+
+@runtime_checkable
+class SupportsHeaderRead(Protocol):
+    """A store that reads a session's header and its events after a seq together (one round trip for a page)."""
+
+    def header_and_events(self, session_id: str, *, since_seq: int = 0) -> tuple[SessionInfo, Iterator[Event]]:
+        """The session's header and its events with seq > ``since_seq``, as of one moment."""
+        ...
+
+
+def header_and_events(
+    store: SessionStore, session_id: str, *, since_seq: int = 0
+) -> tuple[SessionInfo, Iterator[Event]]:
+    """The session's header and the events after ``since_seq``, together when the store can read them so."""
+    if isinstance(store, SupportsHeaderRead):
+        return store.header_and_events(session_id, since_seq=since_seq)
+    info = store.get_session(session_id)
+
+    def events() -> Iterator[Event]:  # read only if asked for: the caller may need the header alone
+        yield from store.iter_events(session_id, since_seq=since_seq)
+
+    return info, events()

@@ -70,6 +70,16 @@ class SQLStore(CheckpointSQL):
         """Name the already stored id that ``exc`` refused among ``rows``."""
         raise NotImplementedError
 
+    def _info_and_page(
+        self, cur: Cursor, session_id: str, since_seq: int | None
+    ) -> tuple[SessionInfo, list[tuple[int, str]] | None]:
+        """The header, and the first page of the session's own rows after ``since_seq`` if read with it."""
+        return self._get_info(cur, session_id), None
+
+    def _append_at_once(self, session_id: str, batch: sh.Batch, expected_last_seq: int) -> bool:
+        """Append ``batch`` in one statement if the database can; whether it did (else the general path runs)."""
+        return False
+
     # ------------------------------------------------------------------ sessions
 
     def create_session(
@@ -123,6 +133,8 @@ class SQLStore(CheckpointSQL):
         batch = sh.prepare_append(session_id, events, expected_last_seq=expected_last_seq)
         d, p = self.dialect, self.dialect.param
         try:
+            if batch.rows and self._append_at_once(session_id, batch, expected_last_seq):
+                return batch.events
             with self._transaction(write=True) as cur:
                 # the write lock (BEGIN IMMEDIATE, or the row lock) keeps last_seq still until commit
                 row = cur.execute(
@@ -148,18 +160,30 @@ class SQLStore(CheckpointSQL):
 
     def iter_events(self, session_id: str, *, since_seq: int = 0) -> Iterator[Event]:
         """Like :meth:`read`, streaming a page of rows at a time."""
+        return self.header_and_events(session_id, since_seq=since_seq)[1]
+
+    def header_and_events(self, session_id: str, *, since_seq: int = 0) -> tuple[SessionInfo, Iterator[Event]]:
+        """The session's header and :meth:`iter_events`, the header read with the first page if it can be."""
         sh.check_seq(since_seq, "since_seq")
-        with self._transaction(write=False) as cur:
-            info = self._get_info(cur, session_id)
-            segments = sh.lineage(info, lambda sid: self._get_info(cur, sid), since_seq=since_seq)
-        return sh.iter_segments(segments, self._fetch)
+        return self._events(session_id, since_seq)
 
     def read_window(self, session_id: str) -> list[Event]:
         """Events from the current window's start on; only those rows are read."""
+        return list(self._events(session_id, None)[1])
+
+    def _events(self, session_id: str, since_seq: int | None) -> tuple[SessionInfo, Iterator[Event]]:
+        # ``since_seq`` None: from the window's start
         with self._transaction(write=False) as cur:
-            info = self._get_info(cur, session_id)
-            segments = sh.lineage(info, lambda sid: self._get_info(cur, sid), since_seq=info.window_start_seq - 1)
-        return list(sh.iter_segments(segments, self._fetch))
+            info, page = self._info_and_page(cur, session_id, since_seq)
+            since = info.window_start_seq - 1 if since_seq is None else since_seq
+            segments = sh.lineage(info, lambda sid: self._get_info(cur, sid), since_seq=since)
+        first = {(info.id, since): page} if page is not None else {}
+
+        def fetch(segment: sh.Segment, after: int) -> list[tuple[int, str]]:
+            rows = first.pop((segment.session_id, after), None)
+            return self._fetch(segment, after) if rows is None else rows
+
+        return info, sh.iter_segments(segments, fetch)
 
     def fork(self, session_id: str, *, at_seq: int, new_session_id: str | None = None) -> SessionInfo:
         """Branch a session after ``at_seq``; the branch shares the prefix without copying it."""

@@ -1,8 +1,10 @@
 r"""The store for many agent workers on many machines: PostgreSQL through psycopg 3.
 
-An append locks the session's row (``SELECT ... FOR UPDATE``), checks the caller's expected last
-seq, inserts the events and moves ``last_seq`` in one transaction; the ``(session_id, seq)``
-primary key backs that up, and a violation of it is reported as a conflict. Event JSON is stored
+An append locks the session's row, checks the caller's expected last seq, inserts the events and
+moves ``last_seq`` in one transaction: for up to a hundred events that is one statement (an
+``UPDATE ... WHERE last_seq = expected`` feeding the ``INSERT``), so one round trip; a larger one
+reads the row ``FOR UPDATE`` first. The ``(session_id, seq)`` primary key backs that up, and a
+violation of it is reported as a conflict. Event JSON is stored
 as TEXT, not JSONB: JSONB refuses ``\u0000``, which tool output may hold. The queries are the
 shared SQL core's (:mod:`._sql`); this module connects, runs transactions and maps errors.
 
@@ -14,12 +16,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from functools import cache
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
-from ...errors import SessionExists, StoreError
+from ...errors import ConflictError, SessionExists, SessionNotFound, StoreError, UsageError
 from . import _shared as sh
 from ._pgpool import ConnectionPool
-from ._sql import Cursor, Dialect, DuplicateSeq, SQLStore
+from ._protocol import SessionInfo
+from ._sql import _SESSION_COLUMNS, STATEMENT_BYTES, Cursor, Dialect, DuplicateSeq, SQLStore, _info_from_row
 from ._sql_checkpoints import pieces_migration
 
 if TYPE_CHECKING:
@@ -168,6 +173,43 @@ class PostgresStore(SQLStore):
             except self._psycopg.Error as exc:
                 raise StoreError(f"PostgreSQL: {_one_line(exc)}") from None
 
+    def _info_and_page(
+        self, cur: Cursor, session_id: str, since_seq: int | None
+    ) -> tuple[SessionInfo, list[tuple[int, str]] | None]:
+        # one statement, so one round trip and one snapshot: the header and the rows it counts
+        rows = cur.execute(_FIRST_PAGE_SQL, (since_seq, sh.PAGE_SIZE, session_id)).fetchall()
+        if not rows:
+            raise SessionNotFound(f"no session {session_id!r}")
+        page = [(int(row[-2]), str(row[-1])) for row in rows if row[-2] is not None]
+        return _info_from_row(rows[0][:-2]), page
+
+    def _append_at_once(self, session_id: str, batch: sh.Batch, expected_last_seq: int) -> bool:
+        # one statement, so one round trip and its own transaction: the UPDATE takes the row lock and
+        # moves last_seq only if it is still the expected one (a writer that waited on the lock sees
+        # the committed value), and the INSERT writes the rows only if the UPDATE moved it
+        rows = batch.rows
+        if len(rows) > APPEND_AT_ONCE_ROWS or sum(len(row[4]) for row in rows) > STATEMENT_BYTES:
+            return False
+        params = (rows[-1][1], batch.window_start, session_id, expected_last_seq, *chain.from_iterable(rows))
+        for _ in range(3):
+            with self._transaction(write=False) as cur:
+                try:
+                    cur.execute(_append_sql(len(rows)), params)
+                except Exception as exc:
+                    if self._is_duplicate_id(exc):
+                        duplicate = self._duplicate_id(cur, exc, rows)
+                        raise UsageError(
+                            f"event id {duplicate!r} is already stored; event ids must be unique"
+                        ) from None
+                    raise
+                if cur.rowcount == len(rows):
+                    return True
+            actual = self.get_session(session_id).last_seq  # SessionNotFound if there is none
+            if actual != expected_last_seq:
+                raise ConflictError(session_id, expected_last_seq, actual)
+            # the session was created in between: its position is the expected one now
+        raise ConflictError(session_id, expected_last_seq, self.get_session(session_id).last_seq)
+
     def _is_duplicate_id(self, exc: BaseException) -> bool:
         return isinstance(exc, self._psycopg.errors.UniqueViolation) and exc.diag.constraint_name == _ID_KEY
 
@@ -176,6 +218,30 @@ class PostgresStore(SQLStore):
         detail = getattr(getattr(exc, "diag", None), "message_detail", None) or ""
         match = _KEY_DETAIL.fullmatch(str(detail))
         return match.group(1) if match else "?"
+
+
+_FIRST_PAGE_SQL = (
+    f"SELECT {', '.join('s.' + c for c in _SESSION_COLUMNS.split(', '))}, e.seq, e.data FROM {_SESSIONS} s "
+    f"LEFT JOIN LATERAL (SELECT seq, data FROM {_EVENTS} WHERE session_id = s.id "
+    "AND seq > coalesce(%s::bigint, s.window_start_seq - 1) AND seq <= s.last_seq ORDER BY seq LIMIT %s) e ON true "
+    "WHERE s.id = %s ORDER BY e.seq"
+)
+"""A session's header with the first page of its own rows after a seq (``NULL``: from its window's start)."""
+
+APPEND_AT_ONCE_ROWS = 100
+"""Most events an append writes in its one statement; a larger one takes a transaction of several."""
+
+
+@cache
+def _append_sql(count: int) -> str:
+    """The compare-and-append of ``count`` rows as one statement (cached: every append asks)."""
+    values = ", ".join(["(%s::text, %s::bigint, %s::text, %s::text, %s::text)"] * count)
+    return (
+        f"WITH moved AS (UPDATE {_SESSIONS} SET last_seq = %s, "
+        "window_start_seq = coalesce(%s::bigint, window_start_seq) WHERE id = %s AND last_seq = %s RETURNING id) "
+        f"INSERT INTO {_EVENTS} (session_id, seq, id, kind, data) "
+        f"SELECT * FROM (VALUES {values}) AS batch WHERE EXISTS (SELECT 1 FROM moved)"
+    )
 
 
 def _one_line(exc: BaseException) -> str:
