@@ -66,7 +66,13 @@ def test_a_real_transcript_costs_the_same_through_the_proxy_and_in_the_offline_r
     upstream = ScriptedUpstream(counter=counter)
     with rig(str(tmp_path / "s.db"), upstream=upstream) as r:
         manager = r.proxy.pipeline.manager
-        library_horizon = dataclasses.replace(manager.policy.planner, horizon_share=PlannerSettings().horizon_share)
+        # the library's horizon and bound, so the planner batches in this short transcript
+        library = PlannerSettings()
+        library_horizon = dataclasses.replace(
+            manager.policy.planner,
+            horizon_share=library.horizon_share,
+            uncovered_payback_turns=library.uncovered_payback_turns,
+        )
         manager.policy = dataclasses.replace(manager.policy, planner=library_horizon)
         client = r.openai()
         for i, message in enumerate(messages):
