@@ -54,9 +54,6 @@ class Credit:
     """Decisions of ``source`` already counted."""
     source: list[Decision] | None = None
     """The decision list counted (a new one: the window was re-opened, after a compaction)."""
-    available: float = 0.0
-    """The credit on the request last counted, less what was charged since."""
-
     def observe(self, decisions: list[Decision], total: int, profile: ModelProfile) -> float:
         """Count one request whose conversation is ``total`` tokens; the credit a batch may spend on it.
 
@@ -76,13 +73,16 @@ class Credit:
         raw = total + self.reduced
         self.raw_cost += read * min(raw, self.raw_tokens) + write * max(raw - self.raw_tokens, 0)
         self.raw_tokens = raw
-        self.available = self.saved + RAW_MARGIN * self.raw_cost
         return self.available
+
+    @property
+    def available(self) -> float:
+        """The credit a batch may spend now: the saving so far plus the raw history's margin."""
+        return self.saved + RAW_MARGIN * self.raw_cost
 
     def spend(self, loss: float) -> None:
         """Charge a recorded batch's loss (what its request cost more than keeping the cache)."""
         self.saved -= loss
-        self.available -= loss
 
 
 def _reduction(decisions: Iterable[Decision]) -> int:
