@@ -54,6 +54,7 @@ class Credit:
     """Decisions of ``source`` already counted."""
     source: list[Decision] | None = None
     """The decision list counted (a new one: the window was re-opened, after a compaction)."""
+
     def observe(self, decisions: list[Decision], total: int, profile: ModelProfile) -> float:
         """Count one request whose conversation is ``total`` tokens; the credit a batch may spend on it.
 
