@@ -1,4 +1,4 @@
-"""``ContextManager.projection(catch_up=False)``: the window as the last build left it, without a store read."""
+"""Builds and projections that skip the store read: ``catch_up=False``, and events the caller just appended."""
 
 from __future__ import annotations
 
@@ -45,3 +45,34 @@ def test_projection_without_catch_up_opens_a_window_not_cached_yet() -> None:
     store.append("s", [UserMessage(text="only")], expected_last_seq=0)
     manager = ContextManager(store, counter=HeuristicCounter())
     assert manager.projection("s", catch_up=False).last_seq == 1
+
+
+def test_a_build_takes_the_events_the_caller_just_appended_without_a_read() -> None:
+    store = Reads()
+    manager = ContextManager(store, counter=HeuristicCounter(), checkpoints="caller")
+    store.create_session("s")
+    store.append("s", [UserMessage(text="first")], expected_last_seq=0)
+    _, built_at = manager.build_with_last_seq("s", model="gpt-4o")
+    stored = store.append("s", [UserMessage(text="second")], expected_last_seq=built_at)
+    store.reads = 0
+    ctx, last = manager.build_with_last_seq("s", model="gpt-4o", appended=stored)
+    assert store.reads == 0 and last == stored[-1].seq
+    assert "second" in str(ctx.messages)
+    # the same for the checkpoint after the answer: the window takes it, the store is not read
+    answer = store.append("s", [UserMessage(text="third")], expected_last_seq=last)
+    manager.save_checkpoint("s", appended=answer)
+    assert store.reads == 0 and manager.projection("s", catch_up=False).last_seq == answer[-1].seq
+
+
+def test_appended_events_after_a_gap_are_read_with_the_gap() -> None:
+    store = Reads()
+    manager = ContextManager(store, counter=HeuristicCounter())
+    store.create_session("s")
+    store.append("s", [UserMessage(text="first")], expected_last_seq=0)
+    _, built_at = manager.build_with_last_seq("s", model="gpt-4o")
+    store.append("s", [UserMessage(text="another writer's")], expected_last_seq=built_at)
+    stored = store.append("s", [UserMessage(text="mine")], expected_last_seq=built_at + 1)
+    store.reads = 0
+    ctx = manager.build("s", model="gpt-4o", appended=stored)
+    assert store.reads > 0  # the window did not end where these begin: it catches up from the store
+    assert "another writer's" in str(ctx.messages) and "mine" in str(ctx.messages)

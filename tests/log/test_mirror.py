@@ -23,7 +23,7 @@ from contextwarden.log.events import (
     UserMessage,
 )
 from contextwarden.log.store import MemoryStore, PostgresStore, SessionStore, SQLiteStore
-from contextwarden.mirror import MIRRORED_KINDS, content_digest, mirror_history, mirrored_events
+from contextwarden.mirror import MIRRORED_KINDS, content_digest, follow_appended, mirror_history, mirrored_events
 
 Opener = Callable[[], SessionStore]
 
@@ -255,6 +255,70 @@ def test_a_long_history_is_matched_without_rereading_the_log(tmp_path: Path) -> 
     assert len(result.appended) == 1
     assert store.events_read == 0  # the chain already held what this object appended
     store.inner.close()
+
+
+@pytest.fixture
+def refreshes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The sessions whose chain read the log's tail, one entry per read."""
+    from contextwarden.mirror._chain import Chain
+
+    seen: list[str] = []
+    refresh = Chain.refresh
+
+    def counted(self: Chain, store: SessionStore) -> None:
+        seen.append(self.session_id)
+        refresh(self, store)
+
+    monkeypatch.setattr(Chain, "refresh", counted)
+    return seen
+
+
+def test_a_chain_that_follows_the_log_appends_without_reading_first(store: SessionStore, refreshes: list[str]) -> None:
+    mirror_history(store, "s", conversation(1))
+    refreshes.clear()
+    for turns in (2, 3):
+        assert mirror_history(store, "s", conversation(turns)).outcome == "extend"
+    assert refreshes == []  # each compare-and-append showed nothing else was written
+    assert messages(store, "s") == digests(conversation(3))
+
+
+def test_another_writers_events_make_the_append_fail_and_the_tail_is_read(opener: Opener, refreshes: list[str]) -> None:
+    mine, theirs = opener(), opener()
+    if mine is theirs:
+        pytest.skip("two views of one log need two store objects; the memory store has one")
+    mirror_history(mine, "s", conversation(1))
+    mirror_history(theirs, "s", conversation(2))  # another process moved the log on
+    refreshes.clear()
+    result = mirror_history(mine, "s", conversation(3))
+    assert result.outcome == "extend" and len(result.appended) == 2  # only what neither wrote
+    assert refreshes == ["s"]
+    assert messages(mine, "s") == digests(conversation(3))
+
+
+def test_a_call_that_would_append_nothing_reads_before_it_answers(opener: Opener, refreshes: list[str]) -> None:
+    mine, theirs = opener(), opener()
+    if mine is theirs:
+        pytest.skip("two views of one log need two store objects; the memory store has one")
+    mirror_history(mine, "s", conversation(2))
+    mirror_history(theirs, "s", conversation(3))
+    refreshes.clear()
+    # against its own chain the list looks unchanged; the log has moved on: it is behind
+    assert mirror_history(mine, "s", conversation(2)).outcome == "behind"
+    assert refreshes == ["s"]
+
+
+def test_events_appended_outside_the_mirror_are_followed_without_a_read(
+    store: SessionStore, refreshes: list[str]
+) -> None:
+    mirror_history(store, "s", conversation(1))
+    info = store.get_session("s")
+    answer = AssistantMessage(text="done")
+    stored = store.append("s", [answer, UsageReport(input_tokens=5)], expected_last_seq=info.last_seq)
+    follow_appended(store, "s", stored)
+    refreshes.clear()
+    result = mirror_history(store, "s", [*conversation(1), answer, UserMessage(text="next")])
+    assert result.outcome == "extend" and [type(e) for e in result.appended] == [UserMessage]
+    assert refreshes == []
 
 
 def test_bad_input_is_refused_with_a_clear_error(store: SessionStore) -> None:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Literal
 from .._deprecated import renamed_attribute, renamed_kwarg, renamed_method
 from ..context import SECTIONS, Decision, ModelContext, ToolDefinition
 from ..errors import BudgetExceededError
-from ..log.events import ContextEditBatch, SettingChange, ToolCall, ToolResult, UsageReport
+from ..log.events import ContextEditBatch, Event, SettingChange, ToolCall, ToolResult, UsageReport
 from ..log.store._protocol import SessionStore
 from ..models import ModelProfile, resolve_profile
 from ..plan.compaction.compactor import WindowCompactor
@@ -145,13 +145,16 @@ class ContextManager:
         model: str | ModelProfile,
         tools: Sequence[ToolDefinition] = (),
         policy: PolicyLike | None = None,
+        appended: Sequence[Event] = (),
     ) -> ModelContext:
         """Build the request for the session's next model call (see the module docstring).
 
         ``model`` must name a registered profile (``UnknownModelError`` lists them) or be a :class:`ModelProfile`. The
         returned ``decisions`` are this build's own (the history of reductions stays in the log as window events).
+        ``appended``: the events the caller has just appended with a compare-and-append, as the store returned
+        them; the log then held nothing after them, so a cached window they extend is not read again.
         """
-        return self.build_with_last_seq(session_id, model=model, tools=tools, policy=policy)[0]
+        return self.build_with_last_seq(session_id, model=model, tools=tools, policy=policy, appended=appended)[0]
 
     build_seen = renamed_method("build_seen", "build_with_last_seq")  # deprecated
     tree_budget = renamed_attribute("tree_budget", "spend_tracker")  # deprecated
@@ -163,6 +166,7 @@ class ContextManager:
         model: str | ModelProfile,
         tools: Sequence[ToolDefinition] = (),
         policy: PolicyLike | None = None,
+        appended: Sequence[Event] = (),
     ) -> tuple[ModelContext, int]:
         """Like :meth:`build`, also returning the last seq the build read or wrote.
 
@@ -176,22 +180,25 @@ class ContextManager:
             if self.spend_tracker is not None:
                 self.spend_tracker.check(self.store, session_id)
                 self.spend_tracker.deliver(self.store, session_id)
-            window = self._window(session_id, resolved)
+            window = self._cache.window(session_id, resolved, appended=appended)
             self._record_settings(session_id, window, settings)
             context = self._plan_and_assemble(session_id, window, settings)
             if self.checkpoints == "build":
                 self._cache.save(session_id, resolved, window)  # the same window: a compaction re-opens it in place
             return context, window.projection.last_seq
 
-    def save_checkpoint(self, session_id: str, *, policy: PolicyLike | None = None) -> bool:
+    def save_checkpoint(
+        self, session_id: str, *, policy: PolicyLike | None = None, appended: Sequence[Event] = ()
+    ) -> bool:
         """Catch the session's window up and save its checkpoint if it is due; whether one was saved.
 
         Due means the window moved on by :data:`~.checkpoints.CHECKPOINT_EVERY` events since the
-        last checkpoint this manager saved (see ``checkpoints`` in the constructor).
+        last checkpoint this manager saved (see ``checkpoints`` in the constructor). ``appended`` as
+        for :meth:`build`: events the caller has just appended, which the window takes without a read.
         """
         resolved = self._resolve(policy)
         with self._session_lock(session_id):
-            return self._cache.save(session_id, resolved, self._window(session_id, resolved))
+            return self._cache.save(session_id, resolved, self._cache.window(session_id, resolved, appended=appended))
 
     def _record_settings(self, session_id: str, window: CachedWindow, settings: BuildSettings) -> None:
         if window.recorded == settings:

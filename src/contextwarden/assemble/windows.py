@@ -104,11 +104,15 @@ class WindowCache:
                 lock = self._locks[session_id] = threading.RLock()
             return lock
 
-    def window(self, session_id: str, policy: ContextPolicy, *, catch_up: bool = True) -> CachedWindow:
+    def window(
+        self, session_id: str, policy: ContextPolicy, *, catch_up: bool = True, appended: Sequence[Event] = ()
+    ) -> CachedWindow:
         """The session's cached window under ``policy``, caught up (the caller holds the session lock).
 
         ``catch_up=False`` skips the store's read when the window is cached: it stands as the last
-        build or read left it (events appended since are not in it).
+        build or read left it (events appended since are not in it). ``appended``: events the caller
+        just appended with a compare-and-append, as the store returned them; the log then held
+        nothing after them, so a cached window they directly extend takes them without a read.
         """
         key = (session_id, policy)
         with self._guard:
@@ -119,6 +123,11 @@ class WindowCache:
                 self._windows[key] = window
             return window
         if not catch_up:
+            return window
+        if _extends(window, appended):
+            for event in appended:
+                window.projection.add(event)
+            note_settings(window, appended)
             return window
         new = self.store.read(session_id, since_seq=window.projection.last_seq)
         if any(isinstance(e, Compaction) for e in new):
@@ -164,6 +173,15 @@ class WindowCache:
         with self._guard:
             for key in [k for k in self._windows if k[0] == session_id]:
                 del self._windows[key]
+
+
+def _extends(window: CachedWindow, appended: Sequence[Event]) -> bool:
+    """Whether ``appended`` (a compare-and-append's stored events) come right after the window, none re-opening it."""
+    return (
+        bool(appended)
+        and appended[0].seq == window.projection.last_seq + 1
+        and not any(isinstance(e, Compaction) for e in appended)
+    )
 
 
 def note_settings(window: CachedWindow, events: Sequence[Event]) -> None:

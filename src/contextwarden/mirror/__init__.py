@@ -39,6 +39,11 @@ the original goal pinned when the client kept the message that holds it.
 
 Concurrency: the append uses the store's compare-and-append; on :class:`ConflictError` the log's
 new tail is read and the match is redone, so two writers mirroring the same list append it once.
+Once a session's digests have been read, a call matches against them without reading the log first:
+the compare-and-append of what is new proves nothing else was written since, and a call that would
+append nothing reads the tail before it answers. Code of the same process that appends to the session
+outside the mirror hands the stored events to :func:`follow_appended` (the proxy does, for each answer), so
+the next call's append does not fail on them.
 
 Only message kinds take part in matching. Events other code appends (usage reports, the planner's
 window events, pins, steering) are never expected in the client's list and never cause a
@@ -52,7 +57,7 @@ session, kept from its tail), ``_match`` (:func:`mirror_history`: compare and ap
 
 from __future__ import annotations
 
-from ._chain import CARRIED_EDITS, MIRROR_SUMMARIZER, mirrored_events
+from ._chain import CARRIED_EDITS, MIRROR_SUMMARIZER, follow_appended, mirrored_events
 from ._digest import MIRRORED_KINDS, content_digest
 from ._match import mirror_history, unmirrored
 from ._result import MirrorResult, Outcome
@@ -64,6 +69,7 @@ __all__ = [
     "MirrorResult",
     "Outcome",
     "content_digest",
+    "follow_appended",
     "mirror_history",
     "mirrored_events",
     "unmirrored",

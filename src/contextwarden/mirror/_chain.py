@@ -36,10 +36,13 @@ class Chain:
     seqs: list[int] = field(default_factory=list)
     event_ids: list[str] = field(default_factory=list)
     last_seq: int = 0
+    loaded: bool = False
+    """Whether the chain has read the log once: then it follows the log as far as this process has seen."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def refresh(self, store: SessionStore) -> None:
         """Fold in the events appended since the last look (all of them on the first)."""
+        self.loaded = True
         try:
             # the header with the events after the chain's last seq: one round trip on a SQL store
             info, new = header_and_events(store, self.session_id, since_seq=self.last_seq)
@@ -71,6 +74,16 @@ class Chain:
             if span is not None:
                 for column in (self.digests, self.kinds, self.seqs, self.event_ids):
                     del column[span]
+
+    def follow(self, events: Sequence[Event]) -> None:
+        """Fold in ``events`` another part of this process appended, as the store returned them, if they come next.
+
+        Events that do not follow the chain's last seq are left for the next read (a mirror call that
+        does not read first finds the gap when its compare-and-append fails).
+        """
+        if events and events[0].seq == self.last_seq + 1:
+            for event in events:
+                self.fold(event)
 
     def append(self, store: SessionStore, events: Sequence[Event]) -> list[Event]:
         """Append ``events`` after the chain's last seq (compare-and-append) and fold them in."""
@@ -134,3 +147,10 @@ class _Chains:
 
 chains = _Chains()
 """The process's chains: every mirror call on the same store object shares them."""
+
+
+def follow_appended(store: SessionStore, session_id: str, events: Sequence[Event]) -> None:
+    """Tell the session's chain of ``events`` this process appended outside the mirror, as the store returned them."""
+    chain = chains.get(store, session_id)
+    with chain.lock:
+        chain.follow(events)

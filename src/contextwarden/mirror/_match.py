@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import ConflictError, UsageError
+from ..errors import ConflictError, SessionNotFound, UsageError
 from ..log.events import Event, Instruction
 from ..log.store._protocol import SessionStore
 from ..window.policies.presets import CODING_TOOL_POLICIES, ToolPolicy
@@ -48,12 +48,22 @@ def mirror_history(
     with chain.lock:
         # what matches the chain digests like messages the log holds (a digest covers the kind): not checked again
         _check_kinds(history[_common_prefix(chain.digests, digests) :])
+        # a chain this process keeps up matches without a read first: the compare-and-append of what
+        # is new proves the log had nothing more; an outcome that appends nothing is matched again after one
+        unread = chain.loaded
         for _ in range(_MAX_ATTEMPTS):
-            chain.refresh(store)
+            if not unread:
+                chain.refresh(store)
+            before = chain.last_seq
             try:
-                return _sync(store, chain, history, digests, exact=exact, policies=policies or CODING_TOOL_POLICIES)
-            except ConflictError:
-                continue  # another writer appended first: read its tail and match again
+                result = _sync(store, chain, history, digests, exact=exact, policies=policies or CODING_TOOL_POLICIES)
+            except (ConflictError, SessionNotFound):
+                unread = False
+                continue  # another writer appended first (or removed the session): read its tail and match again
+            if unread and chain.last_seq == before:  # nothing appended proves nothing: read, then match
+                unread = False
+                continue
+            return result
     raise ConflictError(session_id, chain.last_seq, store.get_session(session_id).last_seq)
 
 

@@ -21,7 +21,7 @@ from ..errors import ConflictError, SessionExists, SessionNotFound
 from ..log.events import AssistantMessage, Event, JSONValue, UsageReport
 from ..log.store import SessionStore
 from ..log.store._shared import header_and_events
-from ..mirror import MIRROR_SUMMARIZER, content_digest, mirror_history
+from ..mirror import MIRROR_SUMMARIZER, content_digest, follow_appended, mirror_history
 from ..plan.compaction import OVERFLOW_TRIGGER, compact
 from ..plan.policy import ContextPolicy
 from ..plan.spend import SpendLimit
@@ -66,7 +66,7 @@ class Prepared:
     added_ms: float = 0.0
     at: float = field(default_factory=time.time)
     logged_seq: int = 0
-    """The session's last seq once the client's history was ingested (the turn goes after it)."""
+    """The session's last seq after the request's build (the answer's turn goes after it)."""
     pending: bool = False
     """Whether :meth:`Pipeline.answered` counted its turn as pending (``record`` files it)."""
     refused: Spent | None = None
@@ -163,21 +163,23 @@ class Pipeline:
             digests=[*instructions, *read.digests],
             policies=self.manager.policy.tool_policies,
         )
-        prepared.logged_seq = mirrored.last_seq
         log_restart(identity.session_id, mirrored)
         if mirrored.outcome == "reset" and mirrored.window_event is not None:
             carried = carried_edits(self.store, identity.session_id, mirrored.window_event, mirrored.appended)
             if carried is not None:
                 with contextlib.suppress(ConflictError):  # another writer came first: the plain restart stands
-                    stored = self.store.append(identity.session_id, [carried], expected_last_seq=mirrored.last_seq)
-                    prepared.logged_seq = stored[-1].seq
+                    self.store.append(identity.session_id, [carried], expected_last_seq=mirrored.last_seq)
         profile = self.models.profile(prepared.model, prepared.fmt)
         prepared.stand_in = profile.family_match or ""
         policy = with_recall(self.manager.policy, parsed.tools, parsed.instructions)
         if provider_clears_tool_results(body):
             policy = without_masking(policy)
         prepared.policy = policy
-        ctx = self.manager.build(identity.session_id, model=profile, tools=parsed.tools, policy=policy)
+        # the mirror's compare-and-append showed the log held nothing after what it appended: no read
+        appended = mirrored.appended if mirrored.outcome == "extend" else ()
+        ctx, prepared.logged_seq = self.manager.build_with_last_seq(
+            identity.session_id, model=profile, tools=parsed.tools, policy=policy, appended=appended
+        )
         edited = self._forwarded(identity.session_id, read, raw, body, ctx, policy, addressed=loaded.addressed)
         prepared.client_body = body
         prepared.projected_body = edited[0] if edited is not None else body
@@ -293,6 +295,7 @@ class Pipeline:
         for it (the manager saves none inside a build).
         """
         identity = prepared.identity
+        stored: list[Event] = []
         # the row first: the request happened even if the log cannot take its turn now
         self.accountant.submit(
             Job(
@@ -315,7 +318,8 @@ class Pipeline:
                 # usage anchors the size estimate of the next projection, so it is logged only when it
                 # measured the projection; observing, it measured the client's own (larger) request
                 measured = usage if prepared.outcome in ("projected", "unchanged") else None
-                self._append_turn(identity, assistant, measured, since=prepared.logged_seq)
+                stored = self._append_turn(identity, assistant, measured, since=prepared.logged_seq)
+                follow_appended(self.store, identity.session_id, stored)  # the next request's mirror reads nothing
                 if not prepared.pending:  # not announced by ``answered``: remember the prefix now
                     after = continued(prepared.root, prepared.chain, content_digest(assistant))
                     self.index.remember(identity, after, len(prepared.chain) + 1)
@@ -324,7 +328,8 @@ class Pipeline:
                 prepared.pending = False
                 self.turns.done(identity.session_id)
         if identity is not None:  # after ``done``: the session's next request does not wait for it
-            self.manager.save_checkpoint(identity.session_id)
+            # the window the request was built on takes the turn without a read, and its checkpoint is saved when due
+            self.manager.save_checkpoint(identity.session_id, policy=prepared.policy, appended=stored)
 
     def close(self) -> None:
         """Write the remaining ledger rows."""
@@ -332,7 +337,8 @@ class Pipeline:
 
     def _append_turn(
         self, identity: Identity, assistant: AssistantMessage, usage: UsageReport | None, *, since: int
-    ) -> None:
+    ) -> list[Event]:
+        """Append the answer's turn after seq ``since`` (after another worker's events, if any); the stored events."""
         digest = content_digest(assistant)
         for attempt in range(5):
             if attempt == 0:
@@ -348,12 +354,12 @@ class Pipeline:
             if usage is not None:
                 events.append(replace(usage, response_event_id=taken or assistant.id))
             if not events:
-                return
+                return []
             try:
-                self.store.append(identity.session_id, events, expected_last_seq=last)
-                return
+                return self.store.append(identity.session_id, events, expected_last_seq=last)
             except ConflictError:
                 continue  # another worker appended in between; our turn goes after theirs
+        return []
 
 
 def _taken(events: Iterable[Event], digest: str) -> str | None:
