@@ -61,3 +61,20 @@ def test_a_proxied_call_sends_two_appends_to_the_session_store_and_one_to_rememb
     assert len(answers) == CALLS + 2
     usage = [e for e in events if isinstance(e, UsageReport)]
     assert {u.response_event_id for u in usage} == {a.id for a in answers}
+
+
+def test_a_new_sessions_first_call_reads_nothing_from_the_session_store(pg_schema_dsn: str) -> None:
+    store = PostgresStore(pg_schema_dsn)
+    counted = Counted(store)
+    with rig(pg_schema_dsn, store=store) as r:
+        _ask(r.url, [], "warm-up")  # another session: the proxy's own tables and caches are warm
+        r.proxy.settle()
+        counted.sent.clear()
+        _ask(r.url, [], "a new task")
+        r.proxy.settle()
+        sent = list(counted.sent)
+    # created here, so its log is known to be empty: the creation, the history, the build's settings
+    # and the answer, each one statement
+    assert len(sent) == 4, "\n".join(sent)
+    assert sent[0].startswith("INSERT INTO contextwarden_sessions"), sent[0]
+    assert not any(s.startswith("SELECT") for s in sent), "\n".join(sent)

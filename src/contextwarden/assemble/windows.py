@@ -118,13 +118,13 @@ class WindowCache:
         with self._guard:
             window = self._windows.get(key)
         if window is None:
-            window = self._open(session_id, policy)
+            window = self._open(session_id, policy, appended)
             with self._guard:
                 self._windows[key] = window
             return window
         if not catch_up:
             return window
-        if _extends(window, appended):
+        if _follows(window.projection.last_seq, appended):
             for event in appended:
                 window.projection.add(event)
             note_settings(window, appended)
@@ -139,9 +139,16 @@ class WindowCache:
         note_settings(window, new)
         return window
 
-    def _open(self, session_id: str, policy: ContextPolicy) -> CachedWindow:
-        """The session's window, resumed from its checkpoint when one is usable, else projected from the log."""
+    def _open(self, session_id: str, policy: ContextPolicy, appended: Sequence[Event] = ()) -> CachedWindow:
+        """The session's window, resumed from its checkpoint when one is usable, else projected from the log.
+
+        ``appended`` from seq 1 on is the whole log (the caller's compare-and-append found it empty): no read.
+        """
         config = self._config(session_id, policy)
+        if _follows(0, appended):
+            window = CachedWindow(projection=project(appended, config))
+            note_settings(window, appended)
+            return window
         resumed = load_checkpoint(self.store, session_id, checkpoint_key(policy, self.counter), config)
         if resumed is not None:
             projection, settings, newer = resumed
@@ -175,13 +182,9 @@ class WindowCache:
                 del self._windows[key]
 
 
-def _extends(window: CachedWindow, appended: Sequence[Event]) -> bool:
-    """Whether ``appended`` (a compare-and-append's stored events) come right after the window, none re-opening it."""
-    return (
-        bool(appended)
-        and appended[0].seq == window.projection.last_seq + 1
-        and not any(isinstance(e, Compaction) for e in appended)
-    )
+def _follows(last_seq: int, appended: Sequence[Event]) -> bool:
+    """Whether ``appended`` (a compare-and-append's stored events) come right after ``last_seq``, none re-opening it."""
+    return bool(appended) and appended[0].seq == last_seq + 1 and not any(isinstance(e, Compaction) for e in appended)
 
 
 def note_settings(window: CachedWindow, events: Sequence[Event]) -> None:

@@ -154,3 +154,11 @@ def follow_appended(store: SessionStore, session_id: str, events: Sequence[Event
     chain = chains.get(store, session_id)
     with chain.lock:
         chain.follow(events)
+
+
+def follow_created(store: SessionStore, session_id: str) -> None:
+    """Tell the session's chain this process has just created the session: its log is empty, no read needed."""
+    chain = chains.get(store, session_id)
+    with chain.lock:
+        if not chain.loaded and chain.last_seq == 0:
+            chain.loaded = True

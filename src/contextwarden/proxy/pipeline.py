@@ -17,11 +17,11 @@ from typing import Any
 
 from ..assemble.manager import ContextManager
 from ..context import ModelContext
-from ..errors import ConflictError, SessionExists, SessionNotFound
+from ..errors import ConflictError, SessionExists
 from ..log.events import AssistantMessage, Event, JSONValue, UsageReport
 from ..log.store import SessionStore
 from ..log.store._shared import header_and_events
-from ..mirror import MIRROR_SUMMARIZER, content_digest, follow_appended, mirror_history
+from ..mirror import MIRROR_SUMMARIZER, content_digest, follow_appended, follow_created, mirror_history
 from ..plan.compaction import OVERFLOW_TRIGGER, compact
 from ..plan.policy import ContextPolicy
 from ..plan.spend import SpendLimit
@@ -250,17 +250,18 @@ class Pipeline:
         return retried
 
     def _ensure(self, session_id: str, client_session: str = "") -> None:
+        """Create the session unless this worker has seen it: one statement, which a session that exists refuses."""
         if session_id in self._known:
             return
+        metadata: dict[str, JSONValue] = {"source": "proxy"}
+        if client_session:  # ``name=value``: what the client calls this session, as listings show it
+            name, _, value = client_session.partition("=")
+            metadata.update(client_session=value, title=f"proxy: {name} {value}")
         try:
-            self.store.get_session(session_id)
-        except SessionNotFound:
-            metadata: dict[str, JSONValue] = {"source": "proxy"}
-            if client_session:  # ``name=value``: what the client calls this session, as listings show it
-                name, _, value = client_session.partition("=")
-                metadata.update(client_session=value, title=f"proxy: {name} {value}")
-            with contextlib.suppress(SessionExists):  # another worker created it first
-                self.store.create_session(session_id, metadata=metadata)
+            self.store.create_session(session_id, metadata=metadata)
+            follow_created(self.store, session_id)  # empty: the first mirror call reads nothing
+        except SessionExists:  # an earlier process or another worker created it
+            pass
         self._known.add(session_id)
 
     # ------------------------------------------------------------------ after the answer

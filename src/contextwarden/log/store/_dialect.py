@@ -31,6 +31,9 @@ class Dialect:
     """Appended to the read of a fork's parent (a share lock, if needed)."""
     rows_per_insert: int = 1
     """Event rows per ``INSERT`` statement of an append."""
+    statement_commits: bool = False
+    """Whether a statement outside a transaction block commits on its own, so a write of one statement
+    needs no ``BEGIN`` and ``COMMIT`` (PostgreSQL's autocommit connections)."""
     migration_lock: str | None = None
     """A statement run first by a migration, so concurrent openers migrate one at a time."""
     migrations: tuple[tuple[int, tuple[str, ...]], ...] = ()

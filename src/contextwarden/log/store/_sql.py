@@ -91,7 +91,8 @@ class SQLStore(CheckpointSQL):
     ) -> SessionInfo:
         """Create an empty session (a new id when none is given); ``SessionExists`` if taken."""
         info = sh.new_session_info(session_id, metadata, parent_session_id)
-        with self._transaction(write=True) as cur:
+        # one statement: where that commits on its own it needs no transaction block around it
+        with self._transaction(write=not self.dialect.statement_commits) as cur:
             self._insert_session(cur, info)
         return info
 
@@ -282,10 +283,9 @@ class SQLStore(CheckpointSQL):
 
     def _insert_session(self, cur: Cursor, info: SessionInfo) -> None:
         d, p = self.dialect, self.dialect.param
-        if cur.execute(f"SELECT 1 FROM {d.sessions} WHERE id = {p}", (info.id,)).fetchone() is not None:
-            raise SessionExists(f"session {info.id!r} already exists")
-        cur.execute(
-            f"INSERT INTO {d.sessions} ({_SESSION_COLUMNS}) VALUES ({', '.join([p] * 7)})",
+        # one statement (no read first): a taken id inserts no row
+        inserted = cur.execute(
+            f"INSERT INTO {d.sessions} ({_SESSION_COLUMNS}) VALUES ({', '.join([p] * 7)}) ON CONFLICT (id) DO NOTHING",
             (
                 info.id,
                 info.created_at,
@@ -295,7 +295,9 @@ class SQLStore(CheckpointSQL):
                 info.fork_seq,
                 sh.dumps_metadata(info.metadata),
             ),
-        )
+        ).rowcount
+        if inserted != 1:
+            raise SessionExists(f"session {info.id!r} already exists")
 
     def _insert_events(self, cur: Cursor, rows: Sequence[sh.Row]) -> None:
         if not rows:

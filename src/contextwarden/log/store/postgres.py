@@ -49,6 +49,7 @@ POSTGRES = Dialect(
     migrations_table="contextwarden_schema_migrations",
     creation_order="ord",
     rows_per_insert=1,  # psycopg pipelines executemany; multi-row statements measured ~5% slower
+    statement_commits=True,
     lock_append=" FOR UPDATE",
     lock_fork=" FOR SHARE",
     migration_lock=f"SELECT pg_advisory_xact_lock({_LOCK_KEY})",
@@ -164,8 +165,7 @@ class PostgresStore(SQLStore):
                 if exc.diag.constraint_name == _SEQ_KEY:
                     raise DuplicateSeq() from None
                 if exc.diag.constraint_name == _SESSION_KEY:
-                    # a concurrent create_session won the race for the id
-                    # (the pre-check in ``_insert_session`` misses it: both passed it before either committed)
+                    # a concurrent fork or import won the race for the id
                     match = _KEY_DETAIL.fullmatch(str(exc.diag.message_detail or ""))
                     name = repr(match.group(1)) if match else "(id unknown)"
                     raise SessionExists(f"session {name} already exists") from None
