@@ -68,6 +68,12 @@ at 50 concurrent sessions 16 cut the time before forwarding the most of 1, 4, 8 
 (docs/benchmarks.md, "Proxy under load")."""
 
 
+SQLITE_MAX_PARAMETERS = 32766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999
+"""SQLite's default limit on one statement's parameters (999 before SQLite 3.32.0)."""
+POSTGRES_MAX_PARAMETERS = 65535
+"""PostgreSQL's limit on one statement's parameters (its protocol counts them in 16 bits)."""
+
+
 class ProxyDB:
     """The proxy's tables: one SQLite connection shared by threads under a lock, or a PostgreSQL pool.
 
@@ -92,6 +98,8 @@ class ProxyDB:
 
             self._errors = (psycopg.Error, OSError)
             self._pool = ConnectionPool(self._connect_postgres, size=connections)
+        self.max_parameters = POSTGRES_MAX_PARAMETERS if self.postgres else SQLITE_MAX_PARAMETERS
+        """The most parameters one statement may have."""
         self._lock_wait = lock_wait
         self._conn: Any = None
         try:

@@ -5,13 +5,19 @@ request, and the agent does not need it to proceed, so a single background threa
 of arrival (each session's simulated caches see its requests in sequence). :meth:`Accountant.flush`
 waits for it (the stats endpoint and ``proxy stats`` read a complete ledger).
 
+The thread accounts every job already queued (up to :data:`BATCH`) before it writes, and writes
+the rows with one INSERT per batch: under load the ledger costs a statement per batch, not per
+request. A row the database refuses for itself (a value it cannot store) is lost alone: when a
+batch fails so, its rows are written one by one.
+
 A row the database cannot take now (PostgreSQL restarting, another process holding SQLite's write
 lock) waits in memory, in order, and is written as soon as the database answers again: the thread
-tries again every :data:`RETRY_SECONDS` and before each new row.
+tries again every :data:`RETRY_SECONDS` and before each new batch.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import queue
 import threading
@@ -34,6 +40,8 @@ log = logging.getLogger("contextwarden.proxy")
 
 RETRY_SECONDS = 0.5
 """How often rows waiting for the database are tried again."""
+BATCH = 100
+"""Jobs the thread accounts before it writes their rows (those already queued), and rows per INSERT at most."""
 MAX_WAITING_ROWS = 100_000
 """Rows kept while the database is away; beyond this the oldest are dropped (and counted in the log)."""
 
@@ -102,46 +110,86 @@ class Accountant:
     def _run(self) -> None:
         while True:
             try:
-                job = self._jobs.get(timeout=RETRY_SECONDS if self._waiting else None)
+                jobs = [self._jobs.get(timeout=RETRY_SECONDS if self._waiting else None)]
             except queue.Empty:
                 self._write_waiting()
                 continue
+            while len(jobs) < BATCH and jobs[-1] is not None:  # the jobs already queued, written together
+                try:
+                    jobs.append(self._jobs.get_nowait())
+                except queue.Empty:
+                    break
             try:
-                if job is None:
-                    self._write_waiting()
-                    return
-                self._keep(self.row(job))
+                for job in jobs:
+                    if job is not None:
+                        self._account(job)
                 self._write_waiting()
-            except Exception as exc:  # a row that cannot be computed must not stop the rows after it
-                log.warning("contextwarden proxy could not account a request: %s: %s", type(exc).__name__, exc)
+            except Exception as exc:  # a failure in the writing must not stop the thread
+                log.warning("contextwarden proxy could not write the ledger: %s: %s", type(exc).__name__, exc)
             finally:
-                self._jobs.task_done()
+                for _ in jobs:
+                    self._jobs.task_done()
+            if jobs[-1] is None:
+                return
 
-    def _keep(self, row: LedgerRow) -> None:
-        if len(self._waiting) >= MAX_WAITING_ROWS:
-            self._waiting.popleft()
-            log.warning("contextwarden proxy dropped a ledger row: %d rows wait for the database", MAX_WAITING_ROWS)
-        self._waiting.append(row)
+    def _account(self, job: Job) -> None:
+        try:
+            row = self.row(job)
+        except Exception as exc:  # a row that cannot be computed must not stop the rows after it
+            log.warning("contextwarden proxy could not account a request: %s: %s", type(exc).__name__, exc)
+            return
+        with self._writing:
+            if len(self._waiting) >= MAX_WAITING_ROWS:
+                self._waiting.popleft()
+                log.warning("contextwarden proxy dropped a ledger row: %d rows wait for the database", MAX_WAITING_ROWS)
+            self._waiting.append(row)
 
     def _write_waiting(self) -> None:
-        """Write waiting rows in order until the database refuses one (it stays first in line)."""
+        """Write waiting rows in order, many per INSERT, until the database cannot take one (it stays first in line)."""
         with self._writing:
+            size = min(BATCH, self.ledger.rows_per_insert)
             while self._waiting:
-                row = self._waiting[0]
+                batch = list(itertools.islice(self._waiting, size))
                 try:
-                    self.ledger.record(row)
+                    self.ledger.record_many(batch)
                 except StoreError as exc:
-                    if row is not self._reported:
-                        self._reported = row
-                        log.warning("contextwarden proxy ledger rows wait for the database: %s", exc)
+                    self._wait(batch[0], exc)
                     return
-                except Exception as exc:  # a row the database refuses for itself is lost alone
-                    log.warning("contextwarden proxy could not write a ledger row: %s: %s", type(exc).__name__, exc)
-                    self._waiting.popleft()
+                except Exception:  # a row the database refuses for itself: find it, one row per INSERT
+                    if not self._write_one_by_one(len(batch)):
+                        return
                     continue
+                self._written(len(batch))
+
+    def _write_one_by_one(self, count: int) -> bool:
+        """Write the first ``count`` waiting rows one per INSERT, losing alone each the database refuses.
+
+        False when the database could not take one now (it stays first in line).
+        """
+        for _ in range(count):
+            row = self._waiting[0]
+            try:
+                self.ledger.record(row)
+            except StoreError as exc:
+                self._wait(row, exc)
+                return False
+            except Exception as exc:  # a row the database refuses for itself is lost alone
+                log.warning("contextwarden proxy could not write a ledger row: %s: %s", type(exc).__name__, exc)
                 self._waiting.popleft()
-                if self.on_row is not None:
-                    self.on_row(row)
+                continue
+            self._written(1)
+        return True
+
+    def _wait(self, row: LedgerRow, exc: StoreError) -> None:
+        if row is not self._reported:
+            self._reported = row
+            log.warning("contextwarden proxy ledger rows wait for the database: %s", exc)
+
+    def _written(self, count: int) -> None:
+        rows = [self._waiting.popleft() for _ in range(count)]
+        if self.on_row is not None:
+            for row in rows:
+                self.on_row(row)
 
     def row(self, job: Job) -> LedgerRow:
         """The ledger row of one job (advances the session's simulated caches)."""
