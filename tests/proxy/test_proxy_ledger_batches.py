@@ -1,7 +1,8 @@
 """The ledger's rows go to the database in batches: the jobs queued together cost one INSERT, not one each.
 
 The accountant's thread is held at its first row (by the ``on_row`` hook) while more jobs queue up
-behind it, as they do under load; then it is let go. Rows keep their order, every written row reaches
+behind it, as they do under load; then it is let go. Jobs that come one at a time, soon after one
+another, share an INSERT too. Rows keep their order, every written row reaches
 ``on_row``, and a row the database refuses for itself is lost alone, the rest of its batch written.
 """
 
@@ -10,12 +11,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from _statements import Counted
+from contextwarden.proxy import accounting
 from contextwarden.proxy._db import ProxyDB
 from contextwarden.proxy.accounting import BATCH, Accountant, Job
 from contextwarden.proxy.ledger import Ledger, LedgerRow
@@ -88,6 +91,25 @@ def test_the_jobs_queued_together_are_written_with_one_insert_per_batch(db: Prox
     assert [row.note for row in ledger.rows()] == [str(n) for n in range(queued + 1)]
     assert [row.note for row in held.seen] == [str(n) for n in range(queued + 1)]
     assert all(row.client_tokens > 0 and row.client_cost_usd > 0 for row in held.seen)  # accounted, not just stored
+
+
+def test_the_jobs_that_come_soon_after_the_first_share_its_insert_and_flush_does_not_wait_for_more(
+    db: ProxyDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(accounting, "GATHER_SECONDS", 5.0)
+    ledger = Ledger(db)
+    counted = Counted(db)
+    accountant = Accountant(ledger, HeuristicCounter())
+    started = time.monotonic()
+    for n in range(20):  # one at a time, as answers come
+        accountant.submit(_job(n))
+        time.sleep(0.005)
+    accountant.flush()
+    flushed = time.monotonic() - started
+    accountant.close()
+    assert len([s for s in counted.sent if s.startswith(INSERT)]) == 1
+    assert [row.note for row in ledger.rows()] == [str(n) for n in range(20)]
+    assert flushed < accounting.GATHER_SECONDS  # flush ended the gathering, it did not wait it out
 
 
 def test_a_batch_never_holds_more_parameters_than_the_database_allows(tmp_path: Path) -> None:

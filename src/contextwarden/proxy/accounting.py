@@ -5,10 +5,11 @@ request, and the agent does not need it to proceed, so a single background threa
 of arrival (each session's simulated caches see its requests in sequence). :meth:`Accountant.flush`
 waits for it (the stats endpoint and ``proxy stats`` read a complete ledger).
 
-The thread accounts every job already queued (up to :data:`BATCH`) before it writes, and writes
-the rows with one INSERT per batch: under load the ledger costs a statement per batch, not per
-request. A row the database refuses for itself (a value it cannot store) is lost alone: when a
-batch fails so, its rows are written one by one.
+The thread accounts every job already queued, and those that come within :data:`GATHER_SECONDS`
+of the first (up to :data:`BATCH`), before it writes, and writes the rows with one INSERT per batch:
+under load the ledger costs a statement per batch, not per request. A row the database refuses for
+itself (a value it cannot store) is lost alone: when a batch fails so, its rows are written one by
+one.
 
 A row the database cannot take now (PostgreSQL restarting, another process holding SQLite's write
 lock) waits in memory, in order, and is written as soon as the database answers again: the thread
@@ -25,7 +26,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import StoreError
 from ..log.events import UsageReport
@@ -41,7 +42,11 @@ log = logging.getLogger("contextwarden.proxy")
 RETRY_SECONDS = 0.5
 """How often rows waiting for the database are tried again."""
 BATCH = 100
-"""Jobs the thread accounts before it writes their rows (those already queued), and rows per INSERT at most."""
+"""Jobs the thread accounts before it writes their rows, and rows per INSERT at most."""
+GATHER_SECONDS = 0.05
+"""How long the thread waits for more jobs after a batch's first before it writes (``flush`` and
+``close`` cut it short): under load the requests answered this close together share one INSERT, and
+a lone row reaches the ledger this much later."""
 MAX_WAITING_ROWS = 100_000
 """Rows kept while the database is away; beyond this the oldest are dropped (and counted in the log)."""
 
@@ -82,7 +87,8 @@ class Accountant:
         self._writing = threading.Lock()
         self._reported: LedgerRow | None = None
         """The waiting row the log last told about (one line per outage, not one per retry)."""
-        self._jobs: queue.Queue[Job | None] = queue.Queue()
+        self._jobs: queue.Queue[Job | Literal["flush"] | None] = queue.Queue()
+        """Jobs in order of arrival; ``"flush"`` ends the batch being gathered, ``None`` stops the thread."""
         self._thread = threading.Thread(target=self._run, name="contextwarden-ledger", daemon=True)
         self._thread.start()
 
@@ -97,7 +103,9 @@ class Accountant:
 
     def flush(self) -> None:
         """Wait until every queued job is accounted for, and try once more to write the waiting rows."""
-        self._jobs.join()
+        if self._thread.is_alive():  # else it was closed: nothing to wait for
+            self._jobs.put("flush")
+            self._jobs.join()
         self._write_waiting()
 
     def close(self) -> None:
@@ -114,15 +122,16 @@ class Accountant:
             except queue.Empty:
                 self._write_waiting()
                 continue
-            while len(jobs) < BATCH and jobs[-1] is not None:  # the jobs already queued, written together
-                try:
-                    jobs.append(self._jobs.get_nowait())
-                except queue.Empty:
-                    break
             try:
-                for job in jobs:
-                    if job is not None:
-                        self._account(job)
+                until = time.monotonic() + GATHER_SECONDS
+                while isinstance(jobs[-1], Job):  # this one and those that come soon, written together
+                    self._account(jobs[-1])
+                    if len(jobs) == BATCH:
+                        break
+                    try:
+                        jobs.append(self._jobs.get(timeout=max(0.0, until - time.monotonic())))
+                    except queue.Empty:
+                        break
                 self._write_waiting()
             except Exception as exc:  # a failure in the writing must not stop the thread
                 log.warning("contextwarden proxy could not write the ledger: %s: %s", type(exc).__name__, exc)
