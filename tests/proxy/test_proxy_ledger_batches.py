@@ -129,18 +129,13 @@ def test_a_batch_never_holds_more_parameters_than_the_database_allows(tmp_path: 
     db.close()
 
 
-def test_a_row_the_database_refuses_is_lost_alone_and_the_rest_of_its_batch_is_written(tmp_path: Path) -> None:
-    db = ProxyDB(str(tmp_path / "p.db"))
+def test_a_row_the_database_refuses_is_lost_alone_and_the_rest_of_its_batch_is_written(db: ProxyDB) -> None:
     ledger = Ledger(db)
-    counted = Counted(db)
     held = _Held(ledger)
-    # a status no SQLite INTEGER holds: the driver refuses the row, and with it the batch's INSERT
+    # a status no INTEGER column holds: SQLite's driver and PostgreSQL refuse the row, and with it its batch's INSERT
     jobs = [_job(n, status=2**70 if n == 3 else 200) for n in range(7)]
     held.queue_behind_the_first(jobs)
     written = ["0", "1", "2", "4", "5", "6"]
     assert [row.note for row in ledger.rows()] == written
     assert [row.note for row in held.seen] == written
-    # the batch is written again one row per INSERT to find the refused one
-    assert len([s for s in counted.sent if s.startswith(INSERT)]) == 1 + 5
     assert held.accountant.waiting == 0
-    db.close()

@@ -92,11 +92,13 @@ class ProxyDB:
         self._url = url
         self.postgres = bool(url and url.startswith(("postgresql://", "postgres://")))
         self._errors: tuple[type[Exception], ...] = (sqlite3.Error, OSError)
+        self._refusals: tuple[type[Exception], ...] = (sqlite3.DataError, sqlite3.IntegrityError)
         self._pool: ConnectionPool | None = None
         if self.postgres:
             import psycopg
 
             self._errors = (psycopg.Error, OSError)
+            self._refusals = (psycopg.DataError, psycopg.IntegrityError)
             self._pool = ConnectionPool(self._connect_postgres, size=connections)
         self.max_parameters = POSTGRES_MAX_PARAMETERS if self.postgres else SQLITE_MAX_PARAMETERS
         """The most parameters one statement may have."""
@@ -147,7 +149,9 @@ class ProxyDB:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one statement; return its rows (empty for statements without any).
 
-        A failure (the database down, locked past ``lock_wait``) is a ``StoreError``.
+        A failure (the database down, locked past ``lock_wait``) is a ``StoreError``; values the
+        database cannot hold (a NUL in a PostgreSQL text, a number out of a column's range) are a
+        :class:`ValuesRefused`, the ``StoreError`` that running the statement again does not cure.
         """
         for attempt in (1, 2):
             try:
@@ -157,6 +161,8 @@ class ProxyDB:
                 if attempt == 1:
                     continue
                 raise StoreError(f"the proxy's tables: {_one_line(lost.cause)}") from None
+            except self._refusals as exc:
+                raise ValuesRefused(f"the proxy's tables refused the values: {_one_line(exc)}") from None
             except self._errors as exc:
                 raise StoreError(f"the proxy's tables: {_one_line(exc)}") from None
         raise AssertionError("unreachable")
@@ -168,6 +174,10 @@ class ProxyDB:
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
+
+
+class ValuesRefused(StoreError):
+    """The database refused the statement's values: running it again later would fail again."""
 
 
 class _Lost(Exception):

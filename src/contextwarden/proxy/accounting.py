@@ -34,6 +34,7 @@ from ..models import ModelProfile
 from ..replay.costmodel import CacheSimulator
 from ..tokens import TokenCounter
 from ..wire.blocks import BlockMeter
+from ._db import ValuesRefused
 from .ledger import Ledger, LedgerRow
 from .modelnote import endpoint_profile
 
@@ -157,37 +158,24 @@ class Accountant:
         """Write waiting rows in order, many per INSERT, until the database cannot take one (it stays first in line)."""
         with self._writing:
             size = min(BATCH, self.ledger.rows_per_insert)
+            singly = 0  # rows still to write one per INSERT, to find the one of a failed batch the database refuses
             while self._waiting:
-                batch = list(itertools.islice(self._waiting, size))
+                batch = list(itertools.islice(self._waiting, 1 if singly else size))
                 try:
                     self.ledger.record_many(batch)
-                except StoreError as exc:
-                    self._wait(batch[0], exc)
-                    return
-                except Exception:  # a row the database refuses for itself: find it, one row per INSERT
-                    if not self._write_one_by_one(len(batch)):
+                except Exception as exc:
+                    if isinstance(exc, StoreError) and not isinstance(exc, ValuesRefused):
+                        self._wait(batch[0], exc)  # the database cannot take it now
                         return
-                    continue
-                self._written(len(batch))
-
-    def _write_one_by_one(self, count: int) -> bool:
-        """Write the first ``count`` waiting rows one per INSERT, losing alone each the database refuses.
-
-        False when the database could not take one now (it stays first in line).
-        """
-        for _ in range(count):
-            row = self._waiting[0]
-            try:
-                self.ledger.record(row)
-            except StoreError as exc:
-                self._wait(row, exc)
-                return False
-            except Exception as exc:  # a row the database refuses for itself is lost alone
-                log.warning("contextwarden proxy could not write a ledger row: %s: %s", type(exc).__name__, exc)
-                self._waiting.popleft()
-                continue
-            self._written(1)
-        return True
+                    if len(batch) > 1:
+                        singly = len(batch)
+                        continue
+                    # a row the database refuses for itself is lost alone
+                    log.warning("contextwarden proxy could not write a ledger row: %s: %s", type(exc).__name__, exc)
+                    self._waiting.popleft()
+                else:
+                    self._written(len(batch))
+                singly = max(0, singly - 1)
 
     def _wait(self, row: LedgerRow, exc: StoreError) -> None:
         if row is not self._reported:
