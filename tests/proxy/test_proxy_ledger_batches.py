@@ -56,7 +56,7 @@ def _job(n: int, *, status: int = 200) -> Job:
 
 
 class _Held:
-    """An accountant whose thread stops at its first written row until :meth:`release`."""
+    """An accountant whose thread stops at its first written row until the jobs behind it are queued."""
 
     def __init__(self, ledger: Ledger) -> None:
         self.seen: list[LedgerRow] = []
