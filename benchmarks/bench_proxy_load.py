@@ -14,7 +14,14 @@ client's p50 and p99 per call, the added latency (the arm's percentile less the 
 same level), the proxy's own time before forwarding (the ledger's ``added_ms``), and the CPU
 milliseconds per call of the arm's server processes (the upstream's for ``direct``; the proxy's,
 workers included, for the others) and of the client (this process, driving the sessions), which the
-machine's other load does not change as much as it changes the wall-clock figures. On a machine whose
+machine's other load does not change as much as it changes the wall-clock figures. For the arms on
+PostgreSQL, ``db`` is the CPU milliseconds per call of the PostgreSQL server, which shares the
+cores too: its postmaster (the parent of the backend serving a connection to ``CONTEXTWARDEN_PG_DSN``)
+and every process under it (all named ``postgres``), user and system time, plus the time of the
+backends that exited and were reaped by the postmaster (its ``cutime`` and ``cstime``). This assumes
+the server runs on this machine (``/proc`` shows its processes); otherwise the figure is left out,
+with a line saying so. Each run of an arm is measured alone (the arms take turns), and the ledger rows
+a proxy writes after its run's last answer fall between two measurements. On a machine whose
 cores the client, the upstream and the proxy share, the CPU per call bounds the proxy's share of
 direct's throughput: about (client + upstream) / (client + upstream + proxy). Targets at 50
 sessions: at least 80% of direct's requests per second, added p99 under 50 ms. ``--first-token-ms``
@@ -122,8 +129,11 @@ async def _session(client: httpx.AsyncClient, url: str, tag: str, turns: int, ti
         history += [lat._reply(lat._reply_text(bytes(raw))), lat._message(START + 2 * n + 1, "user")]
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User and system CPU seconds of process ``pid`` and every process under it (Linux ``/proc``)."""
+def _cpu_seconds(pid: int, *, reaped: bool = False) -> float:
+    """User and system CPU seconds of process ``pid`` and every process under it (Linux ``/proc``).
+
+    ``reaped``: with the time of ``pid``'s children that exited and were waited for.
+    """
     tick = os.sysconf("SC_CLK_TCK")
     stats: dict[int, tuple[int, float]] = {}
     for entry in os.listdir("/proc"):
@@ -132,13 +142,31 @@ def _cpu_seconds(pid: int) -> float:
                 fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            stats[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+            ticks = int(fields[11]) + int(fields[12])
+            if reaped and int(entry) == pid:
+                ticks += int(fields[13]) + int(fields[14])
+            stats[int(entry)] = (int(fields[1]), ticks / tick)
     family, total = {pid}, 0.0
     for _ in range(4):  # a worker supervisor, its workers, their helpers
         family |= {p for p, (parent, _) in stats.items() if parent in family}
     for p in family:
         total += stats.get(p, (0, 0.0))[1]
     return total
+
+
+def _postmaster(dsn: str) -> int | None:
+    """The pid of the postmaster of the PostgreSQL server ``dsn`` names, or ``None`` when it is not on this machine."""
+    import psycopg
+
+    with psycopg.connect(dsn, connect_timeout=5) as conn:
+        row = conn.execute("SELECT pg_backend_pid()").fetchone()
+        try:  # read while the backend lives
+            backend = Path(f"/proc/{row[0] if row else 0}/stat").read_text()
+            parent = int(backend.rsplit(")", 1)[1].split()[1])
+            name = Path(f"/proc/{parent}/comm").read_text().strip()
+        except (OSError, ValueError, IndexError):
+            return None
+    return parent if name == "postgres" and "(postgres)" in backend else None
 
 
 async def _run(url: str, sessions: int, turns: int) -> tuple[float, list[float]]:
@@ -164,20 +192,28 @@ def _added_ms(store: str, since: float) -> list[float]:
     return [float(r[0]) for r in rows]
 
 
-def _measure(arms: dict[str, tuple[str, str, int]], levels: list[int], turns: int, rounds: int) -> dict[str, Any]:
+def _measure(
+    arms: dict[str, tuple[str, str, int]], levels: list[int], turns: int, rounds: int, server: int | None
+) -> dict[str, Any]:
+    """Each level's figures per arm; ``server``: the PostgreSQL postmaster's pid (its CPU is the arms' ``db``)."""
     report: dict[str, Any] = {}
     for level in levels:
         per: dict[str, dict[str, list[float]]] = {
-            arm: {"rps": [], "times": [], "added": [], "cpu": [], "client_cpu": [], "resent": []} for arm in arms
+            arm: {"rps": [], "times": [], "added": [], "cpu": [], "db_cpu": [], "client_cpu": [], "resent": []}
+            for arm in arms
         }
         for _ in range(rounds):
             for arm, (url, store, pid) in arms.items():
+                db = server if store.startswith(("postgresql://", "postgres://")) else None
+                db_cpu = _cpu_seconds(db, reaped=True) if db is not None else 0.0
                 since, cpu, client_cpu = time.time(), _cpu_seconds(pid), time.process_time()
                 RESENT.clear()
                 rps, times = asyncio.run(_run(url, level, turns))
                 per[arm]["resent"].append(len(RESENT))
                 per[arm]["client_cpu"].append((time.process_time() - client_cpu) * 1000 / len(times))
                 per[arm]["cpu"].append((_cpu_seconds(pid) - cpu) * 1000 / len(times))
+                if db is not None:
+                    per[arm]["db_cpu"].append((_cpu_seconds(db, reaped=True) - db_cpu) * 1000 / len(times))
                 per[arm]["rps"].append(rps)
                 per[arm]["times"] += times
                 if store:
@@ -195,6 +231,8 @@ def _measure(arms: dict[str, tuple[str, str, int]], levels: list[int], turns: in
                 "cpu_ms_per_call": sum(got["cpu"]) / len(got["cpu"]),
                 "client_cpu_ms_per_call": sum(got["client_cpu"]) / len(got["client_cpu"]),
             }
+            if got["db_cpu"]:
+                row[arm]["db_cpu_ms_per_call"] = sum(got["db_cpu"]) / len(got["db_cpu"])
             if got["added"]:
                 row[arm]["own_p50_ms"] = lat._pct(got["added"], 0.5)
                 row[arm]["own_p99_ms"] = lat._pct(got["added"], 0.99)
@@ -216,6 +254,8 @@ def _print(level: int, row: dict[str, Any]) -> None:
             f"   {arm:<12} {r['rps']:7.1f} req/s   p50 {r['p50_ms']:7.1f} ms  p99 {r['p99_ms']:7.1f} ms"
             f"   cpu {r['cpu_ms_per_call']:5.1f} ms/call (client {r['client_cpu_ms_per_call']:4.1f})"
         )
+        if "db_cpu_ms_per_call" in r:
+            line += f"   db {r['db_cpu_ms_per_call']:5.1f} ms/call"
         if arm != "direct":
             line += (
                 f"   {r['share_of_direct_rps']:.2f}x direct   added p50 {r['added_p50_ms']:6.1f} ms"
@@ -276,7 +316,10 @@ def main() -> None:
                 f"workers {args.workers}, first token after {args.first_token_ms:g} ms",
                 flush=True,
             )
-            report = _measure(arms, levels, args.turns, args.rounds)
+            server = _postmaster(dsn) if dsn and not args.no_postgres else None
+            if dsn and not args.no_postgres and server is None:
+                print("db CPU not measured: the PostgreSQL server does not run on this machine", flush=True)
+            report = _measure(arms, levels, args.turns, args.rounds, server)
         finally:
             for process in processes:
                 process.send_signal(signal.SIGINT)  # a worker supervisor stops its workers on SIGINT

@@ -1,4 +1,5 @@
-"""The statements a PostgreSQL store sends, counted at its cursors (each is a round trip to the server)."""
+"""The statements a store sends: a PostgreSQL store's at its cursors (each is a round trip to the server), the
+proxy's SQLite tables' at their connection."""
 
 from __future__ import annotations
 
@@ -6,16 +7,20 @@ from typing import Any
 
 
 class Counted:
-    """The statements sent through ``owner``'s connection pool (a PostgreSQL store, the proxy's tables), by SQL text.
+    """The statements sent through ``owner``'s connection pool (a PostgreSQL store, the proxy's tables), by SQL text,
+    or through its one SQLite connection (the proxy's tables on SQLite, as SQLite runs them).
 
     A transaction block counts as ``BEGIN`` and ``COMMIT``; an ``executemany`` (pipelined) as one.
     """
 
     def __init__(self, owner: Any) -> None:
-        import psycopg
-
         self.sent: list[str] = []
         sent = self.sent
+        if owner._pool is None:
+            owner._conn.set_trace_callback(sent.append)
+            return
+
+        import psycopg
 
         class Cursor(psycopg.Cursor[Any]):
             def execute(self, query: Any, *args: Any, **kwargs: Any) -> Any:

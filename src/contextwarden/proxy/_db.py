@@ -68,6 +68,12 @@ at 50 concurrent sessions 16 cut the time before forwarding the most of 1, 4, 8 
 (docs/benchmarks.md, "Proxy under load")."""
 
 
+SQLITE_MAX_PARAMETERS = 32766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999
+"""SQLite's default limit on one statement's parameters (999 before SQLite 3.32.0)."""
+POSTGRES_MAX_PARAMETERS = 65535
+"""PostgreSQL's limit on one statement's parameters (its protocol counts them in 16 bits)."""
+
+
 class ProxyDB:
     """The proxy's tables: one SQLite connection shared by threads under a lock, or a PostgreSQL pool.
 
@@ -86,12 +92,16 @@ class ProxyDB:
         self._url = url
         self.postgres = bool(url and url.startswith(("postgresql://", "postgres://")))
         self._errors: tuple[type[Exception], ...] = (sqlite3.Error, OSError)
+        self._refusals: tuple[type[Exception], ...] = (sqlite3.DataError, sqlite3.IntegrityError)
         self._pool: ConnectionPool | None = None
         if self.postgres:
             import psycopg
 
             self._errors = (psycopg.Error, OSError)
+            self._refusals = (psycopg.DataError, psycopg.IntegrityError)
             self._pool = ConnectionPool(self._connect_postgres, size=connections)
+        self.max_parameters = POSTGRES_MAX_PARAMETERS if self.postgres else SQLITE_MAX_PARAMETERS
+        """The most parameters one statement may have."""
         self._lock_wait = lock_wait
         self._conn: Any = None
         try:
@@ -139,7 +149,9 @@ class ProxyDB:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run one statement; return its rows (empty for statements without any).
 
-        A failure (the database down, locked past ``lock_wait``) is a ``StoreError``.
+        A failure (the database down, locked past ``lock_wait``) is a ``StoreError``; values the
+        database cannot hold (a NUL in a PostgreSQL text, a number out of a column's range) are a
+        :class:`ValuesRefused`, the ``StoreError`` that running the statement again does not cure.
         """
         for attempt in (1, 2):
             try:
@@ -149,6 +161,8 @@ class ProxyDB:
                 if attempt == 1:
                     continue
                 raise StoreError(f"the proxy's tables: {_one_line(lost.cause)}") from None
+            except self._refusals as exc:
+                raise ValuesRefused(f"the proxy's tables refused the values: {_one_line(exc)}") from None
             except self._errors as exc:
                 raise StoreError(f"the proxy's tables: {_one_line(exc)}") from None
         raise AssertionError("unreachable")
@@ -160,6 +174,10 @@ class ProxyDB:
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
+
+
+class ValuesRefused(StoreError):
+    """The database refused the statement's values: running it again later would fail again."""
 
 
 class _Lost(Exception):

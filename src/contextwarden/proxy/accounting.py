@@ -5,13 +5,20 @@ request, and the agent does not need it to proceed, so a single background threa
 of arrival (each session's simulated caches see its requests in sequence). :meth:`Accountant.flush`
 waits for it (the stats endpoint and ``proxy stats`` read a complete ledger).
 
+The thread accounts every job already queued, and those that come within :data:`GATHER_SECONDS`
+of the first (up to :data:`BATCH`), before it writes, and writes the rows with one INSERT per batch:
+under load the ledger costs a statement per batch, not per request. A row the database refuses for
+itself (a value it cannot store) is lost alone: when a batch fails so, its rows are written one by
+one.
+
 A row the database cannot take now (PostgreSQL restarting, another process holding SQLite's write
 lock) waits in memory, in order, and is written as soon as the database answers again: the thread
-tries again every :data:`RETRY_SECONDS` and before each new row.
+tries again every :data:`RETRY_SECONDS` and before each new batch.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import queue
 import threading
@@ -19,7 +26,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import StoreError
 from ..log.events import UsageReport
@@ -27,6 +34,7 @@ from ..models import ModelProfile
 from ..replay.costmodel import CacheSimulator
 from ..tokens import TokenCounter
 from ..wire.blocks import BlockMeter
+from ._db import ValuesRefused
 from .ledger import Ledger, LedgerRow
 from .modelnote import endpoint_profile
 
@@ -34,6 +42,12 @@ log = logging.getLogger("contextwarden.proxy")
 
 RETRY_SECONDS = 0.5
 """How often rows waiting for the database are tried again."""
+BATCH = 100
+"""Jobs the thread accounts before it writes their rows, and rows per INSERT at most."""
+GATHER_SECONDS = 0.05
+"""How long the thread waits for more jobs after a batch's first before it writes (``flush`` and
+``close`` cut it short): under load the requests answered this close together share one INSERT, and
+a lone row reaches the ledger this much later."""
 MAX_WAITING_ROWS = 100_000
 """Rows kept while the database is away; beyond this the oldest are dropped (and counted in the log)."""
 
@@ -74,7 +88,8 @@ class Accountant:
         self._writing = threading.Lock()
         self._reported: LedgerRow | None = None
         """The waiting row the log last told about (one line per outage, not one per retry)."""
-        self._jobs: queue.Queue[Job | None] = queue.Queue()
+        self._jobs: queue.Queue[Job | Literal["flush"] | None] = queue.Queue()
+        """Jobs in order of arrival; ``"flush"`` ends the batch being gathered, ``None`` stops the thread."""
         self._thread = threading.Thread(target=self._run, name="contextwarden-ledger", daemon=True)
         self._thread.start()
 
@@ -89,7 +104,9 @@ class Accountant:
 
     def flush(self) -> None:
         """Wait until every queued job is accounted for, and try once more to write the waiting rows."""
-        self._jobs.join()
+        if self._thread.is_alive():  # else it was closed: nothing to wait for
+            self._jobs.put("flush")
+            self._jobs.join()
         self._write_waiting()
 
     def close(self) -> None:
@@ -102,46 +119,74 @@ class Accountant:
     def _run(self) -> None:
         while True:
             try:
-                job = self._jobs.get(timeout=RETRY_SECONDS if self._waiting else None)
+                jobs = [self._jobs.get(timeout=RETRY_SECONDS if self._waiting else None)]
             except queue.Empty:
                 self._write_waiting()
                 continue
             try:
-                if job is None:
-                    self._write_waiting()
-                    return
-                self._keep(self.row(job))
+                until = time.monotonic() + GATHER_SECONDS
+                while isinstance(jobs[-1], Job):  # this one and those that come soon, written together
+                    self._account(jobs[-1])
+                    if len(jobs) == BATCH:
+                        break
+                    try:
+                        jobs.append(self._jobs.get(timeout=max(0.0, until - time.monotonic())))
+                    except queue.Empty:
+                        break
                 self._write_waiting()
-            except Exception as exc:  # a row that cannot be computed must not stop the rows after it
-                log.warning("contextwarden proxy could not account a request: %s: %s", type(exc).__name__, exc)
+            except Exception as exc:  # a failure in the writing must not stop the thread
+                log.warning("contextwarden proxy could not write the ledger: %s: %s", type(exc).__name__, exc)
             finally:
-                self._jobs.task_done()
+                for _ in jobs:
+                    self._jobs.task_done()
+            if jobs[-1] is None:
+                return
 
-    def _keep(self, row: LedgerRow) -> None:
-        if len(self._waiting) >= MAX_WAITING_ROWS:
-            self._waiting.popleft()
-            log.warning("contextwarden proxy dropped a ledger row: %d rows wait for the database", MAX_WAITING_ROWS)
-        self._waiting.append(row)
+    def _account(self, job: Job) -> None:
+        try:
+            row = self.row(job)
+        except Exception as exc:  # a row that cannot be computed must not stop the rows after it
+            log.warning("contextwarden proxy could not account a request: %s: %s", type(exc).__name__, exc)
+            return
+        with self._writing:
+            if len(self._waiting) >= MAX_WAITING_ROWS:
+                self._waiting.popleft()
+                log.warning("contextwarden proxy dropped a ledger row: %d rows wait for the database", MAX_WAITING_ROWS)
+            self._waiting.append(row)
 
     def _write_waiting(self) -> None:
-        """Write waiting rows in order until the database refuses one (it stays first in line)."""
+        """Write waiting rows in order, many per INSERT, until the database cannot take one (it stays first in line)."""
         with self._writing:
+            size = min(BATCH, self.ledger.rows_per_insert)
+            singly = 0  # rows still to write one per INSERT, to find the one of a failed batch the database refuses
             while self._waiting:
-                row = self._waiting[0]
+                batch = list(itertools.islice(self._waiting, 1 if singly else size))
                 try:
-                    self.ledger.record(row)
-                except StoreError as exc:
-                    if row is not self._reported:
-                        self._reported = row
-                        log.warning("contextwarden proxy ledger rows wait for the database: %s", exc)
-                    return
-                except Exception as exc:  # a row the database refuses for itself is lost alone
+                    self.ledger.record_many(batch)
+                except Exception as exc:
+                    if isinstance(exc, StoreError) and not isinstance(exc, ValuesRefused):
+                        self._wait(batch[0], exc)  # the database cannot take it now
+                        return
+                    if len(batch) > 1:
+                        singly = len(batch)
+                        continue
+                    # a row the database refuses for itself is lost alone
                     log.warning("contextwarden proxy could not write a ledger row: %s: %s", type(exc).__name__, exc)
                     self._waiting.popleft()
-                    continue
-                self._waiting.popleft()
-                if self.on_row is not None:
-                    self.on_row(row)
+                else:
+                    self._written(len(batch))
+                singly = max(0, singly - 1)
+
+    def _wait(self, row: LedgerRow, exc: StoreError) -> None:
+        if row is not self._reported:
+            self._reported = row
+            log.warning("contextwarden proxy ledger rows wait for the database: %s", exc)
+
+    def _written(self, count: int) -> None:
+        rows = [self._waiting.popleft() for _ in range(count)]
+        if self.on_row is not None:
+            for row in rows:
+                self.on_row(row)
 
     def row(self, job: Job) -> LedgerRow:
         """The ledger row of one job (advances the session's simulated caches)."""

@@ -12,8 +12,8 @@ saving contextwarden *would* have made is ``client_cost_usd - projected_cost_usd
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ._db import ProxyDB
@@ -69,6 +69,7 @@ class LedgerRow:
 
 
 _COLUMNS = [f.name for f in fields(LedgerRow)]
+_AT = _COLUMNS.index("at")
 
 
 class Ledger:
@@ -78,14 +79,33 @@ class Ledger:
         """Keep rows in ``db``."""
         self.db = db
 
+    @property
+    def rows_per_insert(self) -> int:
+        """The most rows one INSERT may carry: the database's limit on a statement's parameters allows this many."""
+        return self.db.max_parameters // len(_COLUMNS)
+
     def record(self, row: LedgerRow) -> None:
         """Append one row."""
-        values = asdict(row)
-        values["at"] = values["at"] or time.time()
-        marks = ",".join("?" * len(_COLUMNS))
+        self.record_many([row])
+
+    def record_many(self, rows: Sequence[LedgerRow]) -> None:
+        """Append rows in order with one INSERT: all of them or, when it fails, none.
+
+        At most :attr:`rows_per_insert` rows (a ``ValueError`` beyond).
+        """
+        if len(rows) > self.rows_per_insert:
+            raise ValueError(f"{len(rows)} ledger rows in one INSERT: at most {self.rows_per_insert}")
+        if not rows:
+            return
+        params: list[Any] = []
+        for row in rows:
+            values = [getattr(row, c) for c in _COLUMNS]
+            values[_AT] = row.at or time.time()
+            params += values
+        one = f"({','.join('?' * len(_COLUMNS))})"
         self.db.execute(
-            f"INSERT INTO contextwarden_proxy_ledger ({','.join(_COLUMNS)}) VALUES ({marks})",
-            [values[c] for c in _COLUMNS],
+            f"INSERT INTO contextwarden_proxy_ledger ({','.join(_COLUMNS)}) VALUES {','.join([one] * len(rows))}",
+            params,
         )
 
     def rows(self, session_id: str | None = None) -> list[LedgerRow]:
