@@ -136,6 +136,7 @@ def test_workers_on_one_postgresql_store_agree_on_its_salt(pg_schema_dsn: str) -
     with rig(pg_schema_dsn) as one, rig(pg_schema_dsn) as two:  # two proxies, one database
         assert one.proxy.pipeline.salt == two.proxy.pipeline.salt == _salt(pg_schema_dsn)
         _ask(one, "key-a", "task on worker one")
+        one.proxy.settle()  # its ledger row is written (a worker's stats settle only its own rows)
         (session,) = _ids(_stats(two, **{"x-api-key": "key-a"}))  # the other worker reads it as the key's
         assert _under(session, "key-a", _salt(pg_schema_dsn))
 

@@ -1,4 +1,4 @@
-"""Where and when the proxy works: its pipeline on the event loop on the embedded store (on worker
+"""Where and when the proxy works: its pipeline on the event loop on a store on this machine (on worker
 threads otherwise), and the garbage collector after each answer rather than inside a request.
 
 A step runs on the loop exactly when ``asyncio.get_running_loop()`` works inside it: a worker thread
@@ -10,13 +10,16 @@ from __future__ import annotations
 import asyncio
 import gc
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from _proxy import Rig, rig
+from contextwarden.log.store.postgres import on_this_machine
 from contextwarden.proxy import collector
+from contextwarden.proxy.app import SLOW_ON_LOOP_MS
 from contextwarden.proxy.pipeline import Pipeline
 
 
@@ -64,12 +67,47 @@ def test_a_turn_still_being_filed_sends_the_next_request_to_a_worker_thread(tmp_
 
 
 @pytest.mark.postgres
-def test_on_postgresql_the_pipeline_runs_on_worker_threads(pg_schema_dsn: str) -> None:
-    # every statement is a network round trip: the loop keeps serving other clients meanwhile
+def test_on_a_postgresql_server_on_this_machine_the_pipeline_runs_on_the_event_loop(pg_schema_dsn: str) -> None:
+    # a loopback round trip is shorter than the hop to a worker thread and back
+    assert on_this_machine(pg_schema_dsn)
     with rig(pg_schema_dsn) as r:
         seen = _spy(r.proxy.pipeline)
         _ask(r, "hello")
-    assert seen == {"prepare": [False], "answered": [False]}
+        _ask(r, "again")
+    assert seen == {"prepare": [True, True], "answered": [True, True]}
+
+
+@pytest.mark.parametrize(
+    ("dsn", "local"),
+    [
+        ("postgresql://cw@127.0.0.1:5432/cw", True),
+        ("postgresql://cw@localhost/cw", True),
+        ("postgresql://cw@[::1]:5432/cw", True),
+        ("host=/var/run/postgresql dbname=cw", True),
+        ("postgresql://cw@db.example.com/cw", False),
+        ("postgresql://cw@10.0.0.5/cw", False),
+        ("host=localhost,db.example.com dbname=cw", False),
+    ],
+)
+def test_a_postgresql_server_elsewhere_is_not_on_this_machine(dsn: str, local: bool) -> None:
+    # its statements are network round trips: the pipeline runs on worker threads, never on the loop
+    assert on_this_machine(dsn) is local
+
+
+def test_a_slow_request_on_the_loop_sends_the_next_ones_to_worker_threads(tmp_path: Path) -> None:
+    with rig(str(tmp_path / "s.db")) as r:
+        seen = _spy(r.proxy.pipeline)
+        store, append = r.proxy.store, r.proxy.store.append
+
+        def slow(*args: Any, **kwargs: Any) -> Any:
+            time.sleep(SLOW_ON_LOOP_MS * 1.5 / 1000)  # a store that answers slowly for a moment
+            return append(*args, **kwargs)
+
+        store.append = slow  # type: ignore[method-assign]
+        _ask(r, "hello")
+        store.append = append  # type: ignore[method-assign]
+        _ask(r, "again")
+    assert seen["prepare"] == [True, False]
 
 
 def test_while_serving_the_collector_waits_for_the_answer_and_the_startup_heap_is_frozen(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import StoreError
 from ..log.store import DEFAULT_SQLITE_PATH, PostgresStore, SessionStore, SQLiteStore, check_store_url, open_store
 from ..log.store._pgpool import ConnectionPool
+from ..log.store.postgres import on_this_machine
 
 _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS contextwarden_proxy_lanes (
@@ -100,6 +101,8 @@ class ProxyDB:
             self._errors = (psycopg.Error, OSError)
             self._refusals = (psycopg.DataError, psycopg.IntegrityError)
             self._pool = ConnectionPool(self._connect_postgres, size=connections)
+        self.local = not self.postgres or on_this_machine(url or "")
+        """Whether the database is on this machine (a SQLite file, or PostgreSQL over a socket or loopback)."""
         self.max_parameters = POSTGRES_MAX_PARAMETERS if self.postgres else SQLITE_MAX_PARAMETERS
         """The most parameters one statement may have."""
         self._lock_wait = lock_wait
@@ -220,3 +223,13 @@ def _sqlite_path(url: str | None) -> str:
     if url.startswith("sqlite:///"):
         return url[len("sqlite:///") :]
     return url
+
+
+def local_storage(store: SessionStore, db: ProxyDB) -> bool:
+    """Whether the session store and the proxy's tables are both on this machine, their statements short.
+
+    SQLite files, or PostgreSQL over a unix socket or a loopback address (``on_this_machine``).
+    """
+    if isinstance(store, SQLiteStore):
+        return db.local
+    return isinstance(store, PostgresStore) and on_this_machine(store.dsn) and db.local

@@ -3,13 +3,16 @@
 Model calls (``/v1/messages``, ``/v1/chat/completions``, ``/v1/responses``, Gemini's
 ``/v1beta/models/{model}:generateContent`` and ``:streamGenerateContent``: :mod:`.gemini`) go through the
 :class:`~.pipeline.Pipeline`; everything else is passed through untouched. On the embedded SQLite
-store the pipeline runs on the event loop itself whenever nothing can make it wait: its statements
-are local and short, and the hop to a worker thread and back cost more than they do (about 0.5 ms of
-a request's 1.5-2 ms at 500 messages, measured) while buying no parallelism under the GIL. On
-PostgreSQL (network round trips) and whenever a session's turn is still being filed, it runs on a
-worker thread, so the loop never waits on the network or on another thread; after a fall-back (a
-store locked by another process, say) it runs on worker threads for a while, so a store that makes
-requests wait never stalls the loop (nor ``/metrics``) again.
+store, and on a PostgreSQL server on this machine (a unix socket or a loopback address), the
+pipeline runs on the event loop itself whenever nothing can make it wait: its statements are local
+and short, and the hop to a worker thread and back cost more than they do (about 0.5 ms of a
+request's 1.5-2 ms at 500 messages, measured; on local PostgreSQL at 50 concurrent sessions, 0.71x ->
+0.81x of direct's requests per second) while buying no parallelism under the GIL. On a PostgreSQL
+server elsewhere (network round trips) and whenever a session's turn is still being filed, it runs on
+a worker thread, so the loop never waits on the network or on another thread; after a fall-back (a
+store locked by another process, say) or a request that took longer than :data:`SLOW_ON_LOOP_MS` to
+prepare, it runs on worker threads for a while, so a store that makes requests wait never stalls the
+loop (nor ``/metrics``) again.
 Never break the agent: a failure inside the pipeline forwards the client's original bytes, unread,
 and counts a fall-back; upstream errors reach the client with their status, headers and body; an
 upstream that cannot be reached gets the client a 502 in its protocol's error shape and the log one
@@ -37,10 +40,10 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..errors import StoreError
-from ..log.store import SessionStore, SQLiteStore
+from ..log.store import SessionStore
 from ..providers.classify import is_context_overflow
 from . import collector, forward, gemini
-from ._db import ProxyDB, open_session_store
+from ._db import ProxyDB, local_storage, open_session_store
 from .access import Access, deployment_salts
 from .failures import with_taxonomy
 from .metrics import ProxyMetrics
@@ -54,7 +57,10 @@ from .viewer import LiveView
 log = logging.getLogger("contextwarden.proxy")
 
 OFF_LOOP_SECONDS = 5.0
-"""After a fall-back, how long pipeline steps run on worker threads only (the store may be making them wait)."""
+"""After a fall-back or a slow step, how long pipeline steps run on worker threads only (the store may be making
+them wait)."""
+SLOW_ON_LOOP_MS = 50.0
+"""A request prepared on the loop in longer than this sends the steps after it to worker threads."""
 
 MODEL_ROUTES = {
     "/v1/messages": "anthropic",
@@ -82,7 +88,7 @@ class Proxy:
         self.metrics = ProxyMetrics()
         self.pipeline.accountant.on_row = self.metrics.accounted
         self.upstream: aiohttp.ClientSession | None = None
-        self._on_loop = isinstance(self.store, SQLiteStore) and not self.db.postgres
+        self._on_loop = local_storage(self.store, self.db)
         """Whether pipeline steps may run on the event loop (module docstring)."""
         self._off_loop_until = 0.0
         """Until this ``time.monotonic()``, pipeline steps run on worker threads (set by a fall-back)."""
@@ -137,6 +143,8 @@ class Proxy:
             # a pending turn makes ``prepare`` wait for the recorder thread: never on the loop
             if self._loop_may_run() and not self.pipeline.turns.any_pending():
                 prepared = self.pipeline.prepare(fmt, raw, headers, credential, model=model, stream=stream)
+                if prepared.added_ms > SLOW_ON_LOOP_MS:  # the store answers slowly now: the loop must not wait on it
+                    self._off_loop_until = time.monotonic() + OFF_LOOP_SECONDS
             else:
                 prepared = await run_in_threadpool(
                     functools.partial(self.pipeline.prepare, fmt, raw, headers, credential, model=model, stream=stream)

@@ -13,6 +13,7 @@ psycopg is an optional dependency: ``pip install 'contextwarden[postgres]'``.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -112,6 +113,19 @@ def _psycopg() -> Any:
     except ImportError as exc:
         raise ImportError("the PostgreSQL store needs psycopg 3: pip install 'contextwarden[postgres]'") from exc
     return psycopg
+
+
+_LOOPBACK = re.compile(r"localhost|127(\.\d{1,3}){3}|::1|\[::1\]")
+
+
+def on_this_machine(dsn: str) -> bool:
+    """Whether every server ``dsn`` names is on this machine: a unix socket, ``localhost`` or a loopback address.
+
+    A DSN that names no host means libpq's ``PGHOST``, else its unix socket.
+    """
+    params = _psycopg().conninfo.conninfo_to_dict(dsn)
+    hosts = str(params.get("hostaddr") or params.get("host") or os.environ.get("PGHOST", ""))
+    return all(not h or h.startswith("/") or _LOOPBACK.fullmatch(h) for h in hosts.split(","))
 
 
 class PostgresStore(SQLStore):
