@@ -58,9 +58,10 @@ def test_a_build_takes_the_events_the_caller_just_appended_without_a_read() -> N
     ctx, last = manager.build_with_last_seq("s", model="gpt-4o", appended=stored)
     assert store.reads == 0 and last == stored[-1].seq
     assert "second" in str(ctx.messages)
-    # the same for the checkpoint after the answer: the window takes it, the store is not read
+    # the answer's turn, appended by the caller: the window follows it, and its checkpoint needs no read
     answer = store.append("s", [UserMessage(text="third")], expected_last_seq=last)
-    manager.save_checkpoint("s", appended=answer)
+    manager.follow("s", answer)
+    manager.save_checkpoint("s", catch_up=False)
     assert store.reads == 0 and manager.projection("s", catch_up=False).last_seq == answer[-1].seq
 
 
@@ -76,3 +77,17 @@ def test_appended_events_after_a_gap_are_read_with_the_gap() -> None:
     ctx = manager.build("s", model="gpt-4o", appended=stored)
     assert store.reads > 0  # the window did not end where these begin: it catches up from the store
     assert "another writer's" in str(ctx.messages) and "mine" in str(ctx.messages)
+
+
+def test_a_window_follows_only_events_that_come_right_after_it() -> None:
+    store = Reads()
+    manager = ContextManager(store, counter=HeuristicCounter())
+    store.create_session("s")
+    store.append("s", [UserMessage(text="first")], expected_last_seq=0)
+    _, built_at = manager.build_with_last_seq("s", model="gpt-4o")
+    store.append("s", [UserMessage(text="another writer's")], expected_last_seq=built_at)
+    mine = store.append("s", [UserMessage(text="mine")], expected_last_seq=built_at + 1)
+    store.reads = 0
+    manager.follow("s", mine)  # a gap before them: the window stays as it was, nothing is read
+    assert store.reads == 0 and manager.projection("s", catch_up=False).last_seq == built_at
+    assert manager.projection("s").last_seq == mine[-1].seq  # the next catch-up reads both

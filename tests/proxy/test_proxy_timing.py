@@ -53,17 +53,18 @@ def test_on_the_embedded_store_the_pipeline_runs_on_the_event_loop(tmp_path: Pat
     assert seen == {"prepare": [True, True], "answered": [True, True]}
 
 
-def test_a_turn_still_being_filed_sends_the_next_request_to_a_worker_thread(tmp_path: Path) -> None:
-    # ``prepare`` may have to wait for the recorder thread then; the loop must not wait with it
+def test_the_answers_turn_is_in_the_log_before_its_last_byte_so_the_next_request_never_waits(tmp_path: Path) -> None:
+    # the recorder thread (ledger row, checkpoint) is held: the turn must not depend on it
     with rig(str(tmp_path / "s.db")) as r:
         seen = _spy(r.proxy.pipeline)
-        r.proxy.pipeline.turns.start("another-session")
-        try:
-            _ask(r, "hello")
-        finally:
-            r.proxy.pipeline.turns.done("another-session")
-        _ask(r, "again")
-    assert seen["prepare"] == [False, True]
+        held: list[Any] = []
+        r.proxy._recorder.after = lambda *args: held.append(args)  # type: ignore[method-assign]
+        _ask(r, "hello")
+        [session] = r.proxy.store.list_sessions()
+        said = [type(e).__name__ for e in r.proxy.store.read(session.id)]
+        _ask(r, "again")  # on the loop: nothing to wait for
+    assert said[-2:] == ["AssistantMessage", "UsageReport"]
+    assert seen["prepare"] == [True, True] and len(held) == 2
 
 
 @pytest.mark.postgres

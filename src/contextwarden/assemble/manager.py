@@ -133,9 +133,6 @@ class ContextManager:
     def _session_lock(self, session_id: str) -> threading.RLock:
         return self._cache.lock(session_id)
 
-    def _window(self, session_id: str, policy: ContextPolicy) -> CachedWindow:
-        return self._cache.window(session_id, policy)
-
     # ------------------------------------------------------------------ build
 
     def build(
@@ -151,8 +148,7 @@ class ContextManager:
 
         ``model`` must name a registered profile (``UnknownModelError`` lists them) or be a :class:`ModelProfile`. The
         returned ``decisions`` are this build's own (the history of reductions stays in the log as window events).
-        ``appended``: the events the caller has just appended with a compare-and-append, as the store returned
-        them; the log then held nothing after them, so a cached window they extend is not read again.
+        ``appended``: events the caller has just compare-and-appended, as stored: a window they extend reads nothing.
         """
         return self.build_with_last_seq(session_id, model=model, tools=tools, policy=policy, appended=appended)[0]
 
@@ -187,18 +183,21 @@ class ContextManager:
                 self._cache.save(session_id, resolved, window)  # the same window: a compaction re-opens it in place
             return context, window.projection.last_seq
 
-    def save_checkpoint(
-        self, session_id: str, *, policy: PolicyLike | None = None, appended: Sequence[Event] = ()
-    ) -> bool:
+    def save_checkpoint(self, session_id: str, *, policy: PolicyLike | None = None, catch_up: bool = True) -> bool:
         """Catch the session's window up and save its checkpoint if it is due; whether one was saved.
 
         Due means the window moved on by :data:`~.checkpoints.CHECKPOINT_EVERY` events since the
-        last checkpoint this manager saved (see ``checkpoints`` in the constructor). ``appended`` as
-        for :meth:`build`: events the caller has just appended, which the window takes without a read.
+        last checkpoint this manager saved (see ``checkpoints`` in the constructor). ``catch_up=False``
+        saves the window as the last build left it, without a read (a checkpoint may lag the log).
         """
         resolved = self._resolve(policy)
         with self._session_lock(session_id):
-            return self._cache.save(session_id, resolved, self._cache.window(session_id, resolved, appended=appended))
+            return self._cache.save(session_id, resolved, self._cache.window(session_id, resolved, catch_up=catch_up))
+
+    def follow(self, session_id: str, appended: Sequence[Event], *, policy: PolicyLike | None = None) -> None:
+        """The session's cached window takes events the caller has just appended (as stored) if they extend it."""
+        with self._session_lock(session_id):
+            self._cache.follow(session_id, self._resolve(policy), appended)
 
     def _record_settings(self, session_id: str, window: CachedWindow, settings: BuildSettings) -> None:
         if window.recorded == settings:
@@ -262,7 +261,7 @@ class ContextManager:
         )
         if stored is None:
             return window, None
-        return self._window(session_id, settings.policy), compaction_decision(stored)
+        return self._cache.window(session_id, settings.policy), compaction_decision(stored)
 
     def _record_retrieval_offer(self, session_id: str, window: CachedWindow, settings: BuildSettings) -> list[str]:
         """The id of an empty context-edit batch bringing the retrieval tools for a cut at ingestion, if it pays.

@@ -125,9 +125,7 @@ class WindowCache:
         if not catch_up:
             return window
         if _follows(window.projection.last_seq, appended):
-            for event in appended:
-                window.projection.add(event)
-            note_settings(window, appended)
+            self.follow(session_id, policy, appended)
             return window
         new = self.store.read(session_id, since_seq=window.projection.last_seq)
         if any(isinstance(e, Compaction) for e in new):
@@ -138,6 +136,15 @@ class WindowCache:
                 window.projection.add(event)
         note_settings(window, new)
         return window
+
+    def follow(self, session_id: str, policy: ContextPolicy, appended: Sequence[Event]) -> None:
+        """The cached window takes ``appended`` (a compare-and-append's stored events) if they come right after it."""
+        with self._guard:
+            window = self._windows.get((session_id, policy))
+        if window is not None and _follows(window.projection.last_seq, appended):
+            for event in appended:
+                window.projection.add(event)
+            note_settings(window, appended)
 
     def _open(self, session_id: str, policy: ContextPolicy, appended: Sequence[Event] = ()) -> CachedWindow:
         """The session's window, resumed from its checkpoint when one is usable, else projected from the log.

@@ -4,13 +4,12 @@ Model calls (``/v1/messages``, ``/v1/chat/completions``, ``/v1/responses``, Gemi
 ``/v1beta/models/{model}:generateContent`` and ``:streamGenerateContent``: :mod:`.gemini`) go through the
 :class:`~.pipeline.Pipeline`; everything else is passed through untouched. On the embedded SQLite
 store, and on a PostgreSQL server on this machine (a unix socket or a loopback address), the
-pipeline runs on the event loop itself whenever nothing can make it wait: its statements are local
-and short, and the hop to a worker thread and back cost more than they do (about 0.5 ms of a
-request's 1.5-2 ms at 500 messages, measured; on local PostgreSQL at 50 concurrent sessions, 0.71x ->
-0.81x of direct's requests per second) while buying no parallelism under the GIL. On a PostgreSQL
-server elsewhere (network round trips) and whenever a session's turn is still being filed, it runs on
-a worker thread, so the loop never waits on the network or on another thread; after a fall-back (a
-store locked by another process, say) or a request that took longer than :data:`SLOW_ON_LOOP_MS` to
+pipeline runs on the event loop itself: its statements are local and short, and the hop to a worker
+thread and back cost more than they do (about 0.5 ms of a request's 1.5-2 ms at 500 messages,
+measured; on local PostgreSQL at 50 concurrent sessions, 0.71x -> 0.81x of direct's requests per
+second) while buying no parallelism under the GIL. On a PostgreSQL server elsewhere (network round
+trips) it runs on worker threads, so the loop never waits on the network; after a fall-back (a store
+locked by another process, say) or a request that took longer than :data:`SLOW_ON_LOOP_MS` to
 prepare, it runs on worker threads for a while, so a store that makes requests wait never stalls the
 loop (nor ``/metrics``) again.
 Never break the agent: a failure inside the pipeline forwards the client's original bytes, unread,
@@ -140,8 +139,7 @@ class Proxy:
         headers = {k.lower(): v for k, v in request.headers.items()}
         try:
             credential = _credential(request)
-            # a pending turn makes ``prepare`` wait for the recorder thread: never on the loop
-            if self._loop_may_run() and not self.pipeline.turns.any_pending():
+            if self._loop_may_run():
                 prepared = self.pipeline.prepare(fmt, raw, headers, credential, model=model, stream=stream)
                 if prepared.added_ms > SLOW_ON_LOOP_MS:  # the store answers slowly now: the loop must not wait on it
                     self._off_loop_until = time.monotonic() + OFF_LOOP_SECONDS
@@ -186,12 +184,12 @@ class Proxy:
         )
 
     async def _file(self, prepared: Prepared, status: int, assistant: Any, usage: Any, sent: Sent) -> None:
-        """Announce an answer before its last byte goes out; file it on the recorder thread once it has.
+        """File an answer's turn before its last byte goes out; the rest on the recorder thread once it has.
 
-        The session's next request waits for the filing (:meth:`Pipeline.answered`), so the client
-        finds its turn in the log; the filing waits for ``sent``, so neither it nor the ledger row
-        it queues competes with the answer's last bytes for the interpreter. The usage goes to the
-        task's spending here, so its next request (of any lane) is checked against it.
+        The client's next request of the session finds the turn in the log (:meth:`Pipeline.answered`);
+        the ledger row and the checkpoint wait for ``sent``, so neither competes with the answer's last
+        bytes for the interpreter. The usage goes to the task's spending here, so its next request (of
+        any lane) is checked against it.
         """
         if prepared.fmt == "gemini" and assistant is not None:  # as the session's next request will echo it
             assistant = gemini.as_echoed(assistant, prepared.client_body)
@@ -199,10 +197,11 @@ class Proxy:
         if spending is not None and prepared.identity is not None and usage is not None:
             spending.record(prepared.identity, usage)
         try:
+            answer = assistant if status == 200 else None
             if self._loop_may_run():
-                self.pipeline.answered(prepared, assistant if status == 200 else None)
+                self.pipeline.answered(prepared, answer, usage)
             else:
-                await run_in_threadpool(self.pipeline.answered, prepared, assistant if status == 200 else None)
+                await run_in_threadpool(self.pipeline.answered, prepared, answer, usage)
         except Exception as exc:  # the store may be down; the next request then finds its session anew
             log.warning("contextwarden proxy could not remember a turn: %s: %s", type(exc).__name__, exc)
             self._off_loop_until = time.monotonic() + OFF_LOOP_SECONDS

@@ -41,7 +41,6 @@ from .projected import edited_body, rendered_body
 from .settings import ProxySettings
 from .spend import REFUSED, Spent, TaskSpending
 from .suffix import Read, SuffixCache, last_assistant_reach
-from .turns import PendingTurns
 
 
 @dataclass
@@ -67,8 +66,8 @@ class Prepared:
     at: float = field(default_factory=time.time)
     logged_seq: int = 0
     """The session's last seq after the request's build (the answer's turn goes after it)."""
-    pending: bool = False
-    """Whether :meth:`Pipeline.answered` counted its turn as pending (``record`` files it)."""
+    filed: bool = False
+    """Whether the answer's turn is in the log (:meth:`Pipeline.answered`)."""
     refused: Spent | None = None
     """Set when the task reached its spend limit: the proxy answers with an error and forwards nothing."""
     stand_in: str = ""
@@ -96,7 +95,6 @@ class Pipeline:
         """Keys each caller's namespace: the configured salt, else the store's own."""
         self.index = SessionIndex(db, salt=self.salt)
         self.reader = SuffixCache()
-        self.turns = PendingTurns()
         self.models = ModelNotes()
         self._known: set[str] = set()
         """Sessions this worker has seen in the store (no lookup before each request)."""
@@ -150,7 +148,6 @@ class Pipeline:
         )
         prepared.identity = identity
         self._ensure(identity.session_id, client_session_id(headers, body))
-        self.turns.wait(identity.session_id)  # the previous answer's turn goes into the log first
         if self.spending is not None and (spent := self.spending.check(identity)).exhausted:
             prepared.outcome, prepared.note, prepared.refused = REFUSED, spent.message, spent
             return prepared
@@ -266,18 +263,27 @@ class Pipeline:
 
     # ------------------------------------------------------------------ after the answer
 
-    def answered(self, prepared: Prepared, assistant: AssistantMessage | None) -> None:
-        """The answer is complete (before its last byte reaches the client): hold the session's next request.
+    def answered(self, prepared: Prepared, assistant: AssistantMessage | None, usage: UsageReport | None) -> None:
+        """The answer is complete, before its last byte reaches the client: file its turn now.
 
-        The session's next request waits for :meth:`record` (filed after the response) on this
-        worker; any worker finds the session by the history it extends, since the prefix is
-        remembered here, before the client can send that request.
+        The client cannot send the session's next request before that byte, so that request finds the
+        turn in the log (else the mirror would take the reply from the client's copy and a later filing
+        would add it twice), and any worker finds the session by the history it extends, remembered here.
         """
+        self._file_turn(prepared, assistant, usage)
+
+    def _file_turn(self, prepared: Prepared, assistant: AssistantMessage | None, usage: UsageReport | None) -> None:
         identity = prepared.identity
-        if identity is None or assistant is None or prepared.pending:
+        if identity is None or assistant is None or prepared.filed:
             return
-        prepared.pending = True
-        self.turns.start(identity.session_id)
+        prepared.filed = True
+        # usage anchors the size estimate of the next projection, so it is logged only when it
+        # measured the projection; observing, it measured the client's own (larger) request
+        measured = usage if prepared.outcome in ("projected", "unchanged") else None
+        stored = self._append_turn(identity, assistant, measured, since=prepared.logged_seq)
+        # the chain and the window take the turn as stored: the next request reads nothing before its append
+        follow_appended(self.store, identity.session_id, stored)
+        self.manager.follow(identity.session_id, stored, policy=prepared.policy)
         after = continued(prepared.root, prepared.chain, content_digest(assistant))
         self.index.remember(identity, after, len(prepared.chain) + 1)
 
@@ -290,13 +296,13 @@ class Pipeline:
         usage: UsageReport | None,
         outcome: str | None = None,
     ) -> None:
-        """File the answer: a ledger row (written soon after), the assistant turn and usage into the log.
+        """File what is left of the answer once it is out: a ledger row (written soon after), and the checkpoint.
 
-        Then the window's checkpoint, when due: here the answer is already out, so no request waits
-        for it (the manager saves none inside a build).
+        The turn itself was filed by :meth:`answered`; if that failed (the store was down), it is
+        filed here. The window's checkpoint is saved when due: here the answer is already out, so no
+        request waits for it (the manager saves none inside a build).
         """
         identity = prepared.identity
-        stored: list[Event] = []
         # the row first: the request happened even if the log cannot take its turn now
         self.accountant.submit(
             Job(
@@ -314,23 +320,12 @@ class Pipeline:
                 usage=usage,
             )
         )
-        try:
-            if identity is not None and assistant is not None and status == 200 and outcome is None:
-                # usage anchors the size estimate of the next projection, so it is logged only when it
-                # measured the projection; observing, it measured the client's own (larger) request
-                measured = usage if prepared.outcome in ("projected", "unchanged") else None
-                stored = self._append_turn(identity, assistant, measured, since=prepared.logged_seq)
-                follow_appended(self.store, identity.session_id, stored)  # the next request's mirror reads nothing
-                if not prepared.pending:  # not announced by ``answered``: remember the prefix now
-                    after = continued(prepared.root, prepared.chain, content_digest(assistant))
-                    self.index.remember(identity, after, len(prepared.chain) + 1)
-        finally:
-            if prepared.pending and identity is not None:
-                prepared.pending = False
-                self.turns.done(identity.session_id)
-        if identity is not None:  # after ``done``: the session's next request does not wait for it
-            # the window the request was built on takes the turn without a read, and its checkpoint is saved when due
-            self.manager.save_checkpoint(identity.session_id, policy=prepared.policy, appended=stored)
+        if identity is None:
+            return
+        if status == 200 and outcome is None:
+            self._file_turn(prepared, assistant, usage)
+        # the window as the last build or turn left it: no read
+        self.manager.save_checkpoint(identity.session_id, policy=prepared.policy, catch_up=False)
 
     def close(self) -> None:
         """Write the remaining ledger rows."""
