@@ -2,16 +2,16 @@
 
 Model calls (``/v1/messages``, ``/v1/chat/completions``, ``/v1/responses``, Gemini's
 ``/v1beta/models/{model}:generateContent`` and ``:streamGenerateContent``: :mod:`.gemini`) go through the
-:class:`~.pipeline.Pipeline`; everything else is passed through untouched. On the embedded SQLite
-store, and on a PostgreSQL server on this machine (a unix socket or a loopback address), the
-pipeline runs on the event loop itself: its statements are local and short, and the hop to a worker
-thread and back cost more than they do (about 0.5 ms of a request's 1.5-2 ms at 500 messages,
-measured; on local PostgreSQL at 50 concurrent sessions, 0.71x -> 0.81x of direct's requests per
-second) while buying no parallelism under the GIL. On a PostgreSQL server elsewhere (network round
-trips) it runs on worker threads, so the loop never waits on the network; after a fall-back (a store
-locked by another process, say) or a request that took longer than :data:`SLOW_ON_LOOP_MS` to
-prepare, it runs on worker threads for a while, so a store that makes requests wait never stalls the
-loop (nor ``/metrics``) again.
+:class:`~.pipeline.Pipeline`; everything else is passed through untouched. On a store on this
+machine (SQLite, or PostgreSQL over a unix socket or loopback) the pipeline runs on the event loop
+itself: its statements are short, and the hop to a worker thread and back cost more than they do
+while buying no parallelism under the GIL (docs/proxy.md, "Several workers on one machine"). Filing an
+answer's turn in PostgreSQL is the exception: its commit waits for the disk and concurrent sessions'
+answers often end together, so those commits overlap on worker threads rather than queue on the loop.
+On a PostgreSQL server elsewhere every step runs on worker threads, so the loop never waits on the
+network. After a fall-back (a store locked by another process, say) or a request that took longer than
+:data:`SLOW_ON_LOOP_MS` to prepare, steps run on worker threads for a while, so a store that makes
+requests wait never stalls the loop (nor ``/metrics``) again.
 Never break the agent: a failure inside the pipeline forwards the client's original bytes, unread,
 and counts a fall-back; upstream errors reach the client with their status, headers and body; an
 upstream that cannot be reached gets the client a 502 in its protocol's error shape and the log one
@@ -39,7 +39,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..errors import StoreError
-from ..log.store import SessionStore
+from ..log.store import PostgresStore, SessionStore
 from ..providers.classify import is_context_overflow
 from . import collector, forward, gemini
 from ._db import ProxyDB, local_storage, open_session_store
@@ -89,6 +89,8 @@ class Proxy:
         self.upstream: aiohttp.ClientSession | None = None
         self._on_loop = local_storage(self.store, self.db)
         """Whether pipeline steps may run on the event loop (module docstring)."""
+        self._commit_waits = isinstance(self.store, PostgresStore)
+        """Whether filing a turn waits for the disk (a PostgreSQL commit): then it runs on a worker thread."""
         self._off_loop_until = 0.0
         """Until this ``time.monotonic()``, pipeline steps run on worker threads (set by a fall-back)."""
         # each session's answers are filed in the order they completed (:mod:`.recorder`)
@@ -198,7 +200,7 @@ class Proxy:
             spending.record(prepared.identity, usage)
         try:
             answer = assistant if status == 200 else None
-            if self._loop_may_run():
+            if self._loop_may_run() and not self._commit_waits:
                 self.pipeline.answered(prepared, answer, usage)
             else:
                 await run_in_threadpool(self.pipeline.answered, prepared, answer, usage)
