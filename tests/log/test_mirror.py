@@ -23,7 +23,14 @@ from contextwarden.log.events import (
     UserMessage,
 )
 from contextwarden.log.store import MemoryStore, PostgresStore, SessionStore, SQLiteStore
-from contextwarden.mirror import MIRRORED_KINDS, content_digest, follow_appended, mirror_history, mirrored_events
+from contextwarden.mirror import (
+    MIRRORED_KINDS,
+    content_digest,
+    follow_appended,
+    follow_to,
+    mirror_history,
+    mirrored_events,
+)
 
 Opener = Callable[[], SessionStore]
 
@@ -318,6 +325,22 @@ def test_events_appended_outside_the_mirror_are_followed_without_a_read(
     refreshes.clear()
     result = mirror_history(store, "s", [*conversation(1), answer, UserMessage(text="next")])
     assert result.outcome == "extend" and [type(e) for e in result.appended] == [UserMessage]
+    assert refreshes == []
+
+
+def test_a_chain_behind_a_known_seq_reads_its_tail_once(store: SessionStore, refreshes: list[str]) -> None:
+    mirror_history(store, "s", conversation(1))
+    last = store.get_session("s").last_seq
+    between = store.append("s", [UsageReport(input_tokens=5)], expected_last_seq=last)  # another part's event
+    answer = AssistantMessage(text="done")
+    turn = store.append("s", [answer], expected_last_seq=between[-1].seq)
+    follow_appended(store, "s", turn)  # after a gap: not followed
+    refreshes.clear()
+    follow_to(store, "s", turn[-1].seq)
+    follow_to(store, "s", turn[-1].seq)
+    assert refreshes == ["s"]  # read once, then the chain is there
+    refreshes.clear()
+    assert mirror_history(store, "s", [*conversation(1), answer, UserMessage(text="next")]).outcome == "extend"
     assert refreshes == []
 
 

@@ -43,7 +43,8 @@ Once a session's digests have been read, a call matches against them without rea
 the compare-and-append of what is new proves nothing else was written since, and a call that would
 append nothing reads the tail before it answers. Code of the same process that appends to the session
 outside the mirror hands the stored events to :func:`follow_appended` (the proxy does, for each answer), so
-the next call's append does not fail on them; one that has just created the session calls
+the next call's append does not fail on them (events the chain cannot follow, after a gap, are read by
+:func:`follow_to` at a moment no request waits); one that has just created the session calls
 :func:`follow_created`, so its first call reads nothing either.
 
 Only message kinds take part in matching. Events other code appends (usage reports, the planner's
@@ -58,7 +59,7 @@ session, kept from its tail), ``_match`` (:func:`mirror_history`: compare and ap
 
 from __future__ import annotations
 
-from ._chain import CARRIED_EDITS, MIRROR_SUMMARIZER, follow_appended, follow_created, mirrored_events
+from ._chain import CARRIED_EDITS, MIRROR_SUMMARIZER, follow_appended, follow_created, follow_to, mirrored_events
 from ._digest import MIRRORED_KINDS, content_digest
 from ._match import mirror_history, unmirrored
 from ._result import MirrorResult, Outcome
@@ -72,6 +73,7 @@ __all__ = [
     "content_digest",
     "follow_appended",
     "follow_created",
+    "follow_to",
     "mirror_history",
     "mirrored_events",
     "unmirrored",

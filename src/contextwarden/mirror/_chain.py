@@ -162,3 +162,16 @@ def follow_created(store: SessionStore, session_id: str) -> None:
     with chain.lock:
         if not chain.loaded and chain.last_seq == 0:
             chain.loaded = True
+
+
+def follow_to(store: SessionStore, session_id: str, seq: int) -> None:
+    """Read the session's tail into its chain if the chain ends before ``seq``, a seq the log is known to have.
+
+    For a moment when no request waits: events the chain could not follow (another part of the process
+    appended between the chain's last and a followed append) are read now, not by the next mirror call
+    after its append fails.
+    """
+    chain = chains.get(store, session_id)
+    with chain.lock:
+        if chain.loaded and chain.last_seq < seq:
+            chain.refresh(store)

@@ -21,7 +21,7 @@ from ..errors import ConflictError, SessionExists
 from ..log.events import AssistantMessage, Event, JSONValue, UsageReport
 from ..log.store import SessionStore
 from ..log.store._shared import header_and_events
-from ..mirror import MIRROR_SUMMARIZER, content_digest, follow_appended, follow_created, mirror_history
+from ..mirror import MIRROR_SUMMARIZER, content_digest, follow_appended, follow_created, follow_to, mirror_history
 from ..plan.compaction import OVERFLOW_TRIGGER, compact
 from ..plan.policy import ContextPolicy
 from ..plan.spend import SpendLimit
@@ -68,6 +68,8 @@ class Prepared:
     """The session's last seq after the request's build (the answer's turn goes after it)."""
     filed: bool = False
     """Whether the answer's turn is in the log (:meth:`Pipeline.answered`)."""
+    turn_seq: int = 0
+    """The seq of the turn's last event once filed."""
     refused: Spent | None = None
     """Set when the task reached its spend limit: the proxy answers with an error and forwards nothing."""
     stand_in: str = ""
@@ -281,6 +283,7 @@ class Pipeline:
         # measured the projection; observing, it measured the client's own (larger) request
         measured = usage if prepared.outcome in ("projected", "unchanged") else None
         stored = self._append_turn(identity, assistant, measured, since=prepared.logged_seq)
+        prepared.turn_seq = stored[-1].seq if stored else 0
         # the chain and the window take the turn as stored: the next request reads nothing before its append
         follow_appended(self.store, identity.session_id, stored)
         self.manager.follow(identity.session_id, stored, policy=prepared.policy)
@@ -324,6 +327,8 @@ class Pipeline:
             return
         if status == 200 and outcome is None:
             self._file_turn(prepared, assistant, usage)
+        # the build's own events (its settings, a batch) came between the history and the turn: read them now
+        follow_to(self.store, identity.session_id, prepared.turn_seq)
         # the window as the last build or turn left it: no read
         self.manager.save_checkpoint(identity.session_id, policy=prepared.policy, catch_up=False)
 
