@@ -65,13 +65,19 @@ def test_a_build_takes_the_events_the_caller_just_appended_without_a_read() -> N
     assert store.reads == 0 and manager.projection("s", catch_up=False).last_seq == answer[-1].seq
 
 
-def test_appended_events_after_a_gap_are_read_with_the_gap() -> None:
+def _built_then_written_by_another() -> tuple[Reads, ContextManager, int]:
+    """A session built once, then extended by another writer: the store, the manager, the seq of that build."""
     store = Reads()
     manager = ContextManager(store, counter=HeuristicCounter())
     store.create_session("s")
     store.append("s", [UserMessage(text="first")], expected_last_seq=0)
     _, built_at = manager.build_with_last_seq("s", model="gpt-4o")
     store.append("s", [UserMessage(text="another writer's")], expected_last_seq=built_at)
+    return store, manager, built_at
+
+
+def test_appended_events_after_a_gap_are_read_with_the_gap() -> None:
+    store, manager, built_at = _built_then_written_by_another()
     stored = store.append("s", [UserMessage(text="mine")], expected_last_seq=built_at + 1)
     store.reads = 0
     ctx = manager.build("s", model="gpt-4o", appended=stored)
@@ -80,12 +86,7 @@ def test_appended_events_after_a_gap_are_read_with_the_gap() -> None:
 
 
 def test_a_window_follows_only_events_that_come_right_after_it() -> None:
-    store = Reads()
-    manager = ContextManager(store, counter=HeuristicCounter())
-    store.create_session("s")
-    store.append("s", [UserMessage(text="first")], expected_last_seq=0)
-    _, built_at = manager.build_with_last_seq("s", model="gpt-4o")
-    store.append("s", [UserMessage(text="another writer's")], expected_last_seq=built_at)
+    store, manager, built_at = _built_then_written_by_another()
     mine = store.append("s", [UserMessage(text="mine")], expected_last_seq=built_at + 1)
     store.reads = 0
     manager.follow("s", mine)  # a gap before them: the window stays as it was, nothing is read

@@ -289,10 +289,16 @@ def test_a_chain_that_follows_the_log_appends_without_reading_first(store: Sessi
     assert messages(store, "s") == digests(conversation(3))
 
 
-def test_another_writers_events_make_the_append_fail_and_the_tail_is_read(opener: Opener, refreshes: list[str]) -> None:
+def _two_views(opener: Opener) -> tuple[SessionStore, SessionStore]:
+    """Two store objects over one log, as two processes have (skips on the memory store, which has one)."""
     mine, theirs = opener(), opener()
     if mine is theirs:
         pytest.skip("two views of one log need two store objects; the memory store has one")
+    return mine, theirs
+
+
+def test_another_writers_events_make_the_append_fail_and_the_tail_is_read(opener: Opener, refreshes: list[str]) -> None:
+    mine, theirs = _two_views(opener)
     mirror_history(mine, "s", conversation(1))
     mirror_history(theirs, "s", conversation(2))  # another process moved the log on
     refreshes.clear()
@@ -303,9 +309,7 @@ def test_another_writers_events_make_the_append_fail_and_the_tail_is_read(opener
 
 
 def test_a_call_that_would_append_nothing_reads_before_it_answers(opener: Opener, refreshes: list[str]) -> None:
-    mine, theirs = opener(), opener()
-    if mine is theirs:
-        pytest.skip("two views of one log need two store objects; the memory store has one")
+    mine, theirs = _two_views(opener)
     mirror_history(mine, "s", conversation(2))
     mirror_history(theirs, "s", conversation(3))
     refreshes.clear()

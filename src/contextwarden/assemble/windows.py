@@ -124,8 +124,7 @@ class WindowCache:
             return window
         if not catch_up:
             return window
-        if _follows(window.projection.last_seq, appended):
-            self.follow(session_id, policy, appended)
+        if _take(window, appended):
             return window
         new = self.store.read(session_id, since_seq=window.projection.last_seq)
         if any(isinstance(e, Compaction) for e in new):
@@ -141,10 +140,8 @@ class WindowCache:
         """The cached window takes ``appended`` (a compare-and-append's stored events) if they come right after it."""
         with self._guard:
             window = self._windows.get((session_id, policy))
-        if window is not None and _follows(window.projection.last_seq, appended):
-            for event in appended:
-                window.projection.add(event)
-            note_settings(window, appended)
+        if window is not None:
+            _take(window, appended)
 
     def _open(self, session_id: str, policy: ContextPolicy, appended: Sequence[Event] = ()) -> CachedWindow:
         """The session's window, resumed from its checkpoint when one is usable, else projected from the log.
@@ -192,6 +189,16 @@ class WindowCache:
 def _follows(last_seq: int, appended: Sequence[Event]) -> bool:
     """Whether ``appended`` (a compare-and-append's stored events) come right after ``last_seq``, none re-opening it."""
     return bool(appended) and appended[0].seq == last_seq + 1 and not any(isinstance(e, Compaction) for e in appended)
+
+
+def _take(window: CachedWindow, appended: Sequence[Event]) -> bool:
+    """Add ``appended`` to the window if they come right after it; whether they did."""
+    if not _follows(window.projection.last_seq, appended):
+        return False
+    for event in appended:
+        window.projection.add(event)
+    note_settings(window, appended)
+    return True
 
 
 def note_settings(window: CachedWindow, events: Sequence[Event]) -> None:

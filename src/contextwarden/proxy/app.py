@@ -5,7 +5,7 @@ Model calls (``/v1/messages``, ``/v1/chat/completions``, ``/v1/responses``, Gemi
 :class:`~.pipeline.Pipeline`; everything else is passed through untouched. On a store on this
 machine (SQLite, or PostgreSQL over a unix socket or loopback) the pipeline runs on the event loop
 itself: its statements are short, and the hop to a worker thread and back cost more than they do
-while buying no parallelism under the GIL (docs/proxy.md, "Several workers on one machine"). Filing an
+while buying no parallelism under the GIL (docs/benchmarks.md, "Proxy under load"). Filing an
 answer's turn in PostgreSQL is the exception: its commit waits for the disk and concurrent sessions'
 answers often end together, so those commits overlap on worker threads rather than queue on the loop.
 On a PostgreSQL server elsewhere every step runs on worker threads, so the loop never waits on the
