@@ -17,6 +17,7 @@ from _proxy import rig
 from _statements import Counted
 from contextwarden.log.events import AssistantMessage, UsageReport, UserMessage
 from contextwarden.log.store import PostgresStore
+from contextwarden.log.store.postgres import ASYNCHRONOUS_CTE
 
 pytestmark = pytest.mark.postgres
 
@@ -51,7 +52,8 @@ def test_a_proxied_call_sends_two_appends_to_the_session_store_and_one_to_rememb
         [session] = store.list_sessions()
         events = store.read(session.id)
     assert len(sent) == PER_CALL * CALLS, "\n".join(sent)
-    assert all(s.startswith("WITH moved AS (UPDATE") for s in sent), "\n".join(sent)  # appends, no reads
+    # appends, no reads, and none waits for the disk (test_proxy_commits)
+    assert all(s.startswith(f"WITH {ASYNCHRONOUS_CTE}, moved AS (UPDATE") for s in sent), "\n".join(sent)
     # the history the answer extends, remembered for whichever worker gets the next request: one statement
     assert len(remembered) == CALLS, "\n".join(remembered)
     # every turn is in the log once, in order, with its usage

@@ -4,14 +4,13 @@ Model calls (``/v1/messages``, ``/v1/chat/completions``, ``/v1/responses``, Gemi
 ``/v1beta/models/{model}:generateContent`` and ``:streamGenerateContent``: :mod:`.gemini`) go through the
 :class:`~.pipeline.Pipeline`; everything else is passed through untouched. On a store on this
 machine (SQLite, or PostgreSQL over a unix socket or loopback) the pipeline runs on the event loop
-itself: its statements are short, and the hop to a worker thread and back cost more than they do
-while buying no parallelism under the GIL (docs/benchmarks.md, "Proxy under load"). Filing an
-answer's turn in PostgreSQL is the exception: its commit waits for the disk and concurrent sessions'
-answers often end together, so those commits overlap on worker threads rather than queue on the loop.
-On a PostgreSQL server elsewhere every step runs on worker threads, so the loop never waits on the
-network. After a fall-back (a store locked by another process, say) or a request that took longer than
-:data:`SLOW_ON_LOOP_MS` to prepare, steps run on worker threads for a while, so a store that makes
-requests wait never stalls the loop (nor ``/metrics``) again.
+itself: its statements are short (none of them waits for the disk: :meth:`.Pipeline.prepare`), and
+the hop to a worker thread and back cost more than they do while buying no parallelism under the GIL
+(docs/benchmarks.md, "Proxy under load"). On a PostgreSQL server elsewhere every step runs on worker
+threads, so the loop never waits on the network. After a fall-back (a store locked by another
+process, say) or a request that took longer than :data:`SLOW_ON_LOOP_MS` to prepare, steps run on
+worker threads for a while, so a store that makes requests wait never stalls the loop (nor
+``/metrics``) again.
 Never break the agent: a failure inside the pipeline forwards the client's original bytes, unread,
 and counts a fall-back; upstream errors reach the client with their status, headers and body; an
 upstream that cannot be reached gets the client a 502 in its protocol's error shape and the log one
@@ -39,7 +38,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..errors import StoreError
-from ..log.store import PostgresStore, SessionStore
+from ..log.store import SessionStore
 from ..providers.classify import is_context_overflow
 from . import collector, forward, gemini
 from ._db import ProxyDB, local_storage, open_session_store
@@ -89,8 +88,6 @@ class Proxy:
         self.upstream: aiohttp.ClientSession | None = None
         self._on_loop = local_storage(self.store, self.db)
         """Whether pipeline steps may run on the event loop (module docstring)."""
-        self._commit_waits = isinstance(self.store, PostgresStore)
-        """Whether filing a turn waits for the disk (a PostgreSQL commit): then it runs on a worker thread."""
         self._off_loop_until = 0.0
         """Until this ``time.monotonic()``, pipeline steps run on worker threads (set by a fall-back)."""
         # each session's answers are filed in the order they completed (:mod:`.recorder`)
@@ -200,7 +197,7 @@ class Proxy:
             spending.record(prepared.identity, usage)
         try:
             answer = assistant if status == 200 else None
-            if self._loop_may_run() and not self._commit_waits:
+            if self._loop_may_run():
                 self.pipeline.answered(prepared, answer, usage)
             else:
                 await run_in_threadpool(self.pipeline.answered, prepared, answer, usage)

@@ -19,7 +19,7 @@ from ..assemble.manager import ContextManager
 from ..context import ModelContext
 from ..errors import ConflictError, SessionExists
 from ..log.events import AssistantMessage, Event, JSONValue, UsageReport
-from ..log.store import SessionStore
+from ..log.store import SessionStore, asynchronous_commits
 from ..log.store._shared import header_and_events
 from ..mirror import MIRROR_SUMMARIZER, content_digest, follow_appended, follow_created, follow_to, mirror_history
 from ..plan.compaction import OVERFLOW_TRIGGER, compact
@@ -120,7 +120,25 @@ class Pipeline:
 
         ``identity`` skips the session lookup (a retry of a request already identified). ``model``
         and ``stream`` are for a format whose path, not its body, names them (Gemini).
+
+        Its appends (the client's new messages, what the build records) commit without waiting for
+        the disk (:func:`~contextwarden.log.store.asynchronous_commits`): the client's next request
+        brings the messages back, and the ledger row written after the answer waits for the disk.
         """
+        with asynchronous_commits():
+            return self._prepare(fmt, raw, headers, credential, identity=identity, model=model, stream=stream)
+
+    def _prepare(
+        self,
+        fmt: str,
+        raw: bytes,
+        headers: Mapping[str, str],
+        credential: str,
+        *,
+        identity: Identity | None,
+        model: str,
+        stream: bool,
+    ) -> Prepared:
         started = time.perf_counter()
         caller = namespace(credential, self.salt)
         try:
@@ -271,8 +289,11 @@ class Pipeline:
         The client cannot send the session's next request before that byte, so that request finds the
         turn in the log (else the mirror would take the reply from the client's copy and a later filing
         would add it twice), and any worker finds the session by the history it extends, remembered here.
+        Neither write waits for the disk (as in :meth:`prepare`): the turn is visible at once, and the
+        client holds it and sends it again with its next request.
         """
-        self._file_turn(prepared, assistant, usage)
+        with asynchronous_commits():
+            self._file_turn(prepared, assistant, usage)
 
     def _file_turn(self, prepared: Prepared, assistant: AssistantMessage | None, usage: UsageReport | None) -> None:
         identity = prepared.identity

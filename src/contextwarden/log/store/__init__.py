@@ -12,6 +12,7 @@ import re
 from ...errors import UsageError
 from ._protocol import CheckpointStore, SessionInfo, SessionStore, StoredCheckpoint
 from ._shared import check_new_session_id, count_kinds
+from ._sql import asynchronous_commits, committing_asynchronously
 from .jsonl import export_jsonl, import_jsonl
 from .memory import MemoryStore
 from .postgres import PostgresStore
@@ -74,8 +75,10 @@ __all__ = [
     "SessionInfo",
     "SessionStore",
     "StoredCheckpoint",
+    "asynchronous_commits",
     "check_new_session_id",
     "check_store_url",
+    "committing_asynchronously",
     "count_kinds",
     "export_jsonl",
     "import_jsonl",

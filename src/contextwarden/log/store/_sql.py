@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
 from functools import cache
 from itertools import chain
 from typing import Any, TypeVar
@@ -29,6 +30,33 @@ _SESSION_COLUMNS = "id, created_at, last_seq, window_start_seq, parent_session_i
 
 
 _Store = TypeVar("_Store", bound="SQLStore")
+
+_ASYNCHRONOUS: ContextVar[bool] = ContextVar("contextwarden_asynchronous_commits", default=False)
+
+
+@contextmanager
+def asynchronous_commits() -> Iterator[None]:
+    """Appends made inside the block commit without waiting for the disk.
+
+    Each is visible to every reader at once and survives a crash of the process that made it. It
+    is on disk once any later commit that waits is (the database's log is flushed in order); on
+    PostgreSQL the WAL writer flushes it within a fraction of a second anyway. A crash of the
+    database server or of the machine before then loses it. For writes that can be made again: the
+    proxy appends what a client sent and the answer it got this way, and the client's next request
+    brings both back (it sends the whole history), while the ledger row written after each answer
+    waits for the disk and takes them with it. SQLite stores opened with ``synchronous="NORMAL"``
+    commit this way always; the memory store keeps nothing on disk.
+    """
+    token = _ASYNCHRONOUS.set(True)
+    try:
+        yield
+    finally:
+        _ASYNCHRONOUS.reset(token)
+
+
+def committing_asynchronously() -> bool:
+    """Whether the caller is inside :func:`asynchronous_commits`."""
+    return _ASYNCHRONOUS.get()
 
 
 class DuplicateSeq(Exception):
@@ -55,8 +83,10 @@ class SQLStore(CheckpointSQL):
         """Close the connection (idempotent)."""
         raise NotImplementedError
 
-    def _transaction(self, *, write: bool) -> AbstractContextManager[Cursor]:
+    def _transaction(self, *, write: bool, asynchronous: bool = False) -> AbstractContextManager[Cursor]:
         """Open a transaction (``write`` ones hold the write lock the append check relies on).
+
+        ``asynchronous``: a write transaction commits without waiting for the disk (:func:`asynchronous_commits`).
 
         Raises :class:`StoreError` for driver errors and :class:`DuplicateSeq` for the seq key.
         """
@@ -76,7 +106,7 @@ class SQLStore(CheckpointSQL):
         """The header, and the first page of the session's own rows after ``since_seq`` if read with it."""
         return self._get_info(cur, session_id), None
 
-    def _append_at_once(self, session_id: str, batch: sh.Batch, expected_last_seq: int) -> bool:
+    def _append_at_once(self, session_id: str, batch: sh.Batch, expected_last_seq: int, *, asynchronous: bool) -> bool:
         """Append ``batch`` in one statement if the database can; whether it did (else the general path runs)."""
         return False
 
@@ -133,10 +163,11 @@ class SQLStore(CheckpointSQL):
         sh.check_seq(expected_last_seq, "expected_last_seq")
         batch = sh.prepare_append(session_id, events, expected_last_seq=expected_last_seq)
         d, p = self.dialect, self.dialect.param
+        asynchronous = _ASYNCHRONOUS.get()
         try:
-            if batch.rows and self._append_at_once(session_id, batch, expected_last_seq):
+            if batch.rows and self._append_at_once(session_id, batch, expected_last_seq, asynchronous=asynchronous):
                 return batch.events
-            with self._transaction(write=True) as cur:
+            with self._transaction(write=True, asynchronous=asynchronous) as cur:
                 # the write lock (BEGIN IMMEDIATE, or the row lock) keeps last_seq still until commit
                 row = cur.execute(
                     f"SELECT last_seq, window_start_seq FROM {d.sessions} WHERE id = {p}{d.lock_append}", (session_id,)

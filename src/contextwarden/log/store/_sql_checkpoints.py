@@ -60,7 +60,7 @@ class CheckpointSQL:
 
     dialect: Any  # the store's Dialect
 
-    def _transaction(self, *, write: bool) -> AbstractContextManager[Cursor]:
+    def _transaction(self, *, write: bool, asynchronous: bool = False) -> AbstractContextManager[Cursor]:
         raise NotImplementedError
 
     def _get_info(self, cur: Cursor, session_id: str, *, lock: str = "") -> SessionInfo:

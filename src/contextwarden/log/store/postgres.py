@@ -166,7 +166,7 @@ class PostgresStore(SQLStore):
         return conn
 
     @contextmanager
-    def _transaction(self, *, write: bool) -> Iterator[Cursor]:
+    def _transaction(self, *, write: bool, asynchronous: bool = False) -> Iterator[Cursor]:
         # writes: the row locks the queries take do the serializing. Reads run each statement on its
         # own (autocommit): under READ COMMITTED a transaction gives a read no steadier view (each
         # statement takes a new snapshot anyway), and its BEGIN and COMMIT are two more round trips
@@ -174,6 +174,8 @@ class PostgresStore(SQLStore):
         with self._pool.connection() as conn:
             try:
                 with conn.transaction() if write else nullcontext(), conn.cursor() as cur:
+                    if write and asynchronous:
+                        cur.execute("SET LOCAL synchronous_commit = off")
                     yield cur
             except errors.UniqueViolation as exc:
                 if exc.diag.constraint_name == _SEQ_KEY:
@@ -197,7 +199,7 @@ class PostgresStore(SQLStore):
         page = [(int(row[-2]), str(row[-1])) for row in rows if row[-2] is not None]
         return _info_from_row(rows[0][:-2]), page
 
-    def _append_at_once(self, session_id: str, batch: sh.Batch, expected_last_seq: int) -> bool:
+    def _append_at_once(self, session_id: str, batch: sh.Batch, expected_last_seq: int, *, asynchronous: bool) -> bool:
         # one statement, so one round trip and its own transaction: the UPDATE takes the row lock and
         # moves last_seq only if it is still the expected one (a writer that waited on the lock sees
         # the committed value), and the INSERT writes the rows only if the UPDATE moved it
@@ -208,7 +210,7 @@ class PostgresStore(SQLStore):
         for _ in range(3):
             with self._transaction(write=False) as cur:
                 try:
-                    cur.execute(_append_sql(len(rows)), params)
+                    cur.execute(_append_sql(len(rows), asynchronous=asynchronous), params)
                 except Exception as exc:
                     if self._is_duplicate_id(exc):
                         duplicate = self._duplicate_id(cur, exc, rows)
@@ -247,15 +249,31 @@ APPEND_AT_ONCE_ROWS = 100
 
 
 @cache
-def _append_sql(count: int) -> str:
-    """The compare-and-append of ``count`` rows as one statement (cached: every append asks)."""
+def _append_sql(count: int, *, asynchronous: bool) -> str:
+    """The compare-and-append of ``count`` rows as one statement (cached: every append asks).
+
+    ``asynchronous``: its transaction commits without waiting for the disk (:data:`ASYNCHRONOUS_CTE`).
+    """
     values = ", ".join(["(%s::text, %s::bigint, %s::text, %s::text, %s::text)"] * count)
     return (
-        f"WITH moved AS (UPDATE {_SESSIONS} SET last_seq = %s, "
+        f"WITH {ASYNCHRONOUS_CTE + ', ' if asynchronous else ''}moved AS (UPDATE {_SESSIONS} SET last_seq = %s, "
         "window_start_seq = coalesce(%s::bigint, window_start_seq) WHERE id = %s AND last_seq = %s RETURNING id) "
         f"INSERT INTO {_EVENTS} (session_id, seq, id, kind, data) "
         f"SELECT * FROM (VALUES {values}) AS batch WHERE EXISTS (SELECT 1 FROM moved)"
+        + (f" AND {ASYNCHRONOUS_READ}" if asynchronous else "")
     )
+
+
+ASYNCHRONOUS_CTE = "asynchronous AS (SELECT set_config('synchronous_commit', 'off', true))"
+"""A ``WITH`` query that makes a one-statement transaction commit without waiting for the disk.
+
+``set_config`` with ``is_local`` lasts to the end of the transaction, and the commit reads it. A
+query that only selects runs only if the statement reads it: the statement adds :data:`ASYNCHRONOUS_READ`
+to a ``WHERE``.
+"""
+
+ASYNCHRONOUS_READ = "EXISTS (SELECT 1 FROM asynchronous)"
+"""The condition that runs :data:`ASYNCHRONOUS_CTE` (it is always true)."""
 
 
 def _one_line(exc: BaseException) -> str:

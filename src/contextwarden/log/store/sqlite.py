@@ -13,7 +13,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 
 from ...errors import StoreError, UsageError
 from . import _shared as sh
@@ -93,6 +93,7 @@ class SQLiteStore(SQLStore):
         if synchronous not in ("FULL", "NORMAL"):
             raise UsageError(f"synchronous must be 'FULL' or 'NORMAL', got {synchronous!r}")
         self.path = os.fspath(path)
+        self._synchronous = synchronous
         if self.path != ":memory:":
             os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         self._lock = threading.RLock()
@@ -120,11 +121,13 @@ class SQLiteStore(SQLStore):
             self._conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
 
     @contextmanager
-    def _transaction(self, *, write: bool) -> Iterator[Cursor]:
+    def _transaction(self, *, write: bool, asynchronous: bool = False) -> Iterator[Cursor]:
         # IMMEDIATE takes the write lock now, so the last_seq an append reads cannot change before
         # COMMIT; a read is one DEFERRED transaction, so a header and its rows come from one snapshot
         begin = "BEGIN IMMEDIATE" if write else "BEGIN DEFERRED"
-        with self._lock:
+        # the setting applies to the connection, so it is set for this commit and set back after it
+        relax = write and asynchronous and self._synchronous == "FULL"
+        with self._lock, self._synchronous_normal() if relax else nullcontext():
             try:
                 cur = self._conn.cursor()
                 cur.execute(begin)
@@ -142,6 +145,21 @@ class SQLiteStore(SQLStore):
                 raise
             finally:
                 cur.close()
+
+    @contextmanager
+    def _synchronous_normal(self) -> Iterator[None]:
+        # in WAL mode a NORMAL commit is not synced; the next FULL one syncs the WAL, this commit with it
+        self._pragma("synchronous = NORMAL")
+        try:
+            yield
+        finally:
+            self._pragma(f"synchronous = {self._synchronous}")
+
+    def _pragma(self, setting: str) -> None:
+        try:
+            self._conn.execute(f"PRAGMA {setting}")
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite store {self.path!r}: {exc}") from None
 
     def _is_duplicate_id(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.IntegrityError) and "events.id" in str(exc)
