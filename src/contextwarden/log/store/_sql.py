@@ -44,8 +44,9 @@ def asynchronous_commits() -> Iterator[None]:
     database server or of the machine before then loses it. For writes that can be made again: the
     proxy appends what a client sent and the answer it got this way, and the client's next request
     brings both back (it sends the whole history), while the ledger row written after each answer
-    waits for the disk and takes them with it. SQLite stores opened with ``synchronous="NORMAL"``
-    commit this way always; the memory store keeps nothing on disk.
+    waits for the disk and takes them with it (its session index writes the history a session is
+    found by the same way). SQLite stores opened with ``synchronous="NORMAL"`` commit this way
+    always; the memory store keeps nothing on disk.
     """
     token = _ASYNCHRONOUS.set(True)
     try:
