@@ -20,7 +20,7 @@ from contextwarden.log.store import (
     asynchronous_commits,
     committing_asynchronously,
 )
-from contextwarden.log.store.postgres import APPEND_AT_ONCE_ROWS
+from contextwarden.log.store.postgres import APPEND_AT_ONCE_ROWS, asynchronous_statement
 from contextwarden.proxy._db import ProxyDB
 from contextwarden.proxy.identity import Identity, SessionIndex
 
@@ -162,3 +162,11 @@ def test_the_proxys_session_index_remembers_asynchronously_when_asked(pg_schema_
     rows = db.execute("SELECT session_id, length FROM contextwarden_proxy_prefixes WHERE digest = ?", ("d1",))
     assert rows == [("px-a", 2)]
     db.close()
+
+
+def test_only_a_statement_with_a_with_clause_and_a_condition_last_can_be_made_asynchronous() -> None:
+    made = asynchronous_statement("WITH a AS (SELECT 1) UPDATE t SET x = 1 WHERE y = 2")
+    assert made.startswith("WITH asynchronous AS (SELECT set_config('synchronous_commit', 'off', true)), a AS")
+    assert made.endswith("WHERE y = 2 AND EXISTS (SELECT 1 FROM asynchronous)")
+    with pytest.raises(ValueError, match="WITH clause"):
+        asynchronous_statement("UPDATE t SET x = 1 WHERE y = 2")

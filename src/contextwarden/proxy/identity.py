@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..log.store import committing_asynchronously
-from ..log.store.postgres import ASYNCHRONOUS_CTE, ASYNCHRONOUS_READ
+from ..log.store.postgres import asynchronous_statement
 from ._db import ProxyDB
 
 EXPLICIT_HEADER = "x-contextwarden-session"
@@ -235,13 +235,10 @@ class SessionIndex:
         update = "UPDATE contextwarden_proxy_lanes SET updated_at = ? WHERE session_id = ?"
         prefix, lane = (identity.scope, digest, length, identity.session_id), (time.time(), identity.session_id)
         if self.db.postgres:  # one statement, one round trip: the answer's last byte waits for it
-            if committing_asynchronously():
-                self.db.execute(
-                    f"WITH {ASYNCHRONOUS_CTE}, remembered AS ({insert}) {update} AND {ASYNCHRONOUS_READ}",
-                    (*prefix, *lane),
-                )
-            else:
-                self.db.execute(f"WITH remembered AS ({insert}) {update}", (*prefix, *lane))
+            statement = f"WITH remembered AS ({insert}) {update}"
+            self.db.execute(
+                asynchronous_statement(statement) if committing_asynchronously() else statement, (*prefix, *lane)
+            )
             return
         self.db.execute(insert, prefix)
         self.db.execute(update, lane)

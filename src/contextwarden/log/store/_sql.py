@@ -164,7 +164,7 @@ class SQLStore(CheckpointSQL):
         sh.check_seq(expected_last_seq, "expected_last_seq")
         batch = sh.prepare_append(session_id, events, expected_last_seq=expected_last_seq)
         d, p = self.dialect, self.dialect.param
-        asynchronous = _ASYNCHRONOUS.get()
+        asynchronous = committing_asynchronously()
         try:
             if batch.rows and self._append_at_once(session_id, batch, expected_last_seq, asynchronous=asynchronous):
                 return batch.events

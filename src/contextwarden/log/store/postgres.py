@@ -252,28 +252,32 @@ APPEND_AT_ONCE_ROWS = 100
 def _append_sql(count: int, *, asynchronous: bool) -> str:
     """The compare-and-append of ``count`` rows as one statement (cached: every append asks).
 
-    ``asynchronous``: its transaction commits without waiting for the disk (:data:`ASYNCHRONOUS_CTE`).
+    ``asynchronous``: its transaction commits without waiting for the disk (:func:`asynchronous_statement`).
     """
     values = ", ".join(["(%s::text, %s::bigint, %s::text, %s::text, %s::text)"] * count)
-    return (
-        f"WITH {ASYNCHRONOUS_CTE + ', ' if asynchronous else ''}moved AS (UPDATE {_SESSIONS} SET last_seq = %s, "
+    statement = (
+        f"WITH moved AS (UPDATE {_SESSIONS} SET last_seq = %s, "
         "window_start_seq = coalesce(%s::bigint, window_start_seq) WHERE id = %s AND last_seq = %s RETURNING id) "
         f"INSERT INTO {_EVENTS} (session_id, seq, id, kind, data) "
         f"SELECT * FROM (VALUES {values}) AS batch WHERE EXISTS (SELECT 1 FROM moved)"
-        + (f" AND {ASYNCHRONOUS_READ}" if asynchronous else "")
     )
+    return asynchronous_statement(statement) if asynchronous else statement
 
 
 ASYNCHRONOUS_CTE = "asynchronous AS (SELECT set_config('synchronous_commit', 'off', true))"
-"""A ``WITH`` query that makes a one-statement transaction commit without waiting for the disk.
+"""The ``WITH`` query :func:`asynchronous_statement` adds: ``set_config`` with ``is_local`` lasts to the
+end of the transaction, and the commit reads it."""
 
-``set_config`` with ``is_local`` lasts to the end of the transaction, and the commit reads it. A
-query that only selects runs only if the statement reads it: the statement adds :data:`ASYNCHRONOUS_READ`
-to a ``WHERE``.
-"""
 
-ASYNCHRONOUS_READ = "EXISTS (SELECT 1 FROM asynchronous)"
-"""The condition that runs :data:`ASYNCHRONOUS_CTE` (it is always true)."""
+def asynchronous_statement(statement: str) -> str:
+    """``statement`` made to commit its own transaction without waiting for the disk, in the same round trip.
+
+    ``statement`` starts with ``WITH`` and ends with its ``WHERE`` condition: a ``WITH`` query that only
+    selects runs only if the statement reads it, so the condition reads it too (it is always true).
+    """
+    if not statement.startswith("WITH "):
+        raise ValueError(f"not a statement with a WITH clause: {statement[:40]!r}")
+    return f"WITH {ASYNCHRONOUS_CTE}, {statement[len('WITH ') :]} AND EXISTS (SELECT 1 FROM asynchronous)"
 
 
 def _one_line(exc: BaseException) -> str:
